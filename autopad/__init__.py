@@ -1,0 +1,14 @@
+"""autopad: chooses shared-memory layouts for GPU kernels.
+
+The public API is importable with numpy alone: torch, triton and the CUDA bindings load only when a GPU
+path needs them (``tune`` with a GPU, ``ops``).
+"""
+
+from __future__ import annotations
+
+from .arch import ARCHS, Arch, get_arch
+from .model import Analysis, analyze, analyze_batch
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "Analysis", "analyze", "analyze_batch", "Arch", "ARCHS", "get_arch"]

@@ -1,0 +1,197 @@
+"""Access patterns: which logical element each lane of a warp touches in each shared-memory instruction.
+
+A pattern is a tuple of ``Instruction``s, each a warp-wide shared-memory instruction given as per-lane
+logical coordinates (row, col) into a tile, plus how many times it runs per tile. A layout turns the
+coordinates into byte addresses and the model (``model.analyze_batch``) turns those into wavefronts:
+
+    pattern x layout -> addresses -> model -> wavefronts per tile
+
+Kernels ship their own pattern, derived from the same constants that configure them (see the kernel
+modules under kernels/); this module holds the vocabulary and the common shapes: row and column walks, a
+tile read by a TILE_C/VEC x BLOCK_Y thread block with a j loop (the transpose), strided and struct-field
+reads, and histogram updates drawn from a data distribution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .arch import Arch, get_arch
+from .model import OPS, WIDTHS, analyze_batch
+
+__all__ = [
+    "Instruction",
+    "PatternCost",
+    "score",
+    "addresses",
+    "row_walk",
+    "column_walk",
+    "block_tile",
+    "field_read",
+    "histogram_updates",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class Instruction:
+    """One warp instruction: lane i touches element (rows[i], cols[i]); a row of -1 marks an inactive lane.
+
+    ``access_bytes`` is the width of each lane's access (a vector of several elements starts at the given
+    element). ``count`` is how many times the instruction runs per tile, so that a pattern's wavefronts
+    are per tile.
+    """
+
+    name: str
+    op: str
+    access_bytes: int
+    rows: np.ndarray
+    cols: np.ndarray
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ValueError(f"op: {self.op!r} is not one of {', '.join(OPS)}")
+        if self.access_bytes not in WIDTHS:
+            raise ValueError(f"access_bytes: {self.access_bytes!r} is not one of {WIDTHS}")
+        r = np.asarray(self.rows, dtype=np.int64)
+        c = np.asarray(self.cols, dtype=np.int64)
+        if r.shape != c.shape or r.ndim != 1:
+            raise ValueError(f"rows and cols must be 1-D and of equal length, got {r.shape} and {c.shape}")
+        object.__setattr__(self, "rows", r)
+        object.__setattr__(self, "cols", c)
+
+
+@dataclass(frozen=True)
+class PatternCost:
+    """Wavefronts per tile for a pattern under a layout, with the conflict-free count and each instruction."""
+
+    wavefronts: int
+    ideal: int
+    per_instruction: tuple[tuple[str, int, int, int], ...]  # (name, count, wavefronts, ideal) per execution
+
+    @property
+    def conflicts(self) -> int:
+        return self.wavefronts - self.ideal
+
+    @property
+    def degree(self) -> float:
+        return self.wavefronts / self.ideal if self.ideal else 1.0
+
+
+def addresses(instr: Instruction, layout: object) -> np.ndarray:
+    """Per-lane byte addresses of one instruction under ``layout`` (-1 for inactive lanes)."""
+    return layout.offsets(instr.rows, instr.cols)  # type: ignore[attr-defined]
+
+
+def score(pattern: Sequence[Instruction], layout: object, arch: str | Arch = "sm_90") -> PatternCost:
+    """Wavefronts per tile: every instruction's addresses through the model, weighted by its count.
+
+    Instructions of one (op, width) are scored in a single vectorised batch.
+    """
+    a = get_arch(arch)
+    groups: dict[tuple[str, int], list[int]] = {}
+    for i, ins in enumerate(pattern):
+        if len(ins.rows) != a.warp_size:
+            raise ValueError(f"instruction {ins.name!r} has {len(ins.rows)} lanes; {a.name} warps have {a.warp_size}")
+        groups.setdefault((ins.op, ins.access_bytes), []).append(i)
+    wave = np.zeros(len(pattern), dtype=np.int64)
+    ideal = np.zeros(len(pattern), dtype=np.int64)
+    for (op, width), idx in groups.items():
+        addr = np.stack([addresses(pattern[i], layout) for i in idx])
+        w, d = analyze_batch(addr, width, op, a)
+        wave[idx], ideal[idx] = w, d
+    counts = np.array([ins.count for ins in pattern], dtype=np.int64)
+    per = tuple((ins.name, ins.count, int(w), int(d)) for ins, w, d in zip(pattern, wave, ideal))
+    return PatternCost(int((wave * counts).sum()), int((ideal * counts).sum()), per)
+
+
+def _lanes(warp: int) -> np.ndarray:
+    return np.arange(warp, dtype=np.int64)
+
+
+def row_walk(row: int = 0, op: str = "load", elem_bytes: int = 4, vec: int = 1, warp: int = 32) -> Instruction:
+    """Lane i touches elements (row, i*vec .. i*vec+vec-1): a contiguous read along one row."""
+    lane = _lanes(warp)
+    return Instruction(f"row {row}", op, elem_bytes * vec, np.full(warp, row), lane * vec)
+
+
+def column_walk(col: int = 0, op: str = "load", elem_bytes: int = 4, warp: int = 32) -> Instruction:
+    """Lane i touches element (i, col): a read down one column, the transpose's hard case."""
+    lane = _lanes(warp)
+    return Instruction(f"column {col}", op, elem_bytes, lane, np.full(warp, col))
+
+
+def block_tile(
+    tile_rows: int,
+    tile_cols: int,
+    block_x: int,
+    block_y: int,
+    op: str,
+    elem_bytes: int = 4,
+    vec: int = 1,
+    transposed: bool = False,
+    warp: int = 32,
+) -> tuple[Instruction, ...]:
+    """Every warp instruction of a ``block_x x block_y`` thread block sweeping a tile with a j loop.
+
+    Thread (tx, ty) handles elements (ty + j, tx * vec + v) for j = 0, block_y, 2 block_y, ... . With
+    ``transposed`` the roles of row and column swap: (tx * vec + v, ty + j), the read-out of a transpose,
+    where each v is a separate ``elem_bytes`` access (the vector runs down a column). Lanes are numbered
+    tx + ty * block_x, 32 to a warp, as CUDA numbers them.
+    """
+    threads = block_x * block_y
+    if threads % warp:
+        raise ValueError(f"block {block_x}x{block_y} is not a whole number of {warp}-lane warps")
+    if block_x * vec != (tile_rows if transposed else tile_cols):
+        raise ValueError(f"block_x {block_x} x vec {vec} must cover the tile's {tile_cols} columns")
+    span = tile_cols if transposed else tile_rows
+    if span % block_y:
+        raise ValueError(f"block_y {block_y} does not divide the tile's {span} rows")
+    out = []
+    tid = np.arange(threads, dtype=np.int64)
+    tx, ty = tid % block_x, tid // block_x
+    for w in range(threads // warp):
+        sl = slice(w * warp, (w + 1) * warp)
+        for j in range(0, span, block_y):
+            if transposed:
+                for v in range(vec):
+                    out.append(Instruction(f"warp {w} j {j} v {v}", op, elem_bytes, tx[sl] * vec + v, ty[sl] + j))
+            else:
+                out.append(Instruction(f"warp {w} j {j}", op, elem_bytes * vec, ty[sl] + j, tx[sl] * vec))
+    return tuple(out)
+
+
+def field_read(count: int, field_index: int, op: str = "load", field_bytes: int = 4, warp: int = 32) -> Instruction:
+    """Lane i reads field ``field_index`` of record i (AoS vs SoA is the layout's business)."""
+    lane = _lanes(warp)
+    rows = np.where(lane < count, lane, -1)
+    return Instruction(f"field {field_index}", op, field_bytes, rows, np.full(warp, field_index))
+
+
+def histogram_updates(
+    values: Iterable[int] | np.ndarray,
+    replica_of_lane: Sequence[int] | np.ndarray | None = None,
+    warp: int = 32,
+    name: str = "update",
+) -> tuple[Instruction, ...]:
+    """Shared atomics of a warp binning ``values`` 32 at a time: lane i adds 1 to bin values[k*32 + i].
+
+    ``replica_of_lane`` picks which sub-histogram (replica) each lane updates; by default all use replica 0.
+    A tail shorter than a warp leaves the remaining lanes inactive.
+    """
+    v = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.int64).ravel()
+    rep = np.zeros(warp, dtype=np.int64) if replica_of_lane is None else np.asarray(replica_of_lane, np.int64)
+    if rep.shape != (warp,):
+        raise ValueError(f"replica_of_lane: need {warp} entries, got {rep.shape}")
+    out = []
+    for k in range(0, len(v), warp):
+        chunk = v[k : k + warp]
+        rows = np.full(warp, -1, dtype=np.int64)
+        cols = np.zeros(warp, dtype=np.int64)
+        rows[: len(chunk)] = rep[: len(chunk)]
+        cols[: len(chunk)] = chunk
+        out.append(Instruction(f"{name} {k // warp}", "atomic", 4, rows, cols))
+    return tuple(out)

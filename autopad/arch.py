@@ -1,0 +1,115 @@
+"""Bank geometry and phase rules per GPU family, in one place.
+
+Every other module asks this one how many banks there are, how wide a bank is, how a warp's lanes are
+split into phases for an access width, and which machine ceilings (bandwidth, shared memory per block) to
+plan with. Only ``sm_90`` is measured (558 Nsight Compute probes on an H200, ../shared/hardware); the
+other profiles say plainly whether they are assumed or unvalidated, so nobody mistakes a guess for a
+measurement.
+
+Phase rule (sm_90, measured): a warp instruction is served in *phases* of consecutive lanes. One phase
+moves at most ``banks * bank_bytes`` = 128 bytes, so 1-, 2- and 4-byte accesses use one phase of 32 lanes,
+8-byte accesses two phases of 16 and 16-byte accesses four phases of 8. Loads of 8 and 16 bytes merge two
+neighbouring phases into one when the lanes pair up on the same address (lane n reads what lane n^1 or
+n^2 reads), because the pair needs only half the data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Arch", "ARCHS", "get_arch", "arch_names"]
+
+
+@dataclass(frozen=True)
+class Arch:
+    """One GPU family's shared-memory geometry and the ceilings the score plans with."""
+
+    name: str
+    description: str
+    status: str  # "measured", "assumed equal to sm_90 until measured", or "unvalidated"
+    warp_size: int = 32
+    banks: int = 32
+    bank_bytes: int = 4
+    merge_paired_loads: bool = True  # 8/16-byte loads merge two phases when lanes pair on one address
+    smem_per_block: int = 227 * 1024  # bytes one block may opt into
+    smem_per_sm: int = 228 * 1024
+    max_threads_per_sm: int = 2048
+    max_blocks_per_sm: int = 32
+    sm_count: int = 132
+    dram_bytes_per_s: float = 4.224e12  # device-to-device copy, bytes read + written (measured on H200)
+    smem_bytes_per_clk_per_sm: int = 128  # one wavefront per clock per SM
+    clock_hz: float = 1.98e9
+    fp32_flops: float = 51e12  # cuBLAS fp32 8192^3 (measured on H200)
+
+    @property
+    def phase_bytes(self) -> int:
+        """Bytes one conflict-free phase moves: every bank once."""
+        return self.banks * self.bank_bytes
+
+    def phase_lanes(self, access_bytes: int) -> int:
+        """Lanes in one phase before any merge, for an access of ``access_bytes`` per lane.
+
+        Accesses no wider than a bank use one phase for as many lanes as there are banks (a 64-lane AMD
+        wave is served in two halves of 32); wider ones are cut so that a phase moves ``phase_bytes``.
+        """
+        if access_bytes <= self.bank_bytes:
+            return min(self.warp_size, self.banks)
+        return min(self.warp_size, self.phase_bytes // access_bytes)
+
+    @property
+    def smem_wavefronts_per_s(self) -> float:
+        """Shared-memory wavefronts the whole chip retires per second (one per SM per clock)."""
+        return self.sm_count * self.clock_hz
+
+
+_SM90 = Arch(
+    name="sm_90",
+    description="NVIDIA Hopper (H100/H200); rules fitted to 558 Nsight Compute probes on an H200",
+    status="measured",
+)
+
+ARCHS: dict[str, Arch] = {
+    "sm_90": _SM90,
+    "sm_75": Arch(
+        name="sm_75", description="NVIDIA Turing", status="assumed equal to sm_90 until measured",
+        smem_per_block=64 * 1024, smem_per_sm=64 * 1024, max_threads_per_sm=1024, max_blocks_per_sm=16,
+        sm_count=40, dram_bytes_per_s=0.3e12, clock_hz=1.59e9, fp32_flops=8.1e12,
+    ),
+    "sm_80": Arch(
+        name="sm_80", description="NVIDIA Ampere A100", status="assumed equal to sm_90 until measured",
+        smem_per_block=163 * 1024, smem_per_sm=164 * 1024, sm_count=108, dram_bytes_per_s=1.7e12,
+        clock_hz=1.41e9, fp32_flops=19.5e12,
+    ),
+    "sm_89": Arch(
+        name="sm_89", description="NVIDIA Ada", status="assumed equal to sm_90 until measured",
+        smem_per_block=99 * 1024, smem_per_sm=100 * 1024, max_threads_per_sm=1536, max_blocks_per_sm=24,
+        sm_count=128, dram_bytes_per_s=0.9e12, clock_hz=2.5e9, fp32_flops=82e12,
+    ),
+    # AMD CDNA3 (MI300): 64-lane waves, 32 banks of 4 bytes; a 4-byte access is served half a wave at a
+    # time, 8- and 16-byte accesses in quarter and eighth waves. No pair merging is assumed.
+    "cdna3": Arch(
+        name="cdna3", description="AMD CDNA3 (MI300), wave64, 32 LDS banks", status="unvalidated",
+        warp_size=64, banks=32, merge_paired_loads=False, smem_per_block=64 * 1024, smem_per_sm=64 * 1024,
+        sm_count=304, dram_bytes_per_s=4.0e12, clock_hz=2.1e9, fp32_flops=80e12,
+    ),
+    # A generic 64-bank LDS with 64-lane waves (the geometry of newer AMD parts), for what-if questions.
+    "banks64": Arch(
+        name="banks64", description="generic wave64 with 64 banks of 4 bytes", status="unvalidated",
+        warp_size=64, banks=64, merge_paired_loads=False, smem_per_block=160 * 1024,
+        smem_per_sm=160 * 1024, sm_count=256, dram_bytes_per_s=8.0e12, clock_hz=2.4e9, fp32_flops=150e12,
+    ),
+}
+
+
+def arch_names() -> list[str]:
+    """Names ``get_arch`` accepts."""
+    return sorted(ARCHS)
+
+
+def get_arch(arch: str | Arch) -> Arch:
+    """The profile for ``arch`` (a name such as "sm_90", or an ``Arch``), or a ValueError naming the choices."""
+    if isinstance(arch, Arch):
+        return arch
+    if not isinstance(arch, str) or arch not in ARCHS:
+        raise ValueError(f"arch: unknown architecture {arch!r}; known: {', '.join(arch_names())}")
+    return ARCHS[arch]
