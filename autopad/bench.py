@@ -1,0 +1,284 @@
+"""The benchmark harness: compile, check against the reference, then time; in a replaceable worker process.
+
+For each shortlisted candidate: build it (all builds of a job run in parallel threads), run it once on
+fresh random input into a poisoned output buffer and compare with the kernel's torch reference, and only
+if that is right, time it: the median of CUDA-event timings with the L2 flushed before every run (and the
+output zeroed first for kernels that accumulate). A wrong result is recorded, never timed.
+
+The work runs in a child process (``Worker``). A kernel that faults (a misaligned address, an out-of-bounds
+write) poisons its CUDA context for good, and one that hangs never returns; either way the parent records
+the candidate as failed with the reason, replaces the child, and carries on with the rest. Torch and the
+kernels are imported only in the child and only when a GPU path needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import os
+import queue
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from .results import Measurement
+from .spec import KernelSpec
+
+__all__ = ["BenchJob", "Worker", "WorkerBenchmarker", "measure_local", "gpu_available", "device_info"]
+
+_FLUSH_BYTES = 256 << 20  # larger than any current L2 (H200: 60 MB)
+
+
+def gpu_available() -> bool:
+    """True when benchmarking is possible: torch with a CUDA device, and AUTOPAD_NO_BENCH unset."""
+    if os.environ.get("AUTOPAD_NO_BENCH", "") not in ("", "0"):
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def device_info(index: int = 0) -> dict[str, Any]:
+    """Name and compute capability of CUDA device ``index`` (empty without a GPU)."""
+    if not gpu_available():
+        return {}
+    import torch
+
+    major, minor = torch.cuda.get_device_capability(index)
+    return {"name": torch.cuda.get_device_name(index), "cc": f"{major}{minor}", "index": index}
+
+
+def spec_ref(spec: KernelSpec) -> Any:
+    """A picklable handle the worker can turn back into the spec: a module name, or the object itself."""
+    impl = spec.impl
+    if isinstance(impl, ModuleType):
+        return ("module", impl.__name__, getattr(impl, "__file__", None))
+    return ("object", impl)
+
+
+def load_spec(ref: Any) -> KernelSpec:
+    kind = ref[0]
+    if kind == "module":
+        _, name, path = ref
+        try:
+            return KernelSpec(importlib.import_module(name))
+        except ImportError:
+            if not path:
+                raise
+            spec = importlib.util.spec_from_file_location(name, path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)  # a user's kernel file that is not on the path
+            return KernelSpec(mod)
+    return KernelSpec(ref[1])
+
+
+@dataclass(frozen=True)
+class BenchJob:
+    """What to measure: a spec, candidates (constants), one shape/dtype/input class, and how."""
+
+    spec: Any  # spec_ref(...)
+    candidates: tuple[tuple[str, dict[str, int]], ...]  # (key, constants)
+    shape: tuple[int, ...]
+    dtype: str
+    dist: str = "uniform"
+    seed: int = 0
+    reps: int = 30
+    warmup: int = 3
+    device: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def _poison_(t: Any) -> None:
+    """Fill an output with a pattern no correct kernel leaves: NaN bytes for floats, 0xA5 bytes for ints."""
+    import torch
+
+    if t.is_contiguous():
+        t.view(torch.uint8).fill_(0xFF if t.is_floating_point() else 0xA5)
+    else:
+        t.fill_(float("nan") if t.is_floating_point() else -91)
+
+
+def _time(run: Callable[[], None], reps: int, warmup: int, before: Callable[[], None] | None) -> list[float]:
+    """Event-timed milliseconds of ``reps`` runs, L2 flushed (and ``before`` called) ahead of each."""
+    import torch
+
+    flush = torch.empty(_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    for _ in range(warmup):
+        if before:
+            before()
+        run()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for s, e in zip(starts, ends):
+        if before:
+            before()
+        flush.zero_()
+        s.record()
+        run()
+        e.record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def _median_iqr(xs: Sequence[float]) -> tuple[float, float]:
+    ys = sorted(xs)
+    n = len(ys)
+
+    def q(p: float) -> float:
+        i = p * (n - 1)
+        lo = int(i)
+        hi = min(lo + 1, n - 1)
+        return ys[lo] + (ys[hi] - ys[lo]) * (i - lo)
+
+    return q(0.5), q(0.75) - q(0.25)
+
+
+def _short(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text if len(text) <= 2000 else text[:2000] + " ..."
+
+
+def measure_local(job: BenchJob, on_start: Callable[[str], None] | None = None) -> Iterator[tuple[Measurement, bool]]:
+    """Run a job in this process, yielding (measurement, fatal) per candidate.
+
+    ``fatal`` is True when the candidate failed at run time: its CUDA context may be lost, so a worker
+    stops after it. Compile errors and wrong answers are not fatal.
+    """
+    import torch
+
+    spec = load_spec(job.spec)
+    torch.cuda.set_device(job.device)
+    device = torch.device("cuda", job.device)
+
+    def build(item: tuple[str, dict[str, int]]) -> Any:
+        try:
+            return spec.build(item[1], job.dtype)
+        except Exception as exc:  # compile errors are data, not crashes
+            return exc
+
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        built = list(pool.map(build, job.candidates))
+
+    accumulates = bool(getattr(spec, "ACCUMULATES", False))
+    for i, ((key, constants), b) in enumerate(zip(job.candidates, built)):
+        if on_start:
+            on_start(key)
+        if isinstance(b, Exception):
+            yield Measurement(key, False, error=f"compile: {_short(b)}"), False
+            continue
+        try:
+            inputs = spec.make_inputs(job.shape, job.dtype, device, job.seed + 1000 * i, job.dist)
+            ref = spec.reference(inputs)
+            out = spec.alloc_output(inputs, constants)
+            _poison_(out)
+            if accumulates:
+                out.zero_()
+            spec.run(b, inputs, out)
+            torch.cuda.synchronize()
+        except Exception as exc:
+            yield Measurement(key, False, error=f"fault: {_short(exc)}"), True
+            return
+        try:
+            ok, msg = spec.check(out, ref)
+        except Exception as exc:
+            ok, msg = False, f"check raised {_short(exc)}"
+        if not ok:
+            yield Measurement(key, False, error=f"wrong result: {msg}"), False
+            continue
+        try:
+            times = _time(lambda: spec.run(b, inputs, out), job.reps, job.warmup, out.zero_ if accumulates else None)
+        except Exception as exc:
+            yield Measurement(key, False, error=f"fault while timing: {_short(exc)}"), True
+            return
+        med, iqr = _median_iqr(times)
+        yield Measurement(key, True, ms=med, spread_ms=iqr, runs=len(times)), False
+
+
+def _child(job: BenchJob, out: Any) -> None:
+    """Worker entry point: stream ("start", key), ("result", measurement, fatal) and ("done",)."""
+    try:
+        for m, fatal in measure_local(job, on_start=lambda k: out.put(("start", k))):
+            out.put(("result", m.to_dict(), fatal))
+            if fatal:
+                return
+        out.put(("done",))
+    except BaseException as exc:  # anything else: report it against no candidate and stop
+        out.put(("crash", _short(exc) + "\n" + traceback.format_exc(limit=3)))
+
+
+class Worker:
+    """One child process measuring one job; ``results`` yields measurements and survives a dying child."""
+
+    def __init__(self, job: BenchJob, timeout_s: float = 60.0, compile_timeout_s: float = 600.0):
+        self.job = job
+        self.timeout_s = timeout_s
+        self.compile_timeout_s = compile_timeout_s
+
+    def results(self) -> Iterator[Measurement]:
+        todo = list(self.job.candidates)
+        restarts = 0
+        while todo:
+            job = BenchJob(**{**self.job.__dict__, "candidates": tuple(todo)})
+            ctx = mp.get_context("spawn")
+            q = ctx.Queue()
+            proc = ctx.Process(target=_child, args=(job, q), daemon=True)
+            proc.start()
+            current: str | None = None
+            first = True
+            finished = False
+            try:
+                while True:
+                    wait = self.compile_timeout_s if first else self.timeout_s
+                    try:
+                        msg = q.get(timeout=wait)
+                    except queue.Empty:
+                        what = "compiling" if current is None else f"candidate {current}"
+                        failed = current or todo[0][0]
+                        yield Measurement(failed, False, error=f"timeout: no answer in {wait:.0f} s while {what}")
+                        todo = [t for t in todo if t[0] != failed]
+                        break
+                    if msg[0] == "start":
+                        first = False
+                        current = msg[1]
+                    elif msg[0] == "result":
+                        m = Measurement.from_dict(msg[1])
+                        todo = [t for t in todo if t[0] != m.key]
+                        current = None
+                        yield m
+                        if msg[2]:
+                            break  # the child stops after a fault; the loop starts a fresh one
+                    elif msg[0] == "done":
+                        finished = True
+                        break
+                    elif msg[0] == "crash":
+                        failed = current or todo[0][0]
+                        yield Measurement(failed, False, error=f"worker crashed: {msg[1]}")
+                        todo = [t for t in todo if t[0] != failed]
+                        break
+            finally:
+                if proc.is_alive():
+                    proc.kill()
+                proc.join(timeout=10)
+            if finished:
+                return
+            restarts += 1
+            if restarts > len(self.job.candidates):
+                for key, _ in todo:
+                    yield Measurement(key, False, error="not measured: the worker kept failing")
+                return
+
+
+class WorkerBenchmarker:
+    """The default benchmarker: each call measures in a fresh worker process."""
+
+    def __init__(self, timeout_s: float = 60.0, compile_timeout_s: float = 600.0):
+        self.timeout_s = timeout_s
+        self.compile_timeout_s = compile_timeout_s
+
+    def measure(self, job: BenchJob) -> Iterator[Measurement]:
+        yield from Worker(job, self.timeout_s, self.compile_timeout_s).results()

@@ -1,0 +1,216 @@
+"""Gluon layouts -> autopad's bank-conflict model (numpy only), plus a no-GPU sm_90 compile helper.
+
+A Gluon kernel moves a register tensor to or from shared memory with ``smem.store(x)`` / ``smem.load(L)``.
+Which lane touches which element in each ``st.shared`` / ``ld.shared`` follows from two things: the
+register layout (a ``gl.BlockedLayout``: size_per_thread, threads_per_warp, warps_per_cta, order) and the
+shared layout (``gl.SwizzledSharedLayout`` / ``gl.PaddedSharedLayout``, here autopad's ``Swizzled`` /
+``Padded``). This module rebuilds what Triton's lowering does, vectorised with numpy:
+
+1. The blocked layout as a *linear layout*: each bit of the register, lane and warp index contributes one
+   basis vector (a power of two along one tensor dimension); register bits first cover ``size_per_thread``
+   (fastest dimension first, as ``order`` says), lane bits ``threads_per_warp``, warp bits
+   ``warps_per_cta``; further register bits repeat the CTA tile until it covers the tensor. A lane or warp
+   basis that points past the tensor becomes zero (those threads hold copies: broadcast).
+2. The vector width: the longest run of leading register bits that step one element at a time along the
+   shared layout's contiguous dimension (row-major, ``order=[1, 0]``), capped at 16 bytes and, for an XOR
+   swizzle, at ``sw_vec`` (chunks are permuted independently, so a vector may not straddle two).
+3. One instruction per warp per vector of registers: lane ``l`` accesses the element its registers
+   ``[j*v, (j+1)*v)`` hold, ``v * elem_bytes`` bytes wide. The layout turns (row, col) into byte addresses
+   and the model (``autopad.access.score``) counts wavefronts: 32 banks of 4 bytes, bank ``(addr // 4) % 32``.
+
+Why it matters: with an fp32 ``[1, 4]`` register layout writing a ``[64, 64]`` tile row-major, eight lanes
+cover one 128-byte row (all 32 banks) and each 16-byte store phase serves 8 lanes, so no conflict; reading
+the same tile down its columns (``order=[0, 1]``) puts lanes 0..31 in rows 0..31 of one column: a row is
+256 bytes = two full turns of the banks, so all 32 lanes hit one bank (32 wavefronts). Padding each row
+by one word, or XOR-swizzling its 16-byte chunks by row, spreads them over 32 banks (1 wavefront).
+
+``compile_sm90`` compiles a (Gluon or plain Triton) kernel for sm_90 without a GPU; ``shared_bytes`` and
+``bank_conflicts_gluon`` read what the compiler says (allocation size; Triton's own conflict counter).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .access import Instruction, PatternCost, score
+from .layouts import Padded, Swizzled
+
+__all__ = [
+    "Blocked",
+    "lane_elements",
+    "vector_width",
+    "instructions",
+    "score_layouts",
+    "to_gluon",
+    "compile_sm90",
+]
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A 2-D ``gl.BlockedLayout`` (no CGA): its four parameters, as plain tuples."""
+
+    size_per_thread: tuple[int, int]
+    threads_per_warp: tuple[int, int]
+    warps_per_cta: tuple[int, int]
+    order: tuple[int, int] = (1, 0)
+
+    def __post_init__(self) -> None:
+        for name in ("size_per_thread", "threads_per_warp", "warps_per_cta"):
+            v = tuple(int(x) for x in getattr(self, name))
+            if len(v) != 2 or any(x <= 0 or x & (x - 1) for x in v):
+                raise ValueError(f"{name}: need two powers of two, got {v}")
+            object.__setattr__(self, name, v)
+        if self.threads_per_warp[0] * self.threads_per_warp[1] != 32:
+            raise ValueError(f"threads_per_warp {self.threads_per_warp} must multiply to 32")
+        if tuple(sorted(self.order)) != (0, 1):
+            raise ValueError(f"order {self.order} must be a permutation of (0, 1)")
+        object.__setattr__(self, "order", tuple(int(x) for x in self.order))
+
+    @property
+    def num_warps(self) -> int:
+        return self.warps_per_cta[0] * self.warps_per_cta[1]
+
+    def gluon(self) -> object:
+        """The ``gl.BlockedLayout`` itself (imports triton)."""
+        from triton.experimental.gluon import language as gl
+
+        return gl.BlockedLayout(list(self.size_per_thread), list(self.threads_per_warp),
+                                list(self.warps_per_cta), list(self.order))
+
+
+def _bases(layout: Blocked, shape: Sequence[int]) -> tuple[list, list, list]:
+    """Register, lane and warp basis vectors (row, col) of the blocked layout over ``shape``."""
+    shape = [int(s) for s in shape]
+    if any(s <= 0 or s & (s - 1) for s in shape):
+        raise ValueError(f"shape {shape} must be powers of two (Gluon tensors are)")
+
+    def basis(dim: int, step: int) -> tuple[int, int]:
+        if step >= shape[dim]:
+            return (0, 0)  # points past the tensor: broadcast
+        return (step, 0) if dim == 0 else (0, step)
+
+    reg, lane, warp = [], [], []
+    for dim in layout.order:
+        reg += [basis(dim, 1 << b) for b in range(int(math.log2(layout.size_per_thread[dim])))]
+    for dim in layout.order:
+        s = layout.size_per_thread[dim]
+        lane += [basis(dim, s << b) for b in range(int(math.log2(layout.threads_per_warp[dim])))]
+    for dim in layout.order:
+        s = layout.size_per_thread[dim] * layout.threads_per_warp[dim]
+        warp += [basis(dim, s << b) for b in range(int(math.log2(layout.warps_per_cta[dim])))]
+    reg = [b for b in reg if b != (0, 0)]  # register bits past the tensor are dropped, not broadcast
+    for dim in layout.order:  # repeat the CTA tile until it covers the tensor
+        tile = layout.size_per_thread[dim] * layout.threads_per_warp[dim] * layout.warps_per_cta[dim]
+        while tile < shape[dim]:
+            reg.append(basis(dim, tile))
+            tile *= 2
+    return reg, lane, warp
+
+
+def _apply(bases: list, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r = np.zeros(index.shape, dtype=np.int64)
+    c = np.zeros(index.shape, dtype=np.int64)
+    for bit, (br, bc) in enumerate(bases):
+        on = (index >> bit) & 1
+        r ^= on * br
+        c ^= on * bc
+    return r, c
+
+
+def lane_elements(layout: Blocked, shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols), each ``[warps, 32, registers]``: the element every register of every thread holds."""
+    reg, lane, warp = _bases(layout, shape)
+    nw, nr = layout.num_warps, 1 << len(reg)
+    w = np.arange(nw, dtype=np.int64)[:, None, None]
+    ln = np.arange(32, dtype=np.int64)[None, :, None]
+    rg = np.arange(nr, dtype=np.int64)[None, None, :]
+    rr, rc = _apply(reg, np.broadcast_to(rg, (nw, 32, nr)))
+    lr, lc = _apply(lane, np.broadcast_to(ln, (nw, 32, nr)))
+    wr, wc = _apply(warp, np.broadcast_to(w, (nw, 32, nr)))
+    return rr ^ lr ^ wr, rc ^ lc ^ wc
+
+
+def vector_width(layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled) -> int:
+    """Elements per ``ld/st.shared``: leading register bits stepping 1, 2, 4.. along the row, <= 16 bytes."""
+    reg, _, _ = _bases(layout, shape)
+    v = 1
+    for br, bc in reg:
+        if br != 0 or bc != v:
+            break
+        v *= 2
+    v = min(v, max(1, 16 // smem.elem_bytes))
+    if isinstance(smem, Swizzled) and smem.max_phase > 1:
+        v = min(v, smem.sw_vec)
+    if isinstance(smem, Padded) and smem.pad:
+        # a vector may not run across the padding; the kernels only use pads that are multiples of v
+        v = min(v, smem.pad & -smem.pad, smem.cols)
+    return v
+
+
+def instructions(layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled, op: str) -> tuple[Instruction, ...]:
+    """Every warp's shared-memory instructions for one ``smem.store(x)`` (op="store") or ``load``.
+
+    Broadcast copies (threads that hold the same element) are kept: they issue real instructions; a store
+    of duplicates costs what it costs, a load of them broadcasts (the model counts a word once).
+    """
+    rows, cols = lane_elements(layout, shape)
+    v = vector_width(layout, shape, smem)
+    nw, _, nr = rows.shape
+    out = []
+    for w in range(nw):
+        for j in range(0, nr, v):
+            out.append(Instruction(f"warp {w} reg {j}", op, v * smem.elem_bytes, rows[w, :, j], cols[w, :, j]))
+    return tuple(out)
+
+
+def score_layouts(layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled, op: str,
+                  arch: str = "sm_90") -> PatternCost:
+    """Wavefronts of one tile move between registers (``layout``) and shared memory (``smem``)."""
+    return score(instructions(layout, shape, smem, op), smem, arch)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Triton side (imports triton lazily)
+
+
+def to_gluon(smem: Padded | Swizzled) -> object:
+    """autopad layout -> ``gl.SwizzledSharedLayout`` or ``gl.PaddedSharedLayout`` (row-major)."""
+    from triton.experimental.gluon import language as gl
+
+    spec = smem.gluon_spec()
+    if spec["kind"] == "swizzled":
+        return gl.SwizzledSharedLayout(spec["vec"], spec["per_phase"], spec["max_phase"], spec["order"])
+    if not spec["interval_padding"]:
+        return gl.SwizzledSharedLayout(1, 1, 1, spec["order"])
+    return gl.PaddedSharedLayout.with_identity_for(spec["interval_padding"], spec["shape"], spec["order"])
+
+
+def compile_sm90(fn: object, signature: dict, constexprs: dict, num_warps: int = 4,
+                 num_stages: int = 3, arch: int = 90) -> object:
+    """Compile a ``@gluon.jit`` or ``@triton.jit`` function for sm_``arch`` without a GPU.
+
+    ``signature`` maps every non-constexpr argument name to its type string ("*fp32", "i32",
+    "tensordesc<bf16[128, 64],NVMMASharedLayout(...)>"); ``constexprs`` maps the rest to values.
+    Returns the compiled kernel (``.metadata.shared`` is the shared memory it allocates, ``.asm["ptx"]``).
+    """
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    sig = dict(signature)
+    for k in constexprs:
+        sig[k] = "constexpr"
+    is_gluon = getattr(fn, "is_gluon", lambda: False)()
+    if is_gluon:
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        src = GluonASTSource(fn, sig, constexprs=dict(constexprs))
+    else:
+        src = ASTSource(fn, sig, constexprs=dict(constexprs))
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32),
+                          options={"num_warps": num_warps, "num_stages": num_stages})

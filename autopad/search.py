@@ -1,0 +1,171 @@
+"""Enumerate legal candidates for a kernel spec, score each analytically, and keep a shortlist.
+
+The order is explicit, as in Triton's autotuner: enumerate the spec's ``SPACE`` -> drop what the spec's
+``legal`` rejects (the one validity predicate; nothing illegal is ever scored or run) -> score every
+survivor with the model -> rank -> keep ``top_k`` plus the baselines (the unpadded layout and, where legal,
+the textbook +1 pad) for measurement.
+
+The score is a predicted time, not a conflict count: a block's shared-memory instructions go through the
+layout into the model (wavefronts per tile), and the kernel's whole run is the slowest of three streams,
+each at the machine's measured ceiling (``arch.Arch``): global bytes at the copy bandwidth, shared-memory
+wavefronts at one per SM per clock, and arithmetic at the fp32 rate. Occupancy (from threads and the
+layout's footprint) scales how much of the memory bandwidth the kernel can keep in flight, and the last
+partial wave of blocks costs a whole wave. Among candidates free of conflicts, those terms are what
+separate a fast transpose from a slow one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .access import score as score_pattern
+from .arch import Arch, get_arch
+from .layouts import Legality
+from .spec import KernelSpec
+
+__all__ = ["Candidate", "Prediction", "enumerate_candidates", "predict", "rank", "shortlist"]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What the model says of one candidate on one shape."""
+
+    seconds: float
+    bound: str  # which stream limits it: "dram", "smem" or "flops"
+    wavefronts_per_tile: int
+    ideal_per_tile: int
+    occupancy: float  # resident warps / the SM's maximum
+    footprint: int  # bytes of shared memory per block
+
+    @property
+    def conflict_degree(self) -> float:
+        return self.wavefronts_per_tile / self.ideal_per_tile if self.ideal_per_tile else 1.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One point of a kernel's space: its constants, its layout, and the model's prediction."""
+
+    constants: tuple[tuple[str, int], ...]
+    layout: Any
+    prediction: Prediction
+    roles: tuple[str, ...] = field(default=())  # "unpadded", "textbook" for the baselines
+
+    @property
+    def params(self) -> dict[str, int]:
+        return dict(self.constants)
+
+    @property
+    def key(self) -> str:
+        """Stable text key of the constants (cache entries and tie-breaks use it)."""
+        return ",".join(f"{k}={v}" for k, v in self.constants)
+
+
+def _freeze(constants: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((str(k), int(v)) for k, v in constants.items()))
+
+
+def enumerate_candidates(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> list[dict[str, int]]:
+    """Every combination of the spec's tunables that its ``legal`` accepts, in a deterministic order."""
+    names = sorted(spec.SPACE)
+    out = []
+    for values in itertools.product(*(spec.SPACE[n] for n in names)):
+        constants = dict(zip(names, values))
+        if spec.legal(constants, shape, dtype):
+            out.append(constants)
+    return out
+
+
+def predict(spec: KernelSpec, constants: dict[str, int], shape: tuple[int, ...], dtype: str,
+            arch: str | Arch = "sm_90") -> Prediction:
+    """Predicted run time of one candidate from its access pattern, footprint and traffic."""
+    a = get_arch(arch)
+    layout = spec.layout(constants, dtype)
+    cost = score_pattern(spec.smem_pattern(constants, dtype), layout, a)
+    info = spec.launch_info(constants, shape, dtype)
+    traffic = spec.traffic(shape, dtype)
+    blocks, threads = int(info["blocks"]), int(info["threads"])
+    smem = int(info.get("smem_bytes", getattr(layout, "footprint", 0)))
+    tiles = int(info.get("tiles_per_block", 1))
+
+    # resident blocks per SM: limited by threads, shared memory and the block-slot count
+    per_sm = min(a.max_threads_per_sm // max(threads, 1), a.max_blocks_per_sm)
+    if smem:
+        per_sm = min(per_sm, a.smem_per_sm // (smem + 1024))  # the runtime reserves 1 KB per block
+    per_sm = max(per_sm, 1)
+    occupancy = min(1.0, per_sm * threads / a.max_threads_per_sm)
+
+    # quantised waves: a partial last wave of blocks takes as long as a full one
+    waves = blocks / (a.sm_count * per_sm)
+    wave_factor = math.ceil(waves) / waves if waves > 0 else 1.0
+
+    # memory needs enough warps in flight to cover latency: below a quarter of the SM's warps the
+    # achievable bandwidth falls in proportion (Little's law with ~600 ns latency at 4 TB/s)
+    mem_eff = min(1.0, occupancy / 0.25)
+    t_dram = traffic["bytes"] / (a.dram_bytes_per_s * mem_eff)
+    t_smem = cost.wavefronts * tiles * blocks / a.smem_wavefronts_per_s
+    t_flops = traffic.get("flops", 0) / a.fp32_flops
+    terms = {"dram": t_dram * wave_factor, "smem": t_smem * wave_factor, "flops": t_flops * wave_factor}
+    bound = max(terms, key=terms.get)
+    # the streams overlap imperfectly: the slowest dominates, the others add a little
+    seconds = terms[bound] + 0.1 * (sum(terms.values()) - terms[bound])
+    return Prediction(seconds, bound, cost.wavefronts, cost.ideal, occupancy, smem)
+
+
+def _roles(spec: KernelSpec, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> tuple[str, ...]:
+    roles = []
+    if getattr(spec, "DEFAULTS", None) is not None and _freeze(constants) == _freeze(spec.DEFAULTS):
+        roles.append("unpadded")
+    textbook = spec.textbook(shape, dtype) if hasattr(spec, "textbook") else None
+    if textbook is not None and _freeze(constants) == _freeze(textbook):
+        roles.append("textbook")
+    return tuple(roles)
+
+
+def rank(spec: KernelSpec, shape: tuple[int, ...], dtype: str, arch: str | Arch = "sm_90",
+         extra: list[dict[str, int]] | None = None) -> list[Candidate]:
+    """All legal candidates, best predicted first; ties go to fewer conflicts, then the smaller footprint.
+
+    ``extra`` adds constants outside the enumeration (the baselines), each still subject to ``legal``.
+    """
+    seen: dict[tuple, dict[str, int]] = {}
+    for c in enumerate_candidates(spec, shape, dtype) + [e for e in (extra or []) if e is not None]:
+        frozen = _freeze(c)
+        if frozen not in seen and spec.legal(c, shape, dtype):
+            seen[frozen] = c
+    out = []
+    for frozen, c in seen.items():
+        p = predict(spec, c, shape, dtype, arch)
+        out.append(Candidate(frozen, spec.layout(c, dtype), p, _roles(spec, c, shape, dtype)))
+    out.sort(key=lambda c: (c.prediction.seconds, c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
+    return out
+
+
+def baselines(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> list[dict[str, int]]:
+    """The unpadded constants and, where the spec has one, the textbook +1 pad."""
+    out = []
+    if getattr(spec, "DEFAULTS", None) is not None:
+        out.append(dict(spec.DEFAULTS))
+    if hasattr(spec, "textbook"):
+        t = spec.textbook(shape, dtype)
+        if t is not None:
+            out.append(dict(t))
+    return out
+
+
+def shortlist(ranked: list[Candidate], top_k: int) -> list[Candidate]:
+    """The ``top_k`` best predicted plus every baseline (they are always measured, for comparison)."""
+    if top_k < 1:
+        raise ValueError(f"top_k: must be at least 1, got {top_k}")
+    keep = ranked[:top_k]
+    keep += [c for c in ranked[top_k:] if c.roles]
+    return keep
+
+
+def check_legal(spec: KernelSpec, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
+    """The spec's validity predicate, as a Legality (specs may return a bool)."""
+    res = spec.legal(constants, shape, dtype)
+    return res if isinstance(res, Legality) else Legality(bool(res), "" if res else "rejected by the spec")
