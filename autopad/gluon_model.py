@@ -79,8 +79,12 @@ class Blocked:
         """The ``gl.BlockedLayout`` itself (imports triton)."""
         from triton.experimental.gluon import language as gl
 
-        return gl.BlockedLayout(list(self.size_per_thread), list(self.threads_per_warp),
-                                list(self.warps_per_cta), list(self.order))
+        return gl.BlockedLayout(
+            list(self.size_per_thread),
+            list(self.threads_per_warp),
+            list(self.warps_per_cta),
+            list(self.order),
+        )
 
 
 def _bases(layout: Blocked, shape: Sequence[int]) -> tuple[list, list, list]:
@@ -152,7 +156,9 @@ def vector_width(layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled)
     return v
 
 
-def instructions(layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled, op: str) -> tuple[Instruction, ...]:
+def instructions(
+    layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled, op: str
+) -> tuple[Instruction, ...]:
     """Every warp's shared-memory instructions for one ``smem.store(x)`` (op="store") or ``load``.
 
     Broadcast copies (threads that hold the same element) are kept: they issue real instructions; a store
@@ -164,12 +170,15 @@ def instructions(layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled,
     out = []
     for w in range(nw):
         for j in range(0, nr, v):
-            out.append(Instruction(f"warp {w} reg {j}", op, v * smem.elem_bytes, rows[w, :, j], cols[w, :, j]))
+            out.append(
+                Instruction(f"warp {w} reg {j}", op, v * smem.elem_bytes, rows[w, :, j], cols[w, :, j])
+            )
     return tuple(out)
 
 
-def score_layouts(layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled, op: str,
-                  arch: str = "sm_90") -> PatternCost:
+def score_layouts(
+    layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled, op: str, arch: str = "sm_90"
+) -> PatternCost:
     """Wavefronts of one tile move between registers (``layout``) and shared memory (``smem``)."""
     return score(instructions(layout, shape, smem, op), smem, arch)
 
@@ -190,8 +199,9 @@ def to_gluon(smem: Padded | Swizzled) -> object:
     return gl.PaddedSharedLayout.with_identity_for(spec["interval_padding"], spec["shape"], spec["order"])
 
 
-def compile_sm90(fn: object, signature: dict, constexprs: dict, num_warps: int = 4,
-                 num_stages: int = 3, arch: int = 90) -> object:
+def compile_sm90(
+    fn: object, signature: dict, constexprs: dict, num_warps: int = 4, num_stages: int = 3, arch: int = 90
+) -> object:
     """Compile a ``@gluon.jit`` or ``@triton.jit`` function for sm_``arch`` without a GPU.
 
     ``signature`` maps every non-constexpr argument name to its type string ("*fp32", "i32",
@@ -212,5 +222,6 @@ def compile_sm90(fn: object, signature: dict, constexprs: dict, num_warps: int =
         src = GluonASTSource(fn, sig, constexprs=dict(constexprs))
     else:
         src = ASTSource(fn, sig, constexprs=dict(constexprs))
-    return triton.compile(src, target=GPUTarget("cuda", arch, 32),
-                          options={"num_warps": num_warps, "num_stages": num_stages})
+    return triton.compile(
+        src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps, "num_stages": num_stages}
+    )

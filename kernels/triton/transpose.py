@@ -1,0 +1,301 @@
+"""Transpose as a Gluon kernel with an explicit shared-memory layout, and the plain-Triton baseline.
+
+``y[b, n, m] = x[b, m, n]`` for a contiguous ``[M, N]`` or ``[B, M, N]`` tensor. Each program moves one
+``BM x BN`` tile: it loads the tile with a register layout whose threads own ``VEC`` consecutive elements
+of a row (16-byte global loads, rows of the input are contiguous), stores it to shared memory row-major,
+reads it back with the mirror layout (each thread owns ``VEC`` consecutive elements of a *column*, which
+are contiguous in the output) and stores that. The shared read walks down columns: with an unpadded,
+unswizzled fp32 tile of 32+ columns every lane of a warp lands in the same bank (a row of 32 fp32 is one
+full turn of the 32 four-byte banks), a 32-way conflict. autopad picks what fixes it:
+
+* ``PAD`` elements of row padding (``gl.PaddedSharedLayout``; row r starts ``r * PAD`` words further on, so
+  consecutive rows shift banks). The write side stores ``VEC``-element vectors, so a pad that is not a
+  multiple of ``VEC`` would misalign every other row's vectors: on sm_90 that is a "misaligned address"
+  fault that poisons the CUDA context, so ``legal`` rejects it;
+* an XOR swizzle ``(SW_VEC, PER_PHASE, MAX_PHASE)`` (``gl.SwizzledSharedLayout``): chunk j of row r is
+  stored at chunk ``j ^ (r // PER_PHASE) % MAX_PHASE``; no extra memory.
+
+The constants a candidate carries: ``BM, BN`` (tile), ``VEC`` (elements per thread per global access),
+``WARPS``, ``PAD``, ``SW_VEC``, ``PER_PHASE``, ``MAX_PHASE``. Baseline: ``transpose_tl`` uses ``tl.trans``
+and lets Triton's compiler choose (and swizzle) the shared layout.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from autopad.access import Instruction
+from autopad.gluon_model import Blocked, instructions
+from autopad.layouts import Legality, Padded, Swizzled
+from autopad.spec import DTYPE_BYTES
+
+try:  # triton is optional: enumeration and scoring need numpy only
+    import triton
+    import triton.language as tl
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+
+    HAS_TRITON = True
+except ImportError:  # pragma: no cover - exercised only where triton is absent
+    HAS_TRITON = False
+
+NAME = "transpose"
+BACKEND = "triton"
+DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "int8")
+SPACE: dict[str, tuple[int, ...]] = {
+    "BM": (32, 64, 128),
+    "BN": (32, 64, 128),
+    "VEC": (1, 2, 4, 8, 16),
+    "WARPS": (4, 8),
+    "PAD": (0, 1, 2, 4, 8, 16),
+    "SW_VEC": (1, 2, 4, 8, 16),
+    "PER_PHASE": (1, 2, 4),
+    "MAX_PHASE": (1, 2, 4, 8, 16, 32),
+}
+DEFAULTS = {"BM": 64, "BN": 64, "VEC": 4, "WARPS": 8, "PAD": 0, "SW_VEC": 1, "PER_PHASE": 1, "MAX_PHASE": 1}
+BASELINE_TL = {"BM": 64, "BN": 64, "WARPS": 8}  # tl.trans baseline (hardware README: 64 blocks / 8 warps)
+
+_SMEM_BUDGET = 227 * 1024
+
+
+def _eb(dtype: str) -> int:
+    return DTYPE_BYTES[dtype]
+
+
+def textbook(shape: tuple[int, ...], dtype: str) -> dict[str, int]:
+    """The +1-word pad of the CUDA classic, made legal for 16-byte vectors: pad one vector."""
+    vec = max(1, 16 // _eb(dtype))
+    return {**DEFAULTS, "VEC": vec, "PAD": vec}
+
+
+def _tpw(extent: int, vec: int) -> int:
+    """Threads along the contiguous dimension: as many as fill ``extent`` with ``vec`` each, at most 32."""
+    return max(1, min(32, extent // vec))
+
+
+def register_layouts(c: dict[str, int]) -> tuple[Blocked, Blocked]:
+    """(load layout, read-back layout): rows of VEC along N, then columns of VEC along M."""
+    tn = _tpw(c["BN"], c["VEC"])
+    tm = _tpw(c["BM"], c["VEC"])
+    lin = Blocked((1, c["VEC"]), (32 // tn, tn), (c["WARPS"], 1), (1, 0))
+    lout = Blocked((c["VEC"], 1), (tm, 32 // tm), (1, c["WARPS"]), (0, 1))
+    return lin, lout
+
+
+def layout(c: dict[str, int], dtype: str) -> Padded | Swizzled:
+    """The tile's shared layout: Padded when PAD > 0, else Swizzled (MAX_PHASE 1 = plain row-major)."""
+    if c.get("PAD", 0):
+        return Padded(c["BM"], c["BN"], _eb(dtype), pad=c["PAD"])
+    return Swizzled(
+        c["BM"],
+        c["BN"],
+        _eb(dtype),
+        sw_vec=c.get("SW_VEC", 1),
+        per_phase=c.get("PER_PHASE", 1),
+        max_phase=c.get("MAX_PHASE", 1),
+    )
+
+
+def legal(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
+    """One predicate for enumerator, model and benchmark: a candidate that fails here is never built."""
+    if dtype not in DTYPES:
+        return Legality(False, f"dtype {dtype} not supported")
+    if len(shape) not in (2, 3) or min(shape) < 1:
+        return Legality(False, f"shape {shape} is not [M, N] or [B, M, N]")
+    eb, vec, bm, bn = _eb(dtype), c["VEC"], c["BM"], c["BN"]
+    if vec * eb > 16:
+        return Legality(False, f"VEC {vec} x {eb} bytes exceeds a 16-byte access")
+    if bm % vec or bn % vec:
+        return Legality(False, f"tile {bm}x{bn} is not a whole number of {vec}-element vectors")
+    if bm * bn < 32 * c["WARPS"] * vec:
+        return Legality(
+            False, f"tile {bm}x{bn} is smaller than {c['WARPS']} warps x 32 lanes x {vec}: replication"
+        )
+    pad, mp, sv, pp = c.get("PAD", 0), c.get("MAX_PHASE", 1), c.get("SW_VEC", 1), c.get("PER_PHASE", 1)
+    if pad and mp > 1:
+        return Legality(False, "padding and swizzle together: pick one")
+    if mp == 1 and (sv, pp) != (1, 1):
+        return Legality(False, "SW_VEC / PER_PHASE without a swizzle (MAX_PHASE 1): duplicate of unswizzled")
+    if pad and pad & (pad - 1):
+        return Legality(False, f"PAD {pad}: Gluon padded layouts need a power-of-two padding")
+    try:
+        lay = layout(c, dtype)
+    except ValueError as e:
+        return Legality(False, str(e))
+    # the row-major store writes VEC-element vectors: padding must keep every row's vectors aligned
+    # (pad % VEC != 0 faults with "misaligned address" on sm_90); a swizzle chunk must hold whole vectors
+    return lay.check(vec, _SMEM_BUDGET)
+
+
+def smem_pattern(c: dict[str, int], dtype: str) -> tuple[Instruction, ...]:
+    """Shared instructions of one block over one tile: the row-major store, then the column read."""
+    lay = layout(c, dtype)
+    lin, lout = register_layouts(c)
+    shape = (c["BM"], c["BN"])
+    return instructions(lin, shape, lay, "store") + instructions(lout, shape, lay, "load")
+
+
+def _mnb(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    return (1, *shape) if len(shape) == 2 else tuple(shape)  # type: ignore[return-value]
+
+
+def launch_info(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[str, int]:
+    b, m, n = _mnb(shape)
+    blocks = -(-m // c["BM"]) * -(-n // c["BN"]) * b
+    return {
+        "blocks": blocks,
+        "threads": 32 * c["WARPS"],
+        "smem_bytes": smem_bytes(c, dtype),
+        "tiles_per_block": 1,
+    }
+
+
+def smem_bytes(c: dict[str, int], dtype: str) -> int:
+    """Bytes Triton allocates: the layout's footprint less the last row's trailing pad (never addressed)."""
+    lay = layout(c, dtype)
+    return lay.footprint - (lay.pad * lay.elem_bytes if isinstance(lay, Padded) else 0)
+
+
+def traffic(shape: tuple[int, ...], dtype: str) -> dict[str, int]:
+    b, m, n = _mnb(shape)
+    return {"bytes": 2 * b * m * n * _eb(dtype), "flops": 0}
+
+
+# --------------------------------------------------------------------------------------------------------
+# torch / triton side
+
+
+def _torch_dtype(dtype: str) -> Any:
+    import torch
+
+    return getattr(torch, dtype)
+
+
+def make_inputs(
+    shape: tuple[int, ...], dtype: str, device: str = "cuda", seed: int = 0, dist: str = "uniform"
+) -> tuple[Any, ...]:
+    import torch
+
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    if dist == "skewed":  # mostly one value, a few large outliers: catches a lane writing the wrong element
+        x = torch.full(shape, 3.0).masked_fill(torch.rand(shape, generator=g) < 0.01, 100.0)
+    else:
+        x = torch.randn(shape, generator=g) * 4
+    if dtype == "int8":
+        x = x.round().clamp(-128, 127)
+    return (x.to(_torch_dtype(dtype)).to(device),)
+
+
+def alloc_output(inputs: tuple[Any, ...], constants: dict[str, int] | None = None) -> Any:
+    import torch
+
+    x = inputs[0]
+    return torch.empty((*x.shape[:-2], x.shape[-1], x.shape[-2]), dtype=x.dtype, device=x.device)
+
+
+def reference(inputs: tuple[Any, ...]) -> Any:
+    return inputs[0].transpose(-1, -2).contiguous()
+
+
+def check(out: Any, ref: Any) -> tuple[bool, str]:
+    """Exact: a transpose moves bits (compared as raw bytes, so NaN payloads and -0.0 count too)."""
+    import torch
+
+    if out.shape != ref.shape:
+        return False, f"shape {tuple(out.shape)} != {tuple(ref.shape)}"
+    a, b = out.contiguous().view(torch.uint8), ref.contiguous().view(torch.uint8)
+    bad = int((a != b).sum())
+    return (bad == 0, "exact" if bad == 0 else f"{bad} bytes differ")
+
+
+if HAS_TRITON:
+
+    @gluon.jit
+    def transpose_gluon(
+        x_ptr,
+        y_ptr,
+        M,
+        N,
+        BM: gl.constexpr,
+        BN: gl.constexpr,
+        L_IN: gl.constexpr,
+        L_OUT: gl.constexpr,
+        SMEM: gl.constexpr,
+    ):
+        pid = gl.program_id(0)
+        nb_n = gl.cdiv(N, BN)
+        pm = pid // nb_n
+        pn = pid % nb_n
+        batch = gl.program_id(1).to(gl.int64) * M * N
+        x_ptr += batch
+        y_ptr += batch
+        # load the [BM, BN] tile: each thread VEC consecutive elements of a row (coalesced, 16 bytes)
+        rm = pm * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L_IN))
+        rn = pn * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L_IN))
+        mask = (rm < M)[:, None] & (rn < N)[None, :]
+        tile = gl.load(x_ptr + rm[:, None] * N + rn[None, :], mask=mask, other=0)
+        # row-major into shared memory, in the layout autopad chose
+        smem = gl.allocate_shared_memory(tile.dtype, [BM, BN], SMEM, tile)
+        # read it back column-wise: each thread VEC consecutive elements of a column (contiguous in y)
+        t = smem.load(L_OUT)
+        om = pm * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L_OUT))
+        on = pn * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L_OUT))
+        omask = (om < M)[:, None] & (on < N)[None, :]
+        gl.store(y_ptr + on[None, :] * M + om[:, None], t, mask=omask)
+
+    @triton.jit
+    def transpose_tl(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+        pid = tl.program_id(0)
+        nb_n = tl.cdiv(N, BN)
+        pm = pid // nb_n
+        pn = pid % nb_n
+        batch = tl.program_id(1).to(tl.int64) * M * N
+        rm = pm * BM + tl.arange(0, BM)
+        rn = pn * BN + tl.arange(0, BN)
+        mask = (rm < M)[:, None] & (rn < N)[None, :]
+        tile = tl.load(x_ptr + batch + rm[:, None] * N + rn[None, :], mask=mask, other=0)
+        t = tl.trans(tile)  # [BN, BM]; the compiler picks (and swizzles) the shared layout
+        tl.store(y_ptr + batch + rn[:, None] * M + rm[None, :], t, mask=tl.trans(mask))
+
+
+def gluon_layouts(c: dict[str, int], dtype: str) -> tuple[Any, Any, Any]:
+    """(L_IN, L_OUT, SMEM) as Gluon layout objects."""
+    from autopad.gluon_model import to_gluon
+
+    lin, lout = register_layouts(c)
+    return lin.gluon(), lout.gluon(), to_gluon(layout(c, dtype))
+
+
+def build(c: dict[str, int], dtype: str) -> dict[str, Any]:
+    """Everything the launch needs (Triton compiles on first launch, per shape specialisation)."""
+    lin, lout, smem = gluon_layouts(c, dtype)
+    return {"kernel": transpose_gluon, "constants": dict(c), "L_IN": lin, "L_OUT": lout, "SMEM": smem}
+
+
+def run(built: dict[str, Any], inputs: tuple[Any, ...], out: Any) -> None:
+    x = inputs[0]
+    c = built["constants"]
+    b, m, n = _mnb(tuple(x.shape))
+    grid = (-(-m // c["BM"]) * -(-n // c["BN"]), b)
+    built["kernel"][grid](
+        x, out, m, n, c["BM"], c["BN"], built["L_IN"], built["L_OUT"], built["SMEM"], num_warps=c["WARPS"]
+    )
+
+
+def run_tl(inputs: tuple[Any, ...], out: Any, bm: int = 64, bn: int = 64, warps: int = 8) -> None:
+    """The plain-Triton baseline (``tl.trans``)."""
+    x = inputs[0]
+    b, m, n = _mnb(tuple(x.shape))
+    transpose_tl[(-(-m // bm) * -(-n // bn), b)](x, out, m, n, bm, bn, num_warps=warps)
+
+
+def candidates(shape: tuple[int, ...], dtype: str) -> list[dict[str, int]]:
+    """Every legal point of SPACE (for tests and quick sweeps; the tuner does its own enumeration)."""
+    keys = list(SPACE)
+    out = []
+    for vals in itertools.product(*(SPACE[k] for k in keys)):
+        c = dict(zip(keys, vals, strict=False))
+        if legal(c, shape, dtype):
+            out.append(c)
+    return out
