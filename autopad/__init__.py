@@ -6,9 +6,10 @@ path needs them (``tune`` with a GPU, ``ops``).
 
 from __future__ import annotations
 
+__version__ = "0.1.0"  # before the imports below: tune and cache read it
+
 from .arch import ARCHS, Arch, get_arch
 from .model import Analysis, analyze, analyze_batch
+from .tune import tune
 
-__version__ = "0.1.0"
-
-__all__ = ["__version__", "Analysis", "analyze", "analyze_batch", "Arch", "ARCHS", "get_arch"]
+__all__ = ["__version__", "Analysis", "analyze", "analyze_batch", "Arch", "ARCHS", "get_arch", "tune"]

@@ -95,7 +95,9 @@ def score(pattern: Sequence[Instruction], layout: object, arch: str | Arch = "sm
     groups: dict[tuple[str, int], list[int]] = {}
     for i, ins in enumerate(pattern):
         if len(ins.rows) != a.warp_size:
-            raise ValueError(f"instruction {ins.name!r} has {len(ins.rows)} lanes; {a.name} warps have {a.warp_size}")
+            raise ValueError(
+                f"instruction {ins.name!r} has {len(ins.rows)} lanes; {a.name} warps have {a.warp_size}"
+            )
         groups.setdefault((ins.op, ins.access_bytes), []).append(i)
     wave = np.zeros(len(pattern), dtype=np.int64)
     ideal = np.zeros(len(pattern), dtype=np.int64)
@@ -112,7 +114,9 @@ def _lanes(warp: int) -> np.ndarray:
     return np.arange(warp, dtype=np.int64)
 
 
-def row_walk(row: int = 0, op: str = "load", elem_bytes: int = 4, vec: int = 1, warp: int = 32) -> Instruction:
+def row_walk(
+    row: int = 0, op: str = "load", elem_bytes: int = 4, vec: int = 1, warp: int = 32
+) -> Instruction:
     """Lane i touches elements (row, i*vec .. i*vec+vec-1): a contiguous read along one row."""
     lane = _lanes(warp)
     return Instruction(f"row {row}", op, elem_bytes * vec, np.full(warp, row), lane * vec)
@@ -158,13 +162,17 @@ def block_tile(
         for j in range(0, span, block_y):
             if transposed:
                 for v in range(vec):
-                    out.append(Instruction(f"warp {w} j {j} v {v}", op, elem_bytes, tx[sl] * vec + v, ty[sl] + j))
+                    out.append(
+                        Instruction(f"warp {w} j {j} v {v}", op, elem_bytes, tx[sl] * vec + v, ty[sl] + j)
+                    )
             else:
                 out.append(Instruction(f"warp {w} j {j}", op, elem_bytes * vec, ty[sl] + j, tx[sl] * vec))
     return tuple(out)
 
 
-def field_read(count: int, field_index: int, op: str = "load", field_bytes: int = 4, warp: int = 32) -> Instruction:
+def field_read(
+    count: int, field_index: int, op: str = "load", field_bytes: int = 4, warp: int = 32
+) -> Instruction:
     """Lane i reads field ``field_index`` of record i (AoS vs SoA is the layout's business)."""
     lane = _lanes(warp)
     rows = np.where(lane < count, lane, -1)

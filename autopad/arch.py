@@ -71,32 +71,72 @@ _SM90 = Arch(
 ARCHS: dict[str, Arch] = {
     "sm_90": _SM90,
     "sm_75": Arch(
-        name="sm_75", description="NVIDIA Turing", status="assumed equal to sm_90 until measured",
-        smem_per_block=64 * 1024, smem_per_sm=64 * 1024, max_threads_per_sm=1024, max_blocks_per_sm=16,
-        sm_count=40, dram_bytes_per_s=0.3e12, clock_hz=1.59e9, fp32_flops=8.1e12,
+        name="sm_75",
+        description="NVIDIA Turing",
+        status="assumed equal to sm_90 until measured",
+        smem_per_block=64 * 1024,
+        smem_per_sm=64 * 1024,
+        max_threads_per_sm=1024,
+        max_blocks_per_sm=16,
+        sm_count=40,
+        dram_bytes_per_s=0.3e12,
+        clock_hz=1.59e9,
+        fp32_flops=8.1e12,
     ),
     "sm_80": Arch(
-        name="sm_80", description="NVIDIA Ampere A100", status="assumed equal to sm_90 until measured",
-        smem_per_block=163 * 1024, smem_per_sm=164 * 1024, sm_count=108, dram_bytes_per_s=1.7e12,
-        clock_hz=1.41e9, fp32_flops=19.5e12,
+        name="sm_80",
+        description="NVIDIA Ampere A100",
+        status="assumed equal to sm_90 until measured",
+        smem_per_block=163 * 1024,
+        smem_per_sm=164 * 1024,
+        sm_count=108,
+        dram_bytes_per_s=1.7e12,
+        clock_hz=1.41e9,
+        fp32_flops=19.5e12,
     ),
     "sm_89": Arch(
-        name="sm_89", description="NVIDIA Ada", status="assumed equal to sm_90 until measured",
-        smem_per_block=99 * 1024, smem_per_sm=100 * 1024, max_threads_per_sm=1536, max_blocks_per_sm=24,
-        sm_count=128, dram_bytes_per_s=0.9e12, clock_hz=2.5e9, fp32_flops=82e12,
+        name="sm_89",
+        description="NVIDIA Ada",
+        status="assumed equal to sm_90 until measured",
+        smem_per_block=99 * 1024,
+        smem_per_sm=100 * 1024,
+        max_threads_per_sm=1536,
+        max_blocks_per_sm=24,
+        sm_count=128,
+        dram_bytes_per_s=0.9e12,
+        clock_hz=2.5e9,
+        fp32_flops=82e12,
     ),
     # AMD CDNA3 (MI300): 64-lane waves, 32 banks of 4 bytes; a 4-byte access is served half a wave at a
     # time, 8- and 16-byte accesses in quarter and eighth waves. No pair merging is assumed.
     "cdna3": Arch(
-        name="cdna3", description="AMD CDNA3 (MI300), wave64, 32 LDS banks", status="unvalidated",
-        warp_size=64, banks=32, merge_paired_loads=False, smem_per_block=64 * 1024, smem_per_sm=64 * 1024,
-        sm_count=304, dram_bytes_per_s=4.0e12, clock_hz=2.1e9, fp32_flops=80e12,
+        name="cdna3",
+        description="AMD CDNA3 (MI300), wave64, 32 LDS banks",
+        status="unvalidated",
+        warp_size=64,
+        banks=32,
+        merge_paired_loads=False,
+        smem_per_block=64 * 1024,
+        smem_per_sm=64 * 1024,
+        sm_count=304,
+        dram_bytes_per_s=4.0e12,
+        clock_hz=2.1e9,
+        fp32_flops=80e12,
     ),
     # A generic 64-bank LDS with 64-lane waves (the geometry of newer AMD parts), for what-if questions.
     "banks64": Arch(
-        name="banks64", description="generic wave64 with 64 banks of 4 bytes", status="unvalidated",
-        warp_size=64, banks=64, merge_paired_loads=False, smem_per_block=160 * 1024,
-        smem_per_sm=160 * 1024, sm_count=256, dram_bytes_per_s=8.0e12, clock_hz=2.4e9, fp32_flops=150e12,
+        name="banks64",
+        description="generic wave64 with 64 banks of 4 bytes",
+        status="unvalidated",
+        warp_size=64,
+        banks=64,
+        merge_paired_loads=False,
+        smem_per_block=160 * 1024,
+        smem_per_sm=160 * 1024,
+        sm_count=256,
+        dram_bytes_per_s=8.0e12,
+        clock_hz=2.4e9,
+        fp32_flops=150e12,
     ),
 }
 
@@ -107,7 +147,7 @@ def arch_names() -> list[str]:
 
 
 def get_arch(arch: str | Arch) -> Arch:
-    """The profile for ``arch`` (a name such as "sm_90", or an ``Arch``), or a ValueError naming the choices."""
+    """The profile for ``arch`` (a name such as "sm_90", or an ``Arch``); a ValueError names the choices."""
     if isinstance(arch, Arch):
         return arch
     if not isinstance(arch, str) or arch not in ARCHS:

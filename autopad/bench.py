@@ -143,7 +143,9 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 2000 else text[:2000] + " ..."
 
 
-def measure_local(job: BenchJob, on_start: Callable[[str], None] | None = None) -> Iterator[tuple[Measurement, bool]]:
+def measure_local(
+    job: BenchJob, on_start: Callable[[str], None] | None = None
+) -> Iterator[tuple[Measurement, bool]]:
     """Run a job in this process, yielding (measurement, fatal) per candidate.
 
     ``fatal`` is True when the candidate failed at run time: its CUDA context may be lost, so a worker
@@ -191,7 +193,11 @@ def measure_local(job: BenchJob, on_start: Callable[[str], None] | None = None) 
             yield Measurement(key, False, error=f"wrong result: {msg}"), False
             continue
         try:
-            times = _time(lambda: spec.run(b, inputs, out), job.reps, job.warmup, out.zero_ if accumulates else None)
+
+            def once(b=b, inputs=inputs, out=out) -> None:
+                spec.run(b, inputs, out)
+
+            times = _time(once, job.reps, job.warmup, out.zero_ if accumulates else None)
         except Exception as exc:
             yield Measurement(key, False, error=f"fault while timing: {_short(exc)}"), True
             return
@@ -239,7 +245,9 @@ class Worker:
                     except queue.Empty:
                         what = "compiling" if current is None else f"candidate {current}"
                         failed = current or todo[0][0]
-                        yield Measurement(failed, False, error=f"timeout: no answer in {wait:.0f} s while {what}")
+                        yield Measurement(
+                            failed, False, error=f"timeout: no answer in {wait:.0f} s while {what}"
+                        )
                         todo = [t for t in todo if t[0] != failed]
                         break
                     if msg[0] == "start":

@@ -44,8 +44,10 @@ def _auto_backend() -> str:
 def builtin_spec(name: str, backend: str = "auto") -> KernelSpec:
     """The built-in spec for ``name`` on ``backend``; a ValueError names the choices."""
     if name not in kernel_names():
-        raise ValueError(f"kernel: unknown kernel {name!r}; built-in: {', '.join(kernel_names())} "
-                         f"(or pass your own kernel spec, see autopad.spec)")
+        raise ValueError(
+            f"kernel: unknown kernel {name!r}; built-in: {', '.join(kernel_names())} "
+            f"(or pass your own kernel spec, see autopad.spec)"
+        )
     chosen = _auto_backend() if backend == "auto" else backend
     if (name, chosen) not in BUILTIN:
         raise ValueError(f"backend: {name} has no {chosen} implementation")
@@ -53,14 +55,16 @@ def builtin_spec(name: str, backend: str = "auto") -> KernelSpec:
 
 
 def source_hash(spec: KernelSpec) -> str:
-    """Hash of the spec's source files (its module and any SOURCE_FILES it names), for cache keys."""
+    """Hash of the kernel's source, for cache keys: the files its spec lists in SOURCE_FILES (the code
+    that runs, e.g. the .cu file), else its whole module. A spec whose SPACE lives apart from its kernel
+    source can then grow its space without losing the timings already cached."""
     h = hashlib.sha256()
     impl = spec.impl
-    files = []
-    mod = impl if isinstance(impl, ModuleType) else importlib.import_module(type(impl).__module__)
-    if getattr(mod, "__file__", None):
-        files.append(Path(mod.__file__))
-    files += [Path(p) for p in getattr(impl, "SOURCE_FILES", ())]
+    files = [Path(p) for p in getattr(impl, "SOURCE_FILES", ())]
+    if not files:
+        mod = impl if isinstance(impl, ModuleType) else importlib.import_module(type(impl).__module__)
+        if getattr(mod, "__file__", None):
+            files.append(Path(mod.__file__))
     for f in files:
         try:
             h.update(f.read_bytes())

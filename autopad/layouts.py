@@ -67,7 +67,9 @@ def _vector_check(vec: int, elem_bytes: int) -> Legality:
 def _budget_check(footprint: int, budget: int | None) -> Legality:
     budget = _DEFAULT_BUDGET if budget is None else budget
     if footprint > budget:
-        return Legality(False, f"footprint {footprint} bytes exceeds the shared-memory budget of {budget} bytes")
+        return Legality(
+            False, f"footprint {footprint} bytes exceeds the shared-memory budget of {budget} bytes"
+        )
     return _OK
 
 
@@ -152,8 +154,12 @@ class Padded(_Tile):
 
     def gluon_spec(self) -> dict:
         """Arguments for ``gl.PaddedSharedLayout.with_identity_for([[interval, padding]], shape, order)``."""
-        return {"kind": "padded", "interval_padding": [[self.cols, self.pad]] if self.pad else [],
-                "shape": [self.rows, self.cols], "order": [1, 0]}
+        return {
+            "kind": "padded",
+            "interval_padding": [[self.cols, self.pad]] if self.pad else [],
+            "shape": [self.rows, self.cols],
+            "order": [1, 0],
+        }
 
     def describe(self) -> str:
         return f"pad {self.pad}" if self.pad else "unpadded"
@@ -163,7 +169,8 @@ class Padded(_Tile):
 class Swizzled(_Tile):
     """Row-major tile with Gluon's ``SwizzledSharedLayout(vec, per_phase, max_phase, order=[1, 0])``.
 
-    Within row ``r`` the ``sw_vec``-element chunk ``j`` is stored at chunk ``j ^ ((r // per_phase) % max_phase)``.
+    Within row ``r`` the ``sw_vec``-element chunk ``j`` is stored at chunk
+    ``j ^ ((r // per_phase) % max_phase)``.
     The same permutation is CuTe's ``Swizzle<B, M, S>`` on the element offset when the row length is a
     power of two: ``B = log2(max_phase)``, ``M = log2(vec)``, ``S = log2(cols * per_phase / vec)``.
     """
@@ -178,7 +185,8 @@ class Swizzled(_Tile):
             raise ValueError("Swizzled takes no padding; a swizzle needs none (use Padded for padding)")
         if self.sw_vec * self.max_phase > self.cols:
             raise ValueError(
-                f"swizzle: sw_vec {self.sw_vec} x max_phase {self.max_phase} = {self.sw_vec * self.max_phase} "
+                f"swizzle: sw_vec {self.sw_vec} x max_phase {self.max_phase} = "
+                f"{self.sw_vec * self.max_phase} "
                 f"elements is wider than the {self.cols}-column row it permutes"
             )
 
@@ -199,8 +207,13 @@ class Swizzled(_Tile):
 
     def gluon_spec(self) -> dict:
         """Arguments for ``gl.SwizzledSharedLayout(vec, per_phase, max_phase, order)``."""
-        return {"kind": "swizzled", "vec": self.sw_vec, "per_phase": self.per_phase,
-                "max_phase": self.max_phase, "order": [1, 0]}
+        return {
+            "kind": "swizzled",
+            "vec": self.sw_vec,
+            "per_phase": self.per_phase,
+            "max_phase": self.max_phase,
+            "order": [1, 0],
+        }
 
     def to_cute(self) -> tuple[int, int, int]:
         """CuTe ``Swizzle<B, M, S>`` acting on the element offset ``r * cols + c`` (cols a power of two)."""
@@ -297,7 +310,10 @@ class Structs:
         if self.aos:
             off = i * self.stride + np.asarray(self.field_offsets, dtype=np.int64)[f]
         else:
-            off = np.asarray(self._soa_bases(), dtype=np.int64)[f] + i * np.asarray(self.fields, dtype=np.int64)[f]
+            off = (
+                np.asarray(self._soa_bases(), dtype=np.int64)[f]
+                + i * np.asarray(self.fields, dtype=np.int64)[f]
+            )
         return np.where(i < 0, -1, off)
 
     def check(self, vec: int = 1, budget: int | None = None) -> Legality:
@@ -346,7 +362,12 @@ class Replicated:
         return np.where(r < 0, -1, off * self.elem_bytes)
 
     def cuda_defines(self) -> dict[str, int]:
-        return {"BINS": self.bins, "REPLICAS": self.replicas, "INTERLEAVED": int(self.interleaved), "PAD": self.pad}
+        return {
+            "BINS": self.bins,
+            "REPLICAS": self.replicas,
+            "INTERLEAVED": int(self.interleaved),
+            "PAD": self.pad,
+        }
 
     def check(self, vec: int = 1, budget: int | None = None) -> Legality:
         return _budget_check(self.footprint, budget)

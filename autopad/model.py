@@ -146,7 +146,9 @@ def _as_address_array(addresses: object, warp: int, access_bytes: int) -> np.nda
         try:
             rows = list(addresses)  # type: ignore[call-overload]
         except TypeError:
-            raise ValueError(f"addresses: expected a sequence of {warp} byte addresses, got {addresses!r}") from None
+            raise ValueError(
+                f"addresses: expected a sequence of {warp} byte addresses, got {addresses!r}"
+            ) from None
         out = np.full((1, len(rows)), -1, dtype=np.int64)
         for lane, a in enumerate(rows):
             if a is None:
@@ -154,13 +156,17 @@ def _as_address_array(addresses: object, warp: int, access_bytes: int) -> np.nda
             if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
                 raise ValueError(f"addresses: lane {lane} is {a!r}; each lane is an int byte address or None")
             if a < 0:
-                raise ValueError(f"addresses: lane {lane} has negative address {a}; use None for an inactive lane")
+                raise ValueError(
+                    f"addresses: lane {lane} has negative address {a}; use None for an inactive lane"
+                )
             out[0, lane] = a
         arr = out
     if arr.shape[1] != warp:
         raise ValueError(f"addresses: need one entry per lane ({warp} for this arch), got {arr.shape[1]}")
     if arr.min(initial=0) < -1:
-        raise ValueError("addresses: negative byte address; use -1 (array) or None (list) for an inactive lane")
+        raise ValueError(
+            "addresses: negative byte address; use -1 (array) or None (list) for an inactive lane"
+        )
     if arr.max(initial=0) >= 1 << 40:
         raise ValueError("addresses: byte address beyond 2**40 is not a shared-memory address")
     if access_bytes == 1 or not ((arr & (access_bytes - 1)) != 0).any():
@@ -194,7 +200,9 @@ def analyze_batch(
 
     def run(start: int) -> None:
         sl = slice(start, start + _CHUNK)
-        cost, _ = _batch_core(_as_address_array(addresses[sl], a.warp_size, access_bytes), op, access_bytes, a)
+        cost, _ = _batch_core(
+            _as_address_array(addresses[sl], a.warp_size, access_bytes), op, access_bytes, a
+        )
         wave[sl], ideal[sl] = cost.sum(axis=1), (cost > 0).sum(axis=1)
 
     starts = range(0, addresses.shape[0], _CHUNK)
@@ -229,4 +237,6 @@ def analyze(
     costs = [int(c) for c in cost[0, : a.warp_size // int(lanes[0])]]
     wavefronts = int(sum(costs))
     ideal = sum(1 for c in costs if c)
-    return Analysis(wavefronts=wavefronts, ideal=ideal, conflicts=wavefronts - ideal, phase_costs=tuple(costs))
+    return Analysis(
+        wavefronts=wavefronts, ideal=ideal, conflicts=wavefronts - ideal, phase_costs=tuple(costs)
+    )

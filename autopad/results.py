@@ -63,9 +63,13 @@ class CandidateResult:
         return None if self.measurement is None else self.measurement.error
 
     @classmethod
-    def from_candidate(cls, c: Candidate, m: Measurement | None = None, cached: bool = False) -> CandidateResult:
+    def from_candidate(
+        cls, c: Candidate, m: Measurement | None = None, cached: bool = False
+    ) -> CandidateResult:
         describe = getattr(c.layout, "describe", None)
-        return cls(dict(c.constants), describe() if describe else repr(c.layout), c.prediction, c.roles, m, cached)
+        return cls(
+            dict(c.constants), describe() if describe else repr(c.layout), c.prediction, c.roles, m, cached
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -126,31 +130,61 @@ class TuneResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kernel": self.kernel, "backend": self.backend, "shape": list(self.shape), "dtype": self.dtype,
-            "arch": self.arch, "mode": self.mode, "message": self.message, "dist": self.dist,
-            "best": asdict(self.best), "candidates": [c.to_dict() for c in self.candidates],
-            "device": dict(self.device), "environment": dict(self.environment),
+            "kernel": self.kernel,
+            "backend": self.backend,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "arch": self.arch,
+            "mode": self.mode,
+            "message": self.message,
+            "dist": self.dist,
+            "best": asdict(self.best),
+            "candidates": [c.to_dict() for c in self.candidates],
+            "device": dict(self.device),
+            "environment": dict(self.environment),
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TuneResult:
         b = d["best"]
         return cls(
-            d["kernel"], d["backend"], tuple(d["shape"]), d["dtype"], d["arch"], d["mode"], d["message"],
-            Best({str(k): int(v) for k, v in b["constants"].items()}, b["layout"], b["predicted"], b["measured"],
-                 dict(b.get("extra", {}))),
+            d["kernel"],
+            d["backend"],
+            tuple(d["shape"]),
+            d["dtype"],
+            d["arch"],
+            d["mode"],
+            d["message"],
+            Best(
+                {str(k): int(v) for k, v in b["constants"].items()},
+                b["layout"],
+                b["predicted"],
+                b["measured"],
+                dict(b.get("extra", {})),
+            ),
             tuple(CandidateResult.from_dict(c) for c in d["candidates"]),
-            dict(d.get("device", {})), dict(d.get("environment", {})), d.get("dist"),
+            dict(d.get("device", {})),
+            dict(d.get("environment", {})),
+            d.get("dist"),
         )
 
     def table(self) -> str:
         """The verbose report: shape key, winner, every timing, every failure with its reason."""
-        head = (f"{self.kernel} [{self.backend}] shape={'x'.join(map(str, self.shape))} dtype={self.dtype}"
-                + (f" dist={self.dist}" if self.dist else "") + f" arch={self.arch} mode={self.mode}")
+        head = (
+            f"{self.kernel} [{self.backend}] shape={'x'.join(map(str, self.shape))} dtype={self.dtype}"
+            + (f" dist={self.dist}" if self.dist else "")
+            + f" arch={self.arch} mode={self.mode}"
+        )
         dev = f"device: {self.device.get('name', 'none')}" + (
-            f" (sm_{self.device['cc']})" if self.device.get("cc") else "")
-        lines = [head, dev, self.message, "",
-                 f"{'':2}{'candidate':44} {'layout':28} {'conf':>5} {'pred us':>9} {'meas us':>9} {'+-':>7}  note"]
+            f" (sm_{self.device['cc']})" if self.device.get("cc") else ""
+        )
+        lines = [
+            head,
+            dev,
+            self.message,
+            "",
+            f"{'':2}{'candidate':44} {'layout':28} {'conf':>5} {'pred us':>9} {'meas us':>9} {'+-':>7}  note",
+        ]
         for c in self.candidates:
             mark = "*" if c.constants == self.best.constants else " "
             m = c.measurement

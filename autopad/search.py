@@ -79,8 +79,13 @@ def enumerate_candidates(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -
     return out
 
 
-def predict(spec: KernelSpec, constants: dict[str, int], shape: tuple[int, ...], dtype: str,
-            arch: str | Arch = "sm_90") -> Prediction:
+def predict(
+    spec: KernelSpec,
+    constants: dict[str, int],
+    shape: tuple[int, ...],
+    dtype: str,
+    arch: str | Arch = "sm_90",
+) -> Prediction:
     """Predicted run time of one candidate from its access pattern, footprint and traffic."""
     a = get_arch(arch)
     layout = spec.layout(constants, dtype)
@@ -115,7 +120,9 @@ def predict(spec: KernelSpec, constants: dict[str, int], shape: tuple[int, ...],
     return Prediction(seconds, bound, cost.wavefronts, cost.ideal, occupancy, smem)
 
 
-def _roles(spec: KernelSpec, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> tuple[str, ...]:
+def _roles(
+    spec: KernelSpec, constants: dict[str, int], shape: tuple[int, ...], dtype: str
+) -> tuple[str, ...]:
     roles = []
     if getattr(spec, "DEFAULTS", None) is not None and _freeze(constants) == _freeze(spec.DEFAULTS):
         roles.append("unpadded")
@@ -125,8 +132,13 @@ def _roles(spec: KernelSpec, constants: dict[str, int], shape: tuple[int, ...], 
     return tuple(roles)
 
 
-def rank(spec: KernelSpec, shape: tuple[int, ...], dtype: str, arch: str | Arch = "sm_90",
-         extra: list[dict[str, int]] | None = None) -> list[Candidate]:
+def rank(
+    spec: KernelSpec,
+    shape: tuple[int, ...],
+    dtype: str,
+    arch: str | Arch = "sm_90",
+    extra: list[dict[str, int]] | None = None,
+) -> list[Candidate]:
     """All legal candidates, best predicted first; ties go to fewer conflicts, then the smaller footprint.
 
     ``extra`` adds constants outside the enumeration (the baselines), each still subject to ``legal``.
@@ -140,7 +152,9 @@ def rank(spec: KernelSpec, shape: tuple[int, ...], dtype: str, arch: str | Arch 
     for frozen, c in seen.items():
         p = predict(spec, c, shape, dtype, arch)
         out.append(Candidate(frozen, spec.layout(c, dtype), p, _roles(spec, c, shape, dtype)))
-    out.sort(key=lambda c: (c.prediction.seconds, c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
+    out.sort(
+        key=lambda c: (c.prediction.seconds, c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key)
+    )
     return out
 
 

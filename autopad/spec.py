@@ -26,7 +26,11 @@ Functions (``constants`` is a dict of tunable name -> int; ``dtype`` a name such
     reference(inputs) -> tensor                 the torch answer
     check(out, ref) -> tuple[bool, str]         exact or within a stated tolerance
 
-Optional: ``DEFAULTS`` (the unpadded baseline constants) and ``textbook(shape, dtype)`` (the +1 pad).
+Optional: ``DEFAULTS`` (the unpadded baseline constants), ``textbook(shape, dtype)`` (the +1 pad),
+``SOURCE_FILES`` (paths of the code that runs; they key the cache, default: the module file),
+``ACCUMULATES`` (True when ``run`` adds into ``out``: the harness zeroes it before every run),
+``DISTS`` (input classes that change the speed, e.g. ("uniform", "skewed", "single")) and
+``check_shape(shape)`` (raise ValueError for a shape the kernel cannot take).
 """
 
 from __future__ import annotations
@@ -38,13 +42,34 @@ from typing import Any
 __all__ = ["KernelSpec", "REQUIRED", "DTYPE_BYTES"]
 
 REQUIRED = (
-    "NAME", "BACKEND", "DTYPES", "SPACE", "legal", "layout", "smem_pattern", "launch_info", "traffic",
-    "make_inputs", "alloc_output", "build", "run", "reference", "check",
+    "NAME",
+    "BACKEND",
+    "DTYPES",
+    "SPACE",
+    "legal",
+    "layout",
+    "smem_pattern",
+    "launch_info",
+    "traffic",
+    "make_inputs",
+    "alloc_output",
+    "build",
+    "run",
+    "reference",
+    "check",
 )
 
 DTYPE_BYTES = {
-    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1,
-    "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1,
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "float8_e4m3fn": 1,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
 }
 
 

@@ -38,8 +38,17 @@ NO_GPU_MESSAGE = "no GPU (or AUTOPAD_NO_BENCH=1): ranked by the model alone, not
 def normalize_dtype(dtype: Any) -> str:
     """'float32', torch.float32 or numpy's float32 -> 'float32'."""
     name = str(dtype).replace("torch.", "")
-    name = {"float": "float32", "half": "float16", "double": "float64", "fp32": "float32", "fp16": "float16",
-            "bf16": "bfloat16", "fp64": "float64", "fp8": "float8_e4m3fn", "float8": "float8_e4m3fn"}.get(name, name)
+    name = {
+        "float": "float32",
+        "half": "float16",
+        "double": "float64",
+        "fp32": "float32",
+        "fp16": "float16",
+        "bf16": "bfloat16",
+        "fp64": "float64",
+        "fp8": "float8_e4m3fn",
+        "float8": "float8_e4m3fn",
+    }.get(name, name)
     if name not in DTYPE_BYTES:
         raise ValueError(f"dtype: {dtype!r} is not a known element type; known: {', '.join(DTYPE_BYTES)}")
     return name
@@ -84,8 +93,11 @@ def _device_index(device: Any) -> int:
 
 
 def _environment() -> dict[str, Any]:
-    env = {"autopad": __version__, "python": platform.python_version(),
-           "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    env = {
+        "autopad": __version__,
+        "python": platform.python_version(),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
     for mod in ("numpy", "torch", "triton"):
         m = sys.modules.get(mod)
         if m is not None:
@@ -102,13 +114,17 @@ def _extra(layout: Any) -> dict[str, Any]:
         except ValueError:
             pass
         g = layout.gluon_spec()
-        extra["gluon_layout"] = (f"gl.SwizzledSharedLayout(vec={g['vec']}, per_phase={g['per_phase']}, "
-                                 f"max_phase={g['max_phase']}, order={g['order']})")
+        extra["gluon_layout"] = (
+            f"gl.SwizzledSharedLayout(vec={g['vec']}, per_phase={g['per_phase']}, "
+            f"max_phase={g['max_phase']}, order={g['order']})"
+        )
     elif hasattr(layout, "gluon_spec"):
         g = layout.gluon_spec()
         if g.get("kind") == "padded" and g.get("interval_padding"):
-            extra["gluon_layout"] = (f"gl.PaddedSharedLayout.with_identity_for({g['interval_padding']}, "
-                                     f"{g['shape']}, {g['order']})")
+            extra["gluon_layout"] = (
+                f"gl.PaddedSharedLayout.with_identity_for({g['interval_padding']}, "
+                f"{g['shape']}, {g['order']})"
+            )
     return extra
 
 
@@ -170,7 +186,9 @@ def tune(
     shape = normalize_shape(shape)
     dtype = normalize_dtype(dtype)
     if dtype not in spec.DTYPES:
-        raise ValueError(f"dtype: {spec.NAME} [{spec.BACKEND}] supports {', '.join(spec.DTYPES)}, not {dtype}")
+        raise ValueError(
+            f"dtype: {spec.NAME} [{spec.BACKEND}] supports {', '.join(spec.DTYPES)}, not {dtype}"
+        )
     if hasattr(spec, "check_shape"):
         spec.check_shape(shape)
     dists = getattr(spec, "DISTS", None)
@@ -193,15 +211,31 @@ def tune(
     get_arch(arch)
 
     store = Cache() if cache else None
-    key = CacheKey(__version__, dev.get("name", ""), dev.get("cc", ""), spec.BACKEND, spec.NAME,
-                   source_hash(spec), shape, dtype, dist)
-    params = {"top_k": top_k, "budget": budget, "arch": arch, "measuring": measuring}
+    key = CacheKey(
+        __version__,
+        dev.get("name", ""),
+        dev.get("cc", ""),
+        spec.BACKEND,
+        spec.NAME,
+        source_hash(spec),
+        shape,
+        dtype,
+        dist,
+    )
+    # the space is a search parameter, not part of the key: adding a candidate keeps the old timings
+    space = {k: list(v) for k, v in sorted(spec.SPACE.items())}
+    params = {"top_k": top_k, "budget": budget, "arch": arch, "measuring": measuring, "space": space}
     if store is not None and not retune:
         hit = store.get_result(key, params)
         if hit is not None:
             ms = (time.perf_counter() - started) * 1e3
-            res = TuneResult(**{**hit.__dict__, "mode": "cached",
-                                "message": f"cache hit ({ms:.1f} ms); tuned {hit.environment.get('date', '')}"})
+            res = TuneResult(
+                **{
+                    **hit.__dict__,
+                    "mode": "cached",
+                    "message": f"cache hit ({ms:.1f} ms); tuned {hit.environment.get('date', '')}",
+                }
+            )
             if verbose:
                 print(res.table())
             return res
@@ -234,8 +268,16 @@ def tune(
         t0 = time.perf_counter()
 
         def run(cands: list[Candidate], reps: int, seed: int) -> None:
-            job = BenchJob(spec_ref(spec), tuple((c.key, c.params) for c in cands), shape, dtype,
-                           dist or "uniform", seed=seed, reps=reps, device=index)
+            job = BenchJob(
+                spec_ref(spec),
+                tuple((c.key, c.params) for c in cands),
+                shape,
+                dtype,
+                dist or "uniform",
+                seed=seed,
+                reps=reps,
+                device=index,
+            )
             for n, m in enumerate(bench.measure(job), 1):
                 meas[m.key] = m
                 cached_keys.discard(m.key)
@@ -252,8 +294,10 @@ def tune(
             run(tied, 60, 1)  # within noise of each other: time them again, longer
             tied = _pick(tied, meas) or tied
         n_fail = sum(1 for c in short if c.key in meas and not meas[c.key].correct)
-        message = (f"measured {sum(1 for c in short if c.key in meas)} of {len(ranked)} legal candidates "
-                   f"({len(cached_keys)} from cache), {n_fail} failed")
+        message = (
+            f"measured {sum(1 for c in short if c.key in meas)} of {len(ranked)} legal candidates "
+            f"({len(cached_keys)} from cache), {n_fail} failed"
+        )
         if not tied:
             message += "; no candidate ran correctly, so the pick is the model's"
 
@@ -264,9 +308,23 @@ def tune(
         m = meas.get(c.key)
         results.append(CandidateResult.from_candidate(c, m, cached=c.key in cached_keys))
     w = CandidateResult.from_candidate(winner, meas.get(winner.key))
-    best = Best(dict(winner.params), w.layout, winner.prediction.seconds, w.measured_ms, _extra(winner.layout))
-    res = TuneResult(spec.NAME, spec.BACKEND, shape, dtype, arch, mode, message, best, tuple(results),
-                     dev, _environment(), dist)
+    best = Best(
+        dict(winner.params), w.layout, winner.prediction.seconds, w.measured_ms, _extra(winner.layout)
+    )
+    res = TuneResult(
+        spec.NAME,
+        spec.BACKEND,
+        shape,
+        dtype,
+        arch,
+        mode,
+        message,
+        best,
+        tuple(results),
+        dev,
+        _environment(),
+        dist,
+    )
     if store is not None:
         store.put_result(key, res, params)
     if mode == "model-only" and not measuring:

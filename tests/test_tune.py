@@ -1,0 +1,150 @@
+"""tune()'s selection logic with a fake kernel and a fake benchmarker (no GPU needed)."""
+
+from __future__ import annotations
+
+import fake_kernel
+import pytest
+
+import autopad
+from autopad.results import Measurement, TuneResult
+from autopad.search import rank
+from autopad.spec import KernelSpec
+
+SHAPE = (4096, 4096)
+
+
+class FakeBench:
+    """Times from a table (ms by key); ``wrong`` keys give wrong answers, ``broken`` ones fail to compile."""
+
+    def __init__(self, times=None, wrong=(), broken=(), spread=0.001, default=1.0):
+        self.times = dict(times or {})
+        self.wrong, self.broken = set(wrong), set(broken)
+        self.spread, self.default = spread, default
+        self.jobs = []
+
+    def measure(self, job):
+        self.jobs.append(job)
+        for key, _ in job.candidates:
+            if key in self.broken:
+                yield Measurement(key, False, error="compile: error: identifier 'PAD' is undefined")
+            elif key in self.wrong:
+                yield Measurement(key, False, error="wrong result: 12 of 1024 elements differ")
+            else:
+                ms = self.times.get(key, self.default)
+                if ms is None:  # distinct, deterministic times: nothing ties
+                    ms = 1.0 + sum(map(ord, key)) % 97 / 10
+                yield Measurement(key, True, ms=ms, spread_ms=self.spread, runs=30)
+
+
+def _key(**c):
+    return ",".join(f"{k}={v}" for k, v in sorted(c.items()))
+
+
+def _tune(bench, **kw):
+    kw.setdefault("top_k", 4)
+    return autopad.tune(fake_kernel, SHAPE, "float32", benchmarker=bench, progress=False, **kw)
+
+
+def test_model_only_without_a_gpu(monkeypatch, capsys):
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    res = autopad.tune(fake_kernel, SHAPE, "float32", progress=False)
+    assert res.mode == "model-only"
+    assert "model alone" in res.message and "model alone" in capsys.readouterr().err
+    assert all(c.measured_ms is None for c in res.candidates)
+    assert res.best.measured is None
+    ranked = rank(KernelSpec(fake_kernel), SHAPE, "float32")
+    assert res.best.constants == ranked[0].params
+
+
+def test_fastest_correct_candidate_wins_and_wrong_ones_never_do():
+    fastest = _key(TILE=32, PAD=0, VEC=1)  # the unpadded baseline is always measured
+    second = _key(TILE=32, PAD=1, VEC=1)
+    bench = FakeBench(times={fastest: 0.1, second: 0.5}, wrong={fastest})
+    res = _tune(bench, cache=False)
+    assert res.mode == "measured"
+    assert res.best.constants == {"TILE": 32, "PAD": 1, "VEC": 1}
+    by_key = {c.key: c for c in res.candidates}
+    assert by_key[fastest].correct is False and "wrong result" in by_key[fastest].error
+    assert by_key[fastest].measured_ms is None  # a wrong result is never a time
+
+
+def test_compile_failure_is_recorded_and_tuning_goes_on():
+    broken = _key(TILE=32, PAD=1, VEC=1)
+    res = _tune(FakeBench(broken={broken}, times={_key(TILE=32, PAD=0, VEC=1): 0.7}), cache=False)
+    c = {c.key: c for c in res.candidates}[broken]
+    assert c.correct is False and c.error.startswith("compile:")
+    assert res.best.measured is not None and res.best.constants != c.constants
+
+
+def test_only_the_shortlist_is_measured_and_budget_caps_it():
+    bench = FakeBench()
+    res = _tune(bench, top_k=2, cache=False)
+    measured = [c for c in res.candidates if c.measurement is not None]
+    ranked_keys = [c.key for c in res.candidates]
+    roles = {c.key for c in res.candidates if c.roles}
+    # the model's top 2 plus the baselines, nothing else
+    assert {c.key for c in measured} == set(ranked_keys[:2]) | roles
+    bench2 = FakeBench()
+    _tune(bench2, top_k=4, budget=1, cache=False)
+    assert bench2.jobs == []  # a shortlist of one is not benchmarked
+
+
+def test_ties_are_retimed_then_broken_by_model_cost_then_footprint():
+    bench = FakeBench(default=1.0, spread=0.05)  # everyone within noise of everyone
+    res = _tune(bench, cache=False)
+    assert len(bench.jobs) == 2  # first timing, then the re-timing of the tied ones
+    retimed = {k for k, _ in bench.jobs[1].candidates}
+    assert len(retimed) > 1
+    tied = [c for c in res.candidates if c.key in retimed]
+    expect = min(tied, key=lambda c: (c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
+    assert res.best.constants == expect.constants
+    # the same inputs give the same pick again
+    assert _tune(FakeBench(default=1.0, spread=0.05), cache=False).best.constants == res.best.constants
+
+
+def test_cache_hit_skips_benchmarking_and_new_candidates_measure_alone(monkeypatch):
+    first = FakeBench(default=None)
+    a = _tune(first, top_k=20)
+    again = FakeBench(default=None)
+    b = _tune(again, top_k=20)
+    assert again.jobs == [] and b.mode == "cached" and b.best.constants == a.best.constants
+    # a new candidate in the space: only it is measured, the rest come from the cache
+    monkeypatch.setitem(fake_kernel.SPACE, "PAD", (0, 1, 2, 4, 8))
+    third = FakeBench(times={_key(TILE=32, PAD=8, VEC=1): 0.01}, default=None)
+    c = _tune(third, top_k=20)
+    measured_now = {k for job in third.jobs for k, _ in job.candidates}
+    assert measured_now and all("PAD=8" in k for k in measured_now)
+    assert c.best.constants["PAD"] == 8
+
+
+def test_result_round_trips_and_has_a_verbose_table():
+    res = _tune(FakeBench(), cache=False)
+    again = TuneResult.from_dict(res.to_dict())
+    assert again == res
+    table = res.table()
+    assert "fake_transpose" in table and "4096x4096" in table and "unpadded" in table
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"shape": (0, 5)}, "shape"),
+        ({"shape": "axb"}, "shape"),
+        ({"dtype": "complex64"}, "dtype"),
+        ({"dtype": "int8"}, "dtype"),
+        ({"top_k": 0}, "top_k"),
+        ({"backend": "opencl"}, "backend"),
+        ({"device": "cpu"}, "device"),
+        ({"arch": "sm_12"}, "arch"),
+        ({"dist": "skewed"}, "dist"),
+    ],
+)
+def test_bad_arguments_name_themselves(kwargs, match):
+    args = {"shape": SHAPE, "dtype": "float32", **kwargs}
+    with pytest.raises(ValueError, match=match):
+        autopad.tune(fake_kernel, args.pop("shape"), benchmarker=FakeBench(), progress=False, **args)
+
+
+def test_unknown_kernel_name():
+    with pytest.raises(ValueError, match="unknown kernel 'fft'"):
+        autopad.tune("fft", SHAPE)
