@@ -1,0 +1,170 @@
+"""Tests for the architecture profiles (autopad.arch): what exists, how honest each is, and its phase rules.
+
+The expected costs for the wave64 profiles are derived here from the rules arch.py documents (phases of
+``banks`` lanes for accesses up to a bank wide, ``banks * bank_bytes / width`` lanes for wider ones, no pair
+merging), not read off the model's output.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from autopad import ARCHS, Arch, analyze, get_arch
+from autopad.arch import arch_names
+
+
+def test_profiles_exist_with_their_status():
+    assert {"sm_90", "sm_75", "sm_80", "sm_89", "cdna3", "banks64"} <= set(ARCHS)
+    assert ARCHS["sm_90"].status == "measured"
+    for name in ("sm_75", "sm_80", "sm_89"):
+        assert "assumed" in ARCHS[name].status, name
+    for name in ("cdna3", "banks64"):
+        assert ARCHS[name].status == "unvalidated", name
+    for name, a in ARCHS.items():
+        assert a.name == name
+        assert a.description
+
+
+def test_nvidia_profiles_share_sm_90_bank_geometry():
+    """'Assumed equal to sm_90 until measured' must mean the same banks, phases and merging."""
+    ref = ARCHS["sm_90"]
+    for name in ("sm_75", "sm_80", "sm_89"):
+        a = ARCHS[name]
+        assert (a.warp_size, a.banks, a.bank_bytes, a.merge_paired_loads) == (32, 32, 4, True)
+        for width in (1, 2, 4, 8, 16):
+            assert a.phase_lanes(width) == ref.phase_lanes(width)
+
+
+def test_amd_profiles_are_wave64():
+    assert (ARCHS["cdna3"].warp_size, ARCHS["cdna3"].banks) == (64, 32)
+    assert (ARCHS["banks64"].warp_size, ARCHS["banks64"].banks) == (64, 64)
+    assert not ARCHS["cdna3"].merge_paired_loads
+
+
+def test_get_arch_by_name_and_passthrough():
+    assert get_arch("sm_90") is ARCHS["sm_90"]
+    custom = Arch(name="toy", description="toy", status="unvalidated", warp_size=16, banks=16)
+    assert get_arch(custom) is custom
+    assert arch_names() == sorted(ARCHS)
+
+
+@pytest.mark.parametrize("bad", ["sm_100", "SM_90", "", None, 90])
+def test_get_arch_error_names_the_choices(bad):
+    with pytest.raises(ValueError) as err:
+        get_arch(bad)
+    msg = str(err.value)
+    assert msg.startswith("arch:")
+    for name in ARCHS:
+        assert name in msg
+
+
+@pytest.mark.parametrize(
+    "arch,width,lanes",
+    [
+        ("sm_90", 1, 32),
+        ("sm_90", 4, 32),
+        ("sm_90", 8, 16),  # 16 lanes x 8 bytes = 128 bytes = one pass over the 32 banks
+        ("sm_90", 16, 8),
+        ("cdna3", 4, 32),  # half a 64-lane wave
+        ("cdna3", 8, 16),  # a quarter wave
+        ("cdna3", 16, 8),  # an eighth
+        ("banks64", 4, 64),  # 64 banks serve the whole wave
+        ("banks64", 8, 32),
+        ("banks64", 16, 16),
+    ],
+)
+def test_phase_lanes(arch, width, lanes):
+    a = ARCHS[arch]
+    assert a.phase_lanes(width) == lanes
+    assert lanes * max(width, a.bank_bytes) <= a.phase_bytes or width < a.bank_bytes
+
+
+def test_phase_bytes():
+    assert ARCHS["sm_90"].phase_bytes == 128
+    assert ARCHS["cdna3"].phase_bytes == 128
+    assert ARCHS["banks64"].phase_bytes == 256
+
+
+def test_smem_wavefronts_per_s():
+    a = ARCHS["sm_90"]
+    assert a.smem_wavefronts_per_s == pytest.approx(a.sm_count * a.clock_hz)
+
+
+# ---- the wave64 CDNA3 profile, by the rules arch.py documents -----------------------------------------
+
+
+def test_cdna3_stride_one_words_two_half_wave_phases():
+    """64 lanes reading words 0..63: two phases of 32 lanes, each covering banks 0..31 once -> 2 / 2."""
+    a = analyze([4 * lane for lane in range(64)], 4, "load", "cdna3")
+    assert (a.wavefronts, a.ideal, a.conflicts) == (2, 2, 0)
+    assert a.phase_costs == (1, 1)
+
+
+def test_cdna3_stride_32_words_serialises_each_half():
+    """Words 32*lane all sit in bank 0: each half-wave phase holds 32 distinct words of bank 0 -> 32 + 32."""
+    a = analyze([4 * 32 * lane for lane in range(64)], 4, "load", "cdna3")
+    assert (a.wavefronts, a.ideal, a.conflicts) == (64, 2, 62)
+    assert a.phase_costs == (32, 32)
+
+
+def test_cdna3_stride_33_words_conflict_free():
+    """The [32][33] padding works on wave64 because each half-wave is analysed on its own."""
+    a = analyze([4 * 33 * lane for lane in range(64)], 4, "load", "cdna3")
+    assert (a.wavefronts, a.conflicts) == (2, 0)
+
+
+def test_cdna3_stride_16_words():
+    """Words 16*lane: banks 0 and 16 alternate, 16 distinct words each, per half -> 16 per phase."""
+    a = analyze([4 * 16 * lane for lane in range(64)], 4, "load", "cdna3")
+    assert a.phase_costs == (16, 16)
+
+
+def test_cdna3_doubles_four_quarter_wave_phases():
+    """double d[tid] over 64 lanes: 4 phases of 16 lanes, each 128 contiguous bytes -> 4, no conflict."""
+    a = analyze([8 * lane for lane in range(64)], 8, "load", "cdna3")
+    assert (a.wavefronts, a.ideal, a.conflicts) == (4, 4, 0)
+
+
+def test_cdna3_does_not_merge_paired_wide_loads():
+    """d[tid / 2]: lanes pair on one address.
+
+    sm_90 merges the two 16-lane phases of a 32-lane warp into one (16 distinct doubles = 128 bytes, one
+    wavefront); cdna3 assumes no merging, so 64 lanes stay in four 16-lane phases of one wavefront each.
+    """
+    paired64 = [8 * (lane // 2) for lane in range(64)]
+    assert analyze(paired64, 8, "load", "cdna3").wavefronts == 4
+    paired32 = [8 * (lane // 2) for lane in range(32)]
+    sm90 = analyze(paired32, 8, "load", "sm_90")
+    assert (sm90.wavefronts, len(sm90.phase_costs)) == (1, 1)
+
+
+def test_cdna3_needs_64_lanes():
+    with pytest.raises(ValueError, match=r"^addresses:.*64"):
+        analyze([4 * lane for lane in range(32)], 4, "load", "cdna3")
+
+
+def test_cdna3_histogram_atomics_one_bin():
+    """Atomics never broadcast: 32 lanes of each half on one counter -> 32 + 32."""
+    a = analyze([20] * 64, 4, "atomic", "cdna3")
+    assert a.phase_costs == (32, 32)
+
+
+# ---- the 64-bank profile ----------------------------------------------------------------------------------
+
+
+def test_banks64_stride_one_is_one_phase():
+    a = analyze([4 * lane for lane in range(64)], 4, "load", "banks64")
+    assert (a.wavefronts, a.ideal) == (1, 1)
+
+
+def test_banks64_stride_32_hits_two_banks():
+    """Words 32*lane mod 64 alternate between banks 0 and 32: 32 distinct words in each -> 32."""
+    a = analyze([4 * 32 * lane for lane in range(64)], 4, "load", "banks64")
+    assert (a.wavefronts, a.ideal) == (32, 1)
+
+
+def test_banks64_column_walk_and_padding():
+    """Odd word strides (33, 65) permute the 64 banks -> 1; a 64-wide tile's column walk is 64-way."""
+    assert analyze([4 * 33 * lane for lane in range(64)], 4, "load", "banks64").wavefronts == 1
+    assert analyze([4 * 65 * lane for lane in range(64)], 4, "load", "banks64").wavefronts == 1
+    assert analyze([4 * 64 * lane for lane in range(64)], 4, "load", "banks64").wavefronts == 64
