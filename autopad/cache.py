@@ -256,6 +256,8 @@ class Cache:
             if stored.autopad_version != key.autopad_version:
                 return {}, f"written by autopad {stored.autopad_version}, this is {key.autopad_version}"
             return {}, "holds another key's entries"
+        if stored.filename != path.name:
+            return {}, f"holds the entries of {stored.filename}, not of its own name"
         ms = data.get("measurements", {})
         if not isinstance(ms, dict):
             return {}, "malformed measurements"

@@ -1,0 +1,348 @@
+"""The tuning cache: round trips, atomic and concurrent writes, bad files, clear(), nearest-bucket lookup."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from autopad.cache import FORMAT_VERSION, Cache, CacheKey, bucket, cache_dir, write_atomic
+from autopad.results import Best, CandidateResult, Measurement, TuneResult
+from autopad.search import Prediction
+
+
+def make_key(shape=(1024, 1024), **kw) -> CacheKey:
+    base = dict(
+        kernel="transpose",
+        shape=shape,
+        dtype="float32",
+        backend="cuda",
+        gpu="NVIDIA H200",
+        cc="90",
+        source_hash="abc123",
+        version="0.1.0",
+    )
+    base.update(kw)
+    return CacheKey.make(**base)
+
+
+def make_result(shape=(1024, 1024), pad=1, kernel="transpose") -> TuneResult:
+    pred = Prediction(2e-5, "dram", 32, 32, 1.0, 4224)
+    cands = (
+        CandidateResult(
+            {"PAD": 0, "TILE": 32},
+            "unpadded",
+            replace(pred, wavefronts_per_tile=1024),
+            ("unpadded",),
+            Measurement("PAD=0,TILE=32", True, 0.05, 0.001, 30),
+        ),
+        CandidateResult(
+            {"PAD": pad, "TILE": 32},
+            f"pad {pad}",
+            pred,
+            ("textbook",),
+            Measurement(f"PAD={pad},TILE=32", True, 0.02, 0.001, 30),
+        ),
+        CandidateResult(
+            {"PAD": 7, "TILE": 32},
+            "pad 7",
+            pred,
+            (),
+            Measurement("PAD=7,TILE=32", False, None, None, 0, "compile: boom"),
+        ),
+        CandidateResult({"PAD": 3, "TILE": 32}, "pad 3", pred),  # not measured
+    )
+    best = Best({"PAD": pad, "TILE": 32}, f"pad {pad}", 2e-5, 0.02)
+    return TuneResult(
+        kernel,
+        "cuda",
+        tuple(shape),
+        "float32",
+        "sm_90",
+        "measured",
+        "measured 3",
+        best,
+        cands,
+        {"name": "NVIDIA H200", "cc": "90"},
+        {"autopad": "0.1.0", "date": "2026-01-01"},
+    )
+
+
+def meas(key: str, ms: float = 0.1) -> Measurement:
+    return Measurement(key, True, ms, 0.001, 30)
+
+
+# ---- location, keys, buckets ---------------------------------------------------------------------
+
+
+def test_cache_dir_env_precedence(monkeypatch, tmp_path):
+    monkeypatch.setenv("AUTOPAD_CACHE_DIR", str(tmp_path / "x"))
+    assert cache_dir() == tmp_path / "x"
+    assert Cache().dir == tmp_path / "x" / "tune"
+    monkeypatch.delenv("AUTOPAD_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "autopad"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "autopad"
+
+
+def test_key_filename_is_stable_and_distinct():
+    a, b = make_key(), make_key()
+    assert a == b and a.filename == b.filename
+    assert a.filename.startswith("transpose-") and a.filename.endswith(".json")
+    others = [
+        make_key(shape=(1024, 2048)),
+        make_key(dtype="float16"),
+        make_key(gpu="NVIDIA A100"),
+        make_key(cc="80"),
+        make_key(backend="triton"),
+        make_key(source_hash="zzz"),
+        make_key(dist="skewed"),
+        make_key(version="0.2.0"),
+        make_key(kernel="matmul"),
+    ]
+    assert len({k.filename for k in others} | {a.filename}) == len(others) + 1
+
+
+def test_key_context_excludes_only_shape():
+    assert make_key(shape=(64, 64)).context() == make_key(shape=(4096, 8)).context()
+    assert make_key().context() != make_key(dtype="float16").context()
+    assert make_key().context() != make_key(dist="uniform").context()
+    assert CacheKey.from_dict(json.loads(json.dumps(make_key(dist="single").to_dict()))) == make_key(
+        dist="single"
+    )
+
+
+def test_bucket_rule():
+    assert bucket((8192, 8192)) == (8192, 8192)
+    assert bucket((1000, 17, 16, 3, 1)) == (1024, 32, 16, 3, 1)
+    assert bucket((4097,)) == (8192,)
+    with pytest.raises(ValueError, match="positive"):
+        bucket((0, 4))
+
+
+# ---- round trips ---------------------------------------------------------------------------------
+
+
+def test_measurements_round_trip_and_merge():
+    c, k = Cache(), make_key()
+    assert c.measurements(k) == {} and c.load(k) == {}
+    c.put_measurements(k, {"PAD=0": meas("PAD=0", 0.5)})
+    c.put_measurements(
+        k, {"PAD=1": meas("PAD=1", 0.2), "PAD=9": Measurement("PAD=9", False, error="fault: x")}
+    )
+    got = c.measurements(k)
+    assert got == {
+        "PAD=0": meas("PAD=0", 0.5),
+        "PAD=1": meas("PAD=1", 0.2),
+        "PAD=9": Measurement("PAD=9", False, error="fault: x"),
+    }
+    c.put_measurements(k, {"PAD=0": meas("PAD=0", 0.4)})  # re-measured: replaced, others kept
+    assert c.measurements(k)["PAD=0"].ms == 0.4 and len(c.measurements(k)) == 3
+    assert c.measurements(make_key(shape=(2048, 2048))) == {}
+    header = json.loads(c.path(k).read_text())
+    assert header["format_version"] == FORMAT_VERSION and header["key"] == k.to_dict()
+
+
+def test_result_round_trip_is_identical_and_param_sensitive():
+    c, k = Cache(), make_key()
+    res = make_result()
+    params = {"top_k": 4, "budget": None, "arch": "sm_90", "shape": (1, 2)}
+    c.put_result(k, res, params)
+    assert c.get_result(k, params) == res
+    assert c.get_result(k, dict(reversed(list(params.items())))) == res  # key order does not matter
+    assert c.get_result(k, {**params, "top_k": 5}) is None
+    assert c.get_result(make_key(dtype="float16"), params) is None
+    # the measured candidates are stored per candidate too; the unmeasured one is not
+    assert set(c.measurements(k)) == {"PAD=0,TILE=32", "PAD=1,TILE=32", "PAD=7,TILE=32"}
+    assert c.measurements(k)["PAD=7,TILE=32"].error == "compile: boom"
+    # adding a measurement keeps the result
+    c.put_measurements(k, {"PAD=2,TILE=32": meas("PAD=2,TILE=32")})
+    assert c.get_result(k, params) == res and len(c.measurements(k)) == 4
+
+
+# ---- atomic writes and bad files -----------------------------------------------------------------
+
+
+def test_write_atomic_leaves_no_temporaries_and_keeps_old_file_on_failure(tmp_path, monkeypatch):
+    p = tmp_path / "f.json"
+    write_atomic(p, "one")
+    write_atomic(p, "two")
+    assert p.read_text() == "two" and os.listdir(tmp_path) == ["f.json"]
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        write_atomic(p, "three")
+    assert p.read_text() == "two" and os.listdir(tmp_path) == ["f.json"]
+
+
+BAD_FILES = {
+    "truncated": lambda good: good[: len(good) // 2],
+    "corrupt": lambda good: "\x00\xff garbage {{{",
+    "empty": lambda good: "",
+    "not-a-dict": lambda good: "[1, 2, 3]",
+    "foreign": lambda good: json.dumps({"hello": "world"}),
+    "other-format": lambda good: good.replace(f'"format_version": {FORMAT_VERSION}', '"format_version": 999'),
+    "other-version": lambda good: good.replace('"0.1.0"', '"0.0.1"'),
+    "other-key": lambda good: good.replace('"float32"', '"float16"'),
+    "bad-measurement": lambda good: good.replace('"correct": true', '"correct_": true'),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_FILES))
+def test_bad_file_is_ignored_with_warning_and_replaced(kind):
+    c, k = Cache(), make_key()
+    c.put_measurements(k, {"PAD=1": meas("PAD=1")})
+    c.put_result(k, make_result(), {"top_k": 1})
+    path = c.path(k)
+    bad = BAD_FILES[kind](path.read_text())
+    assert bad != path.read_text()
+    path.write_text(bad)
+    with pytest.warns(UserWarning, match="ignoring .*" + path.name) as rec:
+        assert c.load(k) == {}
+    assert "replaces it" in str(rec[0].message)
+    with pytest.warns(UserWarning):
+        assert c.measurements(k) == {}
+    with pytest.warns(UserWarning):
+        assert c.get_result(k, {"top_k": 1}) is None
+    assert any(e["problem"] for e in c.entries())
+    with pytest.warns(UserWarning):  # the write replaces the bad file
+        c.put_measurements(k, {"PAD=2": meas("PAD=2")})
+    assert set(c.measurements(k)) == {"PAD=2"}
+    assert json.loads(path.read_text())["key"] == k.to_dict()
+
+
+def test_unreadable_stored_result_warns_and_misses():
+    c, k = Cache(), make_key()
+    c.put_result(k, make_result(), {"top_k": 1})
+    data = json.loads(c.path(k).read_text())
+    del data["result"]["result"]["best"]
+    c.path(k).write_text(json.dumps(data))
+    with pytest.warns(UserWarning, match="stored result"):
+        assert c.get_result(k, {"top_k": 1}) is None
+
+
+# ---- several processes at once -------------------------------------------------------------------
+
+
+def _writer(root: str, worker: int, n: int, start) -> None:
+    start.wait()
+    c = Cache(Path(root))
+    key = make_key()
+    for i in range(n):
+        name = f"W={worker},I={i}"
+        c.put_measurements(key, {name: Measurement(name, True, 0.001 * i, 0.0, 1)})
+
+
+@pytest.mark.skipif("fork" not in mp.get_all_start_methods(), reason="needs fork")
+def test_concurrent_writers_lose_nothing(tmp_path):
+    ctx = mp.get_context("fork")
+    start = ctx.Event()
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, 50, start)) for w in range(4)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    c = Cache(tmp_path)
+    got = c.measurements(make_key())
+    assert set(got) == {f"W={w},I={i}" for w in range(4) for i in range(50)}
+    assert got["W=3,I=49"].ms == pytest.approx(0.049)
+    json.loads(c.path(make_key()).read_text())  # valid JSON
+    assert not [p for p in os.listdir(c.dir) if p.endswith(".tmp")]
+
+
+# ---- clear, entries ------------------------------------------------------------------------------
+
+
+def test_clear_removes_only_autopad_cache_files():
+    c = Cache()
+    k1, k2 = make_key(), make_key(kernel="matmul")
+    c.put_measurements(k1, {"A=1": meas("A=1")})
+    c.put_result(k2, make_result(kernel="matmul"), {})
+    c.put_measurements(make_key(kernel="histogram", dist="skewed"), {"R=1": meas("R=1")})
+    mine = c.dir / "notes.json"
+    mine.write_text("{}")
+    lookalike = c.dir / "transpose-notahash.json"
+    lookalike.write_text("user data")
+    beside = c.root / "cubin" / "transpose-0123456789abcdef01234567.json"
+    beside.parent.mkdir(parents=True)
+    beside.write_text("compiled")
+
+    rows = {r["kernel"]: r for r in c.entries()}
+    assert set(rows) == {"transpose", "matmul", "histogram"}
+    assert rows["matmul"]["has_result"] and rows["matmul"]["measurements"] == 3
+    assert rows["transpose"]["measurements"] == 1 and not rows["transpose"]["has_result"]
+    assert rows["histogram"]["dist"] == "skewed" and rows["histogram"]["size"] > 0
+
+    assert c.clear("matmul") == 1
+    assert c.load(k2) == {} and c.measurements(k1)
+    assert c.clear() == 2
+    assert c.entries() == []
+    assert (
+        mine.read_text() == "{}" and lookalike.read_text() == "user data" and beside.read_text() == "compiled"
+    )
+    assert sorted(os.listdir(c.dir)) == ["notes.json", "transpose-notahash.json"]
+    assert c.clear() == 0
+
+
+def test_clear_removes_corrupt_cache_files_too():
+    c, k = Cache(), make_key()
+    c.put_measurements(k, {"A=1": meas("A=1")})
+    c.path(k).write_text("{ truncated")
+    assert c.clear("matmul") == 0  # unreadable, but named as transpose's
+    assert c.clear("transpose") == 1
+    assert not c.path(k).exists()
+
+
+# ---- nearest bucket ------------------------------------------------------------------------------
+
+
+def test_nearest_picks_log_nearest_shape_of_same_context():
+    c = Cache()
+    for shape in [(256, 256), (4096, 4096), (1024, 1024)]:
+        c.put_result(make_key(shape=shape), make_result(shape=shape, pad=shape[0] // 256), {})
+    # tuned elsewhere: other dtype, gpu, kernel, dist or version, all at the query's exact shape
+    q = (1500, 1500)
+    for kw in [
+        dict(dtype="float16"),
+        dict(gpu="NVIDIA A100"),
+        dict(kernel="matmul"),
+        dict(dist="uniform"),
+        dict(version="0.0.9"),
+        dict(backend="triton"),
+        dict(source_hash="other"),
+    ]:
+        c.put_result(make_key(shape=q, **kw), make_result(shape=q, pad=99), {})
+    c.put_measurements(make_key(shape=(1400, 1400)), {"A=1": meas("A=1")})  # no result: not a candidate
+
+    key, res = c.nearest(make_key(shape=q))
+    assert key.shape == (1024, 1024) and res.best.constants["PAD"] == 4
+    assert c.nearest(make_key(shape=(300, 200)))[0].shape == (256, 256)
+    assert c.nearest(make_key(shape=(3000, 3000)))[0].shape == (4096, 4096)
+    # per dim in log space: (4096, 256) is as far from (1024, 1024) as from the square tuned shapes
+    assert c.nearest(make_key(shape=(4096, 300)))[0].shape == (1024, 1024)
+    # an exactly tuned shape is its own nearest
+    assert c.nearest(make_key(shape=(4096, 4096)))[1].best.constants["PAD"] == 16
+    assert c.nearest(make_key(shape=(64, 64, 64))) is None  # other rank
+    assert c.nearest(make_key(shape=q, dtype="bfloat16")) is None
+
+
+def test_nearest_prefers_the_query_bucket_and_skips_bad_files():
+    c = Cache()
+    c.put_result(make_key(shape=(1030, 1030)), make_result(shape=(1030, 1030), pad=1), {})  # bucket 2048
+    c.put_result(make_key(shape=(1300, 1300)), make_result(shape=(1300, 1300), pad=2), {})  # bucket 2048
+    c.put_result(make_key(shape=(1024, 1024)), make_result(pad=3), {})  # bucket 1024
+    # 1025 is log-nearest to 1024, but shares 1030's and 1300's bucket; 1030 is nearer than 1300
+    assert c.nearest(make_key(shape=(1025, 1025)))[0].shape == (1030, 1030)
+    c.path(make_key(shape=(1030, 1030))).write_text("garbage")
+    assert c.nearest(make_key(shape=(1025, 1025)))[0].shape == (1300, 1300)
