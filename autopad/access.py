@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -64,13 +65,15 @@ class Instruction:
         object.__setattr__(self, "cols", c)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PatternCost:
     """Wavefronts per tile for a pattern under a layout, with the conflict-free count and each instruction."""
 
     wavefronts: int
     ideal: int
-    per_instruction: tuple[tuple[str, int, int, int], ...]  # (name, count, wavefronts, ideal) per execution
+    pattern: tuple[Instruction, ...]
+    instruction_wavefronts: np.ndarray  # per execution of each instruction
+    instruction_ideal: np.ndarray
 
     @property
     def conflicts(self) -> int:
@@ -80,34 +83,55 @@ class PatternCost:
     def degree(self) -> float:
         return self.wavefronts / self.ideal if self.ideal else 1.0
 
+    @property
+    def per_instruction(self) -> tuple[tuple[str, int, int, int], ...]:
+        """(name, count, wavefronts, ideal) of each instruction, per execution."""
+        return tuple(
+            (ins.name, ins.count, int(w), int(d))
+            for ins, w, d in zip(self.pattern, self.instruction_wavefronts, self.instruction_ideal)
+        )
+
 
 def addresses(instr: Instruction, layout: object) -> np.ndarray:
     """Per-lane byte addresses of one instruction under ``layout`` (-1 for inactive lanes)."""
     return layout.offsets(instr.rows, instr.cols)  # type: ignore[attr-defined]
 
 
+@lru_cache(maxsize=256)
+def _grouped(pattern: tuple[Instruction, ...], warp: int) -> tuple[np.ndarray, tuple]:
+    """Counts, and the instructions stacked per (op, width): (op, width, indices, rows 2-D, cols 2-D).
+
+    Cached on the pattern object itself (instructions hash by identity), so scoring one pattern under
+    many layouts stacks it once.
+    """
+    groups: dict[tuple[str, int], list[int]] = {}
+    for i, ins in enumerate(pattern):
+        if len(ins.rows) != warp:
+            raise ValueError(
+                f"instruction {ins.name!r} has {len(ins.rows)} lanes; this arch's warps have {warp}"
+            )
+        groups.setdefault((ins.op, ins.access_bytes), []).append(i)
+    out = []
+    for (op, width), idx in groups.items():
+        rows = np.stack([pattern[i].rows for i in idx])
+        cols = np.stack([pattern[i].cols for i in idx])
+        out.append((op, width, np.asarray(idx), rows, cols))
+    return np.array([ins.count for ins in pattern], dtype=np.int64), tuple(out)
+
+
 def score(pattern: Sequence[Instruction], layout: object, arch: str | Arch = "sm_90") -> PatternCost:
     """Wavefronts per tile: every instruction's addresses through the model, weighted by its count.
 
-    Instructions of one (op, width) are scored in a single vectorised batch.
+    Instructions of one (op, width) go through the layout and the model as one vectorised batch.
     """
     a = get_arch(arch)
-    groups: dict[tuple[str, int], list[int]] = {}
-    for i, ins in enumerate(pattern):
-        if len(ins.rows) != a.warp_size:
-            raise ValueError(
-                f"instruction {ins.name!r} has {len(ins.rows)} lanes; {a.name} warps have {a.warp_size}"
-            )
-        groups.setdefault((ins.op, ins.access_bytes), []).append(i)
+    pattern = tuple(pattern)
+    counts, groups = _grouped(pattern, a.warp_size)
     wave = np.zeros(len(pattern), dtype=np.int64)
     ideal = np.zeros(len(pattern), dtype=np.int64)
-    for (op, width), idx in groups.items():
-        addr = np.stack([addresses(pattern[i], layout) for i in idx])
-        w, d = analyze_batch(addr, width, op, a)
-        wave[idx], ideal[idx] = w, d
-    counts = np.array([ins.count for ins in pattern], dtype=np.int64)
-    per = tuple((ins.name, ins.count, int(w), int(d)) for ins, w, d in zip(pattern, wave, ideal))
-    return PatternCost(int((wave * counts).sum()), int((ideal * counts).sum()), per)
+    for op, width, idx, rows, cols in groups:
+        wave[idx], ideal[idx] = analyze_batch(layout.offsets(rows, cols), width, op, a)  # type: ignore[attr-defined]
+    return PatternCost(int(wave @ counts), int(ideal @ counts), pattern, wave, ideal)
 
 
 def _lanes(warp: int) -> np.ndarray:

@@ -79,6 +79,26 @@ def enumerate_candidates(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -
     return out
 
 
+_PATTERNS: dict[tuple, tuple] = {}
+
+
+def _pattern(spec: KernelSpec, constants: dict[str, int], dtype: str) -> tuple:
+    """The spec's access pattern, shared by candidates that differ only in layout constants.
+
+    A spec may list in ``PATTERN_KEYS`` the constants its pattern depends on (tile, threads, vector
+    width); candidates that agree on those reuse one pattern object, so only the layout is re-applied.
+    """
+    keys = getattr(spec, "PATTERN_KEYS", None)
+    if keys is None:
+        return tuple(spec.smem_pattern(constants, dtype))
+    memo = (id(spec.impl), dtype, tuple(constants[k] for k in keys))
+    if memo not in _PATTERNS:
+        if len(_PATTERNS) > 512:
+            _PATTERNS.clear()
+        _PATTERNS[memo] = tuple(spec.smem_pattern(constants, dtype))
+    return _PATTERNS[memo]
+
+
 def predict(
     spec: KernelSpec,
     constants: dict[str, int],
@@ -89,7 +109,7 @@ def predict(
     """Predicted run time of one candidate from its access pattern, footprint and traffic."""
     a = get_arch(arch)
     layout = spec.layout(constants, dtype)
-    cost = score_pattern(spec.smem_pattern(constants, dtype), layout, a)
+    cost = score_pattern(_pattern(spec, constants, dtype), layout, a)
     info = spec.launch_info(constants, shape, dtype)
     traffic = spec.traffic(shape, dtype)
     blocks, threads = int(info["blocks"]), int(info["threads"])
@@ -143,8 +163,8 @@ def rank(
 
     ``extra`` adds constants outside the enumeration (the baselines), each still subject to ``legal``.
     """
-    seen: dict[tuple, dict[str, int]] = {}
-    for c in enumerate_candidates(spec, shape, dtype) + [e for e in (extra or []) if e is not None]:
+    seen = {_freeze(c): c for c in enumerate_candidates(spec, shape, dtype)}
+    for c in extra or []:
         frozen = _freeze(c)
         if frozen not in seen and spec.legal(c, shape, dtype):
             seen[frozen] = c
