@@ -8,8 +8,9 @@ from __future__ import annotations
 
 __version__ = "0.1.0"  # before the imports below: tune and cache read it
 
+from . import layouts, ops  # noqa: E402  (light: torch loads inside the ops functions)
 from .arch import ARCHS, Arch, get_arch
 from .model import Analysis, analyze, analyze_batch
 from .tune import tune
 
-__all__ = ["__version__", "Analysis", "analyze", "analyze_batch", "Arch", "ARCHS", "get_arch", "tune"]
+__all__ = ["__version__", "Analysis", "analyze", "analyze_batch", "Arch", "ARCHS", "get_arch", "tune", "layouts", "ops"]
