@@ -13,4 +13,15 @@ from .arch import ARCHS, Arch, get_arch
 from .model import Analysis, analyze, analyze_batch
 from .tune import tune
 
-__all__ = ["__version__", "Analysis", "analyze", "analyze_batch", "Arch", "ARCHS", "get_arch", "tune", "layouts", "ops"]
+__all__ = [
+    "__version__",
+    "Analysis",
+    "analyze",
+    "analyze_batch",
+    "Arch",
+    "ARCHS",
+    "get_arch",
+    "tune",
+    "layouts",
+    "ops",
+]

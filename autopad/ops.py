@@ -41,15 +41,25 @@ def _tune_mode() -> str:
     return mode
 
 
-def constants_for(spec: KernelSpec, shape: tuple[int, ...], dtype: str, dist: str | None = None,
-                  device: int = 0) -> tuple[dict[str, int], str]:
+def constants_for(
+    spec: KernelSpec, shape: tuple[int, ...], dtype: str, dist: str | None = None, device: int = 0
+) -> tuple[dict[str, int], str]:
     """The constants to run ``spec`` with on ``shape``, and where they came from (for messages)."""
     memo = (spec.NAME, spec.BACKEND, shape, dtype, dist, device)
     if memo in _MEMO:
         return _MEMO[memo], "memo"
     dev = device_info(device)
-    key = CacheKey(__version__, dev.get("name", ""), dev.get("cc", ""), spec.BACKEND, spec.NAME,
-                   source_hash(spec), shape, dtype, dist)
+    key = CacheKey(
+        __version__,
+        dev.get("name", ""),
+        dev.get("cc", ""),
+        spec.BACKEND,
+        spec.NAME,
+        source_hash(spec),
+        shape,
+        dtype,
+        dist,
+    )
     found = Cache().nearest(key)
     mode = _tune_mode()
     if found is not None and found[0].shape == shape:
@@ -57,13 +67,18 @@ def constants_for(spec: KernelSpec, shape: tuple[int, ...], dtype: str, dist: st
     elif found is not None and mode != "always" and spec.legal(found[1].best.constants, shape, dtype):
         constants = dict(found[1].best.constants)
         how = f"nearest tuned shape {'x'.join(map(str, found[0].shape))}"
-        warnings.warn(f"autopad: {spec.NAME} {'x'.join(map(str, shape))} {dtype} uses the layout tuned for "
-                      f"{'x'.join(map(str, found[0].shape))} (set AUTOPAD_TUNE=always to tune every shape)",
-                      stacklevel=3)
+        warnings.warn(
+            f"autopad: {spec.NAME} {'x'.join(map(str, shape))} {dtype} uses the layout tuned for "
+            f"{'x'.join(map(str, found[0].shape))} (set AUTOPAD_TUNE=always to tune every shape)",
+            stacklevel=3,
+        )
     elif mode == "never":
         constants, how = dict(rank(spec, shape, dtype)[0].params), "model's pick"
-        warnings.warn(f"autopad: {spec.NAME} {'x'.join(map(str, shape))} {dtype} is not tuned; using the "
-                      f"model's pick (AUTOPAD_TUNE=never)", stacklevel=3)
+        warnings.warn(
+            f"autopad: {spec.NAME} {'x'.join(map(str, shape))} {dtype} is not tuned; using the "
+            f"model's pick (AUTOPAD_TUNE=never)",
+            stacklevel=3,
+        )
     else:
         res = tune(spec.impl, shape, dtype, device=device, dist=dist, progress=False)
         constants, how = dict(res.best.constants), f"tuned now ({res.mode})"
@@ -71,8 +86,15 @@ def constants_for(spec: KernelSpec, shape: tuple[int, ...], dtype: str, dist: st
     return constants, how
 
 
-def _run(kernel: str, inputs: tuple, shape: tuple[int, ...], dtype: str, dist: str | None, device: int,
-         backend: str) -> Any:
+def _run(
+    kernel: str,
+    inputs: tuple,
+    shape: tuple[int, ...],
+    dtype: str,
+    dist: str | None,
+    device: int,
+    backend: str,
+) -> Any:
     spec = builtin_spec(kernel, backend)
     constants, _ = constants_for(spec, shape, dtype, dist, device)
     bkey = (spec.NAME, spec.BACKEND, tuple(sorted(constants.items())), dtype, device)
@@ -91,8 +113,9 @@ def _cuda_tensor(name: str, t: Any) -> int:
     if not isinstance(t, torch.Tensor):
         raise ValueError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
     if t.device.type != "cuda":
-        raise ValueError(f"{name}: autopad.ops runs on CUDA tensors; got a tensor on {t.device} "
-                         f"(move it with .cuda())")
+        raise ValueError(
+            f"{name}: autopad.ops runs on CUDA tensors; got a tensor on {t.device} (move it with .cuda())"
+        )
     if not t.is_contiguous():
         raise ValueError(f"{name}: must be contiguous (got strides {tuple(t.stride())}); call .contiguous()")
     return t.device.index or 0
