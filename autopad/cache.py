@@ -50,6 +50,8 @@ SUBDIR = "tune"
 _NAME = re.compile(r"^[a-z0-9_]{1,40}-[0-9a-f]{24}\.json$")
 _TMP = re.compile(r"^\.[a-z0-9_]{1,40}-[0-9a-f]{24}\.json\..*\.tmp$")
 _STALE_TMP_S = 600.0
+_MEMO: dict[str, tuple[tuple[int, ...], Any, TuneResult]] = {}  # path -> (file signature, params, result)
+_MEMO_SIZE = 32
 
 
 def cache_dir() -> Path:
@@ -285,15 +287,35 @@ class Cache:
         return {k: Measurement.from_dict(m) for k, m in self.load(key).get("measurements", {}).items()}
 
     def get_result(self, key: CacheKey, params: dict[str, Any]) -> TuneResult | None:
-        """The stored result if it was produced with the same search ``params``; else None."""
+        """The stored result if it was produced with the same search ``params``; else None.
+
+        A result read once is kept in memory for as long as its file is unchanged (same inode, size and
+        mtime; every write replaces the inode), so a repeated lookup in one process costs one ``stat``.
+        The returned object is shared between such lookups: treat it as read-only.
+        """
+        path, want = self.path(key), _norm(params)
+        try:
+            st = path.stat()
+            sig = (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
+        except OSError:
+            sig = None
+        memo = _MEMO.get(str(path))
+        if sig is not None and memo is not None and memo[0] == sig and memo[1] == want:
+            return memo[2]
         res = self.load(key).get("result")
-        if not res or res["params"] != _norm(params):
+        if not res or res["params"] != want:
             return None
         try:
-            return TuneResult.from_dict(res["result"])
+            out = TuneResult.from_dict(res["result"])
         except (KeyError, TypeError, ValueError) as e:
-            _warn(self.path(key), f"stored result unreadable ({e!r})", stacklevel=2)
+            _warn(path, f"stored result unreadable ({e!r})", stacklevel=2)
             return None
+        if sig is not None:
+            _MEMO.pop(str(path), None)
+            _MEMO[str(path)] = (sig, want, out)
+            while len(_MEMO) > _MEMO_SIZE:
+                _MEMO.pop(next(iter(_MEMO)))
+        return out
 
     def _files(self) -> list[Path]:
         try:
@@ -368,7 +390,7 @@ class Cache:
                 "result": data.get("result"),
             }
             yield data
-            write_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+            write_atomic(path, json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")
 
     def put_measurements(self, key: CacheKey, measurements: dict[str, Measurement]) -> None:
         """Add or replace measured candidates of ``key`` (others already stored are kept)."""

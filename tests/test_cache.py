@@ -166,6 +166,23 @@ def test_result_round_trip_is_identical_and_param_sensitive():
     assert c.get_result(k, params) == res and len(c.measurements(k)) == 4
 
 
+def test_repeated_get_result_sees_every_change_to_the_file():
+    c, k = Cache(), make_key()
+    c.put_result(k, make_result(pad=1), {"top_k": 2})
+    first = c.get_result(k, {"top_k": 2})
+    assert c.get_result(k, {"top_k": 2}) == first and first.best.constants["PAD"] == 1
+    c.put_result(k, make_result(pad=2), {"top_k": 2})  # another process re-tuned: the new one is returned
+    assert c.get_result(k, {"top_k": 2}).best.constants["PAD"] == 2
+    assert c.get_result(k, {"top_k": 3}) is None
+    Cache(c.root).put_result(k, make_result(pad=5), {"top_k": 3})
+    assert c.get_result(k, {"top_k": 2}) is None and c.get_result(k, {"top_k": 3}).best.constants["PAD"] == 5
+    c.path(k).write_text("{ broken")
+    with pytest.warns(UserWarning, match="ignoring"):
+        assert c.get_result(k, {"top_k": 3}) is None
+    c.clear()
+    assert c.get_result(k, {"top_k": 3}) is None
+
+
 # ---- atomic writes and bad files -----------------------------------------------------------------
 
 
@@ -184,16 +201,24 @@ def test_write_atomic_leaves_no_temporaries_and_keeps_old_file_on_failure(tmp_pa
     assert p.read_text() == "two" and os.listdir(tmp_path) == ["f.json"]
 
 
+def _edit(good: str, change) -> str:
+    d = json.loads(good)
+    change(d)
+    return json.dumps(d)
+
+
 BAD_FILES = {
     "truncated": lambda good: good[: len(good) // 2],
     "corrupt": lambda good: "\x00\xff garbage {{{",
     "empty": lambda good: "",
     "not-a-dict": lambda good: "[1, 2, 3]",
     "foreign": lambda good: json.dumps({"hello": "world"}),
-    "other-format": lambda good: good.replace(f'"format_version": {FORMAT_VERSION}', '"format_version": 999'),
+    "other-format": lambda good: _edit(good, lambda d: d.update(format_version=FORMAT_VERSION + 1)),
     "other-version": lambda good: good.replace('"0.1.0"', '"0.0.1"'),
-    "other-key": lambda good: good.replace('"float32"', '"float16"'),
-    "bad-measurement": lambda good: good.replace('"correct": true', '"correct_": true'),
+    "other-key": lambda good: _edit(good, lambda d: d["key"].update(dtype="float16")),
+    "bad-measurement": lambda good: _edit(good, lambda d: d["measurements"]["PAD=1"].pop("correct")),
+    "misfiled": lambda good: _edit(good, lambda d: d["measurements"]["PAD=1"].update(key="PAD=2")),
+    "bad-result": lambda good: _edit(good, lambda d: d.update(result=[1])),
 }
 
 
