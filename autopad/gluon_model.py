@@ -139,21 +139,26 @@ def lane_elements(layout: Blocked, shape: Sequence[int]) -> tuple[np.ndarray, np
     return rr ^ lr ^ wr, rc ^ lc ^ wc
 
 
-def vector_width(layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled) -> int:
-    """Elements per ``ld/st.shared``: leading register bits stepping 1, 2, 4.. along the row, <= 16 bytes."""
+def _vector_bits(layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled) -> list[int]:
+    """Register bits that form one vector: bases (0, 1), (0, 2), (0, 4).. wherever they sit in the register
+    index (Triton's ``largestVectorisation`` permutes registers to find them), capped at 16 bytes, at the
+    swizzle's ``sw_vec`` chunk and at the padding's alignment."""
     reg, _, _ = _bases(layout, shape)
-    v = 1
-    for br, bc in reg:
-        if br != 0 or bc != v:
-            break
-        v *= 2
-    v = min(v, max(1, 16 // smem.elem_bytes))
+    cap = max(1, 16 // smem.elem_bytes)
     if isinstance(smem, Swizzled) and smem.max_phase > 1:
-        v = min(v, smem.sw_vec)
+        cap = min(cap, smem.sw_vec)
     if isinstance(smem, Padded) and smem.pad:
-        # a vector may not run across the padding; the kernels only use pads that are multiples of v
-        v = min(v, smem.pad & -smem.pad, smem.cols)
-    return v
+        cap = min(cap, smem.pad & -smem.pad)
+    bits, v = [], 1
+    while v < cap and (0, v) in reg:
+        bits.append(reg.index((0, v)))
+        v *= 2
+    return bits
+
+
+def vector_width(layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled) -> int:
+    """Elements per ``ld/st.shared``: registers holding consecutive elements of a row, at most 16 bytes."""
+    return 1 << len(_vector_bits(layout, shape, smem))
 
 
 def instructions(
@@ -161,15 +166,18 @@ def instructions(
 ) -> tuple[Instruction, ...]:
     """Every warp's shared-memory instructions for one ``smem.store(x)`` (op="store") or ``load``.
 
-    Broadcast copies (threads that hold the same element) are kept: they issue real instructions; a store
-    of duplicates costs what it costs, a load of them broadcasts (the model counts a word once).
+    Registers are grouped into vectors (``_vector_bits``); one instruction per warp per group, lane l at the
+    group's first element. Broadcast copies held by other warps are kept (they issue real instructions).
     """
     rows, cols = lane_elements(layout, shape)
-    v = vector_width(layout, shape, smem)
+    vbits = _vector_bits(layout, shape, smem)
+    v = 1 << len(vbits)
     nw, _, nr = rows.shape
+    vmask = sum(1 << b for b in vbits)
+    starts = [j for j in range(nr) if not j & vmask]
     out = []
     for w in range(nw):
-        for j in range(0, nr, v):
+        for j in starts:
             out.append(
                 Instruction(f"warp {w} reg {j}", op, v * smem.elem_bytes, rows[w, :, j], cols[w, :, j])
             )
@@ -225,3 +233,135 @@ def compile_sm90(
     return triton.compile(
         src, target=GPUTarget("cuda", arch, 32), options={"num_warps": num_warps, "num_stages": num_stages}
     )
+
+
+_PROBE: dict[str, object] = {}
+
+
+def _probe_kernel() -> object:
+    """A Gluon kernel whose only job is to print ``gl.bank_conflicts`` for its constexpr layouts."""
+    if "k" not in _PROBE:
+        from triton.experimental import gluon
+        from triton.experimental.gluon import language as gl
+
+        @gluon.jit
+        def bank_probe(
+            BM: gl.constexpr, BN: gl.constexpr, DT: gl.constexpr, L: gl.constexpr, S: gl.constexpr
+        ):
+            x = gl.full([BM, BN], 0, DT, L)
+            smem = gl.allocate_shared_memory(DT, [BM, BN], S)
+            n: gl.constexpr = gl.bank_conflicts(x.type, smem.type)
+            gl.static_print("AUTOPAD_BANK_CONFLICTS", n)
+
+        _PROBE["k"] = bank_probe
+    return _PROBE["k"]
+
+
+_GL_DTYPES = {1: "int8", 2: "float16", 4: "float32", 8: "float64"}
+
+
+def bank_conflicts_gluon(layout: Blocked, shape: Sequence[int], smem: Swizzled) -> int:
+    """Triton's own counter, ``gl.bank_conflicts(register layout, shared layout)``, read at compile time.
+
+    Runs only Gluon's front end for sm_90 (no GPU, no ptxas). Swizzled layouts only: in Triton 3.6 the
+    counter aborts the whole process on a padded layout, so this refuses one.
+    """
+    if not isinstance(smem, Swizzled):
+        raise TypeError("gl.bank_conflicts aborts the process on padded layouts in Triton 3.6: refusing")
+    import contextlib
+    import io
+
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    target = GPUTarget("cuda", 90, 32)
+    backend = make_backend(target)
+    options = backend.parse_options({"num_warps": layout.num_warps})
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    backend.load_dialects(ctx)
+    consts = {
+        "BM": int(shape[0]),
+        "BN": int(shape[1]),
+        "DT": getattr(gl, _GL_DTYPES[smem.elem_bytes]),
+        "L": layout.gluon(),
+        "S": to_gluon(smem),
+    }
+    src = GluonASTSource(_probe_kernel(), {k: "constexpr" for k in consts}, constexprs=consts)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        src.make_ir(
+            target, options, backend.get_codegen_implementation(options), backend.get_module_map(), ctx
+        )
+    for line in buf.getvalue().splitlines():
+        if line.startswith("AUTOPAD_BANK_CONFLICTS"):
+            return int(line.split()[-1])
+    raise RuntimeError(f"gl.bank_conflicts printed nothing: {buf.getvalue()!r}")
+
+
+SWEEP_SPT = ((1, 1), (1, 2), (1, 4), (1, 8), (1, 16), (2, 1), (4, 1), (8, 1), (2, 2))
+SWEEP_TPW = ((1, 32), (4, 8), (8, 4), (32, 1), (16, 2))
+SWEEP_WARPS = (((4, 1), (1, 0)), ((1, 4), (0, 1)), ((2, 2), (1, 0)))
+SWEEP_SWIZZLES = ((1, 1, 1), (1, 1, 8), (4, 1, 8), (8, 1, 8), (2, 2, 4), (1, 1, 32), (8, 2, 4), (16, 1, 4))
+
+
+def model_conflicts_per_wavefront(layout: Blocked, shape: Sequence[int], smem: Swizzled) -> int:
+    """autopad's count in ``gl.bank_conflicts``' unit: the worst instruction's extra wavefronts per ideal one.
+
+    Triton's counter reports, for the layout's ``ld.shared``, how many extra accesses each wavefront needs
+    (an instruction of ``w`` wavefronts that ideally needs ``d`` reports ``w / d - 1``).
+    """
+    pc = score_layouts(layout, shape, smem, "load")
+    return int(max(w // d - 1 for _, _, w, d in pc.per_instruction))
+
+
+_SUBWORD = "sub-word access: Triton counts one-element banks; sm_90 banks are 4-byte words (H200 probes)"
+
+
+def bank_conflict_sweep(
+    shape: Sequence[int] = (64, 64), elem_bytes: Sequence[int] = (4, 8, 2, 1), limit: int | None = None
+) -> list[dict]:
+    """Rows comparing autopad with ``gl.bank_conflicts`` over register layouts x swizzles x dtypes."""
+    out = []
+    for eb in elem_bytes:
+        for spt in SWEEP_SPT:
+            for tpw in SWEEP_TPW:
+                for wpc, order in SWEEP_WARPS:
+                    lay = Blocked(spt, tpw, wpc, order)
+                    for sv, pp, mp in SWEEP_SWIZZLES:
+                        try:
+                            smem = Swizzled(
+                                int(shape[0]), int(shape[1]), eb, sw_vec=sv, per_phase=pp, max_phase=mp
+                            )
+                        except ValueError:
+                            continue
+                        v = vector_width(lay, shape, smem)
+                        ours = model_conflicts_per_wavefront(lay, shape, smem)
+                        theirs = bank_conflicts_gluon(lay, shape, smem)
+                        why = ""
+                        if ours != theirs:
+                            why = _SUBWORD if v * eb < 4 else "unexplained"
+                        out.append(
+                            {
+                                "elem_bytes": eb,
+                                "shape": f"{shape[0]}x{shape[1]}",
+                                "size_per_thread": f"{spt[0]}x{spt[1]}",
+                                "threads_per_warp": f"{tpw[0]}x{tpw[1]}",
+                                "warps_per_cta": f"{wpc[0]}x{wpc[1]}",
+                                "order": f"{order[0]}{order[1]}",
+                                "sw_vec": sv,
+                                "per_phase": pp,
+                                "max_phase": mp,
+                                "access_bytes": v * eb,
+                                "autopad": ours,
+                                "gl_bank_conflicts": theirs,
+                                "agree": int(ours == theirs),
+                                "why": why,
+                            }
+                        )
+                        if limit and len(out) >= limit:
+                            return out
+    return out

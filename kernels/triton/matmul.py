@@ -354,6 +354,7 @@ if HAS_TRITON:
         BK: tl.constexpr,
         GROUP_M: tl.constexpr,
         TF32: tl.constexpr,
+        K_TILES: tl.constexpr,
     ):
         pid = tl.program_id(0)
         n_m = tl.cdiv(M, BM)
@@ -367,7 +368,7 @@ if HAS_TRITON:
         rn = pn * BN + tl.arange(0, BN)
         rk = tl.arange(0, BK)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(0, tl.cdiv(K, BK)):
+        for k in range(0, K_TILES):  # constexpr trip count (also runs under TRITON_INTERPRET)
             kk = k * BK + rk
             a = tl.load(
                 a_ptr + rm[:, None] * K + kk[None, :], mask=(rm < M)[:, None] & (kk < K)[None, :], other=0
@@ -432,5 +433,18 @@ def run_tl(
     n = b.shape[0]
     grid = (-(-m // bm) * -(-n // bn),)
     matmul_tl[grid](
-        a, b, out, m, n, k, bm, bn, bk, 8, a.dtype == torch.float32, num_warps=warps, num_stages=stages
+        a,
+        b,
+        out,
+        m,
+        n,
+        k,
+        bm,
+        bn,
+        bk,
+        8,
+        a.dtype == torch.float32,
+        -(-k // bk),
+        num_warps=warps,
+        num_stages=stages,
     )
