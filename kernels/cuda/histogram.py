@@ -469,3 +469,36 @@ WEIGHTED = SimpleNamespace(
     check=_w_check,
     defines=_w_defines,
 )
+
+
+def presets(dtype: str = "int32", bins: int = 256) -> dict[str, dict[str, int]]:
+    """Named candidates: the plain kernel (one replica, no aggregation), the textbook padded replicas, and
+    the two warp aggregations with and without replicas."""
+    bpp = _fit_pass(bins)
+    base = dict(DEFAULTS, BINS_PER_PASS=bpp)
+    if bpp * 4 * base["BLOCKS_PER_SM"] > SMEM_PER_SM // 2:  # big histograms: fewer, larger blocks, passes
+        bpp = min(bpp, 32768)
+        base = dict(base, BINS_PER_PASS=bpp, THREADS=1024, BLOCKS_PER_SM=max(1, 2 * 16384 // bpp))
+    out = {
+        "unpadded": base,
+        "textbook": dict(base, REPLICAS=4, PAD=1),
+        "agg_match": dict(base, AGG=1),
+        "agg_uniform": dict(base, AGG=2),
+        "agg_uniform_rep4": dict(base, AGG=2, REPLICAS=4, PAD=1),
+        "agg_uniform_rep8_il": dict(base, AGG=2, REPLICAS=8, INTERLEAVED=1, PAD=1),
+    }
+    shape = (1 << 20, bins)
+    return {k: v for k, v in out.items() if legal(v, shape, dtype)}
+
+
+def w_presets(bins: int = 256) -> dict[str, dict[str, int]]:
+    bpp = min(_fit_pass(bins), 16384)
+    out = {
+        "aos": dict(W_DEFAULTS, BINS_PER_PASS=bpp),
+        "soa": dict(W_DEFAULTS, BINS_PER_PASS=bpp, AOS=0),
+        "aos_agg": dict(W_DEFAULTS, BINS_PER_PASS=bpp, AGG=2),
+        "soa_agg": dict(W_DEFAULTS, BINS_PER_PASS=bpp, AOS=0, AGG=2),
+    }
+    if bpp > 1024:
+        out = {k: dict(v, THREADS=1024, BLOCKS_PER_SM=1) for k, v in out.items()}
+    return {k: v for k, v in out.items() if _w_legal(v, (1 << 20, bins))}

@@ -292,3 +292,19 @@ def check(out: Any, ref: Any) -> tuple[bool, str]:
         return False, "non-finite values (unwritten output?)"
     err = (torch.linalg.norm(o - r) / torch.linalg.norm(r).clamp_min(1e-30)).item()
     return err <= RTOL, f"relative error {err:.2e} (tolerance {RTOL:.0e})"
+
+
+def presets(dtype: str = "float32") -> dict[str, dict[str, int]]:
+    """Named candidates: unpadded, the textbook 4-float pad on As, and an XOR swizzle of As's 16-byte chunks
+    by row (row k's chunk j goes to j ^ k: the 4 k-rows a thread writes and the 2 row groups of a warp's
+    thread pairs land 16 words apart, conflict-free with no extra memory); each at BK 8 and 16."""
+    sw = {"SW_VEC_A": 4, "SW_PER_PHASE_A": 1, "SW_MAX_PHASE_A": 8}
+    out = {
+        "unpadded": dict(DEFAULTS),
+        "textbook": dict(DEFAULTS, PAD_A=4),
+        "swizzled": dict(DEFAULTS, **sw),
+        "unpadded_bk16": dict(DEFAULTS, BK=16, MIN_BLOCKS=1),
+        "padded_bk16": dict(DEFAULTS, BK=16, MIN_BLOCKS=1, PAD_A=4),
+        "swizzled_bk16": dict(DEFAULTS, BK=16, MIN_BLOCKS=1, **sw),
+    }
+    return {k: v for k, v in out.items() if legal(v, (4096, 4096, 4096), dtype)}

@@ -259,3 +259,29 @@ def check(out: Any, ref: Any) -> tuple[bool, str]:
         return False, f"shape {tuple(out.shape)} != {tuple(ref.shape)}"
     bad = (out.contiguous().view(torch.uint8) != ref.contiguous().view(torch.uint8)).sum().item()
     return (bad == 0), ("exact" if bad == 0 else f"{bad} bytes differ")
+
+
+# tile shapes whose swizzled read-out the model scores best at 256 threads (searched over 32/64/128 tiles,
+# per_phase 1..16, max_phase 2..32 with 16-byte vectors; see tests/test_cuda_transpose.py)
+_BEST_TILE = {8: (64, 128), 4: (32, 128), 2: (64, 128), 1: (128, 128)}
+
+
+def presets(dtype: str) -> dict[str, dict[str, int]]:
+    """Named candidates: the baselines and 16-byte-vector tiles, swizzled and not (for the tuner's shortlist
+    and the benchmark). The swizzle permutes VEC-element chunks by the row's VEC-row group: the column walk's
+    lanes (rows sx*VEC + v) then land in distinct chunks, so in distinct banks."""
+    e = _elem(dtype)
+    vec = 16 // e
+    tm, tn = _BEST_TILE[e]
+    sw = {"SW_VEC": vec, "SW_PER_PHASE": vec, "SW_MAX_PHASE": 8}
+    base = dict(DEFAULTS, THREADS=256, VEC=vec)
+    out = {
+        "unpadded": dict(DEFAULTS),
+        "textbook": dict(DEFAULTS, PAD=1),
+        "vec_unpadded": dict(base, TILE_M=tm, TILE_N=tn),
+        "vec_swizzled": dict(base, TILE_M=tm, TILE_N=tn, **sw),
+        "vec64_unpadded": dict(base, TILE_M=64, TILE_N=64),
+        "vec64_swizzled": dict(base, TILE_M=64, TILE_N=64, **sw),
+        "vec64_padded": dict(base, TILE_M=64, TILE_N=64, PAD=vec),
+    }
+    return {k: v for k, v in out.items() if legal(v, (4096, 4096), dtype)}
