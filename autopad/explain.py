@@ -1,0 +1,420 @@
+"""Bank maps: which bank every element of a tile lands in, and why an access pattern conflicts.
+
+``explain_text`` prints the tile row by row, each cell the bank of the word holding that element, with the
+elements one chosen warp instruction touches in brackets, then every instruction's wavefronts against the
+conflict-free count. ``explain_png`` draws the same map (cells shaded by bank with a cyclic colormap, the
+touched cells outlined, the degree in the title). Two pictures side by side make the textbook fix obvious:
+in a 32x32 fp32 tile a column is one colour (one bank, 32-way), in 32x33 it is every colour (1 wavefront).
+
+The model decides every number shown (``access.score`` and ``model.analyze``); this module only draws.
+``parse_layout``, ``parse_pattern``, ``parse_tile`` and ``parse_dtype`` turn the CLI's strings into objects.
+matplotlib is imported only inside ``explain_png``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .access import Instruction, PatternCost, addresses, block_tile, score
+from .arch import Arch, get_arch
+from .layouts import Padded, Replicated, Structs, Swizzled
+from .model import analyze
+
+if TYPE_CHECKING:  # matplotlib is optional and imported only when drawing
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "DTYPE_BYTES",
+    "PATTERNS",
+    "bank_map_figure",
+    "explain_text",
+    "explain_png",
+    "parse_dtype",
+    "parse_layout",
+    "parse_pattern",
+    "parse_tile",
+]
+
+DTYPE_BYTES = {
+    "float64": 8, "fp64": 8, "double": 8, "int64": 8, "uint64": 8,
+    "float32": 4, "fp32": 4, "float": 4, "int32": 4, "uint32": 4,
+    "float16": 2, "fp16": 2, "half": 2, "bfloat16": 2, "bf16": 2, "int16": 2, "uint16": 2,
+    "float8": 1, "fp8": 1, "int8": 1, "uint8": 1,
+}  # fmt: skip
+PATTERNS = ("row", "column", "transpose-read", "transpose-write", "tile BXxBY")
+_ANSI_MARK, _ANSI_DIM, _ANSI_OFF = "\x1b[7m", "\x1b[2m", "\x1b[0m"
+
+
+# ---- parsing the CLI's strings -----------------------------------------------------------------------------
+
+
+def parse_dtype(name: str) -> int:
+    """Bytes per element of a dtype name such as "float32", "fp16", "bf16", "int8"."""
+    key = str(name).lower().removeprefix("torch.")
+    if key not in DTYPE_BYTES:
+        raise ValueError(f"dtype: unknown {name!r}; known: {', '.join(DTYPE_BYTES)}")
+    return DTYPE_BYTES[key]
+
+
+def parse_tile(spec: str) -> tuple[int, int]:
+    """ "32x32" -> (32, 32): rows x columns of the tile, in elements."""
+    m = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*(\d+)\s*", str(spec))
+    if not m or int(m[1]) <= 0 or int(m[2]) <= 0:
+        raise ValueError(f"tile: expected ROWSxCOLS such as 32x32, got {spec!r}")
+    return int(m[1]), int(m[2])
+
+
+def parse_layout(spec: str, rows: int, cols: int, elem_bytes: int) -> Padded | Swizzled:
+    """A layout from a short spec, for a ``rows x cols`` tile of ``elem_bytes``-byte elements.
+
+    ``pad=N`` (N elements of padding per row; ``pad=0`` or ``none`` is the plain tile),
+    ``swizzle=vec4,phase1,max8`` (Gluon ``SwizzledSharedLayout(vec, per_phase, max_phase)``; max defaults
+    to the whole row, cols // vec, and phase to 1) or ``cute=B,M,S`` (CuTe ``Swizzle<B, M, S>``).
+    """
+    text = str(spec).strip().lower().replace(" ", "")
+    forms = "pad=N, swizzle=vecV,phaseP,maxM or cute=B,M,S"
+    try:
+        if text in ("none", "plain", "unpadded"):
+            return Padded(rows, cols, elem_bytes)
+        kind, _, value = text.partition("=")
+        if kind == "pad" and re.fullmatch(r"\d+", value):
+            return Padded(rows, cols, elem_bytes, pad=int(value))
+        if kind == "swizzle" and value:
+            parts = {"vec": 1, "phase": 1, "max": None}
+            for part in value.split(","):
+                m = re.fullmatch(r"(vec|per_phase|phase|max_phase|max)=?(\d+)", part)
+                if not m:
+                    raise ValueError(
+                        f"layout: cannot read {part!r} in {spec!r}; expected e.g. vec4,phase1,max8"
+                    )
+                parts[m[1].removeprefix("per_").removesuffix("_phase")] = int(m[2])
+            vec, phase = parts["vec"], parts["phase"]
+            top = parts["max"] if parts["max"] is not None else max(1, cols // max(vec, 1))
+            return Swizzled(rows, cols, elem_bytes, sw_vec=vec, per_phase=phase, max_phase=top)
+        if kind == "cute" and re.fullmatch(r"\d+,\d+,\d+", value):
+            b, m_, s = (int(x) for x in value.split(","))
+            return Swizzled.from_cute(b, m_, s, rows, cols, elem_bytes)
+    except ValueError as err:
+        msg = str(err)
+        raise ValueError(msg if msg.startswith("layout:") else f"layout: {spec!r}: {msg}") from None
+    raise ValueError(f"layout: cannot read {spec!r}; expected {forms}")
+
+
+def _sweep(
+    rows: int, cols: int, elem_bytes: int, vec: int, warp: int, by_column: bool
+) -> tuple[Instruction, ...]:
+    """Every element once, ``warp`` vectors per instruction, in row-major or column-major order."""
+    vcols = cols // vec
+    slots = np.arange(rows * vcols, dtype=np.int64)
+    r, vc = (slots % rows, slots // rows) if by_column else (slots // vcols, slots % vcols)
+    out = []
+    for k, start in enumerate(range(0, len(slots), warp)):
+        rr = np.full(warp, -1, dtype=np.int64)
+        cc = np.zeros(warp, dtype=np.int64)
+        n = min(warp, len(slots) - start)
+        rr[:n], cc[:n] = r[start : start + n], vc[start : start + n] * vec
+        if by_column:
+            name = f"column {int(cc[0])}" if rows >= warp and rows % warp == 0 else f"column sweep {k}"
+        else:
+            name = f"row {int(rr[0])}" if vcols % warp == 0 and vcols == warp else f"row sweep {k}"
+        out.append(Instruction(name, "load", elem_bytes * vec, rr, cc))
+    return tuple(out)
+
+
+def parse_pattern(
+    name: str, rows: int, cols: int, elem_bytes: int, vec: int = 1, block_y: int = 8, warp: int = 32
+) -> tuple[Instruction, ...]:
+    """The warp instructions of a named access pattern over a ``rows x cols`` tile.
+
+    ``row``: the tile read in row-major order, ``vec`` elements per lane, ``warp`` lanes per instruction.
+    ``column``: the same in column-major order (lane i reads row i of a column; with ``vec`` > 1 each lane
+    reads ``vec`` elements along its row). ``transpose-read``: the read-out of a transpose, a
+    ``rows/vec x block_y`` block walking columns (``access.block_tile(..., transposed=True)``).
+    ``transpose-write``: the same block filling rows (stores). ``tile BXxBY``: a ``BX x BY`` block loading
+    rows with a j loop.
+    """
+    key = str(name).strip().lower()
+    try:
+        for arg, value in (("vec", vec), ("block_y", block_y)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{arg} must be a positive int, got {value!r}")
+        if cols % vec:
+            raise ValueError(f"{cols} columns are not a whole number of {vec}-element vectors")
+        if key in ("row", "rows"):
+            return _sweep(rows, cols, elem_bytes, vec, warp, by_column=False)
+        if key in ("column", "col", "columns"):
+            return _sweep(rows, cols, elem_bytes, vec, warp, by_column=True)
+        if key == "transpose-read":
+            if rows % vec:
+                raise ValueError(f"{rows} rows are not a whole number of {vec}-element vectors")
+            return block_tile(rows, cols, rows // vec, block_y, "load", elem_bytes, vec, True, warp)
+        if key == "transpose-write":
+            return block_tile(rows, cols, cols // vec, block_y, "store", elem_bytes, vec, False, warp)
+        m = re.fullmatch(r"tile[\s=:]*(\d+)\s*x\s*(\d+)", key)
+        if m:
+            return block_tile(rows, cols, int(m[1]), int(m[2]), "load", elem_bytes, vec, False, warp)
+    except ValueError as err:
+        raise ValueError(f"pattern: {name!r}: {err}") from None
+    raise ValueError(f"pattern: unknown {name!r}; known: {', '.join(PATTERNS)}")
+
+
+# ---- the bank map ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Map:
+    """Everything both renderings need, computed once."""
+
+    banks: np.ndarray  # (rows, cols) bank of each element's first byte
+    pad_banks: np.ndarray  # (rows, pad) banks of the padding elements at the end of each row (Padded)
+    marked: np.ndarray  # (rows, cols) bool: touched by the chosen instruction
+    title: str
+    cost: PatternCost
+    lines: tuple[str, ...]  # the chosen instruction, phase by phase
+    index: int
+    arch: Arch
+    touched: int  # distinct banks the chosen instruction's words fall in
+
+
+def _grid(layout: object) -> tuple[int, int, np.ndarray]:
+    """(rows, cols, bytes per element of each column) of the logical grid a layout stores."""
+    if isinstance(layout, (Padded, Swizzled)):
+        return layout.rows, layout.cols, np.full(layout.cols, layout.elem_bytes)
+    if isinstance(layout, Structs):
+        return layout.count, len(layout.fields), np.array(layout.fields)
+    if isinstance(layout, Replicated):
+        return layout.replicas, layout.bins, np.full(layout.bins, layout.elem_bytes)
+    raise ValueError(
+        f"layout: explain draws Padded, Swizzled, Structs and Replicated layouts, not {layout!r}"
+    )
+
+
+def _describe(layout: object, rows: int, cols: int) -> str:
+    what = layout.describe() if hasattr(layout, "describe") else type(layout).__name__
+    if isinstance(layout, (Padded, Swizzled)):
+        return f"{rows}x{cols} tile of {layout.elem_bytes}-byte elements, {what}"
+    if isinstance(layout, Structs):
+        return f"{rows} records of fields {layout.fields} bytes, {what}"
+    return f"{rows} replicas x {cols} bins, {what}"
+
+
+def _phase_lines(ins: Instruction, addr: np.ndarray, a: Arch) -> list[str]:
+    """One line per non-empty phase: banks touched, the busiest bank and how many words it must serve."""
+    result = analyze([int(x) if x >= 0 else None for x in addr], ins.access_bytes, ins.op, a)
+    per = a.warp_size // len(result.phase_costs)
+    nwords = max(1, ins.access_bytes // a.bank_bytes)
+    lines = []
+    for p, cost in enumerate(result.phase_costs):
+        lanes = addr[p * per : (p + 1) * per]
+        lanes = lanes[lanes >= 0]
+        if not len(lanes):
+            continue
+        words = (lanes[:, None] // a.bank_bytes + np.arange(nwords)).ravel()
+        banks = words % a.banks
+        if ins.op == "atomic":  # every lane's word is its own request
+            load = np.bincount(banks, minlength=a.banks)
+            how = "update"
+        else:
+            uniq = np.unique(words)
+            load = np.bincount(uniq % a.banks, minlength=a.banks)
+            how = "distinct word"
+        busiest = int(load.argmax())
+        touched = _n(len(np.unique(banks)), "bank")
+        lines.append(
+            f"  phase {p} (lanes {p * per}-{(p + 1) * per - 1}): {touched} touched; "
+            f"busiest bank {busiest} holds {_n(int(load.max()), how)} -> {_n(int(cost), 'wavefront')}"
+        )
+    active = _n(int((addr >= 0).sum()), "active lane")
+    head = (
+        f"instruction {{i}} {ins.name!r}: {ins.op} of {ins.access_bytes} bytes per lane, {active}, "
+        f"{_n(len(result.phase_costs), 'phase')} of {per} lanes: {_n(result.wavefronts, 'wavefront')}, "
+        f"ideal {result.ideal}"
+    )
+    return [head, *lines]
+
+
+def _build(layout: object, pattern: Sequence[Instruction], arch: str | Arch, instruction: int) -> _Map:
+    a = get_arch(arch)
+    rows, cols, widths = _grid(layout)
+    if not pattern:
+        raise ValueError("pattern: no instructions to explain")
+    if isinstance(instruction, bool) or not isinstance(instruction, (int, np.integer)):
+        raise ValueError(f"instruction: must be an int, got {instruction!r}")
+    if not 0 <= instruction < len(pattern):
+        n = len(pattern)
+        raise ValueError(f"instruction: {instruction} is out of range; the pattern has {n} (0..{n - 1})")
+    cost = score(pattern, layout, a)
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    banks = (np.asarray(layout.offsets(r, c)) // a.bank_bytes) % a.banks  # type: ignore[attr-defined]
+    pad = layout.pad if isinstance(layout, Padded) else 0
+    if pad:
+        start = (np.arange(rows)[:, None] * layout.row_stride + cols + np.arange(pad)) * layout.elem_bytes
+        pad_banks = (start // a.bank_bytes) % a.banks
+    else:
+        pad_banks = np.zeros((rows, 0), dtype=np.int64)
+    ins = pattern[instruction]
+    marked = np.zeros((rows, cols), dtype=bool)
+    active = ins.rows >= 0
+    for lr, lc in zip(ins.rows[active], ins.cols[active], strict=True):
+        span = max(1, ins.access_bytes // int(widths[min(lc, cols - 1)]))
+        if 0 <= lr < rows:
+            marked[lr, max(lc, 0) : min(lc + span, cols)] = True
+    addr = np.asarray(addresses(ins, layout), dtype=np.int64)
+    lines = _phase_lines(ins, addr, a)
+    lines[0] = lines[0].replace("{i}", str(instruction))
+    live = addr[addr >= 0]
+    words = (live[:, None] // a.bank_bytes + np.arange(max(1, ins.access_bytes // a.bank_bytes))).ravel()
+    touched = len(np.unique(words % a.banks))
+    title = _describe(layout, rows, cols)
+    return _Map(banks, pad_banks, marked, title, cost, tuple(lines), instruction, a, touched)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' * (count != 1)}"
+
+
+def _degree(wave: int, ideal: int) -> str:
+    d = wave / ideal if ideal else 1.0
+    return f"{d:.2f}".rstrip("0").rstrip(".") + "x"
+
+
+def _table(pattern: Sequence[Instruction], m: _Map) -> list[str]:
+    width = max(11, *(len(ins.name) for ins in pattern))
+    out = [f"  {'#':>4}  {'instruction':<{width}}  {'op':<6} {'bytes':>5} {'count':>5}  {'wavefronts':>10} "
+           f"{'ideal':>6} {'degree':>7}"]  # fmt: skip
+    for i, (ins, (_, count, wave, ideal)) in enumerate(zip(pattern, m.cost.per_instruction, strict=True)):
+        flag = " <" if i == m.index else ""
+        out.append(
+            f"  {i:>4}  {ins.name:<{width}}  {ins.op:<6} {ins.access_bytes:>5} {count:>5}  {wave:>10} "
+            f"{ideal:>6} {_degree(wave, ideal):>7}{flag}"
+        )
+    c = m.cost
+    out.append(
+        f"  {'':>4}  {'total per tile':<{width}}  {'':<6} {'':>5} {'':>5}  {c.wavefronts:>10} {c.ideal:>6} "
+        f"{_degree(c.wavefronts, c.ideal):>7}  ({c.conflicts} conflict wavefronts)"
+    )
+    return out
+
+
+def explain_text(
+    layout: object,
+    pattern: Sequence[Instruction],
+    arch: str | Arch = "sm_90",
+    instruction: int = 0,
+    color: bool = False,
+) -> str:
+    """The bank map of ``layout`` under ``pattern`` as text, with every instruction's cost.
+
+    Each cell is the bank of the word holding that element; ``[nn]`` marks the elements instruction
+    ``instruction`` touches (also in reverse video when ``color``); cells after ``|`` are row padding.
+    """
+    m = _build(layout, pattern, arch, instruction)
+    a = m.arch
+    rows, cols = m.banks.shape
+    label = len(f"r{rows - 1}")
+    out = [
+        f"bank map: {m.title} ({a.name}: {a.banks} banks x {a.bank_bytes} bytes, "
+        f"bank = byte offset // {a.bank_bytes} % {a.banks})",
+        f"cell = bank of element (row, col); [nn] = touched by instruction {m.index}"
+        + ("; after | = row padding" if m.pad_banks.shape[1] else ""),
+        "",
+        " " * (label + 1) + "".join(f"{c:>3} " for c in range(cols)).rstrip(),
+    ]
+    for r in range(rows):
+        cells = []
+        for c in range(cols):
+            b = int(m.banks[r, c])
+            if m.marked[r, c]:
+                cell = f"[{b:>2}]"
+                cells.append(f"{_ANSI_MARK}{cell}{_ANSI_OFF}" if color else cell)
+            else:
+                cells.append(f" {b:>2} ")
+        line = f"{'r' + str(r):>{label}} " + "".join(cells)
+        if m.pad_banks.shape[1]:
+            padding = "".join(f" {int(b):>2} " for b in m.pad_banks[r])
+            line += " |" + (f"{_ANSI_DIM}{padding}{_ANSI_OFF}" if color else padding)
+        out.append(line.rstrip())
+    out += ["", *m.lines, "", *_table(pattern, m)]
+    return "\n".join(out) + "\n"
+
+
+def bank_map_figure(
+    layout: object, pattern: Sequence[Instruction], arch: str | Arch = "sm_90", instruction: int = 0
+) -> Figure:
+    """The bank map as a matplotlib ``Figure`` on an Agg canvas (no pyplot, no GUI backend touched).
+
+    Cells are shaded by bank with a cyclic colormap of one colour per bank, padding cells are faded after a
+    vertical line, the cells instruction ``instruction`` touches are outlined, and the title gives its
+    banks touched, wavefronts, ideal and degree, and the whole tile's.
+    """
+    m = _build(layout, pattern, arch, instruction)
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import ListedColormap
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    a = m.arch
+    rows, cols = m.banks.shape
+    npad = m.pad_banks.shape[1]
+    cmap = ListedColormap(matplotlib.colormaps["hsv"](np.linspace(0, 1, a.banks, endpoint=False)))
+    width = min(18.0, 2.5 + 0.28 * (cols + npad))
+    height = min(18.0, 2.2 + 0.28 * rows)
+    fig = Figure(figsize=(width, height), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    kw = {"cmap": cmap, "vmin": -0.5, "vmax": a.banks - 0.5, "interpolation": "nearest", "aspect": "equal"}
+    image = ax.imshow(m.banks, extent=(-0.5, cols - 0.5, rows - 0.5, -0.5), **kw)
+    if npad:
+        ax.imshow(m.pad_banks, extent=(cols - 0.5, cols + npad - 0.5, rows - 0.5, -0.5), alpha=0.3, **kw)
+        ax.axvline(cols - 0.5, color="black", linewidth=1)
+    ax.set_xlim(-0.5, cols + npad - 0.5)
+    ax.set_ylim(rows - 0.5, -0.5)
+    small = rows <= 48 and cols + npad <= 48
+    if small:
+        size = max(4.0, 7.0 - 0.05 * max(rows, cols))
+        for (r, c), b in np.ndenumerate(m.banks):
+            ax.text(c, r, str(b), ha="center", va="center", fontsize=size,
+                    fontweight="bold" if m.marked[r, c] else "normal")  # fmt: skip
+        for (r, c), b in np.ndenumerate(m.pad_banks):
+            ax.text(cols + c, r, str(b), ha="center", va="center", fontsize=size, color="dimgray")
+    for r, c in zip(*np.nonzero(m.marked), strict=True):
+        ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.0))
+    _, count, wave, ideal = m.cost.per_instruction[m.index]
+    ins = pattern[m.index]
+    ax.set_title(
+        f"{m.title}\ninstruction {m.index} ({ins.name}): {_n(m.touched, 'bank')} touched, "
+        f"{_n(wave, 'wavefront')} for ideal {ideal} -> {_degree(wave, ideal)}\n"
+        f"whole tile: {m.cost.wavefronts} wavefronts, ideal {m.cost.ideal} -> "
+        f"{_degree(m.cost.wavefronts, m.cost.ideal)}",
+        fontsize=9,
+    )
+    ax.set_xlabel("column" + (" (shaded after the line: row padding)" if npad else ""))
+    ax.set_ylabel("row")
+    bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+    bar.set_label(f"bank (byte offset // {a.bank_bytes} % {a.banks})")
+    bar.set_ticks(list(range(0, a.banks, max(1, a.banks // 8))))
+    fig.tight_layout()
+    return fig
+
+
+def explain_png(
+    layout: object,
+    pattern: Sequence[Instruction],
+    path: str | Path,
+    arch: str | Arch = "sm_90",
+    instruction: int = 0,
+) -> Path:
+    """Draw the bank map (``bank_map_figure``) to a PNG at ``path`` and return the path.
+
+    Needs matplotlib (``pip install autopad[plot]``), imported only here.
+    """
+    out = Path(path)
+    bank_map_figure(layout, pattern, arch, instruction).savefig(out, format="png")
+    return out
