@@ -219,6 +219,20 @@ def _norm(params: dict[str, Any]) -> Any:
     return json.loads(json.dumps(params, sort_keys=True, default=str))
 
 
+_KEY_FIELD = re.compile(rb'"key":(\{[^{}]*\})')
+
+
+def _peek_key(path: Path) -> CacheKey | None:
+    """The key of a cache file from its first few KB (files are written with sorted keys, so the small
+    ``key`` object comes before the bulky measurements and result); None when it cannot be found."""
+    try:
+        with open(path, "rb") as f:
+            m = _KEY_FIELD.search(f.read(4096))
+        return CacheKey.from_dict(json.loads(m.group(1))) if m else None
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
 class Cache:
     """The tuning cache under ``root / "tune"`` (``root`` defaults to ``cache_dir()``)."""
 
@@ -334,16 +348,17 @@ class Cache:
         want, ctx = bucket(key.shape), key.context()
         best: tuple[tuple, CacheKey, dict] | None = None
         for path in self._files():
-            data, problem = self._read(path)
-            if problem or not data.get("result"):
+            if not path.name.startswith(_slug(key.kernel) + "-"):
                 continue
-            other = CacheKey.from_dict(data["key"])
-            if other.context() != ctx or len(other.shape) != len(key.shape):
+            other = _peek_key(path)
+            if other is None or other.context() != ctx or len(other.shape) != len(key.shape):
                 continue
             dist = sum((math.log2(a / b)) ** 2 for a, b in zip(key.shape, other.shape, strict=True))
             rank = (bucket(other.shape) != want, dist, other.shape)
             if best is None or rank < best[0]:
-                best = (rank, other, data["result"]["result"])
+                data, problem = self._read(path, other)  # only candidates are read in full
+                if not problem and data.get("result"):
+                    best = (rank, other, data["result"]["result"])
         if best is None:
             return None
         try:
