@@ -234,7 +234,7 @@ if HAS_TRITON:
         rm = pm * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L_IN))
         rn = pn * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L_IN))
         mask = (rm < M)[:, None] & (rn < N)[None, :]
-        tile = gl.load(x_ptr + rm[:, None] * N + rn[None, :], mask=mask, other=0)
+        tile = gl.load(x_ptr + rm[:, None] * N + rn[None, :], mask=mask)
         # row-major into shared memory, in the layout autopad chose
         smem = gl.allocate_shared_memory(tile.dtype, [BM, BN], SMEM, tile)
         # read it back column-wise: each thread VEC consecutive elements of a column (contiguous in y)
@@ -254,7 +254,7 @@ if HAS_TRITON:
         rm = pm * BM + tl.arange(0, BM)
         rn = pn * BN + tl.arange(0, BN)
         mask = (rm < M)[:, None] & (rn < N)[None, :]
-        tile = tl.load(x_ptr + batch + rm[:, None] * N + rn[None, :], mask=mask, other=0)
+        tile = tl.load(x_ptr + batch + rm[:, None] * N + rn[None, :], mask=mask)
         t = tl.trans(tile)  # [BN, BM]; the compiler picks (and swizzles) the shared layout
         tl.store(y_ptr + batch + rn[:, None] * M + rm[None, :], t, mask=tl.trans(mask))
 

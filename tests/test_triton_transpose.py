@@ -1,0 +1,152 @@
+"""Transpose: legality, model, sm_90 compile of the Gluon kernel, interpreter run of the tl.trans baseline,
+and (marked gpu) the Gluon kernel against torch on odd shapes and every dtype."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from autopad.access import score
+
+T = pytest.importorskip("autopad.kernels.triton.transpose")
+
+SIG_TYPES = {
+    "float64": "fp64",
+    "float32": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float8_e4m3fn": "fp8e4nv",
+    "int8": "i8",
+}
+
+
+def test_legal_rejects_misaligned_padding():
+    c = {**T.DEFAULTS, "VEC": 4, "PAD": 1}
+    assert not T.legal(c, (128, 128), "float32")  # 1 fp32 of pad under 16-byte vectors: misaligned fault
+    assert not T.legal({**T.DEFAULTS, "VEC": 4, "PAD": 2}, (128, 128), "float32")
+    assert T.legal({**T.DEFAULTS, "VEC": 4, "PAD": 4}, (128, 128), "float32")
+    assert T.legal({**T.DEFAULTS, "VEC": 1, "PAD": 1}, (128, 128), "float32")
+    assert not T.legal({**T.DEFAULTS, "VEC": 8}, (128, 128), "float32")  # 32 bytes per access
+
+
+def test_every_candidate_padding_is_a_multiple_of_the_vector():
+    for dtype in ("float32", "float16", "int8", "float64"):
+        for c in T.candidates((4096, 4096), dtype):
+            assert c["PAD"] % c["VEC"] == 0
+            assert not (c["PAD"] and c["MAX_PHASE"] > 1)
+
+
+def test_model_ranks_the_column_read():
+    base = {**T.DEFAULTS, "VEC": 4}
+    plain = score(T.smem_pattern(base, "float32"), T.layout(base, "float32"))
+    padded = {**base, "PAD": 4}
+    swz = {**base, "SW_VEC": 4, "MAX_PHASE": 8}
+    p = score(T.smem_pattern(padded, "float32"), T.layout(padded, "float32"))
+    s = score(T.smem_pattern(swz, "float32"), T.layout(swz, "float32"))
+    assert plain.conflicts > 0
+    assert p.wavefronts < plain.wavefronts and s.wavefronts < plain.wavefronts
+
+
+def test_spec_shapes():
+    info = T.launch_info(T.DEFAULTS, (3, 100, 70), "float32")
+    assert info["blocks"] == 2 * 2 * 3 and info["threads"] == 256
+    assert T.traffic((100, 70), "float16")["bytes"] == 2 * 100 * 70 * 2
+
+
+CASES = [
+    ("float32", {**T.DEFAULTS}),
+    ("float32", {**T.DEFAULTS, "PAD": 4}),
+    ("float32", {**T.DEFAULTS, "SW_VEC": 4, "MAX_PHASE": 8}),
+    (
+        "float32",
+        {"BM": 32, "BN": 128, "VEC": 2, "WARPS": 4, "PAD": 2, "SW_VEC": 1, "PER_PHASE": 1, "MAX_PHASE": 1},
+    ),
+    ("float64", {**T.DEFAULTS, "VEC": 2, "SW_VEC": 2, "PER_PHASE": 1, "MAX_PHASE": 4}),
+    ("float16", {**T.DEFAULTS, "VEC": 8, "PAD": 8}),
+    (
+        "bfloat16",
+        {"BM": 128, "BN": 64, "VEC": 8, "WARPS": 8, "PAD": 0, "SW_VEC": 8, "PER_PHASE": 1, "MAX_PHASE": 8},
+    ),
+    (
+        "int8",
+        {"BM": 128, "BN": 128, "VEC": 16, "WARPS": 8, "PAD": 16, "SW_VEC": 1, "PER_PHASE": 1, "MAX_PHASE": 1},
+    ),
+    ("float8_e4m3fn", {**T.DEFAULTS, "VEC": 16, "SW_VEC": 16, "PER_PHASE": 1, "MAX_PHASE": 4}),
+]
+
+
+@pytest.mark.parametrize("dtype,c", CASES)
+def test_gluon_compiles_for_sm90_with_the_layout_footprint(dtype, c):
+    pytest.importorskip("triton")
+    from autopad.gluon_model import compile_sm90
+
+    assert T.legal(c, (4096, 4096), dtype), T.legal(c, (4096, 4096), dtype).reason
+    b = T.build(c, dtype)
+    t = SIG_TYPES[dtype]
+    k = compile_sm90(
+        b["kernel"],
+        {"x_ptr": f"*{t}", "y_ptr": f"*{t}", "M": "i32", "N": "i32"},
+        {"BM": c["BM"], "BN": c["BN"], "L_IN": b["L_IN"], "L_OUT": b["L_OUT"], "SMEM": b["SMEM"]},
+        num_warps=c["WARPS"],
+    )
+    assert k.metadata.shared == T.smem_bytes(c, dtype)
+    assert "st.shared" in k.asm["ptx"] and "ld.shared" in k.asm["ptx"]
+
+
+_INTERP = r"""
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+from autopad.kernels.triton import transpose as T
+for shape in [(1, 1), (31, 33), (33, 31), (2, 37, 45)]:
+    for dtype in ("float32", "float16", "int8"):
+        x = T.make_inputs(shape, dtype, "cpu", seed=len(shape))
+        out = T.alloc_output(x)
+        out.view(torch.uint8).fill_(0xA5)
+        T.run_tl(x, out, bm=32, bn=32, warps=4)
+        ok, why = T.check(out, T.reference(x))
+        assert ok, (shape, dtype, why)
+print("OK")
+"""
+
+
+def test_tl_trans_baseline_under_interpreter():
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    r = subprocess.run([sys.executable, "-c", _INTERP], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
+
+
+GPU_SHAPES = [(1, 1), (31, 33), (33, 31), (1000, 37), (4097, 8191), (3, 129, 65)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", T.DTYPES)
+def test_gluon_matches_torch_on_gpu(dtype):
+    import torch
+
+    vec = max(1, 16 // {"float64": 8, "float32": 4}.get(dtype, 2 if "16" in dtype else 1))
+    configs = [
+        T.DEFAULTS if T.legal(T.DEFAULTS, (64, 64), dtype) else T.textbook((64, 64), dtype),
+        T.textbook((64, 64), dtype),
+        {**T.DEFAULTS, "VEC": vec, "SW_VEC": vec, "MAX_PHASE": 4},
+    ]
+    for c in configs:
+        assert T.legal(c, (64, 64), dtype), (c, T.legal(c, (64, 64), dtype).reason)
+        built = T.build(c, dtype)
+        for i, shape in enumerate(GPU_SHAPES):
+            for dist in ("uniform", "skewed"):
+                x = T.make_inputs(shape, dtype, "cuda", seed=100 + i, dist=dist)
+                out = T.alloc_output(x)
+                out.view(torch.uint8).fill_(0xFF)  # poison: NaN / -1 in every dtype
+                T.run(built, x, out)
+                torch.cuda.synchronize()
+                ok, why = T.check(out, T.reference(x))
+                assert ok, (c, shape, dist, why)
+                out.view(torch.uint8).fill_(0xFF)
+                T.run_tl(x, out)
+                ok, why = T.check(out, T.reference(x))
+                assert ok, ("tl.trans", shape, dist, why)
