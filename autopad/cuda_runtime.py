@@ -231,8 +231,11 @@ def _raise_smem_limit(kernel: Any, device: int, nbytes: int) -> None:
 
     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     (err,) = driver.cuKernelSetAttribute(attr, int(nbytes), kernel.handle, driver.CUdevice(device))
+    if int(err) != 0:  # older drivers: set it on the context's CUfunction instead
+        err2, fn = driver.cuKernelGetFunction(kernel.handle)
+        (err,) = driver.cuFuncSetAttribute(fn, attr, int(nbytes)) if int(err2) == 0 else (err2,)
     if int(err) != 0:
-        raise RuntimeError(f"cuKernelSetAttribute(max dynamic smem = {nbytes}) failed: {err}")
+        raise RuntimeError(f"raising the dynamic shared memory limit to {nbytes} bytes failed: {err}")
     _SMEM_RAISED[key] = nbytes
 
 
