@@ -389,12 +389,15 @@ def validate(
     order = np.random.default_rng(seed).permutation(len(probes)).tolist()
     launches = run_ncu([probes[i] for i in order], out, budget_s)
     measured: list[tuple[int | None, int | None] | None] = [None] * len(probes)
+    misaligned = None
     for i, ln in zip(order, launches):
         p = probes[i]
         if not ln["kernel"].startswith(kernel_name(p["op"], int(p["access_bytes"]))):
-            raise RuntimeError(
-                f"validate: launch {ln['id']} ran {ln['kernel']}, expected {p['op']} {p['name']}"
+            misaligned = (
+                f"launch {ln['id']} ran {ln['kernel']}, expected a {p['op']} {p['access_bytes']} B probe"
             )
+            print(f"validate: {misaligned}; the launches after it are left unmeasured", file=sys.stderr)
+            break  # ncu's rows no longer line up with the launch order: trust none of the rest
         measured[i] = measured_counts(ln, p["op"])
     report = compare(probes, measured)
     report["meta"] = {
@@ -404,6 +407,8 @@ def validate(
         "metrics": list(METRICS),
         "ncu": find_ncu(),
         "fixture": str(fixture) if fixture else None,
+        "launched": len(launches),
+        "misaligned": misaligned,
     }
     write_report(report, out, "validate_ncu")
     print_report(report)

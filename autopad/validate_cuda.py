@@ -48,6 +48,8 @@ __all__ = [
 
 SMEM_BYTES = 48 * 1024  # the static shared array every probe addresses into
 _OPS = _SHORT = {"load": "ld", "store": "st", "atomic": "atom"}
+# cuda.core's NVRTC options reject an empty macro list, so every compile carries this one define
+_DEFINES = {"AUTOPAD_VALIDATE": 1}
 METRICS = tuple(
     f"l1tex__data_{kind}_mem_shared_op_{o}.sum"
     for o in ("ld", "st", "atom")
@@ -153,7 +155,7 @@ def launch_probes(probes_path: str | Path, launched_path: str | Path, budget_s: 
     for p in probes:  # compile and load everything before the first launch
         key = (p["op"], int(p["access_bytes"]))
         if key not in kernels:
-            kernels[key] = cuda_runtime.load_kernel(probe_source(*key), kernel_name(*key), {}, device)
+            kernels[key] = cuda_runtime.load_kernel(probe_source(*key), kernel_name(*key), _DEFINES, device)
     addr = torch.from_numpy(_address_matrix(probes)).to(f"cuda:{device}")
     out = torch.zeros(32 * 4, dtype=torch.int32, device=f"cuda:{device}")
     torch.cuda.synchronize()
@@ -165,7 +167,7 @@ def launch_probes(probes_path: str | Path, launched_path: str | Path, budget_s: 
         if time.monotonic() - t0 > budget_s:
             break
         k = kernels[(p["op"], int(p["access_bytes"]))]
-        cuda_runtime.launch(k, 1, 32, [base + i * row, out, np.int32(0)])
+        cuda_runtime.launch(k, 1, 32, [np.uint64(base + i * row), out, np.int32(0)])
         n += 1
         if n % 50 == 0:
             launched.write_text(str(n))
@@ -182,7 +184,7 @@ def time_strides(strides: list[int], iters: int = 4096, reps: int = 20) -> list[
 
     device = torch.cuda.current_device()
     sms = torch.cuda.get_device_properties(device).multi_processor_count
-    k = cuda_runtime.load_kernel(stride_source(), "stride_read", {}, device)
+    k = cuda_runtime.load_kernel(stride_source(), "stride_read", _DEFINES, device)
     blocks, threads = sms * 8, 256
     out = torch.empty(blocks * threads, dtype=torch.float32, device=f"cuda:{device}")
     times = []
