@@ -129,11 +129,8 @@ def test_gluon_matches_torch_on_gpu(dtype):
     import torch
 
     vec = max(1, 16 // {"float64": 8, "float32": 4}.get(dtype, 2 if "16" in dtype else 1))
-    configs = [
-        T.DEFAULTS if T.legal(T.DEFAULTS, (64, 64), dtype) else T.textbook((64, 64), dtype),
-        T.textbook((64, 64), dtype),
-        {**T.DEFAULTS, "VEC": vec, "SW_VEC": vec, "MAX_PHASE": 4},
-    ]
+    first = T.DEFAULTS if T.legal(T.DEFAULTS, (64, 64), dtype) else T.textbook((64, 64), dtype)
+    configs = [first, {**T.DEFAULTS, "VEC": vec, "SW_VEC": vec, "MAX_PHASE": 4}]
     for c in configs:
         assert T.legal(c, (64, 64), dtype), (c, T.legal(c, (64, 64), dtype).reason)
         built = T.build(c, dtype)
