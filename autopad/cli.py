@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 __all__ = ["main", "build_parser", "UsageError"]
 
@@ -106,6 +107,9 @@ def _run_explain(args: argparse.Namespace) -> int:
     if not fits:
         print(f"note: {fits.reason} on {arch.name}", file=sys.stderr)
     if args.png:
+        if not Path(args.png).resolve().parent.is_dir():
+            print(f"autopad explain: error: cannot write {args.png}: no such directory", file=sys.stderr)
+            return 1
         try:
             path = explain.explain_png(layout, pattern, args.png, arch, args.instruction)
         except ImportError:

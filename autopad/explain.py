@@ -364,8 +364,9 @@ def bank_map_figure(
     rows, cols = m.banks.shape
     npad = m.pad_banks.shape[1]
     cmap = ListedColormap(matplotlib.colormaps["hsv"](np.linspace(0, 1, a.banks, endpoint=False)))
-    width = min(18.0, 2.5 + 0.28 * (cols + npad))
-    height = min(18.0, 2.2 + 0.28 * rows)
+    cell = min(0.3, 14.0 / (cols + npad), 14.0 / rows)  # inches per cell: big tiles shrink, never distort
+    width = max(7.0, (cols + npad) * cell + 2.6)
+    height = max(4.0, rows * cell + 1.8)
     fig = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -388,19 +389,21 @@ def bank_map_figure(
         ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.0))
     _, count, wave, ideal = m.cost.per_instruction[m.index]
     ins = pattern[m.index]
-    ax.set_title(
+    fig.suptitle(  # on the figure, not the axes, so a narrow tile does not clip it
         f"{m.title}\ninstruction {m.index} ({ins.name}): {_n(m.touched, 'bank')} touched, "
         f"{_n(wave, 'wavefront')} for ideal {ideal} -> {_degree(wave, ideal)}\n"
         f"whole tile: {m.cost.wavefronts} wavefronts, ideal {m.cost.ideal} -> "
         f"{_degree(m.cost.wavefronts, m.cost.ideal)}",
         fontsize=9,
+        y=1 - 0.1 / height,
+        va="top",
     )
     ax.set_xlabel("column" + (" (shaded after the line: row padding)" if npad else ""))
     ax.set_ylabel("row")
     bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
     bar.set_label(f"bank (byte offset // {a.bank_bytes} % {a.banks})")
     bar.set_ticks(list(range(0, a.banks, max(1, a.banks // 8))))
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.7 / width, right=1 - 0.9 / width, bottom=0.6 / height, top=1 - 0.9 / height)
     return fig
 
 

@@ -1,0 +1,196 @@
+"""Tests for the command line (autopad.cli): `autopad explain` in-process and as a real process.
+
+The degrees checked are the textbook ones (32x32 fp32 column: 32 wavefronts per column, 32x33: 1), derived
+in tests/test_model.py and the seeds, not copied from the CLI's output.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autopad.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+EXPLAIN = ["explain", "--tile", "32x32", "--dtype", "float32", "--pattern", "column"]
+
+
+def total(out: str) -> list[str]:
+    line = next(ln for ln in out.splitlines() if "total per tile" in ln)
+    return line.split("total per tile")[1].split()[:3]
+
+
+def run_module(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "autopad.cli", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=120,
+    )
+
+
+def test_explain_in_process_unpadded_vs_padded(capsys):
+    assert main([*EXPLAIN, "--layout", "pad=0"]) == 0
+    out = capsys.readouterr().out
+    assert total(out) == ["1024", "32", "32x"]  # 32 columns x 32 wavefronts, ideal 1 each
+    assert "busiest bank 0 holds 32 distinct words -> 32 wavefronts" in out
+    assert main([*EXPLAIN, "--layout", "pad=1"]) == 0
+    out = capsys.readouterr().out
+    assert total(out) == ["32", "32", "1x"]
+    assert "32 banks touched" in out
+
+
+def test_explain_defaults_are_the_textbook_case(capsys):
+    assert main(["explain"]) == 0
+    assert total(capsys.readouterr().out) == ["1024", "32", "32x"]
+
+
+def test_explain_swizzle_cute_and_transpose(capsys):
+    assert (
+        main(["explain", "--layout", "cute=5,0,5", "--pattern", "transpose-read", "--instruction", "3"]) == 0
+    )
+    out = capsys.readouterr().out
+    assert total(out) == ["32", "32", "1x"]
+    assert (
+        main(["explain", "--layout", "swizzle=vec4,phase1,max8", "--pattern", "tile 8x4", "--vec", "4"]) == 0
+    )
+    assert total(capsys.readouterr().out) == ["32", "32", "1x"]  # float4 rows: each 8-lane phase is one row
+
+
+def test_explain_fp16_pad_one(capsys):
+    """The fp16 [32][33] read-out is 48 wavefronts for 32 ideal (derived in tests/test_layouts.py)."""
+    args = ["explain", "--dtype", "float16", "--layout", "pad=1", "--pattern", "transpose-read"]
+    assert main(args) == 0
+    assert total(capsys.readouterr().out) == ["48", "32", "1.5x"]
+
+
+def test_explain_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "bank.png"
+    assert main([*EXPLAIN, "--layout", "pad=1", "--png", str(png)]) == 0
+    assert f"wrote {png}" in capsys.readouterr().out
+    assert png.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_explain_png_unwritable(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    assert main([*EXPLAIN, "--png", str(tmp_path / "missing" / "bank.png")]) == 1
+    err = capsys.readouterr().err
+    assert "cannot write" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "args,names",
+    [
+        (["explain", "--tile", "32by32"], "tile"),
+        (["explain", "--dtype", "float7"], "dtype"),
+        (["explain", "--layout", "pad=-1"], "layout"),
+        (["explain", "--layout", "twist=3"], "layout"),
+        (["explain", "--pattern", "diagonal"], "pattern"),
+        (["explain", "--instruction", "32"], "instruction"),
+        (["explain", "--instruction", "x"], "--instruction"),
+        (["explain", "--arch", "sm_99"], "arch"),
+        (["explain", "--layout", "pad=1", "--vec", "4", "--pattern", "row"], "vector width"),
+        (["explain", "--vec", "0"], "vec"),
+        (["explain", "--color", "sometimes"], "--color"),
+        (["explain", "--nope"], "--nope"),
+        (["frobnicate"], "frobnicate"),
+        ([], "command"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(args, names, capsys):
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    lines = [ln for ln in captured.err.splitlines() if ln.strip()]
+    assert len(lines) == 1, captured.err
+    assert names in lines[0] and "error" in lines[0]
+    assert "Traceback" not in captured.err
+    assert captured.out == ""
+
+
+def test_help_exits_0(capsys):
+    assert main(["--help"]) == 0
+    assert "explain" in capsys.readouterr().out
+    assert main(["explain", "--help"]) == 0
+    out = capsys.readouterr().out
+    for word in (
+        "--tile",
+        "--dtype",
+        "--layout",
+        "--pattern",
+        "--png",
+        "--instruction",
+        "--arch",
+        "cute=B,M,S",
+    ):
+        assert word in out
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("autopad ")
+
+
+def test_colour_switch(capsys):
+    assert main([*EXPLAIN, "--color", "always"]) == 0
+    assert "\x1b[7m" in capsys.readouterr().out
+    assert main([*EXPLAIN, "--color", "never"]) == 0
+    assert "\x1b" not in capsys.readouterr().out
+    assert main(EXPLAIN) == 0  # auto: captured output is not a terminal
+    assert "\x1b" not in capsys.readouterr().out
+
+
+def test_over_budget_tile_is_drawn_with_a_note(capsys):
+    assert main(["explain", "--tile", "256x256", "--pattern", "row"]) == 0
+    captured = capsys.readouterr()
+    assert "budget" in captured.err and "total per tile" in captured.out
+
+
+def test_subcommands_are_pluggable():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert "explain" in sub.choices
+
+
+def test_python_dash_m(tmp_path):
+    png = tmp_path / "b.png"
+    padded = run_module(*EXPLAIN, "--layout", "pad=1", "--png", str(png))
+    assert padded.returncode == 0, padded.stderr
+    assert total(padded.stdout) == ["32", "32", "1x"]
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    bad = run_module("explain", "--layout", "pad=x")
+    assert bad.returncode == 2
+    assert bad.stderr.strip().count("\n") == 0 and "layout" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_console_script():
+    exe = shutil.which("autopad")
+    if exe is None:
+        pytest.skip("the autopad console script is not installed (pip install -e .)")
+    done = subprocess.run([exe, *EXPLAIN, "--layout", "pad=0"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert total(done.stdout) == ["1024", "32", "32x"]
+
+
+def test_import_is_light():
+    code = (
+        "import sys, autopad.cli; "
+        "heavy = ('matplotlib', 'torch', 'triton', 'scipy'); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -1,0 +1,268 @@
+"""Tests for the bank maps (autopad.explain): the parsers, the text picture and the PNG.
+
+The bank printed in each cell is checked against bank = (byte offset // 4) % 32 computed here from the
+textbook formulas (row r, column c of a [R][C + pad] array is word r (C + pad) + c for fp32), not against
+the layout module's own offsets.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import numpy as np
+import pytest
+
+from autopad.access import block_tile, field_read
+from autopad.explain import (
+    bank_map_figure,
+    explain_png,
+    explain_text,
+    parse_dtype,
+    parse_layout,
+    parse_pattern,
+    parse_tile,
+)
+from autopad.layouts import Padded, Replicated, Structs, Swizzled
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def grid(text: str, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """Parse the bank map back: (banks, marked) for the rows x cols cells (padding cells dropped)."""
+    banks = np.zeros((rows, cols), dtype=int)
+    marked = np.zeros((rows, cols), dtype=bool)
+    lines = [ln for ln in text.splitlines() if re.match(r"^\s*r\d+ ", ln)]
+    assert len(lines) == rows
+    label = len(f"r{rows - 1}")
+    for r, line in enumerate(lines):
+        body = line[label + 1 :].split("|")[0]
+        cells = [body[i : i + 4] for i in range(0, 4 * cols, 4)]
+        for c, cell in enumerate(cells):
+            marked[r, c] = cell.startswith("[")
+            banks[r, c] = int(cell.strip("[] "))
+    return banks, marked
+
+
+def total_line(text: str) -> list[str]:
+    line = next(ln for ln in text.splitlines() if "total per tile" in ln)
+    return line.split("total per tile")[1].split()
+
+
+# ---- parsers ---------------------------------------------------------------------------------------------
+
+
+def test_parse_tile_and_dtype():
+    assert parse_tile("32x32") == (32, 32)
+    assert parse_tile(" 64X16 ") == (64, 16)
+    assert parse_dtype("float32") == 4 and parse_dtype("bf16") == 2 and parse_dtype("torch.float64") == 8
+    assert parse_dtype("int8") == 1
+    for bad in ("32", "0x32", "axb", "32x"):
+        with pytest.raises(ValueError, match="^tile:"):
+            parse_tile(bad)
+    with pytest.raises(ValueError, match="^dtype:.*float32"):
+        parse_dtype("complex64")
+
+
+def test_parse_layout_forms():
+    assert parse_layout("pad=0", 32, 32, 4) == Padded(32, 32, 4)
+    assert parse_layout("none", 32, 32, 4) == Padded(32, 32, 4)
+    assert parse_layout("pad=1", 32, 32, 2) == Padded(32, 32, 2, pad=1)
+    assert parse_layout("swizzle=vec4,phase1,max8", 32, 32, 4) == Swizzled(32, 32, 4, sw_vec=4, max_phase=8)
+    assert parse_layout("swizzle=vec=2,per_phase=2,max_phase=16", 64, 32, 2) == Swizzled(
+        64, 32, 2, sw_vec=2, per_phase=2, max_phase=16
+    )
+    assert parse_layout("swizzle=vec1", 32, 32, 4) == Swizzled(32, 32, 4, max_phase=32)  # max = whole row
+    assert parse_layout("cute=3,2,3", 64, 32, 4) == Swizzled.from_cute(3, 2, 3, 64, 32, 4)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["pad=", "pad=-1", "padding=1", "foo", "swizzle=", "swizzle=vec3,max8", "swizzle=tile8", "cute=3,0,3"],
+)
+def test_parse_layout_errors_name_the_layout(spec):
+    with pytest.raises(ValueError, match="^layout:"):
+        parse_layout(spec, 32, 32, 4)
+
+
+def test_parse_pattern_row_and_column():
+    rows = parse_pattern("row", 32, 32, 4)
+    assert len(rows) == 32
+    assert all((ins.rows == r).all() and (ins.cols == np.arange(32)).all() for r, ins in enumerate(rows))
+    cols = parse_pattern("column", 32, 32, 4)
+    assert len(cols) == 32
+    assert all((ins.cols == c).all() and (ins.rows == np.arange(32)).all() for c, ins in enumerate(cols))
+    assert {ins.op for ins in rows + cols} == {"load"}
+
+
+def test_parse_pattern_vectors_and_tails():
+    vec_cols = parse_pattern("column", 32, 32, 4, vec=4)
+    assert len(vec_cols) == 8
+    assert vec_cols[1].access_bytes == 16 and (vec_cols[1].cols == 4).all()
+    vec_rows = parse_pattern("row", 32, 32, 2, vec=8)  # 4 vectors per row: 8 rows per instruction
+    assert len(vec_rows) == 4 and vec_rows[0].access_bytes == 16
+    tail = parse_pattern("row", 5, 10, 4)  # 50 elements: 32 + 18
+    assert len(tail) == 2
+    assert int((tail[1].rows >= 0).sum()) == 18
+
+
+def test_parse_pattern_blocks():
+    read = parse_pattern("transpose-read", 32, 32, 4)
+    expected = block_tile(32, 32, 32, 8, "load", transposed=True)
+    assert [i.name for i in read] == [i.name for i in expected]
+    assert all(
+        (a.rows == b.rows).all() and (a.cols == b.cols).all() for a, b in zip(read, expected, strict=True)
+    )
+    write = parse_pattern("transpose-write", 32, 32, 4, block_y=4)
+    assert len(write) == 32 and {i.op for i in write} == {"store"}
+    tile = parse_pattern("tile 8x4", 32, 32, 4, vec=4)
+    assert len(tile) == 8 and tile[0].access_bytes == 16
+    assert len(parse_pattern("tile=32x8", 32, 32, 4)) == 32
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("diagonal", 32, 32, 4),
+        ("row", 32, 30, 4, 4),
+        ("tile 16x8", 32, 32, 4),
+        ("transpose-read", 32, 32, 4, 1, 7),
+    ],
+)
+def test_parse_pattern_errors(args):
+    with pytest.raises(ValueError, match="^pattern:"):
+        parse_pattern(*args)
+
+
+# ---- the text picture ------------------------------------------------------------------------------------
+
+
+def test_unpadded_column_is_one_bank():
+    """[32][32] fp32: element (r, c) is word 32 r + c, bank c; column 0 is all bank 0 -> 32 wavefronts."""
+    text = explain_text(Padded(32, 32, 4), parse_pattern("column", 32, 32, 4))
+    banks, marked = grid(text, 32, 32)
+    r, c = np.meshgrid(np.arange(32), np.arange(32), indexing="ij")
+    assert (banks == (32 * r + c) % 32).all()
+    assert (marked == (c == 0)).all()
+    assert "busiest bank 0 holds 32 distinct words -> 32 wavefronts" in text
+    assert total_line(text)[:3] == ["1024", "32", "32x"]
+
+
+def test_padded_column_is_every_bank():
+    """[32][33] fp32: word 33 r + c, bank (r + c) % 32; column 0 covers all 32 banks -> 1 wavefront."""
+    text = explain_text(Padded(32, 32, 4, pad=1), parse_pattern("column", 32, 32, 4))
+    banks, marked = grid(text, 32, 32)
+    r, c = np.meshgrid(np.arange(32), np.arange(32), indexing="ij")
+    assert (banks == (33 * r + c) % 32).all()
+    assert sorted(banks[marked]) == list(range(32))
+    assert "32 banks touched" in text
+    assert total_line(text)[:3] == ["32", "32", "1x"]
+    pads = [int(ln.split("|")[1]) for ln in text.splitlines() if "|" in ln and re.match(r"^\s*r\d+ ", ln)]
+    assert pads == [(33 * r + 32) % 32 for r in range(32)]  # the padding word of row r
+
+
+def test_swizzled_map_is_col_xor_row():
+    text = explain_text(Swizzled(32, 32, 4, max_phase=32), parse_pattern("column", 32, 32, 4), instruction=5)
+    banks, marked = grid(text, 32, 32)
+    r, c = np.meshgrid(np.arange(32), np.arange(32), indexing="ij")
+    assert (banks == (c ^ r)).all()
+    assert (marked == (c == 5)).all()
+    assert total_line(text)[:3] == ["32", "32", "1x"]
+
+
+def test_fp16_pad_one_text_shows_the_two_way_columns():
+    """Hand-derived in test_layouts: odd columns of the fp16 [32][33] read-out are 2-way, 48 in all."""
+    text = explain_text(Padded(32, 32, 2, pad=1), parse_pattern("transpose-read", 32, 32, 2), instruction=4)
+    assert total_line(text)[:3] == ["48", "32", "1.5x"]
+    banks, marked = grid(text, 32, 32)
+    r, c = np.meshgrid(np.arange(32), np.arange(32), indexing="ij")
+    assert (banks == ((33 * r + c) * 2 // 4) % 32).all()
+    assert (marked == (c == 1)).all()  # instruction 4: warp 1 (ty = 1), j = 0 -> column 1
+    assert "-> 2 wavefronts" in text
+
+
+def test_vector_marks_cover_the_whole_vector():
+    text = explain_text(Padded(32, 32, 4, pad=4), parse_pattern("column", 32, 32, 4, vec=4))
+    _, marked = grid(text, 32, 32)
+    assert marked.sum() == 32 * 4 and marked[:, :4].all()
+    assert "4 phases of 8 lanes" in text
+
+
+def test_every_instruction_in_the_table():
+    pattern = parse_pattern("transpose-read", 32, 32, 4)
+    text = explain_text(Padded(32, 32, 4), pattern, instruction=3)
+    rows = [ln for ln in text.splitlines() if re.match(r"^\s+\d+\s+warp", ln)]
+    assert len(rows) == len(pattern)
+    assert rows[3].rstrip().endswith("<")
+    assert all(ln.split()[-2 if ln.rstrip().endswith("<") else -1] == "32x" for ln in rows)
+
+
+def test_colour_only_when_asked():
+    pattern = parse_pattern("column", 32, 32, 4)
+    assert "\x1b" not in explain_text(Padded(32, 32, 4, pad=1), pattern)
+    coloured = explain_text(Padded(32, 32, 4, pad=1), pattern, color=True)
+    assert coloured.count("\x1b[7m") == 32
+
+
+def test_structs_and_replicas_can_be_explained():
+    text = explain_text(Structs(32, (4, 4, 4, 4)), (field_read(32, 0),))
+    assert "holds 4 distinct words -> 4 wavefronts" in text
+    assert total_line(text)[:3] == ["4", "1", "4x"]
+    from autopad.access import histogram_updates
+
+    text = explain_text(Replicated(64, 1), histogram_updates([5] * 32))
+    assert "holds 32 updates -> 32 wavefronts" in text
+
+
+def test_cdna3_explains_two_half_wave_phases():
+    pattern = parse_pattern("column", 64, 32, 4, warp=64)
+    text = explain_text(Padded(64, 32, 4), pattern, arch="cdna3")
+    assert "2 phases of 32 lanes: 64 wavefronts" in text
+    assert "phase 1 (lanes 32-63)" in text
+
+
+def test_explain_errors():
+    pattern = parse_pattern("column", 32, 32, 4)
+    with pytest.raises(ValueError, match="^instruction:"):
+        explain_text(Padded(32, 32, 4), pattern, instruction=32)
+    with pytest.raises(ValueError, match="^instruction:"):
+        explain_text(Padded(32, 32, 4), pattern, instruction=-1)
+    with pytest.raises(ValueError, match="^pattern:"):
+        explain_text(Padded(32, 32, 4), ())
+    with pytest.raises(ValueError, match="^layout:"):
+        explain_text(object(), pattern)
+    with pytest.raises(ValueError, match="^arch:"):
+        explain_text(Padded(32, 32, 4), pattern, arch="sm_1")
+
+
+# ---- the PNG ---------------------------------------------------------------------------------------------
+
+
+def test_png_is_written_and_valid(tmp_path):
+    pytest.importorskip("matplotlib")
+    from matplotlib.image import imread
+
+    pyplot_before = "matplotlib.pyplot" in sys.modules
+    out = explain_png(Padded(32, 32, 4, pad=1), parse_pattern("column", 32, 32, 4), tmp_path / "bank.png")
+    assert out == tmp_path / "bank.png"
+    data = out.read_bytes()
+    assert data[:8] == PNG_MAGIC and len(data) > 10_000
+    image = imread(out)
+    assert image.ndim == 3 and image.shape[0] > 300 and image.shape[1] > 300
+    assert ("matplotlib.pyplot" in sys.modules) == pyplot_before  # no pyplot, no global backend switch
+
+
+@pytest.mark.parametrize(
+    "pad,wave,degree,touched", [(0, 32, "32x", "1 bank touched"), (1, 1, "1x", "32 banks")]
+)
+def test_png_title_and_outlines(pad, wave, degree, touched):
+    pytest.importorskip("matplotlib")
+    from matplotlib.patches import Rectangle
+
+    fig = bank_map_figure(Padded(32, 32, 4, pad=pad), parse_pattern("column", 32, 32, 4))
+    ax = fig.axes[0]
+    title = fig.get_suptitle()
+    assert f"{wave} wavefront" in title and f"-> {degree}" in title and touched in title
+    outlines = [p for p in ax.patches if isinstance(p, Rectangle) and not p.get_fill()]
+    assert len(outlines) == 32
+    assert {int(p.get_x() + 0.5) for p in outlines} == {0}  # column 0
