@@ -179,7 +179,8 @@ def test_ex5_offset_never_changes_the_degree(offset):
 def test_ex6_column_walk_32_wide_is_32_way_and_padding_33_fixes_it(col):
     """M[32][32]: M[tid][col] is word 32 tid + col, all in bank col -> 32.
 
-    M[32][33]: word 33 tid + col, bank (tid + col) mod 32, all distinct -> 1."""
+    M[32][33]: word 33 tid + col, bank (tid + col) mod 32, all distinct -> 1.
+    """
     unpadded = analyze(words(32 * tid + col for tid in range(32)))
     padded = analyze(words(33 * tid + col for tid in range(32)))
     assert unpadded.wavefronts == 32
