@@ -285,7 +285,7 @@ def _degree(wave: int, ideal: int) -> str:
 
 
 def _table(pattern: Sequence[Instruction], m: _Map) -> list[str]:
-    width = max(11, *(len(ins.name) for ins in pattern))
+    width = max(len("total per tile"), *(len(ins.name) for ins in pattern))
     out = [f"  {'#':>4}  {'instruction':<{width}}  {'op':<6} {'bytes':>5} {'count':>5}  {'wavefronts':>10} "
            f"{'ideal':>6} {'degree':>7}"]  # fmt: skip
     for i, (ins, (_, count, wave, ideal)) in enumerate(zip(pattern, m.cost.per_instruction, strict=True)):
