@@ -266,3 +266,14 @@ def test_png_title_and_outlines(pad, wave, degree, touched):
     outlines = [p for p in ax.patches if isinstance(p, Rectangle) and not p.get_fill()]
     assert len(outlines) == 32
     assert {int(p.get_x() + 0.5) for p in outlines} == {0}  # column 0
+
+
+def test_table_columns_line_up():
+    """The wavefront counts of every row, and the total, end under the 'wavefronts' header."""
+    text = explain_text(Padded(32, 32, 4), parse_pattern("column", 32, 32, 4))
+    lines = text.splitlines()
+    head = next(i for i, ln in enumerate(lines) if "wavefronts" in ln and "ideal" in ln and "#" in ln)
+    end = lines[head].index("wavefronts") + len("wavefronts")
+    for ln in lines[head + 1 :]:
+        if ln.strip():
+            assert ln[end - 1].isdigit() and ln[end] == " ", ln
