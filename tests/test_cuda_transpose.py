@@ -54,7 +54,7 @@ def _space_sample(dtype: str, k: int, seed: int = 0) -> list[dict]:
     return out
 
 
-@pytest.mark.parametrize("dtype", ["float32", "int8", "float64"])
+@pytest.mark.parametrize("dtype", ["float32", "int8", "float64", "bfloat16"])
 def test_pattern_touches_every_element_once(dtype):
     for c in list(T.presets(dtype).values()) + _space_sample(dtype, 5):
         stored, loaded = set(), []
@@ -64,10 +64,19 @@ def test_pattern_touches_every_element_once(dtype):
             if ins.op == "store":
                 for r, col in pairs:
                     stored.update((r, col + v) for v in range(vec))
-            else:
-                loaded.extend(pairs)
+            else:  # a READOUT=1 word load covers 4 / elem consecutive columns
+                span = ins.access_bytes // T.DTYPE_BYTES[dtype]
+                loaded.extend((r, col + g) for r, col in pairs for g in range(span))
         n = c["TILE_M"] * c["TILE_N"]
         assert len(stored) == n and len(loaded) == n and len(set(loaded)) == n
+
+
+def test_register_readout_quarters_the_int8_wavefronts():
+    p = T.presets("int8")
+    rt_ = score(T.smem_pattern(p["rt_swizzled"], "int8"), T.layout(p["rt_swizzled"], "int8"))
+    el = score(T.smem_pattern(p["vec_swizzled"], "int8"), T.layout(p["vec_swizzled"], "int8"))
+    assert rt_.conflicts == 0 and rt_.wavefronts < el.wavefronts / 2
+    assert not T.legal(dict(p["rt_swizzled"]), (64, 64), "float32")
 
 
 def test_legal_rejects_bad_candidates():

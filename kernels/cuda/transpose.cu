@@ -9,8 +9,13 @@
 // swizzle (common.cuh) spread them. Edges and misaligned shapes take a guarded scalar global path but keep
 // exactly the same shared-memory instructions, so the model's pattern holds for every block.
 //
+// READOUT = 1 (1- and 2-byte elements, 16-byte vectors): instead of VEC single-element loads, a thread
+// reads VEC 4-byte words (tile rows sx*VEC + v, G = 4 / ELEM_BYTES consecutive columns each), transposes
+// the VEC x G block in registers with byte permutes, and writes G output rows of 16 bytes: a quarter (bytes)
+// or half (halves) of the shared-memory instructions.
+//
 // Macros (all injected with -D): ELEM_BYTES, TILE_M, TILE_N, THREADS, VEC, PAD, SW_VEC, SW_PER_PHASE,
-// SW_MAX_PHASE.
+// SW_MAX_PHASE, READOUT.
 #include "common.cuh"
 
 #ifndef ELEM_BYTES
@@ -39,6 +44,9 @@
 #endif
 #ifndef SW_MAX_PHASE
 #define SW_MAX_PHASE 1
+#endif
+#ifndef READOUT
+#define READOUT 0
 #endif
 
 #define SMEM_OFF(r, c) AP_SMEM_OFF(r, c, TILE_N, PAD, SW_VEC, SW_PER_PHASE, SW_MAX_PHASE)
@@ -74,6 +82,12 @@ static_assert(VB <= 16, "vector wider than 16 bytes");
 static_assert(TILE_N % VEC == 0 && TILE_M % VEC == 0, "tile not a whole number of vectors");
 static_assert(THREADS % LX == 0 && TILE_M % LY == 0, "load phase does not tile");
 static_assert(THREADS % SX == 0 && TILE_N % SY == 0, "store phase does not tile");
+#if READOUT == 1
+#define G (4 / ELEM_BYTES)  // elements per 4-byte word
+#define RPASS (TILE_N / (SY * G))
+static_assert(ELEM_BYTES <= 2 && VB == 16, "register read-out needs 1- or 2-byte elements in 16-byte vectors");
+static_assert(TILE_N % (SY * G) == 0, "register read-out does not tile");
+#endif
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, int B, int aligned) {
@@ -111,6 +125,45 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
         for (int p = 0; p < LPASS; ++p)
             *reinterpret_cast<W*>(tile + SMEM_OFF(ly + p * LY, lx * VEC)) = regs[p].w;
         __syncthreads();
+#if READOUT == 1
+#pragma unroll
+        for (int p = 0; p < RPASS; ++p) {
+            const int nn = (sy + p * SY) * G;
+            ap_u32 w[VEC];
+            // VEC ld.shared of 4 bytes: tile row sx*VEC + v, columns nn .. nn + G - 1
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) w[v] = *reinterpret_cast<const ap_u32*>(tile + SMEM_OFF(sx * VEC + v, nn));
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                Vec o;
+                ap_u32 q[4];
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+#if ELEM_BYTES == 1  // byte g of rows 4k .. 4k+3
+                    const ap_u32 t0 = __byte_perm(w[4 * k], w[4 * k + 1], g | ((4 + g) << 4));
+                    const ap_u32 t1 = __byte_perm(w[4 * k + 2], w[4 * k + 3], g | ((4 + g) << 4));
+                    q[k] = __byte_perm(t0, t1, 0x5410);
+#else  // half g of rows 2k, 2k+1
+                    q[k] = __byte_perm(w[2 * k], w[2 * k + 1], g ? 0x7632 : 0x5410);
+#endif
+                }
+                o.w.x = q[0];
+                o.w.y = q[1];
+                o.w.z = q[2];
+                o.w.w = q[3];
+                const int row = n0 + nn + g;
+                if (full) {
+                    *reinterpret_cast<W*>(dst + (long long)row * M + m0 + sx * VEC) = o.w;
+                } else if (row < N) {
+#pragma unroll
+                    for (int v = 0; v < VEC; ++v) {
+                        const int m = m0 + sx * VEC + v;
+                        if (m < M) dst[(long long)row * M + m] = o.e[v];
+                    }
+                }
+            }
+        }
+#else
 #pragma unroll
         for (int p = 0; p < SPASS; ++p) {
             const int nn = sy + p * SY;
@@ -128,6 +181,7 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
                 }
             }
         }
+#endif
         if (b + gridDim.z < B) __syncthreads();  // the tile is reused by the next batch entry
     }
 }

@@ -33,6 +33,7 @@ SPACE: dict[str, tuple[int, ...]] = {
     "SW_VEC": (1, 2, 4, 8, 16),
     "SW_PER_PHASE": (1, 2, 4, 8, 16),
     "SW_MAX_PHASE": (1, 2, 4, 8, 16, 32),
+    "READOUT": (0, 1),
 }
 DEFAULTS: dict[str, int] = {
     "TILE_M": 32,
@@ -43,6 +44,7 @@ DEFAULTS: dict[str, int] = {
     "SW_VEC": 1,
     "SW_PER_PHASE": 1,
     "SW_MAX_PHASE": 1,
+    "READOUT": 0,
 }
 SMEM_BUDGET = 227 * 1024
 MAX_VEC_REGS = 64  # 4-byte registers the load phase may hold per thread (LPASS x VEC x elem / 4)
@@ -115,6 +117,13 @@ def legal(constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Lega
         return Legality(False, f"{t} threads cannot sweep {c['TILE_M']} rows in rows of {lx} vectors")
     if t % sx or sy == 0 or c["TILE_N"] % sy:
         return Legality(False, f"{t} threads cannot sweep {c['TILE_N']} columns in groups of {sx} vectors")
+    if c["READOUT"] not in (0, 1):
+        return Legality(False, f"READOUT {c['READOUT']} is not 0 (element gather) or 1 (register transpose)")
+    if c["READOUT"] == 1:
+        if e > 2 or c["VEC"] * e != 16:
+            return Legality(False, "the register read-out needs 1- or 2-byte elements in 16-byte vectors")
+        if c["TILE_N"] % (sy * (4 // e)):
+            return Legality(False, f"{c['TILE_N']} columns: not whole {sy * 4 // e}-row passes")
     if lpass * c["VEC"] * e > 4 * MAX_VEC_REGS:
         return Legality(False, f"{lpass} passes of {c['VEC'] * e} bytes exceed {MAX_VEC_REGS} registers")
     b, m, n = _dims(shape)
@@ -141,6 +150,13 @@ def smem_pattern(constants: dict[str, int], dtype: str) -> tuple[Instruction, ..
         tid = np.arange(w * 32, w * 32 + 32, dtype=np.int64)
         for p in range(lpass):
             out.append(Instruction(f"st w{w} p{p}", "store", vec * e, tid // lx + p * ly, (tid % lx) * vec))
+        if c["READOUT"] == 1:  # VEC 4-byte loads per pass: rows sx*VEC + v, columns G*(sy + p*SY) ..
+            g = 4 // e
+            for p in range(c["TILE_N"] // (sy * g)):
+                for v in range(vec):
+                    rows, cols = (tid % sx) * vec + v, (tid // sx + p * sy) * g
+                    out.append(Instruction(f"ld4 w{w} p{p} v{v}", "load", 4, rows, cols))
+            continue
         for p in range(spass):
             for v in range(vec):
                 rows, cols = (tid % sx) * vec + v, tid // sx + p * sy
@@ -207,7 +223,7 @@ class Built:
 
 def defines(constants: dict[str, int], dtype: str) -> dict[str, int]:
     """Every -D the template takes: the layout's own macros plus the tile and thread constants."""
-    d = {k: constants[k] for k in ("TILE_M", "TILE_N", "THREADS", "VEC")}
+    d = {k: constants[k] for k in ("TILE_M", "TILE_N", "THREADS", "VEC", "READOUT")}
     d.update(layout(constants, dtype).cuda_defines())
     d["ELEM_BYTES"] = _elem(dtype)
     return d
@@ -284,4 +300,7 @@ def presets(dtype: str) -> dict[str, dict[str, int]]:
         "vec64_swizzled": dict(base, TILE_M=64, TILE_N=64, **sw),
         "vec64_padded": dict(base, TILE_M=64, TILE_N=64, PAD=vec),
     }
+    if e <= 2:  # word loads + register transpose of the read-out
+        out["rt_unpadded"] = dict(base, TILE_M=tm, TILE_N=tn, READOUT=1)
+        out["rt_swizzled"] = dict(base, TILE_M=tm, TILE_N=tn, READOUT=1, **sw)
     return {k: v for k, v in out.items() if legal(v, (4096, 4096), dtype)}
