@@ -189,6 +189,105 @@ def test_parse_ncu_csv_raw_page_and_empty():
     assert vc.parse_ncu_csv("==ERROR== nothing profiled\n") == []
 
 
+# The first lines of ncu 2025.3.1's real output on the H200 (2026-11-29 validation run), verbatim.
+_REAL_NCU = "\n".join(
+    [
+        ("==WARNING== Note: Running with uncontrolled GPU caches. Profiling results may be inconsistent."),
+        (
+            "==WARNING== Note: Running with unmodified GPU clocks. If not controlled otherwise, profi"
+            "ling results may be inconsistent."
+        ),
+        "==PROF== Connected to process 599 (/usr/bin/python3.12)",
+        "==PROF== Disconnected from process 599",
+        (
+            '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Siz'
+            'e","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"'
+        ),
+        (
+            '"0","599","python3.12","127.0.0.1","probe_st_v4_u32","1","7","(32, 1, 1)","(1, 1, 1)","0'
+            '","9.0","Command line profiler metrics","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_'
+            'op_atom.sum","","0"'
+        ),
+        (
+            '"0","599","python3.12","127.0.0.1","probe_st_v4_u32","1","7","(32, 1, 1)","(1, 1, 1)","0'
+            '","9.0","Command line profiler metrics","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_'
+            'op_ld.sum","","0"'
+        ),
+        (
+            '"0","599","python3.12","127.0.0.1","probe_st_v4_u32","1","7","(32, 1, 1)","(1, 1, 1)","0'
+            '","9.0","Command line profiler metrics","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_'
+            'op_st.sum","","0"'
+        ),
+        (
+            '"0","599","python3.12","127.0.0.1","probe_st_v4_u32","1","7","(32, 1, 1)","(1, 1, 1)","0'
+            '","9.0","Command line profiler metrics","l1tex__data_pipe_lsu_wavefronts_mem_shared_op_a'
+            'tom.sum","","0"'
+        ),
+        (
+            '"0","599","python3.12","127.0.0.1","probe_st_v4_u32","1","7","(32, 1, 1)","(1, 1, 1)","0'
+            '","9.0","Command line profiler metrics","l1tex__data_pipe_lsu_wavefronts_mem_shared_op_l'
+            'd.sum","","0"'
+        ),
+        (
+            '"0","599","python3.12","127.0.0.1","probe_st_v4_u32","1","7","(32, 1, 1)","(1, 1, 1)","0'
+            '","9.0","Command line profiler metrics","l1tex__data_pipe_lsu_wavefronts_mem_shared_op_s'
+            't.sum","","4"'
+        ),
+        (
+            '"1","599","python3.12","127.0.0.1","probe_st_u16","1","7","(32, 1, 1)","(1, 1, 1)","0","'
+            '9.0","Command line profiler metrics","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_'
+            'atom.sum","","0"'
+        ),
+        (
+            '"1","599","python3.12","127.0.0.1","probe_st_u16","1","7","(32, 1, 1)","(1, 1, 1)","0","'
+            '9.0","Command line profiler metrics","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_'
+            'ld.sum","","0"'
+        ),
+        (
+            '"1","599","python3.12","127.0.0.1","probe_st_u16","1","7","(32, 1, 1)","(1, 1, 1)","0","'
+            '9.0","Command line profiler metrics","l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_'
+            'st.sum","","0"'
+        ),
+        (
+            '"1","599","python3.12","127.0.0.1","probe_st_u16","1","7","(32, 1, 1)","(1, 1, 1)","0","'
+            '9.0","Command line profiler metrics","l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom'
+            '.sum","","0"'
+        ),
+        (
+            '"1","599","python3.12","127.0.0.1","probe_st_u16","1","7","(32, 1, 1)","(1, 1, 1)","0","'
+            '9.0","Command line profiler metrics","l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.s'
+            'um","","0"'
+        ),
+        (
+            '"1","599","python3.12","127.0.0.1","probe_st_u16","1","7","(32, 1, 1)","(1, 1, 1)","0","'
+            '9.0","Command line profiler metrics","l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.s'
+            'um","","1"'
+        ),
+    ]
+)
+
+
+def test_parse_real_ncu_output():
+    launches = vc.parse_ncu_csv(_REAL_NCU)
+    assert [ln["kernel"] for ln in launches] == ["probe_st_v4_u32", "probe_st_u16"]
+    assert vc.measured_counts(launches[0], "store") == (4, 0)
+    assert vc.measured_counts(launches[1], "store") == (1, 0)
+    assert all(len(ln["metrics"]) == 6 for ln in launches)
+    assert vc.measured_counts(launches[0], "load") == (0, 0)
+
+
+@pytest.mark.xfail(
+    strict=False, reason="model.py lets an inactive partner lane break the 8/16-byte load merge"
+)
+def test_model_reproduces_validate_fixture():
+    """The probes the 2026-11-29 validation run found the model wrong on (see validate_notes.md)."""
+    data = json.loads((FIXTURE.parent / "h200_validate_probes.json").read_text())
+    probes = data["probes"]
+    assert probes, "the fixture holds the disagreeing probes"
+    got = v.predict(probes)
+    assert got == [(p["wavefronts"], p["bank_conflicts"]) for p in probes]
+
+
 # ------------------------------------------------------------------------------------------- Spearman
 def test_spearman_hand_computed():
     assert v.spearman([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]) == pytest.approx(0.8207826816681233)
