@@ -173,11 +173,12 @@ def block_tile(
     threads = block_x * block_y
     if threads % warp:
         raise ValueError(f"block {block_x}x{block_y} is not a whole number of {warp}-lane warps")
-    if block_x * vec != (tile_rows if transposed else tile_cols):
-        raise ValueError(f"block_x {block_x} x vec {vec} must cover the tile's {tile_cols} columns")
-    span = tile_cols if transposed else tile_rows
+    across, across_name = (tile_rows, "rows") if transposed else (tile_cols, "columns")
+    span, span_name = (tile_cols, "columns") if transposed else (tile_rows, "rows")
+    if block_x * vec != across:
+        raise ValueError(f"block_x {block_x} x vec {vec} must cover the tile's {across} {across_name}")
     if span % block_y:
-        raise ValueError(f"block_y {block_y} does not divide the tile's {span} rows")
+        raise ValueError(f"block_y {block_y} does not divide the tile's {span} {span_name}")
     out = []
     tid = np.arange(threads, dtype=np.int64)
     tx, ty = tid % block_x, tid // block_x

@@ -6,7 +6,8 @@ The rules (fitted to 558 Nsight Compute probes on an H200; see ../shared/hardwar
   consecutive 4-byte words;
 * the warp is cut into phases of consecutive lanes (``Arch.phase_lanes``); 8- and 16-byte loads merge two
   neighbouring phases when every active lane ``n`` reads the same address as lane ``n ^ 1`` (or every one
-  as lane ``n ^ 2``): the pair needs half the data, so twice the lanes fit in one 128-byte phase;
+  as lane ``n ^ 2``), an inactive partner counting as a match (measured by ``autopad validate``): the pair
+  needs half the data, so twice the lanes fit in one 128-byte phase;
 * a phase costs the largest number of *distinct words* that fall in one bank: lanes that ask for the same
   word share it (broadcast; a 1-byte and a 2-byte access to one word are one word);
 * atomics never broadcast: every active lane's word counts, so 32 lanes adding to one counter cost 32;
@@ -71,12 +72,15 @@ def _phase_lanes(addr: np.ndarray, op: str, access_bytes: int, arch: Arch) -> np
     base = arch.phase_lanes(access_bytes)
     lanes = np.full(n, base, dtype=np.int64)
     if op == "load" and arch.merge_paired_loads and access_bytes > arch.bank_bytes and base < w:
-        # "every active lane n reads what lane n^1 reads" holds exactly when each lane pair holds equal
-        # entries: an active lane beside an inactive one (-1) breaks it, two inactive lanes do not.
+        # Every active lane n must read what lane n^1 (or n^2) reads; a partner that is inactive (-1)
+        # does not break the pairing (measured: `autopad validate` on the H200, 2026-11-29).
+        def paired(a: np.ndarray, b: np.ndarray, axes: int | tuple[int, int]) -> np.ndarray:
+            return ((a == b) | (a < 0) | (b < 0)).all(axis=axes)
+
         pairs1 = addr.reshape(n, w // 2, 2)
         pairs2 = addr.reshape(n, w // 4, 2, 2)
-        merged = (pairs1[:, :, 0] == pairs1[:, :, 1]).all(axis=1)
-        merged |= (pairs2[:, :, 0, :] == pairs2[:, :, 1, :]).all(axis=(1, 2))
+        merged = paired(pairs1[:, :, 0], pairs1[:, :, 1], 1)
+        merged |= paired(pairs2[:, :, 0, :], pairs2[:, :, 1, :], (1, 2))
         lanes[merged] = base * 2
     return lanes
 

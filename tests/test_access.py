@@ -214,11 +214,6 @@ def test_padding_a_32_wide_fp32_column_walk_by_one_removes_all_conflicts(extra, 
     assert unpadded.wavefronts == len({int(x) for x in r if x >= 0})  # one bank, a distinct word per row
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="access.block_tile bug: with transposed=True the block must cover the tile's rows and block_y "
-    "must divide its columns, but the error messages still name the columns and rows the other way round",
-)
 def test_block_tile_transposed_errors_name_the_right_dimension():
     with pytest.raises(ValueError, match="64 rows"):
         block_tile(64, 32, 32, 8, "load", transposed=True)  # 32 threads cannot cover 64 rows

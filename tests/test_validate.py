@@ -276,9 +276,6 @@ def test_parse_real_ncu_output():
     assert vc.measured_counts(launches[0], "load") == (0, 0)
 
 
-@pytest.mark.xfail(
-    strict=False, reason="model.py lets an inactive partner lane break the 8/16-byte load merge"
-)
 def test_model_reproduces_validate_fixture():
     """The probes the 2026-11-29 validation run found the model wrong on (see validate_notes.md)."""
     data = json.loads((FIXTURE.parent / "h200_validate_probes.json").read_text())
