@@ -126,7 +126,7 @@ def _compile_nvrtc(source: str, defines: Mapping[str, object], arch: str, name: 
         name=name,
         arch=arch,
         std="c++17",
-        define_macro=[(k, str(v)) for k, v in defines.items()],
+        define_macro=[(k, str(v)) for k, v in defines.items()] or None,  # cuda.core rejects []
     )
 
     class _Log:

@@ -111,3 +111,9 @@ def test_large_dynamic_shared_memory():
     rt.launch(k, 1, 256, (out, np.int32(n)), shmem_bytes=n * 4)
     torch.cuda.synchronize()
     assert out.item() == n - 1
+
+
+@pytest.mark.skipif(not HAVE_COMPILER, reason="needs nvcc")
+def test_compile_without_defines():
+    src = 'extern "C" __global__ void k(int* o) { o[0] = 1; }\n'
+    assert rt.compile_cubin(src, {}, "sm_90")[:4] == b"\x7fELF"  # cuda.core rejects an empty macro list

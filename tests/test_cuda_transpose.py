@@ -164,3 +164,15 @@ def test_gpu_batched_and_misaligned_view():
     out = torch.empty(96, 64, device="cuda")
     T.run(T.build(c, "float32"), (big,), out)
     assert torch.equal(out, big.t()) and np.isfinite(out.cpu().numpy()).all()
+
+
+def test_check_is_bitwise_and_handles_size_one_dims():
+    torch = pytest.importorskip("torch")
+    for dtype in T.DTYPES:
+        for shape in [(1, 1), (1, 33), (31, 1), (5, 1, 7)]:
+            (x,) = T.make_inputs(shape, dtype, "cpu", 0)
+            ref = T.reference((x,))  # a [.., N, 1] result keeps a stride != 1 on its size-1 dim
+            assert T.check(ref.clone(), ref)[0]
+            bad = ref.contiguous().clone()
+            bad.flatten().view(torch.uint8)[0] ^= 1
+            assert not T.check(bad, ref)[0]

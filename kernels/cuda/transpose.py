@@ -273,7 +273,12 @@ def check(out: Any, ref: Any) -> tuple[bool, str]:
 
     if out.shape != ref.shape:
         return False, f"shape {tuple(out.shape)} != {tuple(ref.shape)}"
-    bad = (out.contiguous().view(torch.uint8) != ref.contiguous().view(torch.uint8)).sum().item()
+    # flatten first: a contiguous [N, 1] tensor may keep a stride != 1 on its size-1 dim, which view rejects
+    bad = (
+        (out.contiguous().flatten().view(torch.uint8) != ref.contiguous().flatten().view(torch.uint8))
+        .sum()
+        .item()
+    )
     return (bad == 0), ("exact" if bad == 0 else f"{bad} bytes differ")
 
 
