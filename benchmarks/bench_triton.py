@@ -133,6 +133,10 @@ def autopad_transpose_choice(
     return {**best[1], "_wavefronts": best[2]}
 
 
+TILES_WIDE = ((64, 64, 8), (64, 64, 4), (128, 64, 8), (64, 128, 8))  # (BM, BN, warps) for 4/8-byte types
+TILES_NARROW = ((128, 128, 8), (128, 128, 4), (64, 128, 4), (128, 64, 4))  # 1/2-byte types
+
+
 def bench_transpose(rec: Recorder, quick: bool) -> None:
     import torch
     from autopad.kernels.triton import transpose as T
@@ -187,22 +191,27 @@ def bench_transpose(rec: Recorder, quick: bool) -> None:
                 correct="exact" if ok else why,
             )
 
-        choice = autopad_transpose_choice(dtype)
-        choice.pop("_wavefronts")
-        vec = choice["VEC"]
-        plain = {**choice, "PAD": 0, "SW_VEC": 1, "PER_PHASE": 1, "MAX_PHASE": 1}
-        pad = {**plain, "PAD": vec}
-        variants = [("gluon autopad", choice), ("gluon unpadded", plain), ("gluon textbook pad", pad)]
-        if dtype == "float32" and not quick:  # a few more tiles for the 4-byte target
-            for bm, bn, w in ((64, 64, 4), (128, 128, 8), (32, 32, 4)):
-                c = autopad_transpose_choice(dtype, tiles=((bm, bn, w),))
-                c.pop("_wavefronts")
-                variants.append((f"gluon autopad {bm}x{bn}/{w}w", c))
-        for name, c in variants:
+        # autopad: the model picks the layout for each tile of a short list; the benchmark picks the tile
+        wide = T.pack(dtype) == 1
+        tiles = TILES_WIDE if wide else TILES_NARROW
+        if quick:
+            tiles = tiles[:1]
+        best = None
+        for bm, bn, w in tiles:
+            c = autopad_transpose_choice(dtype, tiles=((bm, bn, w),))
+            wf = c.pop("_wavefronts")
             built = T.build(c, dtype)
-            w = score(T.smem_pattern(c, dtype), T.layout(c, dtype)).wavefronts
-            timed(name, lambda b=built: T.run(b, x, out), json.dumps(c), w)  # noqa: B023 (called at once)
-        tl_cfgs = ((64, 64, 8), (128, 128, 8), (64, 64, 4)) if not quick else ((64, 64, 8),)
+            row = timed(f"gluon autopad {bm}x{bn}/{w}w", lambda b=built: T.run(b, x, out), json.dumps(c), wf)  # noqa: B023
+            if best is None or (row["ms"] == row["ms"] and row["ms"] < best[0]["ms"]):
+                best = (row, c)
+        rec.add(**{**best[0], "variant": "gluon autopad (tuned: best of list)"})
+        c = best[1]
+        plain = {**c, "PAD": 0, "SW_VEC": 1, "PER_PHASE": 1, "MAX_PHASE": 1}
+        for name, v in (("gluon unpadded", plain), ("gluon textbook pad", {**plain, "PAD": c["VEC"]})):
+            built = T.build(v, dtype)
+            wf = score(T.smem_pattern(v, dtype), T.layout(v, dtype)).wavefronts
+            timed(name, lambda b=built: T.run(b, x, out), json.dumps(v), wf)  # noqa: B023 (called at once)
+        tl_cfgs = ((64, 64, 8), (64, 64, 4), (128, 128, 8), (128, 128, 4)) if not quick else ((64, 64, 8),)
         for bm, bn, w in tl_cfgs:
             timed(
                 f"tl.trans {bm}x{bn}/{w}w",
@@ -216,7 +225,9 @@ def bench_transpose(rec: Recorder, quick: bool) -> None:
 # ---------------------------------------------------------------------------------------------- matmul
 
 
-def bench_matmul(rec: Recorder, quick: bool) -> None:
+def bench_matmul(
+    rec: Recorder, quick: bool, dtypes: tuple[str, ...] = ("bfloat16", "float16", "tf32")
+) -> None:
     import torch
     from autopad.kernels.triton import matmul as G
 
@@ -236,8 +247,8 @@ def bench_matmul(rec: Recorder, quick: bool) -> None:
             ],
         )
     ]
-    if not quick:
-        plans += [("float16", [G.DEFAULTS]), ("tf32", [{**G.DEFAULTS, "BN": 128, "BK": 32, "STAGES": 4}])]
+    plans += [("float16", [G.DEFAULTS]), ("tf32", [{**G.DEFAULTS, "BN": 128, "BK": 32, "STAGES": 4}])]
+    plans = [p for p in plans if p[0] in dtypes]
     for dtype, cfgs in plans:
         x = G.make_inputs(shape, dtype, "cuda", seed=3)
         ref = G.reference(x) if dtype != "tf32" else None
@@ -284,6 +295,9 @@ def bench_matmul(rec: Recorder, quick: bool) -> None:
             w = score(G.smem_pattern(c, dtype), G.layout(c, dtype)).wavefronts
             name = f"gluon {c['BM']}x{c['BN']}x{c['BK']} s{c['STAGES']} sw{c['SWIZZLE']}"
             timed(name, lambda b=built: G.run(b, x, out), json.dumps(c), w)  # noqa: B023 (called at once)
+        if dtype == "tf32":  # fp32 operands: the 128x256x64 x 3 stages tile needs 288 KB of shared memory
+            timed("tl.dot 128x128x32 s3", lambda: G.run_tl(x, out, 128, 128, 32, 3, 4))  # noqa: B023
+            continue
         timed("tl.dot 128x256x64 s3", lambda: G.run_tl(x, out, 128, 256, 64, 3, 8))  # noqa: B023 (called at once)
         if not quick:
             timed("tl.dot 128x128x64 s4", lambda: G.run_tl(x, out, 128, 128, 64, 4, 4))  # noqa: B023 (called at once)
@@ -300,16 +314,18 @@ def bench_histogram(rec: Recorder, quick: bool) -> None:
 
     n = 1 << 28
     shape = (n, 256)
+    base = {**H.DEFAULTS, "R": 8, "PAD": 32}
     cfgs = [
         ("R1", H.DEFAULTS),
         ("R8 pad32 (textbook)", H.textbook(shape, "int32")),
-        ("R32 pad32", {**H.DEFAULTS, "R": 32, "PAD": 32}),
-        ("R8 pad32 block4096 it8", {**H.DEFAULTS, "R": 8, "PAD": 32, "BLOCK": 4096, "ITERS": 8}),
-        (
-            "R8 pad32 block1024 it64 4w",
-            {**H.DEFAULTS, "R": 8, "PAD": 32, "BLOCK": 1024, "ITERS": 64, "WARPS": 4},
-        ),
+        ("R8 pad32 block4096 it8", {**base, "BLOCK": 4096, "ITERS": 8}),
+        ("R8 pad32 block4096 it8 16w", {**base, "BLOCK": 4096, "ITERS": 8, "WARPS": 16}),
+        ("R8 pad32 block8192 it4 16w", {**base, "BLOCK": 8192, "ITERS": 4, "WARPS": 16}),
+        ("R8 pad32 block8192 it8 8w", {**base, "BLOCK": 8192, "ITERS": 8}),
+        ("R32 pad32 block4096 it16 8w", {**base, "R": 32, "BLOCK": 4096, "ITERS": 16}),
     ]
+    if quick:
+        cfgs = cfgs[2:3]
     for dist in ("uniform", "equal"):
         x = H.make_inputs(shape, "int32", "cuda", seed=5, dist=dist)
         ref = H.reference(x)
@@ -398,6 +414,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("bench_out"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="transpose,matmul,histogram")
+    ap.add_argument("--matmul-dtypes", default="bfloat16,float16,tf32")
     ap.add_argument("--plot", type=Path, help="only draw the PNG for an existing CSV")
     args = ap.parse_args()
     if args.plot:
@@ -407,9 +424,10 @@ def main() -> None:
     t0 = time.time()
     for name in args.only.split(","):
         try:
-            {"transpose": bench_transpose, "matmul": bench_matmul, "histogram": bench_histogram}[name](
-                rec, args.quick
-            )
+            if name == "matmul":
+                bench_matmul(rec, args.quick, tuple(args.matmul_dtypes.split(",")))
+            else:
+                {"transpose": bench_transpose, "histogram": bench_histogram}[name](rec, args.quick)
         except Exception as e:  # keep what was measured; report the failure
             print(f"!! {name} failed: {type(e).__name__}: {e}", flush=True)
         print(f"-- {name} done at {time.time() - t0:.0f}s", flush=True)

@@ -64,9 +64,13 @@ def _eb(dtype: str) -> int:
 
 
 def textbook(shape: tuple[int, ...], dtype: str) -> dict[str, int]:
-    """The +1-word pad of the CUDA classic, made legal for 16-byte vectors: pad one vector."""
+    """The +1-word pad of the CUDA classic, made legal for 16-byte vectors: pad one vector.
+
+    Tile 64x64 for 4- and 8-byte types, 128x128 for narrower ones (one pass of 8 warps needs it).
+    """
     vec = max(1, 16 // _eb(dtype))
-    return {**DEFAULTS, "VEC": vec, "PAD": vec}
+    tile = 64 if _eb(dtype) >= 4 else 128
+    return {**DEFAULTS, "BM": tile, "BN": tile, "VEC": vec, "PAD": vec}
 
 
 def _tpw(extent: int, vec: int) -> int:
@@ -74,12 +78,24 @@ def _tpw(extent: int, vec: int) -> int:
     return max(1, min(32, extent // vec))
 
 
-def register_layouts(c: dict[str, int]) -> tuple[Blocked, Blocked]:
-    """(load layout, read-back layout): rows of VEC along N, then columns of VEC along M."""
+def pack(dtype: str) -> int:
+    """Columns each thread reads back together: enough narrow elements to fill one 4-byte bank word.
+
+    A column read of a row-major tile is one element per ``ld.shared``; for 1- and 2-byte types that
+    wastes most of each bank access (and issues 16 or 8 loads per 16-byte output vector), so the
+    read-back layout gives each thread ``4 // elem_bytes`` neighbouring columns: one 4-byte load fetches
+    them, and the thread then stores ``pack`` output rows of ``VEC`` elements each.
+    """
+    return max(1, 4 // DTYPE_BYTES[dtype])
+
+
+def register_layouts(c: dict[str, int], dtype: str = "float32") -> tuple[Blocked, Blocked]:
+    """(load layout, read-back layout): rows of VEC along N, then VEC x pack blocks along M."""
+    w = pack(dtype)
     tn = _tpw(c["BN"], c["VEC"])
     tm = _tpw(c["BM"], c["VEC"])
     lin = Blocked((1, c["VEC"]), (32 // tn, tn), (c["WARPS"], 1), (1, 0))
-    lout = Blocked((c["VEC"], 1), (tm, 32 // tm), (1, c["WARPS"]), (0, 1))
+    lout = Blocked((c["VEC"], w), (tm, 32 // tm), (1, c["WARPS"]), (0, 1))
     return lin, lout
 
 
@@ -108,10 +124,9 @@ def legal(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
         return Legality(False, f"VEC {vec} x {eb} bytes exceeds a 16-byte access")
     if bm % vec or bn % vec:
         return Legality(False, f"tile {bm}x{bn} is not a whole number of {vec}-element vectors")
-    if bm * bn < 32 * c["WARPS"] * vec:
-        return Legality(
-            False, f"tile {bm}x{bn} is smaller than {c['WARPS']} warps x 32 lanes x {vec}: replication"
-        )
+    tn, tm, w = _tpw(bn, vec), _tpw(bm, vec), pack(dtype)
+    if (32 // tn) * c["WARPS"] > bm or w * (32 // tm) * c["WARPS"] > bn:
+        return Legality(False, f"tile {bm}x{bn} is smaller than one pass of {c['WARPS']} warps: replication")
     pad, mp, sv, pp = c.get("PAD", 0), c.get("MAX_PHASE", 1), c.get("SW_VEC", 1), c.get("PER_PHASE", 1)
     if pad and mp > 1:
         return Legality(False, "padding and swizzle together: pick one")
@@ -131,7 +146,7 @@ def legal(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
 def smem_pattern(c: dict[str, int], dtype: str) -> tuple[Instruction, ...]:
     """Shared instructions of one block over one tile: the row-major store, then the column read."""
     lay = layout(c, dtype)
-    lin, lout = register_layouts(c)
+    lin, lout = register_layouts(c, dtype)
     shape = (c["BM"], c["BN"])
     return instructions(lin, shape, lay, "store") + instructions(lout, shape, lay, "load")
 
@@ -237,7 +252,8 @@ if HAS_TRITON:
         tile = gl.load(x_ptr + rm[:, None] * N + rn[None, :], mask=mask)
         # row-major into shared memory, in the layout autopad chose
         smem = gl.allocate_shared_memory(tile.dtype, [BM, BN], SMEM, tile)
-        # read it back column-wise: each thread VEC consecutive elements of a column (contiguous in y)
+        # read it back column-wise: each thread VEC consecutive elements of a column (contiguous in y),
+        # times pack(dtype) neighbouring columns so that narrow types load whole 4-byte words
         t = smem.load(L_OUT)
         om = pm * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L_OUT))
         on = pn * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L_OUT))
@@ -263,7 +279,7 @@ def gluon_layouts(c: dict[str, int], dtype: str) -> tuple[Any, Any, Any]:
     """(L_IN, L_OUT, SMEM) as Gluon layout objects."""
     from autopad.gluon_model import to_gluon
 
-    lin, lout = register_layouts(c)
+    lin, lout = register_layouts(c, dtype)
     return lin.gluon(), lout.gluon(), to_gluon(layout(c, dtype))
 
 
