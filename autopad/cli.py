@@ -138,7 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"autopad {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    from . import cli_tune
+
+    cli_tune.add_tune(sub)
+    cli_tune.add_sweep(sub)
+    cli_tune.add_export(sub)
+    cli_tune.add_cache(sub)
     _add_explain(sub)
+    cli_tune.add_validate(sub)
     return parser
 
 

@@ -168,8 +168,11 @@ class TuneResult:
             d.get("dist"),
         )
 
-    def table(self) -> str:
-        """The verbose report: shape key, winner, every timing, every failure with its reason."""
+    def table(self, limit: int = 12) -> str:
+        """The verbose report: shape key, winner, every timing, every failure with its reason.
+
+        Every measured candidate and baseline is listed; of the rest, the ``limit`` best predicted.
+        """
         head = (
             f"{self.kernel} [{self.backend}] shape={'x'.join(map(str, self.shape))} dtype={self.dtype}"
             + (f" dist={self.dist}" if self.dist else "")
@@ -183,22 +186,31 @@ class TuneResult:
             dev,
             self.message,
             "",
-            f"{'':2}{'candidate':44} {'layout':28} {'conf':>5} {'pred us':>9} {'meas us':>9} {'+-':>7}  note",
+            f"  {'layout':34} {'conf':>5} {'pred us':>9} {'meas us':>9} {'+-':>7}  constants / note",
         ]
+        shown = 0
+        hidden = 0
         for c in self.candidates:
-            mark = "*" if c.constants == self.best.constants else " "
             m = c.measurement
+            is_best = c.constants == self.best.constants
+            if m is None and not c.roles and not is_best:
+                if shown >= limit:
+                    hidden += 1
+                    continue
+                shown += 1
             meas = f"{m.ms * 1e3:9.1f}" if m is not None and m.ms is not None else f"{'-':>9}"
             spread = f"{m.spread_ms * 1e3:7.1f}" if m is not None and m.spread_ms is not None else f"{'':>7}"
             note = []
             if c.roles:
-                note.append("/".join(c.roles))
+                note.append("[" + "/".join(c.roles) + "]")
             if c.cached:
-                note.append("cached")
+                note.append("[cached]")
             if m is not None and not m.correct:
                 note.append(f"FAILED {m.error}")
             lines.append(
-                f"{mark} {c.key[:44]:44} {c.layout[:28]:28} {c.prediction.conflict_degree:5.2f} "
-                f"{c.prediction.seconds * 1e6:9.1f} {meas} {spread}  {' '.join(note)}"
+                f"{'*' if is_best else ' '} {c.layout[:34]:34} {c.prediction.conflict_degree:5.2f} "
+                f"{c.prediction.seconds * 1e6:9.1f} {meas} {spread}  {c.key} {' '.join(note)}".rstrip()
             )
+        if hidden:
+            lines.append(f"  ... and {hidden} more legal candidates, ranked lower by the model")
         return "\n".join(lines)
