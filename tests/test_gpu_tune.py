@@ -1,0 +1,75 @@
+"""The real thing on a GPU: tune() end to end, the ops, and fault isolation (skipped without a GPU)."""
+
+from __future__ import annotations
+
+import broken_kernel
+import pytest
+
+import autopad
+from autopad.bench import WorkerBenchmarker
+
+pytestmark = pytest.mark.gpu
+
+
+def test_tune_transpose_measures_and_picks_a_correct_fast_layout():
+    res = autopad.tune("transpose", (4096, 4096), "float32", backend="cuda", top_k=3, progress=False)
+    assert res.mode == "measured" and res.device.get("name")
+    assert res.best.measured is not None
+    measured = [c for c in res.candidates if c.measurement is not None]
+    assert all(c.correct for c in measured), [c.error for c in measured if not c.correct]
+    unpadded = next(c for c in measured if "unpadded" in c.roles)
+    assert res.best.measured <= unpadded.measured_ms * 1.02
+    again = autopad.tune("transpose", (4096, 4096), "float32", backend="cuda", top_k=3, progress=False)
+    assert again.mode == "cached" and again.best.constants == res.best.constants
+
+
+def test_faulting_hanging_and_wrong_candidates_never_win_and_tuning_goes_on():
+    bench = WorkerBenchmarker(timeout_s=20, compile_timeout_s=300)
+    res = autopad.tune(
+        broken_kernel, (1 << 20,), "float32", top_k=6, benchmarker=bench, progress=False, cache=False
+    )
+    by_mode = {c.constants["MODE"]: c for c in res.candidates}
+    assert res.best.constants == {"MODE": 0} and by_mode[0].correct
+    assert by_mode[1].error.startswith("fault") and "misaligned" in by_mode[1].error.lower()
+    assert by_mode[2].error.startswith("fault")
+    assert by_mode[3].error.startswith("timeout")
+    assert by_mode[4].error.startswith("wrong result")
+    assert by_mode[5].error.startswith("compile")
+    # and this process's own CUDA context is untouched
+    import torch
+
+    x = torch.ones(4, device="cuda")
+    assert float((x * 2).sum()) == 8.0
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (31, 33), (1000, 37), (3, 257, 129)])
+def test_ops_transpose_matches_torch(shape, monkeypatch):
+    import torch
+
+    monkeypatch.setenv("AUTOPAD_TUNE", "never")  # the model's pick: no tuning inside a unit test
+    x = torch.randn(shape, device="cuda")
+    assert torch.equal(autopad.ops.transpose(x), x.transpose(-1, -2).contiguous())
+
+
+def test_ops_histogram_and_matmul_match_torch(monkeypatch):
+    import torch
+
+    monkeypatch.setenv("AUTOPAD_TUNE", "never")
+    x = torch.randint(0, 256, (100_003,), device="cuda", dtype=torch.int32)
+    assert torch.equal(autopad.ops.histogram(x, 256).long(), torch.bincount(x, minlength=256))
+    a = torch.randn(257, 129, device="cuda")
+    b = torch.randn(129, 65, device="cuda")
+    ref = a.double() @ b.double()
+    err = ((autopad.ops.matmul(a, b).double() - ref).norm() / ref.norm()).item()
+    assert err < 1e-5
+
+
+def test_ops_reject_bad_tensors():
+    import torch
+
+    with pytest.raises(ValueError, match="x: autopad.ops runs on CUDA tensors"):
+        autopad.ops.transpose(torch.ones(4, 4))
+    with pytest.raises(ValueError, match="contiguous"):
+        autopad.ops.transpose(torch.ones(4, 6, device="cuda").t())
+    with pytest.raises(ValueError, match="bins"):
+        autopad.ops.histogram(torch.ones(4, device="cuda", dtype=torch.int32), 0)
