@@ -220,10 +220,17 @@ def _child(job: BenchJob, out: Any) -> None:
 class Worker:
     """One child process measuring one job; ``results`` yields measurements and survives a dying child."""
 
-    def __init__(self, job: BenchJob, timeout_s: float = 60.0, compile_timeout_s: float = 600.0):
+    def __init__(
+        self,
+        job: BenchJob,
+        timeout_s: float = 60.0,
+        compile_timeout_s: float = 600.0,
+        target: Callable[[BenchJob, Any], None] | None = None,
+    ):
         self.job = job
         self.timeout_s = timeout_s
         self.compile_timeout_s = compile_timeout_s
+        self.target = target or _child  # what the child process runs (tests swap in fakes)
 
     def results(self) -> Iterator[Measurement]:
         todo = list(self.job.candidates)
@@ -232,7 +239,7 @@ class Worker:
             job = BenchJob(**{**self.job.__dict__, "candidates": tuple(todo)})
             ctx = mp.get_context("spawn")
             q = ctx.Queue()
-            proc = ctx.Process(target=_child, args=(job, q), daemon=True)
+            proc = ctx.Process(target=self.target, args=(job, q), daemon=True)
             proc.start()
             current: str | None = None
             first = True
