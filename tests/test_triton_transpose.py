@@ -147,3 +147,23 @@ def test_gluon_matches_torch_on_gpu(dtype):
                 T.run_tl(x, out)
                 ok, why = T.check(out, T.reference(x))
                 assert ok, ("tl.trans", shape, dist, why)
+
+
+@pytest.mark.parametrize("dtype,load", [("bfloat16", "ld.shared.v2.b16"), ("int8", "ld.shared.b32")])
+def test_narrow_types_read_back_whole_words(dtype, load):
+    """The column read of 1- and 2-byte tiles fetches 4-byte words (pack(dtype) columns per thread)."""
+    pytest.importorskip("triton")
+    from autopad.gluon_model import compile_sm90, vector_width
+
+    c = {**T.textbook((64, 64), dtype), "PAD": 0, "SW_VEC": 16 // T.DTYPE_BYTES[dtype], "MAX_PHASE": 4}
+    lin, lout = T.register_layouts(c, dtype)
+    assert vector_width(lout, (c["BM"], c["BN"]), T.layout(c, dtype)) * T.DTYPE_BYTES[dtype] == 4
+    b = T.build(c, dtype)
+    t = SIG_TYPES[dtype]
+    k = compile_sm90(
+        b["kernel"],
+        {"x_ptr": f"*{t}", "y_ptr": f"*{t}", "M": "i32", "N": "i32"},
+        {"BM": c["BM"], "BN": c["BN"], "L_IN": b["L_IN"], "L_OUT": b["L_OUT"], "SMEM": b["SMEM"]},
+        num_warps=c["WARPS"],
+    )
+    assert load in k.asm["ptx"]

@@ -39,12 +39,19 @@ BACKEND = "triton"
 DTYPES = ("int32",)
 SPACE: dict[str, tuple[int, ...]] = {
     "BLOCK": (1024, 2048, 4096),
-    "ITERS": (4, 16, 64),
+    "ITERS": (4, 8, 16, 64),
     "WARPS": (4, 8),
     "R": (1, 8, 32),
     "PAD": (0, 32),
 }
 DEFAULTS = {"BLOCK": 2048, "ITERS": 16, "WARPS": 8, "R": 1, "PAD": 0}
+BEST_H200 = {
+    "BLOCK": 4096,
+    "ITERS": 8,
+    "WARPS": 8,
+    "R": 8,
+    "PAD": 32,
+}  # fastest measured (0.82 ms, 256M int32)
 
 
 def textbook(shape: tuple[int, ...], dtype: str) -> dict[str, int]:
