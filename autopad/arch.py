@@ -37,6 +37,7 @@ class Arch:
     max_blocks_per_sm: int = 32
     sm_count: int = 132
     dram_bytes_per_s: float = 4.224e12  # device-to-device copy, bytes read + written (measured on H200)
+    dram_latency_s: float = 1.0e-6  # loaded DRAM latency the bytes in flight must cover (fitted, see search)
     smem_bytes_per_clk_per_sm: int = 128  # one wavefront per clock per SM
     clock_hz: float = 1.98e9
     fp32_flops: float = 51e12  # cuBLAS fp32 8192^3 (measured on H200)

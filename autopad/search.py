@@ -127,9 +127,17 @@ def predict(
     waves = blocks / (a.sm_count * per_sm)
     wave_factor = math.ceil(waves) / waves if waves > 0 else 1.0
 
-    # memory needs enough warps in flight to cover latency: below a quarter of the SM's warps the
-    # achievable bandwidth falls in proportion (Little's law with ~600 ns latency at 4 TB/s)
-    mem_eff = min(1.0, occupancy / 0.25)
+    # Little's law: to stream at the copy bandwidth an SM needs latency x its share of the bandwidth in
+    # flight (~1 us x 32 GB/s = 32 KB on an H200). A spec that says how many bytes each thread has in
+    # flight (``inflight_bytes``) is judged by that, on a smooth knee x / (1 + x^4)^(1/4) that gives 0.84 at
+    # exactly enough (the 32x33 fp32 transpose: 16 bytes x 2048 threads, measured 0.84 of copy); otherwise
+    # by occupancy alone (a quarter of the SM's threads taken as enough).
+    if "inflight_bytes" in info:
+        need = a.dram_latency_s * a.dram_bytes_per_s / a.sm_count
+        x = per_sm * threads * float(info["inflight_bytes"]) / need
+    else:
+        x = occupancy / 0.25
+    mem_eff = x / (1.0 + x**4) ** 0.25 if x > 0 else 1e-9
     t_dram = traffic["bytes"] / (a.dram_bytes_per_s * mem_eff)
     t_smem = cost.wavefronts * tiles * blocks / a.smem_wavefronts_per_s
     t_flops = traffic.get("flops", 0) / a.fp32_flops

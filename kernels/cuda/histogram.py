@@ -202,6 +202,7 @@ def launch_info(constants: dict[str, int], shape: tuple[int, ...], dtype: str = 
         "smem_bytes": layout(c, dtype).footprint,
         "tiles_per_block": passes * math.ceil(n / (per_iter * _blocks(c))),
         "passes": passes,
+        "inflight_bytes": c["ITEMS"] * 16,  # ITEMS 16-byte loads per thread per iteration
     }
 
 

@@ -46,6 +46,9 @@ DEFAULTS: dict[str, int] = {
     "SW_MAX_PHASE": 1,
     "READOUT": 0,
 }
+# smem_pattern depends on these alone: candidates that differ only in PAD / SW_* share one pattern
+PATTERN_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "READOUT")
+SOURCE_FILES = (str(Path(__file__).with_name("transpose.cu")), str(Path(__file__).with_name("common.cuh")))
 SMEM_BUDGET = 227 * 1024
 MAX_VEC_REGS = 64  # 4-byte registers the load phase may hold per thread (LPASS x VEC x elem / 4)
 _SOURCE = Path(__file__).with_name("transpose.cu")
@@ -172,11 +175,14 @@ def _grid(constants: dict[str, int], shape: tuple[int, ...]) -> tuple[int, int, 
 def launch_info(constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict:
     gx, gy, gz = _grid(constants, shape)
     b = _dims(shape)[0]
+    lpass = _phases(constants)[2]
     return {
         "blocks": gx * gy * gz,
         "threads": constants["THREADS"],
         "smem_bytes": layout(constants, dtype).footprint,
         "tiles_per_block": math.ceil(b / gz),
+        # the load loop issues all its passes before the first use: bytes each thread has in flight
+        "inflight_bytes": lpass * constants["VEC"] * _elem(dtype),
     }
 
 
