@@ -73,7 +73,7 @@ def constants_for(
             stacklevel=3,
         )
     elif mode == "never":
-        constants, how = dict(rank(spec, shape, dtype)[0].params), "model's pick"
+        constants, how = dict(rank(spec, shape, dtype, dist=dist)[0].params), "model's pick"
         warnings.warn(
             f"autopad: {spec.NAME} {'x'.join(map(str, shape))} {dtype} is not tuned; using the "
             f"model's pick (AUTOPAD_TUNE=never)",
@@ -144,7 +144,9 @@ def histogram(x: Any, bins: int, dist: str | None = None, backend: str = "auto")
     if x.dim() != 1:
         raise ValueError(f"x: histogram takes a 1-D tensor of bin indices, got {x.dim()}-D")
     dtype = normalize_dtype(x.dtype)
-    return _run("histogram", (x, bins), (x.numel(), bins), dtype, dist or "uniform", dev, backend)
+    spec = builtin_spec("histogram", backend)
+    inputs = spec.inputs_from(x, bins) if hasattr(spec, "inputs_from") else (x, bins)
+    return _run("histogram", inputs, (x.numel(), bins), dtype, dist or "uniform", dev, backend)
 
 
 def matmul(a: Any, b: Any, backend: str = "auto") -> Any:

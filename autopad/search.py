@@ -82,20 +82,26 @@ def enumerate_candidates(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -
 _PATTERNS: dict[tuple, tuple] = {}
 
 
-def _pattern(spec: KernelSpec, constants: dict[str, int], dtype: str) -> tuple:
+def _pattern(spec: KernelSpec, constants: dict[str, int], dtype: str, dist: str | None = None) -> tuple:
     """The spec's access pattern, shared by candidates that differ only in layout constants.
 
     A spec may list in ``PATTERN_KEYS`` the constants its pattern depends on (tile, threads, vector
     width); candidates that agree on those reuse one pattern object, so only the layout is re-applied.
     """
+
+    def make() -> tuple:
+        if dist is not None:  # data-dependent kernels (histograms) see the input class
+            return tuple(spec.smem_pattern(constants, dtype, dist=dist))
+        return tuple(spec.smem_pattern(constants, dtype))
+
     keys = getattr(spec, "PATTERN_KEYS", None)
     if keys is None:
-        return tuple(spec.smem_pattern(constants, dtype))
-    memo = (id(spec.impl), dtype, tuple(constants[k] for k in keys))
+        return make()
+    memo = (id(spec.impl), dtype, dist, tuple(constants[k] for k in keys))
     if memo not in _PATTERNS:
         if len(_PATTERNS) > 512:
             _PATTERNS.clear()
-        _PATTERNS[memo] = tuple(spec.smem_pattern(constants, dtype))
+        _PATTERNS[memo] = make()
     return _PATTERNS[memo]
 
 
@@ -105,11 +111,12 @@ def predict(
     shape: tuple[int, ...],
     dtype: str,
     arch: str | Arch = "sm_90",
+    dist: str | None = None,
 ) -> Prediction:
     """Predicted run time of one candidate from its access pattern, footprint and traffic."""
     a = get_arch(arch)
     layout = spec.layout(constants, dtype)
-    cost = score_pattern(_pattern(spec, constants, dtype), layout, a)
+    cost = score_pattern(_pattern(spec, constants, dtype, dist), layout, a)
     info = spec.launch_info(constants, shape, dtype)
     traffic = spec.traffic(shape, dtype)
     blocks, threads = int(info["blocks"]), int(info["threads"])
@@ -166,6 +173,7 @@ def rank(
     dtype: str,
     arch: str | Arch = "sm_90",
     extra: list[dict[str, int]] | None = None,
+    dist: str | None = None,
 ) -> list[Candidate]:
     """All legal candidates, best predicted first; ties go to fewer conflicts, then the smaller footprint.
 
@@ -178,7 +186,7 @@ def rank(
             seen[frozen] = c
     out = []
     for frozen, c in seen.items():
-        p = predict(spec, c, shape, dtype, arch)
+        p = predict(spec, c, shape, dtype, arch, dist)
         out.append(Candidate(frozen, spec.layout(c, dtype), p, _roles(spec, c, shape, dtype)))
     out.sort(
         key=lambda c: (c.prediction.seconds, c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key)

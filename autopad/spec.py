@@ -31,7 +31,9 @@ Optional: ``DEFAULTS`` (the unpadded baseline constants), ``textbook(shape, dtyp
 ``PATTERN_KEYS`` (the constants ``smem_pattern`` depends on: candidates equal in them share one pattern),
 ``ACCUMULATES`` (True when ``run`` adds into ``out``: the harness zeroes it before every run),
 ``DISTS`` (input classes that change the speed, e.g. ("uniform", "skewed", "single")) and
-``check_shape(shape)`` (raise ValueError for a shape the kernel cannot take).
+``check_shape(shape)`` (raise ValueError for a shape the kernel cannot take) and
+``inputs_from(*args)`` (the kernel's input tuple from an ``autopad.ops`` call's arguments).
+With ``DISTS``, ``smem_pattern`` also takes ``dist=`` (the input class decides which bins collide).
 """
 
 from __future__ import annotations

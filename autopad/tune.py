@@ -240,7 +240,7 @@ def tune(
                 print(res.table())
             return res
 
-    ranked = rank(spec, shape, dtype, arch, extra=baselines(spec, shape, dtype))
+    ranked = rank(spec, shape, dtype, arch, extra=baselines(spec, shape, dtype), dist=dist)
     if not ranked:
         raise ValueError(f"{spec.NAME}: no legal candidate for shape {shape} and dtype {dtype}")
     short = shortlist(ranked, top_k)

@@ -41,6 +41,11 @@ DEFAULTS: dict[str, int] = {
     "BINS_PER_PASS": 256, "REPLICAS": 1, "INTERLEAVED": 0, "PAD": 0, "AGG": 0,
     "THREADS": 256, "ITEMS": 2, "BLOCKS_PER_SM": 4,
 }  # fmt: skip
+# input classes that change the speed (the tuner keys its cache by them); aliases are the names above
+DISTS = ("uniform", "skewed", "single")
+_DIST_ALIASES = {"skewed": "zipf", "single": "equal"}
+PATTERN_KEYS = ("BINS_PER_PASS", "REPLICAS", "INTERLEAVED", "PAD", "AGG", "THREADS", "ITEMS")
+SOURCE_FILES = (str(Path(__file__).with_name("histogram.cu")), str(Path(__file__).with_name("common.cuh")))
 SM_COUNT = 132  # H200; run() reads the real count from the device
 SMEM_PER_SM = 228 * 1024
 SMEM_BUDGET = 227 * 1024
@@ -104,6 +109,7 @@ def legal(constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32
 
 
 def _sample(dist: str, bins: int, size: int, seed: int = 0) -> np.ndarray:
+    dist = _DIST_ALIASES.get(dist, dist)
     rng = np.random.default_rng(seed)
     if dist == "uniform":
         return rng.integers(0, bins, size)
@@ -224,6 +230,7 @@ def make_inputs(
 
     n, bins = _dims(shape)
     g = torch.Generator(device=device).manual_seed(seed)
+    dist = _DIST_ALIASES.get(dist, dist)
     if dist == "uniform":
         x = torch.randint(0, bins, (n,), generator=g, device=device, dtype=torch.int64)
     elif dist == "equal":
@@ -521,3 +528,10 @@ def w_presets(bins: int = 256) -> dict[str, dict[str, int]]:
     if bpp > 1024:
         out = {k: dict(v, THREADS=1024, BLOCKS_PER_SM=1) for k, v in out.items()}
     return {k: v for k, v in out.items() if _w_legal(v, (1 << 20, bins))}
+
+
+def inputs_from(x: Any, bins: int) -> tuple[Any, ...]:
+    """The kernel's inputs for ``autopad.ops.histogram(x, bins)``: values and an empty [bins, 0] marker."""
+    import torch
+
+    return (x, torch.empty((bins, 0), device=x.device, dtype=torch.int32))
