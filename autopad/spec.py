@@ -65,6 +65,7 @@ REQUIRED = (
 DTYPE_BYTES = {
     "float64": 8,
     "float32": 4,
+    "tf32": 4,  # float32 storage, tensor-core arithmetic
     "float16": 2,
     "bfloat16": 2,
     "float8_e4m3fn": 1,

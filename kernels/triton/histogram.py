@@ -44,6 +44,8 @@ SPACE: dict[str, tuple[int, ...]] = {
     "R": (1, 8, 32),
     "PAD": (0, 32),
 }
+# input classes that change the speed (the tuner keys its cache by them)
+DISTS = ("uniform", "skewed", "single")
 DEFAULTS = {"BLOCK": 2048, "ITERS": 16, "WARPS": 8, "R": 1, "PAD": 0}
 BEST_H200 = {
     "BLOCK": 4096,
@@ -82,7 +84,7 @@ def layout(c: dict[str, int], dtype: str, bins: int = 256) -> Replicated:
     return Replicated(bins, c["R"], 4, pad=c["PAD"])
 
 
-def smem_pattern(c: dict[str, int], dtype: str) -> tuple[Instruction, ...]:
+def smem_pattern(c: dict[str, int], dtype: str, dist: str = "uniform") -> tuple[Instruction, ...]:
     """None under the kernel's control (tl.histogram's own shared traffic is data-independent)."""
     return ()
 
@@ -110,7 +112,7 @@ def make_inputs(
 
     n, bins = int(shape[0]), _bins(shape)
     g = torch.Generator(device="cpu").manual_seed(seed)
-    if dist == "equal":
+    if dist in ("equal", "single"):
         x = torch.full((n,), 5 % bins, dtype=torch.int32)
     elif dist == "skewed":
         x = torch.distributions.Geometric(probs=torch.tensor(0.3)).sample((n,)).clamp(max=bins - 1)
