@@ -22,6 +22,9 @@ from autopad.layouts import Legality, Padded, Swizzled
 NAME = "matmul"
 BACKEND = "cuda"
 DTYPES = ("float32",)
+# smem_pattern reads only these; candidates that differ in operand layouts alone share one pattern
+PATTERN_KEYS = ("BM", "BN", "BK", "TM", "TN")
+SOURCE_FILES = (str(Path(__file__).with_name("matmul.cu")), str(Path(__file__).with_name("common.cuh")))
 SPACE: dict[str, tuple[int, ...]] = {
     "BM": (64, 128),
     "BN": (64, 128),
