@@ -423,6 +423,12 @@ class Cache:
                 if c.measurement is not None:
                     data["measurements"][c.key] = {**c.measurement.to_dict(), "key": c.key}
             data["result"] = {"params": _norm(params), "result": result.to_dict()}
+        path = self.path(key)
+        try:  # this process need not read back what it just wrote
+            st = path.stat()
+            _MEMO[str(path)] = ((st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns), _norm(params), result)
+        except OSError:
+            pass
 
     def clear(self, kernel: str | None = None) -> int:
         """Delete autopad's tune-cache files (only one kernel's, if given); returns how many were removed.

@@ -44,6 +44,7 @@ _LOCK = threading.Lock()
 _MEM_CUBINS: dict[str, bytes] = {}
 _MEM_KERNELS: dict[tuple[str, str, int], Any] = {}
 _STREAMS: dict[tuple[int, int], Any] = {}
+_CURRENT = threading.local()  # which device this thread has made current for cuda.core
 _SMEM_RAISED: dict[tuple[int, int], int] = {}
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 
@@ -254,6 +255,11 @@ def launch(
     from cuda.core import launch as cc_launch
 
     device = torch.cuda.current_device()
+    if getattr(_CURRENT, "device", None) != device:
+        # cuda.core's current device is per thread: a kernel built in a worker thread is launched
+        # from another one (the benchmark compiles in parallel, then times on the main thread)
+        Device(device).set_current()
+        _CURRENT.device = device
     ts = torch.cuda.current_stream(device)
     skey = (device, ts.cuda_stream)
     stream = _STREAMS.get(skey)

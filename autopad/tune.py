@@ -156,6 +156,29 @@ def _tie_break(tied: Iterable[Candidate]) -> Candidate:
     return min(tied, key=lambda c: (c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
 
 
+_CACHED_UNMEASURED = 48
+
+
+def _for_cache(res: TuneResult) -> TuneResult:
+    """The result as cached: every measured candidate and baseline, and the model's best unmeasured ones.
+
+    A space of thousands of candidates would make every later cache hit parse megabytes; the ones left
+    out were neither measured nor near the top of the model's ranking.
+    """
+    keep, rest = [], 0
+    for c in res.candidates:
+        if c.measurement is not None or c.roles or c.constants == res.best.constants:
+            keep.append(c)
+        elif rest < _CACHED_UNMEASURED:
+            keep.append(c)
+            rest += 1
+    left = len(res.candidates) - len(keep)
+    if not left:
+        return res
+    note = f"; {left} lower-ranked unmeasured candidates not kept in the cache"
+    return TuneResult(**{**res.__dict__, "candidates": tuple(keep), "message": res.message + note})
+
+
 def tune(
     kernel: str | ModuleType | Any,
     shape: Any,
@@ -326,7 +349,7 @@ def tune(
         dist,
     )
     if store is not None:
-        store.put_result(key, res, params)
+        store.put_result(key, _for_cache(res), params)
     if mode == "model-only" and not measuring:
         print(f"autopad: {NO_GPU_MESSAGE}", file=sys.stderr)
     if verbose:

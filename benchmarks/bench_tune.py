@@ -66,9 +66,9 @@ def spearman(x: list[float], y: list[float]) -> float:
     return float(np.corrcoef(a, b)[0, 1])
 
 
-def run_items(out: Path, top_k: int) -> list[dict]:
+def run_items(out: Path, top_k: int, which: list[int] | None = None) -> list[dict]:
     rows = []
-    for kernel, backend, shape, dtype, dist in ITEMS:
+    for kernel, backend, shape, dtype, dist in [ITEMS[i] for i in (which or range(len(ITEMS)))]:
         t0 = time.perf_counter()
         try:
             res = autopad.tune(kernel, shape, dtype, backend=backend, dist=dist, top_k=top_k, progress=False)
@@ -186,10 +186,12 @@ def main() -> None:
     ap.add_argument("--top-k", type=int, default=6)
     ap.add_argument("--quality-sample", type=int, default=60)
     ap.add_argument("--skip-items", action="store_true")
+    ap.add_argument("--items", help="comma-separated indices into ITEMS (default: all)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = [] if args.skip_items else run_items(out, args.top_k)
+    which = [int(i) for i in args.items.split(",")] if args.items else None
+    rows = [] if args.skip_items else run_items(out, args.top_k, which)
     if rows:
         cols = sorted(
             {k for r in rows for k in r}, key=lambda k: (k not in ("kernel", "backend", "shape"), k)
