@@ -32,8 +32,10 @@ extern "C" __global__ void broken_copy(float* out, const float* in, int n) {
 #elif MODE == 2
     out[i + (1 << 28)] = in[i];
 #elif MODE == 3
-    volatile int spin = 1;
-    while (spin) { }
+    // spin on the clock for ~2^40 cycles (minutes): clock64() is volatile, so this cannot be optimised away
+    // (a plain `while (spin)` on a local may be, and was: the run of 2026-11-29 finished it correctly)
+    long long t0 = clock64();
+    while (clock64() - t0 < (1LL << 40)) { }
     out[i] = in[i];
 #elif MODE == 4
     out[i] = in[i] + (i == 7 ? 1.0f : 0.0f);
