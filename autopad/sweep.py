@@ -149,7 +149,9 @@ def run_sweep(
 
     def start(dev: int) -> None:
         q = ctx.Queue()
-        p = ctx.Process(target=_worker, args=(dev, task, q, done), daemon=True)
+        p = ctx.Process(
+            target=_worker, args=(dev, task, q, done)
+        )  # not daemonic: tune() starts its own workers
         p.start()
         workers[dev] = (p, q)
 

@@ -36,3 +36,14 @@ def raises(item, device):
     if item.dtype == "bad":
         raise RuntimeError("user kernel raised")
     return ok(item, device)
+
+
+def nested(item, device):
+    """Starts a process of its own, as tune() does for its benchmark worker."""
+    import multiprocessing as mp
+    import time
+
+    p = mp.get_context("spawn").Process(target=time.sleep, args=(0,))
+    p.start()
+    p.join()
+    return {**ok(item, device), "mode": f"nested exit {p.exitcode}"}

@@ -59,3 +59,10 @@ def test_csv_and_png(tmp_path):
 def test_no_devices_is_an_error():
     with pytest.raises(ValueError, match="devices"):
         run_sweep(_work(), devices=())
+
+
+def test_a_worker_may_start_processes_of_its_own():
+    """tune() inside a sweep worker starts a benchmark worker: sweep workers must not be daemonic
+    (the first two-GPU run on 2026-11-29 failed every item with 'daemonic processes are not allowed')."""
+    rows = run_sweep(_work(("a",)), devices=(0,), task="fake_sweep_tasks:nested", progress=False)
+    assert [r["mode"] for r in rows] == ["nested exit 0", "nested exit 0"]
