@@ -27,7 +27,7 @@ from .cache import Cache, CacheKey
 from .kernels_registry import builtin_spec, source_hash
 from .layouts import Swizzled
 from .results import Best, CandidateResult, Measurement, TuneResult
-from .search import Candidate, baselines, rank, shortlist
+from .search import Candidate, baselines, check_legal, rank, shortlist
 from .spec import DTYPE_BYTES, KernelSpec
 
 __all__ = ["tune", "resolve", "normalize_dtype", "normalize_shape"]
@@ -265,7 +265,12 @@ def tune(
 
     ranked = rank(spec, shape, dtype, arch, extra=baselines(spec, shape, dtype), dist=dist)
     if not ranked:
-        raise ValueError(f"{spec.NAME}: no legal candidate for shape {shape} and dtype {dtype}")
+        probe = getattr(spec, "DEFAULTS", None) or {k: v[0] for k, v in spec.SPACE.items()}
+        why = check_legal(spec, probe, shape, dtype).reason
+        raise ValueError(
+            f"shape: {spec.NAME} [{spec.BACKEND}] has no legal candidate for shape {shape} and "
+            f"dtype {dtype}; its default candidate is rejected because: {why}"
+        )
     short = shortlist(ranked, top_k)
     if budget is not None:
         short = short[:budget]

@@ -148,3 +148,14 @@ def test_bad_arguments_name_themselves(kwargs, match):
 def test_unknown_kernel_name():
     with pytest.raises(ValueError, match="unknown kernel 'fft'"):
         autopad.tune("fft", SHAPE)
+
+
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+@pytest.mark.parametrize(
+    "kernel, shape", [("transpose", (5,)), ("transpose", (2, 3, 4, 5)), ("histogram", (100,))]
+)
+def test_wrong_rank_shapes_say_what_is_allowed(kernel, shape, backend, monkeypatch):
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    dtype = "int32" if kernel == "histogram" else "float32"
+    with pytest.raises(ValueError, match=r"(?i)shape.*(\(n, bins\)|\[M, N\])"):
+        autopad.tune(kernel, shape, dtype, backend=backend, progress=False)
