@@ -175,6 +175,7 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shape")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--backend", default="auto", choices=("auto", "cuda", "triton"))
+    p.add_argument("--dist", help="histogram input class the result was tuned for (default uniform)")
     p.add_argument("--overwrite", action="store_true", help="replace a different existing file")
     p.set_defaults(handler=_run_export)
 
@@ -188,7 +189,7 @@ def _run_export(args: argparse.Namespace) -> int:
                 raise _Bad("give result files or --kernel, not both")
             if not args.shape:
                 raise _Bad("--kernel needs --shape")
-            results = [_from_cache(args.kernel, args.shape, args.dtype, args.backend)]
+            results = [_from_cache(args.kernel, args.shape, args.dtype, args.backend, args.dist)]
         elif args.results:
             results = [load_result(p) for p in args.results]
         else:
@@ -209,26 +210,16 @@ def _run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _from_cache(kernel: str, shape: str, dtype: str, backend: str):
-    from . import __version__
+def _from_cache(kernel: str, shape: str, dtype: str, backend: str, dist: str | None = None):
     from .bench import device_info
-    from .cache import Cache, CacheKey
-    from .kernels_registry import builtin_spec, source_hash
-    from .tune import normalize_dtype, normalize_shape
+    from .cache import Cache
+    from .kernels_registry import builtin_spec
+    from .tune import cache_key, normalize_dtype, normalize_shape
 
     spec = builtin_spec(kernel, backend)
-    dev = device_info(0)
-    key = CacheKey(
-        __version__,
-        dev.get("name", ""),
-        dev.get("cc", ""),
-        spec.BACKEND,
-        spec.NAME,
-        source_hash(spec),
-        normalize_shape(shape),
-        normalize_dtype(dtype),
-        None,
-    )
+    if getattr(spec, "DISTS", None):
+        dist = dist or spec.DISTS[0]
+    key = cache_key(spec, normalize_shape(shape), normalize_dtype(dtype), dist, device_info(0))
     found = Cache().nearest(key)
     if found is None or found[0].shape != key.shape:
         raise _Bad(f"no cached result for {kernel} {shape} {dtype} on this machine; run autopad tune first")

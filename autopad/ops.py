@@ -19,13 +19,12 @@ import os
 import warnings
 from typing import Any
 
-from . import __version__
 from .bench import device_info
-from .cache import Cache, CacheKey
-from .kernels_registry import builtin_spec, source_hash
+from .cache import Cache
+from .kernels_registry import builtin_spec
 from .search import rank
 from .spec import KernelSpec
-from .tune import normalize_dtype, tune
+from .tune import cache_key, normalize_dtype, tune
 
 __all__ = ["transpose", "histogram", "matmul", "constants_for"]
 
@@ -48,18 +47,7 @@ def constants_for(
     memo = (spec.NAME, spec.BACKEND, shape, dtype, dist, device)
     if memo in _MEMO:
         return _MEMO[memo], "memo"
-    dev = device_info(device)
-    key = CacheKey(
-        __version__,
-        dev.get("name", ""),
-        dev.get("cc", ""),
-        spec.BACKEND,
-        spec.NAME,
-        source_hash(spec),
-        shape,
-        dtype,
-        dist,
-    )
+    key = cache_key(spec, shape, dtype, dist, device_info(device))
     found = Cache().nearest(key)
     mode = _tune_mode()
     if found is not None and found[0].shape == shape:

@@ -30,7 +30,7 @@ from .results import Best, CandidateResult, Measurement, TuneResult
 from .search import Candidate, baselines, check_legal, rank, shortlist
 from .spec import DTYPE_BYTES, KernelSpec
 
-__all__ = ["tune", "resolve", "normalize_dtype", "normalize_shape"]
+__all__ = ["tune", "resolve", "normalize_dtype", "normalize_shape", "cache_key"]
 
 NO_GPU_MESSAGE = "no GPU (or AUTOPAD_NO_BENCH=1): ranked by the model alone, nothing was measured"
 
@@ -90,6 +90,23 @@ def _device_index(device: Any) -> int:
     if text.startswith("cuda:") and text[5:].isdigit():
         return int(text[5:])
     raise ValueError(f"device: {device!r} is not a CUDA device (use an index, 'cuda' or 'cuda:N')")
+
+
+def cache_key(
+    spec: KernelSpec, shape: tuple[int, ...], dtype: str, dist: str | None, dev: dict[str, Any]
+) -> CacheKey:
+    """The cache key of one tuning question on the device ``dev`` (``bench.device_info``; {} = no GPU)."""
+    return CacheKey(
+        __version__,
+        dev.get("name", ""),
+        dev.get("cc", ""),
+        spec.BACKEND,
+        spec.NAME,
+        source_hash(spec),
+        shape,
+        dtype,
+        dist,
+    )
 
 
 def _environment() -> dict[str, Any]:
@@ -234,17 +251,7 @@ def tune(
     get_arch(arch)
 
     store = Cache() if cache else None
-    key = CacheKey(
-        __version__,
-        dev.get("name", ""),
-        dev.get("cc", ""),
-        spec.BACKEND,
-        spec.NAME,
-        source_hash(spec),
-        shape,
-        dtype,
-        dist,
-    )
+    key = cache_key(spec, shape, dtype, dist, dev)
     # the space is a search parameter, not part of the key: adding a candidate keeps the old timings
     space = {k: list(v) for k, v in sorted(spec.SPACE.items())}
     params = {"top_k": top_k, "budget": budget, "arch": arch, "measuring": measuring, "space": space}
