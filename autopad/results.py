@@ -186,7 +186,7 @@ class TuneResult:
             dev,
             self.message,
             "",
-            f"  {'layout':34} {'conf':>5} {'pred us':>9} {'meas us':>9} {'+-':>7}  constants / note",
+            f"  {'layout':40} {'conf':>5} {'pred us':>9} {'meas us':>9} {'+-':>7}  constants / note",
         ]
         shown = 0
         hidden = 0
@@ -208,7 +208,7 @@ class TuneResult:
             if m is not None and not m.correct:
                 note.append(f"FAILED {m.error}")
             lines.append(
-                f"{'*' if is_best else ' '} {c.layout[:34]:34} {c.prediction.conflict_degree:5.2f} "
+                f"{'*' if is_best else ' '} {c.layout[:40]:40} {c.prediction.conflict_degree:5.2f} "
                 f"{c.prediction.seconds * 1e6:9.1f} {meas} {spread}  {c.key} {' '.join(note)}".rstrip()
             )
         if hidden:
