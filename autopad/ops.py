@@ -74,16 +74,32 @@ def constants_for(
     return constants, how
 
 
+def _spec_for(kernel: str, dtype: str, backend: str) -> KernelSpec:
+    """The built-in spec for ``kernel``; with "auto", the first of CUDA and Triton that takes ``dtype``."""
+    if backend != "auto":
+        return builtin_spec(kernel, backend)
+    first = builtin_spec(kernel, "auto")
+    if dtype in first.DTYPES:
+        return first
+    for b in ("cuda", "triton"):
+        spec = builtin_spec(kernel, b)
+        if dtype in spec.DTYPES:
+            return spec
+    return first  # tune() then names the dtypes it supports
+
+
 def _run(
     kernel: str,
-    inputs: tuple,
+    args: tuple,
     shape: tuple[int, ...],
     dtype: str,
     dist: str | None,
     device: int,
     backend: str,
 ) -> Any:
-    spec = builtin_spec(kernel, backend)
+    spec = _spec_for(kernel, dtype, backend)
+    # a spec may want its inputs in its own form (a histogram's bin count, a matmul's B transposed)
+    inputs = spec.inputs_from(*args) if hasattr(spec, "inputs_from") else args
     constants, _ = constants_for(spec, shape, dtype, dist, device)
     bkey = (spec.NAME, spec.BACKEND, tuple(sorted(constants.items())), dtype, device)
     if bkey not in _BUILT:
@@ -132,9 +148,7 @@ def histogram(x: Any, bins: int, dist: str | None = None, backend: str = "auto")
     if x.dim() != 1:
         raise ValueError(f"x: histogram takes a 1-D tensor of bin indices, got {x.dim()}-D")
     dtype = normalize_dtype(x.dtype)
-    spec = builtin_spec("histogram", backend)
-    inputs = spec.inputs_from(x, bins) if hasattr(spec, "inputs_from") else (x, bins)
-    return _run("histogram", inputs, (x.numel(), bins), dtype, dist or "uniform", dev, backend)
+    return _run("histogram", (x, bins), (x.numel(), bins), dtype, dist or "uniform", dev, backend)
 
 
 def matmul(a: Any, b: Any, backend: str = "auto") -> Any:

@@ -232,6 +232,11 @@ def make_inputs(
     return a.to(_tdt(dtype)).to(device), b.to(_tdt(dtype)).to(device)
 
 
+def inputs_from(a: Any, b: Any) -> tuple[Any, Any]:
+    """``autopad.ops.matmul(a, b)`` with b [K, N]: this kernel reads B as [N, K] (K-major for wgmma)."""
+    return a, b.t().contiguous()
+
+
 def alloc_output(inputs: tuple[Any, ...], constants: dict[str, int] | None = None) -> Any:
     import torch
 
