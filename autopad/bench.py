@@ -14,6 +14,7 @@ kernels are imported only in the child and only when a GPU path needs them.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import multiprocessing as mp
 import os
 import queue
