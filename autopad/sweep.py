@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import importlib
+import io
 import multiprocessing as mp
 import queue
 import sys
@@ -248,8 +249,6 @@ def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    import io
-
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
     w.writeheader()

@@ -283,6 +283,7 @@ def tune(
         short = short[:budget]
     meas: dict[str, Measurement] = {}
     cached_keys: set[str] = set()
+    tied: list[Candidate] = []  # correct candidates within noise of the fastest, after any re-timing
 
     if not measuring:
         mode, message = "model-only", NO_GPU_MESSAGE
@@ -291,7 +292,8 @@ def tune(
     else:
         mode = "measured"
         if store is not None:
-            meas = {k: m for k, m in store.measurements(key).items() if any(c.key == k for c in short)}
+            wanted = {c.key for c in short}
+            meas = {k: m for k, m in store.measurements(key).items() if k in wanted}
             cached_keys = set(meas)
         bench = benchmarker
         if bench is None:
@@ -336,8 +338,7 @@ def tune(
         if not tied:
             message += "; no candidate ran correctly, so the pick is the model's"
 
-    tied = _pick(short, meas) if mode == "measured" else []
-    winner = _tie_break(tied) if tied else short[0] if mode == "measured" else ranked[0]
+    winner = _tie_break(tied) if tied else ranked[0]  # the shortlist starts with the model's best
     results = []
     for c in ranked:
         m = meas.get(c.key)
