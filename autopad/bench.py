@@ -91,6 +91,7 @@ class BenchJob:
     reps: int = 30
     warmup: int = 3
     device: int = 0
+    # "time_budget_ms": fewer repeats (at least 3) for a candidate slower than budget / reps
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -104,15 +105,33 @@ def _poison_(t: Any) -> None:
         t.fill_(float("nan") if t.is_floating_point() else -91)
 
 
-def _time(run: Callable[[], None], reps: int, warmup: int, before: Callable[[], None] | None) -> list[float]:
-    """Event-timed milliseconds of ``reps`` runs, L2 flushed (and ``before`` called) ahead of each."""
+def _time(
+    run: Callable[[], None],
+    reps: int,
+    warmup: int,
+    before: Callable[[], None] | None,
+    budget_ms: float | None = None,
+) -> list[float]:
+    """Event-timed milliseconds of ``reps`` runs, L2 flushed (and ``before`` called) ahead of each.
+
+    With ``budget_ms``, a candidate whose warm-up run shows it slow gets fewer repeats (at least 3), so
+    that one hopeless candidate cannot take a sweep's time: ``reps`` x its run time stays near the budget.
+    """
     import torch
 
     flush = torch.empty(_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):
+    for i in range(warmup):
         if before:
             before()
-        run()
+        if budget_ms is not None and i == warmup - 1:
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            run()
+            e.record()
+            e.synchronize()
+            reps = max(3, min(reps, int(budget_ms / max(s.elapsed_time(e), 1e-3))))
+        else:
+            run()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for s, e in zip(starts, ends):
@@ -198,7 +217,13 @@ def measure_local(
             def once(b=b, inputs=inputs, out=out) -> None:
                 spec.run(b, inputs, out)
 
-            times = _time(once, job.reps, job.warmup, out.zero_ if accumulates else None)
+            times = _time(
+                once,
+                job.reps,
+                job.warmup,
+                out.zero_ if accumulates else None,
+                job.options.get("time_budget_ms"),
+            )
         except Exception as exc:
             yield Measurement(key, False, error=f"fault while timing: {_short(exc)}"), True
             return

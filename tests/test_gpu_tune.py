@@ -73,3 +73,34 @@ def test_ops_reject_bad_tensors():
         autopad.ops.transpose(torch.ones(4, 6, device="cuda").t())
     with pytest.raises(ValueError, match="bins"):
         autopad.ops.histogram(torch.ones(4, device="cuda", dtype=torch.int32), 0)
+
+
+@pytest.mark.parametrize("shape", [(256, 128, 64), (1000, 136, 200)])
+def test_ops_matmul_bf16_through_the_triton_gemm_matches_torch(shape, monkeypatch):
+    import torch
+
+    monkeypatch.setenv("AUTOPAD_TUNE", "never")
+    m, k, n = shape
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+    got = autopad.ops.matmul(a, b)
+    ref = a.float() @ b.float()
+    assert got.shape == (m, n) and got.dtype == torch.bfloat16
+    err = ((got.float() - ref).norm() / ref.norm()).item()
+    assert err < 1e-2, err
+
+
+def test_time_budget_caps_the_repeats_of_a_slow_candidate():
+    from autopad.bench import BenchJob, measure_local, spec_ref
+    from autopad.kernels_registry import builtin_spec
+
+    spec = builtin_spec("transpose", "cuda")
+    c = dict(spec.DEFAULTS)
+    job = BenchJob(
+        spec_ref(spec), (("a", c),), (4096, 4096), "float32", reps=30, options={"time_budget_ms": 0.01}
+    )
+    ((m, fatal),) = list(measure_local(job))
+    assert m.correct and not fatal and m.runs == 3
+    job = BenchJob(spec_ref(spec), (("a", c),), (4096, 4096), "float32", reps=30)
+    ((m, _),) = list(measure_local(job))
+    assert m.runs == 30

@@ -1,0 +1,225 @@
+"""Turn the exhaustive tuner-quality measurements into the numbers the project promises, and a plot.
+
+Reads what ``benchmarks/tuner_quality.py`` wrote on the GPU (``quality_rows.csv.gz``: every legal candidate
+of every configuration and shape, measured; ``quality_final.csv``: the shortlist and the exhaustive pass's
+ten fastest, re-timed together) and reports, per configuration and shape:
+
+- the share of the legal space autopad benchmarks (its shortlist over the legal count; target <= 20%);
+- its pick over the exhaustive best, both from the final round (one job, one GPU; target <= 1.02);
+- Spearman's rank correlation of predicted time with measured time over every correct candidate;
+- how deep into the model's order the exhaustive best sits, and the best within the model's top 1/6/20/100.
+
+``--repredict`` ranks the same measurements by the model as it is now (the measurements do not change, so a
+model change can be judged without a GPU): the shortlist is re-drawn from the new order and its pick is read
+from the exhaustive pass. Rows of candidates the current spec no longer enumerates are ignored.
+
+    python benchmarks/quality_report.py benchmarks/results/h200 [--repredict] [--png] [--md FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import math
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from autopad.validate import spearman
+
+TOP_K = 6
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("x"))
+
+
+def load_rows(path: Path) -> dict[tuple[str, str, str, str], list[dict[str, Any]]]:
+    """Rows grouped by (kernel, backend, dtype, shape), in the model's order as recorded."""
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", newline="") as f:
+        for r in csv.DictReader(f):
+            r["predicted_us"] = float(r["predicted_us"])
+            r["model_rank"] = int(r["model_rank"])
+            r["in_shortlist"] = r["in_shortlist"] == "1"
+            r["ms"] = float(r["ms"]) if r["ms"] else None
+            r["correct"] = r["correct"] == "1"
+            groups[(r["kernel"], r["backend"], r["dtype"], r["shape"])].append(r)
+    for rows in groups.values():
+        rows.sort(key=lambda r: r["model_rank"])
+    return groups
+
+
+def load_final(path: Path) -> dict[tuple[str, str, str, str], dict[str, float]]:
+    out: dict[tuple[str, str, str, str], dict[str, float]] = defaultdict(dict)
+    if not path.is_file():
+        return out
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["correct"] == "1" and r["ms"]:
+                out[(r["kernel"], r["backend"], r["dtype"], r["shape"])][r["key"]] = float(r["ms"])
+    return out
+
+
+def repredict(group: tuple[str, str, str, str], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same rows, predicted and ordered by the current model (search.rank's order and shortlist)."""
+    from autopad.kernels_registry import builtin_spec
+    from autopad.search import rank, shortlist
+
+    kernel, backend, dtype, shape = group
+    spec = builtin_spec(kernel, backend)
+    dist = "uniform" if getattr(spec, "DISTS", None) else None
+    ranked = rank(spec, parse_shape(shape), dtype, dist=dist)
+    short = {c.key for c in shortlist(ranked, TOP_K)}
+    by_key = {r["key"]: r for r in rows}
+    out = []
+    for i, c in enumerate(ranked):
+        r = by_key.get(c.key)
+        if r is None:
+            continue
+        out.append(
+            {**r, "predicted_us": c.prediction.seconds * 1e6, "model_rank": i, "in_shortlist": c.key in short}
+        )
+    return out
+
+
+def summarise(rows: list[dict[str, Any]], final: dict[str, float]) -> dict[str, Any]:
+    """The quality figures of one configuration and shape (see the module docstring)."""
+    ok = [r for r in rows if r["correct"] and r["ms"]]
+    short = [r for r in rows if r["in_shortlist"]]
+    s: dict[str, Any] = {
+        "legal": len(rows),
+        "correct": len(ok),
+        "failed": sum(1 for r in rows if not r["correct"]),
+        "shortlist": len(short),
+        "share": len(short) / len(rows) if rows else math.nan,
+    }
+    if not ok:
+        return s
+    ex_best = min(ok, key=lambda r: r["ms"])
+    short_ok = [r for r in short if r["correct"] and r["ms"]]
+    s["best_key"] = ex_best["key"]
+    s["best_ms_exhaustive"] = ex_best["ms"]
+    if short_ok:
+        pick = min(short_ok, key=lambda r: r["ms"])
+        s["pick_key"] = pick["key"]
+        s["pick_over_best_exhaustive"] = pick["ms"] / ex_best["ms"]
+        # final round: the pick as the tuner makes it (fastest shortlisted), against the fastest re-timed
+        fin_short = {k: v for k, v in final.items() if k in {r["key"] for r in short_ok}}
+        if fin_short and final:
+            fpick = min(fin_short, key=fin_short.get)
+            s["pick_key"] = fpick
+            s["pick_ms"] = fin_short[fpick]
+            s["best_ms"] = min(final.values())
+            s["pick_over_best"] = s["pick_ms"] / s["best_ms"]
+    s["spearman"] = spearman([r["predicted_us"] for r in ok], [r["ms"] for r in ok])
+    order = [r for r in rows if r["correct"] and r["ms"]]  # model order, correct only
+    s["best_model_rank"] = next(i for i, r in enumerate(order) if r["key"] == ex_best["key"])
+    for k in (1, 6, 20, 100):
+        s[f"top{k}_over_best"] = min(r["ms"] for r in order[:k]) / ex_best["ms"]
+    within = [i for i, r in enumerate(order) if r["ms"] <= 1.02 * ex_best["ms"]]
+    s["first_within_2pct_rank"] = within[0] if within else None
+    s["n_within_2pct"] = len(within)
+    return s
+
+
+def report(
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]],
+    finals: dict[tuple[str, str, str, str], dict[str, float]],
+    do_repredict: bool = False,
+) -> list[dict[str, Any]]:
+    out = []
+    for g, rows in groups.items():
+        rows = repredict(g, rows) if do_repredict else rows
+        s = summarise(rows, {} if do_repredict else finals.get(g, {}))
+        out.append({"kernel": g[0], "backend": g[1], "dtype": g[2], "shape": g[3], **s})
+    return out
+
+
+def _fmt(v: Any, spec: str = ".3f") -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return format(v, spec) if isinstance(v, float) else str(v)
+
+
+def markdown(summaries: Iterable[dict[str, Any]]) -> str:
+    head = (
+        "| kernel | dtype | shape | legal | failed | benchmarked | pick / best (final) | pick / best "
+        "(exhaustive) | Spearman | best's model rank | top-1 / best |\n"
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+    )
+    lines = []
+    for s in summaries:
+        lines.append(
+            f"| {s['kernel']} ({s['backend']}) | {s['dtype']} | {s['shape']} | {s['legal']} | "
+            f"{s['failed']} | "
+            f"{s['shortlist']} ({100 * s['share']:.2f}%) | {_fmt(s.get('pick_over_best'))} | "
+            f"{_fmt(s.get('pick_over_best_exhaustive'))} | {_fmt(s.get('spearman'), '.2f')} | "
+            f"{_fmt(s.get('best_model_rank'))} | {_fmt(s.get('top1_over_best'))} |"
+        )
+    return head + "\n".join(lines) + "\n"
+
+
+def plot(groups: dict[tuple[str, str, str, str], list[dict[str, Any]]], path: Path) -> Path:
+    """Predicted against measured time, one panel per configuration and shape; the shortlist in orange."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(groups)
+    cols = min(3, n)
+    nrows = -(-n // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 4 * nrows), squeeze=False)
+    for ax, (g, rows) in zip(axes.flat, groups.items()):
+        ok = [r for r in rows if r["correct"] and r["ms"]]
+        ax.scatter([r["predicted_us"] for r in ok], [r["ms"] for r in ok], s=3, alpha=0.3, label="legal")
+        sh = [r for r in ok if r["in_shortlist"]]
+        ax.scatter(
+            [r["predicted_us"] for r in sh], [r["ms"] for r in sh], s=18, c="tab:orange", label="shortlist"
+        )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"{g[0]} {g[1]} {g[2]} {g[3]}", fontsize=9)
+        ax.set_xlabel("predicted (us)")
+        ax.set_ylabel("measured (ms)")
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dir", help="folder holding quality_rows.csv.gz and quality_final.csv")
+    ap.add_argument("--repredict", action="store_true", help="rank by the current model")
+    ap.add_argument("--png", action="store_true", help="write quality_scatter.png beside the CSVs")
+    ap.add_argument("--md", help="also write the Markdown table to this file")
+    args = ap.parse_args(argv)
+    d = Path(args.dir)
+    rows_path = d / "quality_rows.csv.gz"
+    if not rows_path.is_file():
+        print(
+            f"quality_report: {rows_path} not found (run benchmarks/tuner_quality.py first)", file=sys.stderr
+        )
+        return 2
+    groups = load_rows(rows_path)
+    summaries = report(groups, load_final(d / "quality_final.csv"), args.repredict)
+    table = markdown(summaries)
+    print(table)
+    if args.md:
+        Path(args.md).write_text(table)
+    if args.png:
+        print(f"wrote {plot(groups, d / 'quality_scatter.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,436 @@
+"""Exhaustive tuner-quality study: measure every legal candidate, as a brute-force tuner would, and compare.
+
+For each configuration (kernel, backend, dtype, three shapes) this enumerates the spec's whole legal space,
+compiles all of it (in a process pool: NVRTC for CUDA, Triton's own cache for Gluon), measures every
+candidate with autopad's own harness (poisoned-output check against torch, CUDA events with the L2 flushed,
+in a replaceable worker process; spread over every visible GPU), and writes one row per candidate and shape:
+the model's prediction, the measured time or the reason it failed, and whether autopad's shortlist holds it.
+
+Then it re-times, on one GPU and in one job, the shortlist together with the ten fastest candidates of the
+exhaustive pass, so that the pick and the best are compared within a single run (the minimum over thousands
+of noisy timings is biased low; a second look removes that bias). ``benchmarks/quality_report.py`` turns the
+CSV into the tables and plots: share benchmarked, pick over best, rank correlation.
+
+Usage on a GPU machine (writes quality_rows.csv.gz, quality_final.csv and quality_log.txt under --out)::
+
+    python benchmarks/tuner_quality.py --out $OUT --time-budget-s 540
+    python benchmarks/tuner_quality.py --precompile-only      # fill the cubin cache (no GPU needed)
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import multiprocessing as mp
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from autopad.bench import BenchJob, WorkerBenchmarker, spec_ref
+from autopad.kernels_registry import builtin_spec
+from autopad.search import enumerate_candidates, rank
+from autopad.spec import KernelSpec
+
+TOP_K = 6  # autopad.tune's default
+FINAL_TOP = 10  # fastest of the exhaustive pass re-timed beside the shortlist
+
+# (kernel, backend, dtype, dist, shapes): three shapes each, powers of two and odd sizes
+CONFIGS: list[tuple[str, str, str, str | None, tuple[tuple[int, ...], ...]]] = [
+    ("transpose", "cuda", "float32", None, ((8192, 8192), (4096, 4096), (4097, 8191))),
+    ("transpose", "cuda", "float16", None, ((16384, 16384), (8192, 8192), (4097, 8191))),
+    ("histogram", "cuda", "int32", "uniform", ((1 << 26, 256), (1 << 26, 4096), (10_000_019, 65536))),
+    ("histogram", "cuda", "uint8", "uniform", ((1 << 28, 256), (1 << 24, 256), (10_000_019, 100))),
+    ("matmul", "cuda", "float32", None, ((2048, 2048, 2048), (1024, 1024, 1024), (1536, 1000, 2000))),
+    ("matmul", "triton", "bfloat16", None, ((4096, 4096, 4096), (2048, 2048, 2048), (3000, 1000, 2000))),
+]
+
+FINAL_FIELDS = [
+    "kernel", "backend", "dtype", "shape", "key", "in_shortlist", "exhaustive_rank", "correct", "ms",
+    "spread_ms",
+]  # fmt: skip
+ROW_FIELDS = [
+    "kernel",
+    "backend",
+    "dtype",
+    "shape",
+    "key",
+    "predicted_us",
+    "bound",
+    "conflict_degree",
+    "footprint",
+    "roles",
+    "model_rank",
+    "in_shortlist",
+    "correct",
+    "ms",
+    "spread_ms",
+    "error",
+    "gpu",
+]
+
+
+def shape_text(shape: Sequence[int]) -> str:
+    return "x".join(map(str, shape))
+
+
+def rank_id(kernel: str, backend: str, dtype: str, shape: Sequence[int]) -> str:
+    return f"{kernel}/{backend}/{dtype}/{shape_text(shape)}"
+
+
+def log(msg: str, out: Path | None = None) -> None:
+    line = f"[{time.strftime('%H:%M:%S')}] {msg}"
+    print(line, flush=True)
+    if out is not None:
+        with open(out / "quality_log.txt", "a") as f:
+            f.write(line + "\n")
+
+
+# --- compile everything first, in parallel processes -----------------------------------------------
+
+
+def _compile_only() -> None:
+    """Pool initializer: make ``cuda_runtime.load_kernel`` compile into the cubin cache and load nothing."""
+    from autopad import cuda_runtime
+
+    def compile_only(source: str, kernel_name: str, defines: Any, device: Any = None) -> None:
+        cuda_runtime.compile_cubin(source, defines, os.environ.get("AUTOPAD_ARCH", "sm_90"), name=kernel_name)
+
+    cuda_runtime.load_kernel = compile_only
+
+
+def _build_one(args: tuple[str, str, str, dict[str, int]]) -> str | None:
+    kernel, backend, dtype, constants = args
+    try:
+        builtin_spec(kernel, backend).build(constants, dtype)
+        return None
+    except Exception as exc:  # a compile error is data: the measuring pass records it per candidate
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+def _run_one(args: tuple[str, str, str, dict[str, int], tuple[int, ...]]) -> str | None:
+    """Triton/Gluon: JIT-compile by running once on small inputs of the real shape's alignment."""
+    kernel, backend, dtype, constants, shape = args
+    try:
+        import torch
+
+        spec = builtin_spec(kernel, backend)
+        inputs = spec.make_inputs(shape, dtype, torch.device("cuda"), 0, "uniform")
+        out = spec.alloc_output(inputs, constants)
+        spec.run(spec.build(constants, dtype), inputs, out)
+        torch.cuda.synchronize()
+        return None
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+def _units(kernel: str, backend: str, dtype: str, cands: list[dict[str, int]]) -> list[dict[str, int]]:
+    """One candidate per distinct compile (CUDA: the kernel name and its defines; launch-only constants
+    such as a histogram's blocks per SM share a cubin), so no two processes compile the same thing."""
+    from autopad import cuda_runtime
+
+    seen: dict[str, dict[str, int]] = {}
+    real = cuda_runtime.load_kernel
+    record: list[str] = []
+    cuda_runtime.load_kernel = lambda src, name, defines, device=None: record.append(  # type: ignore[assignment]
+        json.dumps([name, sorted((k, str(v)) for k, v in defines.items())])
+    )
+    try:
+        spec = builtin_spec(kernel, backend)
+        for c in cands:
+            record.clear()
+            try:
+                spec.build(c, dtype)
+            except Exception:  # leave it to the measuring pass to report
+                record.append(json.dumps(c, sort_keys=True))
+            seen.setdefault("|".join(record), c)
+    finally:
+        cuda_runtime.load_kernel = real
+    return list(seen.values())
+
+
+def precompile(
+    kernel: str,
+    backend: str,
+    dtype: str,
+    cands: list[dict[str, int]],
+    procs: int,
+    shapes: Sequence[tuple[int, ...]],
+) -> tuple[int, int, float]:
+    """Compile every candidate in ``procs`` processes; returns (compiles, failures, seconds).
+
+    Triton specialises a kernel on its integer arguments (divisible by 16 or not), so Gluon kernels are
+    compiled by one run per candidate and shape; a shape of the same specialisation hits the cache.
+    """
+    t0 = time.perf_counter()
+    ctx = mp.get_context("spawn")
+    if backend == "cuda":
+        units = _units(kernel, backend, dtype, cands)
+        with ctx.Pool(procs, initializer=_compile_only) as pool:
+            errs = pool.map(_build_one, [(kernel, backend, dtype, c) for c in units], chunksize=4)
+    else:
+        units = cands
+        with ctx.Pool(procs) as pool:
+            errs = []
+            for shape in shapes:
+                errs = pool.map(_run_one, [(kernel, backend, dtype, c, shape) for c in cands], chunksize=1)
+    return len(units), sum(e is not None for e in errs), time.perf_counter() - t0
+
+
+# --- measure ------------------------------------------------------------------------------------------
+
+
+def measure_all(
+    spec: KernelSpec,
+    items: list[tuple[str, dict[str, int]]],
+    shape: tuple[int, ...],
+    dtype: str,
+    dist: str | None,
+    devices: Sequence[int],
+    reps: int,
+    time_budget_ms: float,
+    chunk: int = 400,
+) -> dict[str, Any]:
+    """Every item measured once, chunks handed to one worker thread (and its child process) per GPU."""
+    chunks = [items[i : i + chunk] for i in range(0, len(items), chunk)]
+    lock = threading.Lock()
+    results: dict[str, Any] = {}
+
+    def worker(device: int) -> None:
+        while True:
+            with lock:
+                if not chunks:
+                    return
+                part = chunks.pop(0)
+            job = BenchJob(
+                spec_ref(spec),
+                tuple(part),
+                shape,
+                dtype,
+                dist=dist or "uniform",
+                reps=reps,
+                warmup=2,
+                device=device,
+                options={"time_budget_ms": time_budget_ms},
+            )
+            for m in WorkerBenchmarker(timeout_s=60, compile_timeout_s=900).measure(job):
+                with lock:
+                    results[m.key] = (m, device)
+
+    threads = [threading.Thread(target=worker, args=(d,)) for d in devices]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def ranking(spec: KernelSpec, shape: tuple[int, ...], dtype: str, dist: str | None) -> list[dict[str, Any]]:
+    """The model's order of the legal space, as plain records (precomputable without a GPU)."""
+    return [
+        {
+            "key": c.key,
+            "params": c.params,
+            "predicted_s": c.prediction.seconds,
+            "bound": c.prediction.bound,
+            "conflict_degree": c.prediction.conflict_degree,
+            "footprint": c.prediction.footprint,
+            "roles": list(c.roles),
+        }
+        for c in rank(spec, shape, dtype, dist=dist)
+    ]
+
+
+def shortlist_keys(ranked: list[dict[str, Any]], top_k: int = TOP_K) -> list[str]:
+    """What autopad.tune measures: the model's top_k plus every baseline (search.shortlist's rule)."""
+    return [r["key"] for r in ranked[:top_k]] + [r["key"] for r in ranked[top_k:] if r["roles"]]
+
+
+def study_shape(
+    spec: KernelSpec,
+    cfg: tuple[str, str, str, str | None],
+    shape: tuple[int, ...],
+    ranked: list[dict[str, Any]],
+    devices: Sequence[int],
+    out: Path,
+    rows_writer: Any,
+    final_writer: Any,
+) -> dict[str, Any]:
+    kernel, backend, dtype, dist = cfg
+    short = shortlist_keys(ranked)
+    short_set = set(short)
+    items = [(r["key"], r["params"]) for r in ranked]
+    chunk = max(200, -(-len(items) // (2 * len(devices))))
+    t0 = time.perf_counter()
+    meas = measure_all(spec, items, shape, dtype, dist, devices, 10, 40.0, chunk)
+    t_meas = time.perf_counter() - t0
+    for i, r in enumerate(ranked):
+        m, dev = meas.get(r["key"], (None, None))
+        rows_writer.writerow(
+            {
+                "kernel": kernel,
+                "backend": backend,
+                "dtype": dtype,
+                "shape": shape_text(shape),
+                "key": r["key"],
+                "predicted_us": f"{r['predicted_s'] * 1e6:.4f}",
+                "bound": r["bound"],
+                "conflict_degree": f"{r['conflict_degree']:.4f}",
+                "footprint": r["footprint"],
+                "roles": "+".join(r["roles"]),
+                "model_rank": i,
+                "in_shortlist": int(r["key"] in short_set),
+                "correct": "" if m is None else int(m.correct),
+                "ms": "" if m is None or m.ms is None else f"{m.ms:.6f}",
+                "spread_ms": "" if m is None or m.spread_ms is None else f"{m.spread_ms:.6f}",
+                "error": "" if m is None else (m.error or "")[:300],
+                "gpu": "" if dev is None else dev,
+            }
+        )
+    ok = {k: m.ms for k, (m, _) in meas.items() if m.correct and m.ms}
+    # final round: the shortlist and the exhaustive pass's fastest, re-timed together on one GPU
+    fastest = sorted(ok, key=ok.get)[:FINAL_TOP]
+    final_keys = list(dict.fromkeys([k for k in short if k in ok] + fastest))
+    params = {r["key"]: r["params"] for r in ranked}
+    fin = measure_all(
+        spec,
+        [(k, params[k]) for k in final_keys],
+        shape,
+        dtype,
+        dist,
+        devices[:1],
+        40,
+        400.0,
+        len(final_keys),
+    )
+    for k in final_keys:
+        m, _ = fin[k]
+        final_writer.writerow(
+            {
+                "kernel": kernel,
+                "backend": backend,
+                "dtype": dtype,
+                "shape": shape_text(shape),
+                "key": k,
+                "in_shortlist": int(k in short_set),
+                "exhaustive_rank": fastest.index(k) if k in fastest else "",
+                "correct": int(m.correct),
+                "ms": "" if m.ms is None else f"{m.ms:.6f}",
+                "spread_ms": "" if m.spread_ms is None else f"{m.spread_ms:.6f}",
+            }
+        )
+    fin_ok = {k: fin[k][0].ms for k in final_keys if fin[k][0].correct and fin[k][0].ms}
+    pick = min((k for k in fin_ok if k in short_set), key=fin_ok.get, default=None)
+    best = min(fin_ok, key=fin_ok.get) if fin_ok else None
+    summary = {
+        "kernel": kernel,
+        "backend": backend,
+        "dtype": dtype,
+        "shape": shape_text(shape),
+        "legal": len(ranked),
+        "measured_ok": len(ok),
+        "failed": sum(1 for m, _ in meas.values() if not m.correct),
+        "shortlist": len(short_set),
+        "pick": pick,
+        "pick_ms": fin_ok.get(pick) if pick else None,
+        "best": best,
+        "best_ms": fin_ok.get(best) if best else None,
+        "measure_s": round(t_meas, 1),
+    }
+    if summary["pick_ms"] and summary["best_ms"]:
+        summary["pick_over_best"] = summary["pick_ms"] / summary["best_ms"]
+    log("SUMMARY " + json.dumps(summary), out)
+    return summary
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="benchmarks/results/h200")
+    ap.add_argument("--configs", help="comma-separated indices into CONFIGS (default: all)")
+    ap.add_argument("--shapes", type=int, default=3, help="shapes per config (the first N)")
+    ap.add_argument("--procs", type=int, default=os.cpu_count() or 1, help="compile processes")
+    ap.add_argument("--precompile-only", action="store_true", help="fill the compile caches and stop")
+    ap.add_argument("--time-budget-s", type=float, default=None, help="start no new shape after this")
+    ap.add_argument("--rank-only", action="store_true", help="write the model's rankings (no GPU) and stop")
+    ap.add_argument("--ranking", help="rankings written by --rank-only (else computed here)")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    which = [int(i) for i in args.configs.split(",")] if args.configs else range(len(CONFIGS))
+    configs = [CONFIGS[i] for i in which]
+
+    if args.rank_only:
+        table = {}
+        for kernel, backend, dtype, dist, shapes in configs:
+            spec = builtin_spec(kernel, backend)
+            for shape in shapes[: args.shapes]:
+                rid = rank_id(kernel, backend, dtype, shape)
+                table[rid] = ranking(spec, shape, dtype, dist)
+                log(f"ranked {rid}: {len(table[rid])} legal candidates")
+        with gzip.open(out / "quality_ranking.json.gz", "wt") as f:
+            json.dump(table, f)
+        return 0
+    rankings: dict[str, list[dict[str, Any]]] = {}
+    if args.ranking:
+        with gzip.open(args.ranking, "rt") as f:
+            rankings = json.load(f)
+
+    for kernel, backend, dtype, _dist, shapes in configs:
+        spec = builtin_spec(kernel, backend)
+        union: dict[str, dict[str, int]] = {}
+        for shape in shapes[: args.shapes]:
+            ranked = rankings.get(rank_id(kernel, backend, dtype, shape))
+            for c in [r["params"] for r in ranked] if ranked else enumerate_candidates(spec, shape, dtype):
+                union.setdefault(json.dumps(c, sort_keys=True), c)
+        if backend == "cuda" or not args.precompile_only:
+            n, n_err, secs = precompile(
+                kernel, backend, dtype, list(union.values()), args.procs, shapes[: args.shapes]
+            )
+            log(f"compiled {kernel}/{backend}/{dtype}: {len(union)} candidates, {n} compiles, "
+                f"{n_err} errors, {secs:.0f} s", out)  # fmt: skip
+    if args.precompile_only:
+        return 0
+
+    import torch
+
+    devices = list(range(torch.cuda.device_count()))
+    log(f"devices {devices}: {[torch.cuda.get_device_name(d) for d in devices]}", out)
+    summaries = []
+    with (
+        gzip.open(out / "quality_rows.csv.gz", "wt", newline="") as frows,
+        open(out / "quality_final.csv", "w", newline="") as ffin,
+    ):
+        rows_writer = csv.DictWriter(frows, fieldnames=ROW_FIELDS)
+        rows_writer.writeheader()
+        final_writer = csv.DictWriter(ffin, fieldnames=FINAL_FIELDS)
+        final_writer.writeheader()
+        for kernel, backend, dtype, dist, shapes in configs:
+            spec = builtin_spec(kernel, backend)
+            for shape in shapes[: args.shapes]:
+                if args.time_budget_s and time.perf_counter() - started > args.time_budget_s:
+                    log(f"time budget spent: skipping {kernel} {dtype} {shape_text(shape)}", out)
+                    continue
+                rid = rank_id(kernel, backend, dtype, shape)
+                try:
+                    ranked = rankings.get(rid) or ranking(spec, shape, dtype, dist)
+                    cfg = (kernel, backend, dtype, dist)
+                    summaries.append(
+                        study_shape(spec, cfg, shape, ranked, devices, out, rows_writer, final_writer)
+                    )
+                except Exception as exc:  # report and go on with the next shape
+                    log(f"FAILED {rid}: {type(exc).__name__}: {exc}", out)
+                frows.flush()
+                ffin.flush()
+                (out / "quality_summary.json").write_text(json.dumps(summaries, indent=1))
+    log(f"done in {time.perf_counter() - started:.0f} s", out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""The tuner-quality study's CPU parts: what it ranks, shortlists and compiles, and how it is reported."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import quality_report as qr  # noqa: E402
+import tuner_quality as tq  # noqa: E402
+
+from autopad.kernels_registry import builtin_spec  # noqa: E402
+from autopad.search import rank, shortlist  # noqa: E402
+
+
+def test_every_configuration_has_three_shapes_two_dtypes_per_kernel_and_a_legal_space():
+    kernels: dict[str, set[str]] = {}
+    for kernel, backend, dtype, _dist, shapes in tq.CONFIGS:
+        assert len(shapes) >= 3
+        kernels.setdefault(kernel, set()).add(dtype)
+        spec = builtin_spec(kernel, backend)
+        assert dtype in spec.DTYPES
+        assert any(any(d & (d - 1) for d in s) for s in shapes), "a size that is not a power of two"
+    assert set(kernels) == {"transpose", "histogram", "matmul"}
+    assert all(len(d) >= 2 for d in kernels.values())
+
+
+def test_shortlist_keys_follow_search_shortlist():
+    spec = builtin_spec("transpose", "cuda")
+    shape = (1024, 1024)
+    recs = tq.ranking(spec, shape, "float32", None)
+    ranked = rank(spec, shape, "float32")
+    assert [r["key"] for r in recs] == [c.key for c in ranked]
+    assert tq.shortlist_keys(recs) == [c.key for c in shortlist(ranked, tq.TOP_K)]
+    assert any(r["roles"] for r in recs)  # the unpadded baseline is in the space
+
+
+def test_compile_units_merge_launch_only_constants():
+    # BLOCKS_PER_SM is a launch setting of the histogram: candidates that differ only in it share a cubin
+    base = {
+        "BINS_PER_PASS": 256,
+        "REPLICAS": 1,
+        "INTERLEAVED": 0,
+        "PAD": 0,
+        "AGG": 0,
+        "THREADS": 256,
+        "ITEMS": 2,
+    }
+    cands = [{**base, "BLOCKS_PER_SM": b} for b in (1, 2, 4, 8)] + [{**base, "ITEMS": 4, "BLOCKS_PER_SM": 1}]
+    units = tq._units("histogram", "cuda", "int32", cands)
+    assert len(units) == 2
+    from autopad import cuda_runtime
+
+    assert cuda_runtime.load_kernel.__name__ == "load_kernel"  # the recorder is removed again
+
+
+def _rows(tmp_path: Path) -> Path:
+    """A small study: 5 candidates, the model's order a, b, c, d, e; the fastest is c."""
+    path = tmp_path / "quality_rows.csv.gz"
+    times = {"a": 1.10, "b": 1.05, "c": 1.00, "d": 2.0, "e": None}
+    with gzip.open(path, "wt", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=tq.ROW_FIELDS)
+        w.writeheader()
+        for i, (k, ms) in enumerate(times.items()):
+            w.writerow(
+                {
+                    "kernel": "transpose", "backend": "cuda", "dtype": "float32", "shape": "64x64", "key": k,
+                    "predicted_us": 1 + i, "bound": "dram", "conflict_degree": 1, "footprint": 0, "roles": "",
+                    "model_rank": i, "in_shortlist": int(i < 2), "correct": int(ms is not None),
+                    "ms": "" if ms is None else ms, "spread_ms": "", "error": "" if ms else "wrong result",
+                    "gpu": 0,
+                }
+            )  # fmt: skip
+    with open(tmp_path / "quality_final.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=tq.FINAL_FIELDS)
+        w.writeheader()
+        for k, ms, short in (("a", 1.12, 1), ("b", 1.04, 1), ("c", 1.01, 0)):
+            w.writerow(
+                {"kernel": "transpose", "backend": "cuda", "dtype": "float32", "shape": "64x64", "key": k,
+                 "in_shortlist": short, "exhaustive_rank": "", "correct": 1, "ms": ms, "spread_ms": ""}
+            )  # fmt: skip
+    return path
+
+
+def test_summary_reports_share_pick_over_best_and_rank_correlation(tmp_path):
+    groups = qr.load_rows(_rows(tmp_path))
+    finals = qr.load_final(tmp_path / "quality_final.csv")
+    (s,) = qr.report(groups, finals)
+    assert (s["legal"], s["correct"], s["failed"], s["shortlist"]) == (5, 4, 1, 2)
+    assert s["share"] == pytest.approx(0.4)
+    assert s["pick_key"] == "b"
+    assert s["pick_over_best"] == pytest.approx(1.04 / 1.01)
+    assert s["pick_over_best_exhaustive"] == pytest.approx(1.05)
+    assert s["best_model_rank"] == 2 and s["top1_over_best"] == pytest.approx(1.10)
+    assert s["first_within_2pct_rank"] == 2 and s["n_within_2pct"] == 1
+    # predicted ranks a..d = 1, 2, 3, 4 against measured 3, 2, 1, 4: 1 - 6 * 8 / (4 * 15)
+    assert s["spearman"] == pytest.approx(0.2)
+    table = qr.markdown([s])
+    assert (
+        "| transpose (cuda) | float32 | 64x64 | 5 | 1 | 2 (40.00%) | 1.030 | 1.050 | 0.20 | 2 | 1.100 |"
+        in table
+    )
+
+
+def test_report_cli_writes_table_and_plot(tmp_path, capsys):
+    _rows(tmp_path)
+    md = tmp_path / "q.md"
+    assert qr.main([str(tmp_path), "--png", "--md", str(md)]) == 0
+    assert (tmp_path / "quality_scatter.png").stat().st_size > 1000
+    assert "64x64" in md.read_text()
+    assert qr.main([str(tmp_path / "missing")]) == 2
+    assert "not found" in capsys.readouterr().err
