@@ -306,7 +306,7 @@ def study_shape(
         devices[:1],
         40,
         400.0,
-        len(final_keys),
+        max(1, len(final_keys)),
     )
     for k in final_keys:
         m, _ = fin[k]
