@@ -13,11 +13,12 @@ import csv
 import importlib
 import io
 import multiprocessing as mp
-import queue
+import pickle
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from multiprocessing import connection as mp_connection
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,13 @@ def _resolve(task: str) -> Callable[[SweepItem, int], dict[str, Any]]:
 
 
 def _worker(device: int, task: str, todo: Any, done: Any) -> None:
+    """A GPU's worker: items arrive on ``todo`` (its own queue), rows leave on ``done`` (its own pipe).
+
+    ``done.send`` writes synchronously from this thread and the pipe is this worker's alone: a worker
+    that dies (``os._exit`` in a task, a lost CUDA context) cannot leave a lock held that another
+    worker's results would wait on, as a queue shared by all workers could (its writer lock is taken by a
+    feeder thread that may not have let go when the process ends).
+    """
     run = _resolve(task)
     while True:
         idx, item = todo.get()
@@ -119,9 +127,9 @@ def _worker(device: int, task: str, todo: Any, done: Any) -> None:
             return
         try:
             row = run(item, device)
-            done.put(("row", idx, device, row))
+            done.send(("row", idx, device, row))
         except Exception as exc:  # a Python-level failure is this item's, not the worker's
-            done.put(("error", idx, device, f"{type(exc).__name__}: {exc}"))
+            done.send(("error", idx, device, f"{type(exc).__name__}: {exc}"))
 
 
 def run_sweep(
@@ -140,9 +148,8 @@ def run_sweep(
     if not devices:
         raise ValueError("devices: need at least one device index")
     ctx = mp.get_context("spawn")
-    done = ctx.Queue()
     pending = list(range(len(work)))
-    workers: dict[int, tuple[Any, Any]] = {}  # device -> (process, its task queue)
+    workers: dict[int, tuple[Any, Any, Any]] = {}  # device -> (process, its task queue, its result pipe)
     inflight: dict[int, tuple[int, float]] = {}  # device -> (item, started)
     attempts = [0] * len(work)
     rows: dict[int, dict[str, Any]] = {}
@@ -150,11 +157,11 @@ def run_sweep(
 
     def start(dev: int) -> None:
         q = ctx.Queue()
-        p = ctx.Process(
-            target=_worker, args=(dev, task, q, done)
-        )  # not daemonic: tune() starts its own workers
+        recv, send = ctx.Pipe(duplex=False)
+        p = ctx.Process(target=_worker, args=(dev, task, q, send))  # not daemonic: tune() starts workers
         p.start()
-        workers[dev] = (p, q)
+        send.close()  # the child holds the writing end; at its exit the pipe reads as closed
+        workers[dev] = (p, q, recv)
 
     def handle(msg: tuple) -> None:
         kind, idx, dev, payload = msg
@@ -172,35 +179,40 @@ def run_sweep(
             )
             sys.stderr.flush()
 
-    def drain() -> None:
-        while True:
-            try:
-                handle(done.get_nowait())
-            except queue.Empty:
-                return
+    def receive(conn: Any) -> bool:
+        """Handle one message from a worker's pipe; False when the pipe is closed or the message cut."""
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError, pickle.UnpicklingError):
+            return False
+        handle(msg)
+        return True
+
+    def drain(conn: Any) -> None:
+        while conn.poll() and receive(conn):
+            pass
 
     for d in devices:
         start(d)
     try:
         while len(rows) < len(work):
-            for dev, (p, q) in workers.items():
+            for dev, (p, q, _) in workers.items():
                 if dev not in inflight and pending and p.is_alive():
                     idx = pending.pop(0)
                     attempts[idx] += 1
                     inflight[dev] = (idx, time.perf_counter())
                     q.put((idx, work[idx]))
-            try:
-                handle(done.get(timeout=0.2))
-            except queue.Empty:
-                pass
-            for dev, (p, _) in list(workers.items()):
+            for conn in mp_connection.wait([w[2] for w in workers.values()], timeout=0.2):
+                receive(conn)
+            for dev, (p, _, conn) in list(workers.items()):
                 stuck = dev in inflight and time.perf_counter() - inflight[dev][1] > item_timeout_s
                 if p.is_alive() and not stuck:
                     continue
                 if stuck:
                     p.kill()
                 p.join(timeout=5)
-                drain()  # whatever it finished before dying counts
+                drain(conn)  # whatever it finished before dying counts
+                conn.close()
                 if dev in inflight:  # it died holding an item: retry once, then record the failure
                     idx, _ = inflight.pop(dev)
                     why = "timed out" if stuck else f"worker died (exit code {p.exitcode})"
@@ -216,14 +228,17 @@ def run_sweep(
                         }
                 if len(rows) < len(work):
                     start(dev)
+                else:
+                    workers.pop(dev)
     finally:
-        for p, q in workers.values():
+        for p, q, _ in workers.values():
             if p.is_alive():
                 q.put((-1, None))
-        for p, _ in workers.values():
+        for p, _, conn in workers.values():
             p.join(timeout=5)
             if p.is_alive():
                 p.kill()
+            conn.close()
         if progress:
             sys.stderr.write("\n")
     out = []

@@ -66,3 +66,16 @@ def test_a_worker_may_start_processes_of_its_own():
     (the first two-GPU run on 2026-11-29 failed every item with 'daemonic processes are not allowed')."""
     rows = run_sweep(_work(("a",)), devices=(0,), task="fake_sweep_tasks:nested", progress=False)
     assert [r["mode"] for r in rows] == ["nested exit 0", "nested exit 0"]
+
+
+def test_workers_dying_right_after_a_result_never_stall_the_others(tmp_path, monkeypatch):
+    # Each crash follows a result the worker has just sent. With one queue shared by all workers, a worker
+    # could die before its feeder thread let go of the queue's lock, and every later result waited on it
+    # for good (seen under load). Each worker now has a pipe of its own.
+    monkeypatch.setenv("AUTOPAD_TEST_MARKER", str(tmp_path))
+    work = _work(("a", "crash", "b", "crash2", "c", "crash3"))
+    rows = run_sweep(
+        work, devices=(0, 1), task="fake_sweep_tasks:crash_once", progress=False, item_timeout_s=60
+    )
+    assert all(r["mode"] == "fake" and r["error"] == "" for r in rows), rows
+    assert sorted(r["attempts"] for r in rows) == [1] * 6 + [2] * 6
