@@ -46,7 +46,22 @@ _MEM_KERNELS: dict[tuple[str, str, int], Any] = {}
 _STREAMS: dict[tuple[int, int], Any] = {}
 _CURRENT = threading.local()  # which device this thread has made current for cuda.core
 _SMEM_RAISED: dict[tuple[int, int], int] = {}
+_IMPORT_LOCK = threading.Lock()
+_CC: Any = None  # the cuda.core module, once imported
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
+
+
+def _cuda_core() -> Any:
+    """``cuda.core``, imported once under a lock. Its package picks a CUDA-major submodule at import; the
+    benchmark builds in eight threads at once, and a thread that arrived while another was importing it
+    saw the half-made module ("cannot import name 'Device' from 'cuda.core.cu13'", seen on the H200)."""
+    global _CC
+    if _CC is None:
+        with _IMPORT_LOCK:
+            import cuda.core
+
+            _CC = cuda.core
+    return _CC
 
 
 class CompileError(RuntimeError):
@@ -121,7 +136,8 @@ def cache_key(source: str, defines: Mapping[str, object], arch: str, version: st
 
 
 def _compile_nvrtc(source: str, defines: Mapping[str, object], arch: str, name: str) -> bytes:
-    from cuda.core import Program, ProgramOptions
+    cc = _cuda_core()
+    Program, ProgramOptions = cc.Program, cc.ProgramOptions
 
     opts = ProgramOptions(
         name=name,
@@ -194,7 +210,7 @@ def compile_cubin(
 
 
 def _device_arch(device: int) -> str:
-    from cuda.core import Device
+    Device = _cuda_core().Device
 
     major, minor = Device(device).compute_capability
     return f"sm_{major}{minor}"
@@ -205,7 +221,9 @@ def load_kernel(
 ) -> Any:
     """A ``cuda.core.Kernel`` for ``kernel_name`` (an ``extern "C"`` function) compiled for ``device``."""
     import torch
-    from cuda.core import Device, ObjectCode
+
+    cc = _cuda_core()
+    Device, ObjectCode = cc.Device, cc.ObjectCode
 
     device = torch.cuda.current_device() if device is None else device
     Device(device).set_current()
@@ -251,8 +269,9 @@ def launch(
     numpy scalars (passed by value, their own width) or Python ints (pointers)."""
     import numpy as np
     import torch
-    from cuda.core import Device, LaunchConfig
-    from cuda.core import launch as cc_launch
+
+    cc = _cuda_core()
+    Device, LaunchConfig, cc_launch = cc.Device, cc.LaunchConfig, cc.launch
 
     device = torch.cuda.current_device()
     if getattr(_CURRENT, "device", None) != device:

@@ -26,7 +26,16 @@ from .arch import Arch, get_arch
 from .layouts import Legality
 from .spec import KernelSpec
 
-__all__ = ["Candidate", "Prediction", "enumerate_candidates", "predict", "rank", "shortlist"]
+__all__ = [
+    "Candidate",
+    "Prediction",
+    "enumerate_candidates",
+    "launch_config",
+    "neighbours",
+    "predict",
+    "rank",
+    "shortlist",
+]
 
 
 @dataclass(frozen=True)
@@ -123,15 +132,19 @@ def predict(
     smem = int(info.get("smem_bytes", getattr(layout, "footprint", 0)))
     tiles = int(info.get("tiles_per_block", 1))
 
-    # resident blocks per SM: limited by threads, shared memory and the block-slot count
+    # blocks an SM can hold: limited by threads, shared memory and the block-slot count
     per_sm = min(a.max_threads_per_sm // max(threads, 1), a.max_blocks_per_sm)
     if smem:
         per_sm = min(per_sm, a.smem_per_sm // (smem + 1024))  # the runtime reserves 1 KB per block
-    per_sm = max(per_sm, 1)
-    occupancy = min(1.0, per_sm * threads / a.max_threads_per_sm)
+    # ... and how many it does hold: a grid of fewer blocks than slots leaves them empty (256 GEMM blocks on
+    # 132 SMs run 2 per SM, however many would fit), so concurrency and waves follow the grid too
+    resident = max(1, min(per_sm, math.ceil(blocks / a.sm_count)))
+    occupancy = min(1.0, resident * threads / a.max_threads_per_sm)
 
-    # quantised waves: a partial last wave of blocks takes as long as a full one
-    waves = blocks / (a.sm_count * per_sm)
+    # quantised waves: a partial last wave of blocks takes as long as a full one. Counted with the blocks
+    # an SM really holds, a grid of one partial wave costs the imbalance between SMs (2 blocks on some,
+    # 1 on others), not the whole SM's worth of empty slots.
+    waves = blocks / (a.sm_count * resident)
     wave_factor = math.ceil(waves) / waves if waves > 0 else 1.0
 
     # Little's law: to stream at the copy bandwidth an SM needs latency x its share of the bandwidth in
@@ -141,7 +154,7 @@ def predict(
     # by occupancy alone (a quarter of the SM's threads taken as enough).
     if "inflight_bytes" in info:
         need = a.dram_latency_s * a.dram_bytes_per_s / a.sm_count
-        x = per_sm * threads * float(info["inflight_bytes"]) / need
+        x = resident * threads * float(info["inflight_bytes"]) / need
     else:
         x = occupancy / 0.25
     mem_eff = x / (1.0 + x**4) ** 0.25 if x > 0 else 1e-9
@@ -206,13 +219,78 @@ def baselines(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> list[dict
     return out
 
 
-def shortlist(ranked: list[Candidate], top_k: int) -> list[Candidate]:
-    """The ``top_k`` best predicted plus every baseline (they are always measured, for comparison)."""
+def launch_config(spec: KernelSpec, constants: dict[str, int] | Candidate) -> tuple[tuple[str, int], ...]:
+    """The constants that are not the layout's: tile, threads, vector width, ... (the spec's optional
+    ``LAYOUT_KEYS`` names the layout's; without it every constant counts, and each candidate is its own)."""
+    params = constants.params if isinstance(constants, Candidate) else constants
+    layout_keys = set(getattr(spec, "LAYOUT_KEYS", ()))
+    return tuple(sorted((k, v) for k, v in params.items() if k not in layout_keys))
+
+
+def shortlist(ranked: list[Candidate], top_k: int, spec: KernelSpec | None = None) -> list[Candidate]:
+    """What to measure first: the ``top_k`` best predicted, every baseline (always measured, for
+    comparison), and, given the spec, the best-predicted layout of each of the ``top_k`` best launch
+    configurations.
+
+    Why both: the model ranks layouts of one launch configuration well (bank conflicts are what it
+    counts), but it ties many launch configurations at the memory-bandwidth floor, where the top_k alone
+    can be six conflict-free layouts of a single tile shape; one layout per configuration spends the
+    measurements on the choice the model cannot make.
+    """
     if top_k < 1:
         raise ValueError(f"top_k: must be at least 1, got {top_k}")
-    keep = ranked[:top_k]
-    keep += [c for c in ranked[top_k:] if c.roles]
-    return keep
+    keep = {c.key: c for c in ranked[:top_k]}
+    if spec is not None:
+        seen: set = set()
+        for c in ranked:
+            cfg = launch_config(spec, c)
+            if cfg in seen:
+                continue
+            seen.add(cfg)
+            keep.setdefault(c.key, c)
+            if len(seen) >= top_k:
+                break
+    for c in ranked[top_k:]:
+        if c.roles:
+            keep.setdefault(c.key, c)
+    return list(keep.values())
+
+
+def neighbours(
+    spec: KernelSpec, ranked: list[Candidate], around: Candidate, layouts: int = 3
+) -> list[Candidate]:
+    """Where to look next after measuring: candidates one step from ``around`` in its launch configuration.
+
+    For each non-layout constant, the value before and after ``around``'s in the spec's ``SPACE`` order,
+    each as its best-predicted layout; and the next ``layouts`` best-predicted layouts of ``around``'s own
+    configuration (the model cannot see a swizzle's index arithmetic, so layouts it ties are compared on
+    the GPU). The tuner measures these and moves to the fastest until none is faster: a local search that
+    the model seeds and the measurements steer.
+    """
+    layout_keys = set(getattr(spec, "LAYOUT_KEYS", ()))
+    best_of: dict[tuple, Candidate] = {}
+    same = []
+    here = launch_config(spec, around)
+    for c in ranked:
+        cfg = launch_config(spec, c)
+        best_of.setdefault(cfg, c)
+        if cfg == here and c.key != around.key and len(same) < layouts:
+            same.append(c)
+    out = []
+    base = dict(here)
+    for name, value in here:
+        if name in layout_keys:
+            continue
+        values = list(spec.SPACE.get(name, ()))
+        if value not in values:
+            continue
+        i = values.index(value)
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(values):
+                step = tuple(sorted({**base, name: values[j]}.items()))
+                if step in best_of:
+                    out.append(best_of[step])
+    return out + same
 
 
 def check_legal(spec: KernelSpec, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:

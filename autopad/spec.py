@@ -29,6 +29,8 @@ Functions (``constants`` is a dict of tunable name -> int; ``dtype`` a name such
 Optional: ``DEFAULTS`` (the unpadded baseline constants), ``textbook(shape, dtype)`` (the +1 pad),
 ``SOURCE_FILES`` (paths of the code that runs; they key the cache, default: the module file),
 ``PATTERN_KEYS`` (the constants ``smem_pattern`` depends on: candidates equal in them share one pattern),
+``LAYOUT_KEYS`` (the constants that only choose the shared-memory layout: the tuner measures one layout
+of each of the best launch configurations, and searches the rest from the fastest),
 ``ACCUMULATES`` (True when ``run`` adds into ``out``: the harness zeroes it before every run),
 ``DISTS`` (input classes that change the speed, e.g. ("uniform", "skewed", "single")) and
 ``check_shape(shape)`` (raise ValueError for a shape the kernel cannot take) and

@@ -27,7 +27,7 @@ from .cache import Cache, CacheKey
 from .kernels_registry import builtin_spec, source_hash
 from .layouts import Swizzled
 from .results import Best, CandidateResult, Measurement, TuneResult
-from .search import Candidate, baselines, check_legal, rank, shortlist
+from .search import Candidate, baselines, check_legal, neighbours, rank, shortlist
 from .spec import DTYPE_BYTES, KernelSpec
 
 __all__ = ["tune", "resolve", "normalize_dtype", "normalize_shape", "cache_key"]
@@ -212,14 +212,18 @@ def tune(
     progress: bool | None = None,
     benchmarker: Any = None,
     retune: bool = False,
+    refine: int = 16,
 ) -> TuneResult:
     """Choose the shared-memory layout (and other tunables) for ``kernel`` on ``shape``.
 
     ``kernel`` is "transpose", "matmul", "histogram" or a user's kernel spec (see autopad.spec).
-    ``top_k`` candidates by the model's prediction are measured, plus the baselines; ``budget`` caps how
-    many are measured and ``time_budget_s`` how long measuring may take. ``dist`` is the input class for
-    kernels whose speed depends on the data (histogram: "uniform", "skewed", "single"). ``cache`` reuses
-    and records measurements on disk; ``retune`` ignores a cached result (but keeps cached timings).
+    ``top_k`` candidates by the model's prediction are measured, plus the baselines and the best layout of
+    each of the ``top_k`` best launch configurations; then up to ``refine`` more, in a local search from
+    the fastest (its neighbouring launch configurations and its next layouts; 0 turns it off).
+    ``budget`` caps how many are measured in all and ``time_budget_s`` how long measuring may take.
+    ``dist`` is the input class for kernels whose speed depends on the data (histogram: "uniform",
+    "skewed", "single"). ``cache`` reuses and records measurements on disk; ``retune`` ignores a cached
+    result (but keeps cached timings).
     """
     started = time.perf_counter()
     spec = resolve(kernel, backend)
@@ -242,6 +246,10 @@ def tune(
         raise ValueError(f"top_k: must be an int >= 1, got {top_k!r}")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise ValueError(f"budget: must be an int >= 1 or None, got {budget!r}")
+    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
+        raise ValueError(
+            f"refine: must be an int >= 0 (extra candidates the local search may measure), got {refine!r}"
+        )
     index = _device_index(device)
 
     measuring = benchmarker is not None or gpu_available()
@@ -254,7 +262,14 @@ def tune(
     key = cache_key(spec, shape, dtype, dist, dev)
     # the space is a search parameter, not part of the key: adding a candidate keeps the old timings
     space = {k: list(v) for k, v in sorted(spec.SPACE.items())}
-    params = {"top_k": top_k, "budget": budget, "arch": arch, "measuring": measuring, "space": space}
+    params = {
+        "top_k": top_k,
+        "budget": budget,
+        "refine": refine,
+        "arch": arch,
+        "measuring": measuring,
+        "space": space,
+    }
     if store is not None and not retune:
         hit = store.get_result(key, params)
         if hit is not None:
@@ -278,7 +293,7 @@ def tune(
             f"shape: {spec.NAME} [{spec.BACKEND}] has no legal candidate for shape {shape} and "
             f"dtype {dtype}; its default candidate is rejected because: {why}"
         )
-    short = shortlist(ranked, top_k)
+    short = shortlist(ranked, top_k, spec)
     if budget is not None:
         short = short[:budget]
     meas: dict[str, Measurement] = {}
@@ -291,16 +306,12 @@ def tune(
         mode, message = "model-only", "a shortlist of one: nothing to compare, so nothing was measured"
     else:
         mode = "measured"
-        if store is not None:
-            wanted = {c.key for c in short}
-            meas = {k: m for k, m in store.measurements(key).items() if k in wanted}
-            cached_keys = set(meas)
+        stored = store.measurements(key) if store is not None else {}
         bench = benchmarker
         if bench is None:
             from .bench import WorkerBenchmarker
 
             bench = WorkerBenchmarker()
-        todo = [c for c in short if c.key not in meas]
         show = sys.stderr.isatty() if progress is None else progress
         t0 = time.perf_counter()
 
@@ -324,8 +335,35 @@ def tune(
                 if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
                     break
 
-        if todo:
-            run(todo, 30, 0)
+        def measure(cands: list[Candidate]) -> None:
+            """First timings: from the cache where it has them, else from the GPU."""
+            for c in cands:
+                if c.key in stored and c.key not in meas:
+                    meas[c.key] = stored[c.key]
+                    cached_keys.add(c.key)
+            todo = [c for c in cands if c.key not in meas]
+            if todo:
+                run(todo, 30, 0)
+
+        measure(short)
+        # local search from the fastest: neighbouring launch configurations and layouts, while they win
+        limit = refine if budget is None else min(refine, budget - len(short))
+        seen = {c.key for c in short}
+        while limit > 0 and (time_budget_s is None or time.perf_counter() - t0 <= time_budget_s):
+            ok = [c for c in short if c.key in meas and meas[c.key].correct]
+            if not ok:
+                break
+            here = min(ok, key=lambda c: meas[c.key].ms)
+            step = [c for c in neighbours(spec, ranked, here) if c.key not in seen][:limit]
+            if not step:
+                break
+            seen.update(c.key for c in step)
+            short += step
+            limit -= len(step)
+            measure(step)
+            ok = [c for c in step if c.key in meas and meas[c.key].correct]
+            if not ok or min(meas[c.key].ms for c in ok) >= meas[here.key].ms:
+                break
         tied = _pick(short, meas)
         if len(tied) > 1:
             run(tied, 60, 1)  # within noise of each other: time them again, longer

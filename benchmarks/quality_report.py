@@ -9,11 +9,12 @@ ten fastest, re-timed together) and reports, per configuration and shape:
 - Spearman's rank correlation of predicted time with measured time over every correct candidate;
 - how deep into the model's order the exhaustive best sits, and the best within the model's top 1/6/20/100.
 
-``--repredict`` ranks the same measurements by the model as it is now (the measurements do not change, so a
-model change can be judged without a GPU): the shortlist is re-drawn from the new order and its pick is read
-from the exhaustive pass. Rows of candidates the current spec no longer enumerates are ignored.
+``--replay`` runs the current ``autopad.tune`` (model, shortlist, local search, tie-break) with a benchmarker
+that answers from the recorded measurements, so a change to the model or the search is judged on the same
+data without a GPU; the pick's figures then come from the exhaustive pass, or from the final round where
+the study re-timed the candidate the tuner now picks.
 
-    python benchmarks/quality_report.py benchmarks/results/h200 [--repredict] [--png] [--md FILE]
+    python benchmarks/quality_report.py benchmarks/results/h200/quality [--replay] [--png] [--md FILE]
 """
 
 from __future__ import annotations
@@ -65,30 +66,67 @@ def load_final(path: Path) -> dict[tuple[str, str, str, str], dict[str, float]]:
     return out
 
 
-def repredict(group: tuple[str, str, str, str], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The same rows, predicted and ordered by the current model (search.rank's order and shortlist)."""
-    from autopad.kernels_registry import builtin_spec
-    from autopad.search import rank, shortlist
+class ReplayBenchmarker:
+    """Answers autopad.tune's benchmark jobs from the study's measurements instead of the GPU.
+
+    The tuner under test is the real one (its shortlist, local search, re-timing and tie-break); only the
+    timings are recorded ones. Candidates the study did not measure are left unanswered (unmeasured).
+    """
+
+    def __init__(self, rows: list[dict[str, Any]]):
+        self.table = {r["key"]: r for r in rows}
+        self.asked: list[str] = []
+
+    def measure(self, job: Any) -> Any:
+        from autopad.results import Measurement
+
+        for key, _ in job.candidates:
+            r = self.table.get(key)
+            if r is None:
+                continue
+            self.asked.append(key)
+            if r["correct"] and r["ms"]:
+                yield Measurement(key, True, ms=r["ms"], spread_ms=0.0, runs=10)
+            else:
+                yield Measurement(key, False, error=r.get("error") or "failed in the study")
+
+
+def replay(group: tuple[str, str, str, str], rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """Run the current autopad.tune on the recorded measurements; rows re-predicted, in the new model
+    order, ``in_shortlist`` meaning "measured by the tuner"; and the tuner's pick."""
+    import autopad
+    from autopad.tune import resolve
 
     kernel, backend, dtype, shape = group
-    spec = builtin_spec(kernel, backend)
-    dist = "uniform" if getattr(spec, "DISTS", None) else None
-    ranked = rank(spec, parse_shape(shape), dtype, dist=dist)
-    short = {c.key for c in shortlist(ranked, TOP_K)}
+    bench = ReplayBenchmarker(rows)
+    dist = "uniform" if getattr(resolve(kernel, backend), "DISTS", None) else None
+    res = autopad.tune(
+        kernel,
+        parse_shape(shape),
+        dtype,
+        backend=backend,
+        cache=False,
+        benchmarker=bench,
+        dist=dist,
+        progress=False,
+    )
+    asked = set(bench.asked)
     by_key = {r["key"]: r for r in rows}
     out = []
-    for i, c in enumerate(ranked):
+    for i, c in enumerate(res.candidates):
         r = by_key.get(c.key)
-        if r is None:
-            continue
-        out.append(
-            {**r, "predicted_us": c.prediction.seconds * 1e6, "model_rank": i, "in_shortlist": c.key in short}
-        )
-    return out
+        if r is not None:
+            pred = c.prediction.seconds * 1e6
+            out.append({**r, "predicted_us": pred, "model_rank": i, "in_shortlist": c.key in asked})
+    pick = ",".join(f"{k}={v}" for k, v in sorted(res.best.constants.items()))
+    return out, pick
 
 
-def summarise(rows: list[dict[str, Any]], final: dict[str, float]) -> dict[str, Any]:
-    """The quality figures of one configuration and shape (see the module docstring)."""
+def summarise(
+    rows: list[dict[str, Any]], final: dict[str, float], pick_key: str | None = None
+) -> dict[str, Any]:
+    """The quality figures of one configuration and shape (see the module docstring). ``pick_key``: the
+    tuner's own pick, where it is known (a replay); else the fastest shortlisted candidate."""
     ok = [r for r in rows if r["correct"] and r["ms"]]
     short = [r for r in rows if r["in_shortlist"]]
     s: dict[str, Any] = {
@@ -105,11 +143,15 @@ def summarise(rows: list[dict[str, Any]], final: dict[str, float]) -> dict[str, 
     s["best_key"] = ex_best["key"]
     s["best_ms_exhaustive"] = ex_best["ms"]
     if short_ok:
-        pick = min(short_ok, key=lambda r: r["ms"])
+        pick = next((r for r in short_ok if r["key"] == pick_key), None) or min(
+            short_ok, key=lambda r: r["ms"]
+        )
         s["pick_key"] = pick["key"]
         s["pick_over_best_exhaustive"] = pick["ms"] / ex_best["ms"]
         # final round: the pick as the tuner makes it (fastest shortlisted), against the fastest re-timed
         fin_short = {k: v for k, v in final.items() if k in {r["key"] for r in short_ok}}
+        if pick_key is not None:
+            fin_short = {k: v for k, v in fin_short.items() if k == pick_key}
         if fin_short and final:
             fpick = min(fin_short, key=fin_short.get)
             s["pick_key"] = fpick
@@ -130,12 +172,14 @@ def summarise(rows: list[dict[str, Any]], final: dict[str, float]) -> dict[str, 
 def report(
     groups: dict[tuple[str, str, str, str], list[dict[str, Any]]],
     finals: dict[tuple[str, str, str, str], dict[str, float]],
-    do_repredict: bool = False,
+    do_replay: bool = False,
 ) -> list[dict[str, Any]]:
     out = []
     for g, rows in groups.items():
-        rows = repredict(g, rows) if do_repredict else rows
-        s = summarise(rows, {} if do_repredict else finals.get(g, {}))
+        pick = None
+        if do_replay:
+            rows, pick = replay(g, rows)
+        s = summarise(rows, finals.get(g, {}), pick)
         out.append({"kernel": g[0], "backend": g[1], "dtype": g[2], "shape": g[3], **s})
     return out
 
@@ -199,25 +243,26 @@ def plot(groups: dict[tuple[str, str, str, str], list[dict[str, Any]]], path: Pa
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dir", help="folder holding quality_rows.csv.gz and quality_final.csv")
-    ap.add_argument("--repredict", action="store_true", help="rank by the current model")
+    ap.add_argument("--replay", action="store_true", help="run the current tuner on the measurements")
     ap.add_argument("--png", action="store_true", help="write quality_scatter.png beside the CSVs")
     ap.add_argument("--md", help="also write the Markdown table to this file")
+    ap.add_argument("--prefix", default="", help="file name prefix of the run (e.g. run1_)")
     args = ap.parse_args(argv)
     d = Path(args.dir)
-    rows_path = d / "quality_rows.csv.gz"
+    rows_path = d / f"{args.prefix}quality_rows.csv.gz"
     if not rows_path.is_file():
         print(
             f"quality_report: {rows_path} not found (run benchmarks/tuner_quality.py first)", file=sys.stderr
         )
         return 2
     groups = load_rows(rows_path)
-    summaries = report(groups, load_final(d / "quality_final.csv"), args.repredict)
+    summaries = report(groups, load_final(d / f"{args.prefix}quality_final.csv"), args.replay)
     table = markdown(summaries)
     print(table)
     if args.md:
         Path(args.md).write_text(table)
     if args.png:
-        print(f"wrote {plot(groups, d / 'quality_scatter.png')}")
+        print(f"wrote {plot(groups, d / f'{args.prefix}quality_scatter.png')}")
     return 0
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from autopad.bench import BenchJob, WorkerBenchmarker, spec_ref
 from autopad.kernels_registry import builtin_spec
-from autopad.search import enumerate_candidates, rank
+from autopad.search import enumerate_candidates, launch_config, rank
 from autopad.spec import KernelSpec
 
 TOP_K = 6  # autopad.tune's default
@@ -246,9 +246,26 @@ def ranking(spec: KernelSpec, shape: tuple[int, ...], dtype: str, dist: str | No
     ]
 
 
-def shortlist_keys(ranked: list[dict[str, Any]], top_k: int = TOP_K) -> list[str]:
-    """What autopad.tune measures: the model's top_k plus every baseline (search.shortlist's rule)."""
-    return [r["key"] for r in ranked[:top_k]] + [r["key"] for r in ranked[top_k:] if r["roles"]]
+def shortlist_keys(
+    ranked: list[dict[str, Any]], spec: KernelSpec | None = None, top_k: int = TOP_K
+) -> list[str]:
+    """What autopad.tune measures first (search.shortlist's rule): the model's top_k, the best layout of
+    each of the top_k best launch configurations, and every baseline. (Its local search, which depends
+    on the measurements, is replayed by quality_report.py --replay.)"""
+    keep = dict.fromkeys(r["key"] for r in ranked[:top_k])
+    if spec is not None:
+        seen: set = set()
+        for r in ranked:
+            cfg = launch_config(spec, r["params"])
+            if cfg not in seen:
+                seen.add(cfg)
+                keep.setdefault(r["key"])
+                if len(seen) >= top_k:
+                    break
+    for r in ranked[top_k:]:
+        if r["roles"]:
+            keep.setdefault(r["key"])
+    return list(keep)
 
 
 def study_shape(
@@ -262,7 +279,7 @@ def study_shape(
     final_writer: Any,
 ) -> dict[str, Any]:
     kernel, backend, dtype, dist = cfg
-    short = shortlist_keys(ranked)
+    short = shortlist_keys(ranked, spec)
     short_set = set(short)
     items = [(r["key"], r["params"]) for r in ranked]
     chunk = max(200, -(-len(items) // (2 * len(devices))))
@@ -358,12 +375,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--time-budget-s", type=float, default=None, help="start no new shape after this")
     ap.add_argument("--rank-only", action="store_true", help="write the model's rankings (no GPU) and stop")
     ap.add_argument("--ranking", help="rankings written by --rank-only (else computed here)")
+    ap.add_argument("--only", help="comma-separated kernel/backend/dtype/shape ids to measure (default: all)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     which = [int(i) for i in args.configs.split(",")] if args.configs else range(len(CONFIGS))
     configs = [CONFIGS[i] for i in which]
+    only = set(args.only.split(",")) if args.only else set()
 
     if args.rank_only:
         table = {}
@@ -419,6 +438,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             compile_config(kernel, backend, dtype, shapes[: args.shapes])
             spec = builtin_spec(kernel, backend)
             for shape in shapes[: args.shapes]:
+                if only and rank_id(kernel, backend, dtype, shape) not in only:
+                    continue
                 if args.time_budget_s and time.perf_counter() - started > args.time_budget_s:
                     log(f"time budget spent: skipping {kernel} {dtype} {shape_text(shape)}", out)
                     continue

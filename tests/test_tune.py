@@ -78,7 +78,7 @@ def test_compile_failure_is_recorded_and_tuning_goes_on():
 
 def test_only_the_shortlist_is_measured_and_budget_caps_it():
     bench = FakeBench()
-    res = _tune(bench, top_k=2, cache=False)
+    res = _tune(bench, top_k=2, cache=False, refine=0)
     measured = [c for c in res.candidates if c.measurement is not None]
     ranked_keys = [c.key for c in res.candidates]
     roles = {c.key for c in res.candidates if c.roles}
@@ -91,7 +91,7 @@ def test_only_the_shortlist_is_measured_and_budget_caps_it():
 
 def test_ties_are_retimed_then_broken_by_model_cost_then_footprint():
     bench = FakeBench(default=1.0, spread=0.05)  # everyone within noise of everyone
-    res = _tune(bench, cache=False)
+    res = _tune(bench, cache=False, refine=0)
     assert len(bench.jobs) == 2  # first timing, then the re-timing of the tied ones
     retimed = {k for k, _ in bench.jobs[1].candidates}
     assert len(retimed) > 1
@@ -159,3 +159,40 @@ def test_wrong_rank_shapes_say_what_is_allowed(kernel, shape, backend, monkeypat
     dtype = "int32" if kernel == "histogram" else "float32"
     with pytest.raises(ValueError, match=r"(?i)shape.*(\(n, bins\)|\[M, N\])"):
         autopad.tune(kernel, shape, dtype, backend=backend, progress=False)
+
+
+def test_the_local_search_walks_from_the_fastest_to_a_faster_neighbour_and_stops():
+    ranked = rank(KernelSpec(fake_kernel), SHAPE, "float32")
+    first = {c.key for c in ranked[:2]} | {c.key for c in ranked if c.roles}
+    # a candidate outside the first shortlist, one step (in TILE, PAD or VEC) from a shortlisted one, is
+    # fastest; measured, the shortlisted one is the fastest of the first round
+    legal = {c.key for c in ranked}
+    start, target = next(
+        (c, _key(**{**c.params, name: v}))
+        for c in ranked
+        if c.key in first
+        for name, values in fake_kernel.SPACE.items()
+        for v in values
+        if abs(values.index(v) - values.index(c.params[name])) == 1
+        and _key(**{**c.params, name: v}) in legal - first
+    )
+    bench = FakeBench(times={start.key: 0.5, target: 0.2}, default=1.0)
+    res = _tune(bench, top_k=2, cache=False, refine=8)
+    assert res.best.constants == dict(_key_params(target))
+    measured = {c.key for c in res.candidates if c.measurement is not None}
+    assert first < measured and len(measured) <= len(first) + 8
+    # refine=0 keeps to the first shortlist, and a budget caps the search too
+    assert _tune(FakeBench(times={target: 0.2}), top_k=2, cache=False, refine=0).best.constants != dict(
+        _key_params(target)
+    )
+    capped = _tune(FakeBench(times={start.key: 0.5, target: 0.2}), top_k=2, cache=False, budget=len(first))
+    assert sum(c.measurement is not None for c in capped.candidates) == len(first)
+
+
+def _key_params(key):
+    return {k: int(v) for k, v in (kv.split("=") for kv in key.split(","))}
+
+
+def test_refine_must_be_a_non_negative_int():
+    with pytest.raises(ValueError, match="refine: must be an int >= 0"):
+        _tune(FakeBench(), refine=-1)

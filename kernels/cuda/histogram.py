@@ -37,6 +37,7 @@ SPACE: dict[str, tuple[int, ...]] = {
     "ITEMS": (1, 2, 4),
     "BLOCKS_PER_SM": (1, 2, 4, 8),
 }
+LAYOUT_KEYS = ("REPLICAS", "INTERLEAVED", "PAD")  # the privatised copies and where they sit
 DEFAULTS: dict[str, int] = {
     "BINS_PER_PASS": 256, "REPLICAS": 1, "INTERLEAVED": 0, "PAD": 0, "AGG": 0,
     "THREADS": 256, "ITEMS": 2, "BLOCKS_PER_SM": 4,

@@ -41,6 +41,7 @@ SPACE: dict[str, tuple[int, ...]] = {
     "SW_PER_PHASE_B": (1, 2, 4),
     "SW_MAX_PHASE_B": (1, 2, 4, 8),
 }
+LAYOUT_KEYS = tuple(f"{k}_{x}" for x in "AB" for k in ("PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE"))
 DEFAULTS: dict[str, int] = {
     "BM": 128,
     "BN": 128,

@@ -35,6 +35,7 @@ SPACE: dict[str, tuple[int, ...]] = {
     "SW_MAX_PHASE": (1, 2, 4, 8, 16, 32),
     "READOUT": (0, 1),
 }
+LAYOUT_KEYS = ("PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")  # the rest is the launch configuration
 DEFAULTS: dict[str, int] = {
     "TILE_M": 32,
     "TILE_N": 32,

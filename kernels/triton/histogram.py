@@ -44,6 +44,7 @@ SPACE: dict[str, tuple[int, ...]] = {
     "R": (1, 8, 32),
     "PAD": (0, 32),
 }
+LAYOUT_KEYS = ("R", "PAD")
 # input classes that change the speed (the tuner keys its cache by them)
 DISTS = ("uniform", "skewed", "single")
 DEFAULTS = {"BLOCK": 2048, "ITERS": 16, "WARPS": 8, "R": 1, "PAD": 0}

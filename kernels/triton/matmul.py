@@ -56,6 +56,7 @@ SPACE: dict[str, tuple[int, ...]] = {
     "SWIZZLE": (0, 32, 64, 128),
     "GROUP_M": (8,),
 }
+LAYOUT_KEYS = ("SWIZZLE",)
 DEFAULTS = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 3, "WARPS": 8, "SWIZZLE": 128, "GROUP_M": 8}
 BASELINE_TL = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 3, "WARPS": 8}
 _EB = {"bfloat16": 2, "float16": 2, "tf32": 4}

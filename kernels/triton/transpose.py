@@ -53,6 +53,7 @@ SPACE: dict[str, tuple[int, ...]] = {
     "PER_PHASE": (1, 2, 4),
     "MAX_PHASE": (1, 2, 4, 8, 16, 32),
 }
+LAYOUT_KEYS = ("PAD", "SW_VEC", "PER_PHASE", "MAX_PHASE")
 DEFAULTS = {"BM": 64, "BN": 64, "VEC": 4, "WARPS": 8, "PAD": 0, "SW_VEC": 1, "PER_PHASE": 1, "MAX_PHASE": 1}
 BASELINE_TL = {"BM": 64, "BN": 64, "WARPS": 8}  # tl.trans baseline (hardware README: 64 blocks / 8 warps)
 
