@@ -158,6 +158,9 @@ def predict(
     else:
         x = occupancy / 0.25
     mem_eff = x / (1.0 + x**4) ** 0.25 if x > 0 else 1e-9
+    # a spec may know its global accesses stream worse than a copy (a guarded scalar path for misaligned
+    # rows, say): ``dram_efficiency`` scales the bandwidth it can reach
+    mem_eff *= float(info.get("dram_efficiency", 1.0))
     t_dram = traffic["bytes"] / (a.dram_bytes_per_s * mem_eff)
     t_smem = cost.wavefronts * tiles * blocks / a.smem_wavefronts_per_s
     t_flops = traffic.get("flops", 0) / a.fp32_flops

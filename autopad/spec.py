@@ -17,7 +17,8 @@ Functions (``constants`` is a dict of tunable name -> int; ``dtype`` a name such
                                                 shared-memory instructions of one block over one tile
     launch_info(constants, shape, dtype) -> dict
                                                 {"blocks": int, "threads": int, "smem_bytes": int,
-                                                 "tiles_per_block": int}
+                                                 "tiles_per_block": int; optional "inflight_bytes"
+                                                 (per thread) and "dram_efficiency" (<= 1)}
     traffic(shape, dtype) -> dict               {"bytes": global bytes read + written, "flops": int}
     make_inputs(shape, dtype, device, seed, dist="uniform") -> tuple of tensors
     alloc_output(inputs, constants) -> tensor   (the harness poisons it before each check)

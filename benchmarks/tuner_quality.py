@@ -365,6 +365,52 @@ def study_shape(
     return summary
 
 
+def verify(ids: Sequence[str], rows_paths: Sequence[Path], out: Path) -> list[dict[str, Any]]:
+    """The real tuner on the GPU: ``autopad.tune`` each id afresh, then time its pick beside the study's
+    exhaustive best in one job (one GPU, 40 runs each), so the replayed figures are checked end to end."""
+    import autopad
+
+    best: dict[str, tuple[str, float]] = {}
+    for path in rows_paths:
+        with gzip.open(path, "rt", newline="") as f:
+            for r in csv.DictReader(f):
+                rid = rank_id(r["kernel"], r["backend"], r["dtype"], tuple(map(int, r["shape"].split("x"))))
+                if rid in ids and r["correct"] == "1" and (rid not in best or float(r["ms"]) < best[rid][1]):
+                    best[rid] = (r["key"], float(r["ms"]))
+    rows = []
+    for rid in ids:
+        kernel, backend, dtype, shape_s = rid.split("/")
+        shape = tuple(int(x) for x in shape_s.split("x"))
+        spec = builtin_spec(kernel, backend)
+        dist = "uniform" if getattr(spec, "DISTS", None) else None
+        t0 = time.perf_counter()
+        res = autopad.tune(kernel, shape, dtype, backend=backend, dist=dist, cache=False, progress=False)
+        tune_s = time.perf_counter() - t0
+        pick = ",".join(f"{k}={v}" for k, v in sorted(res.best.constants.items()))
+        keys = list(dict.fromkeys([pick, best[rid][0]]))
+        params = {k: {a: int(b) for a, b in (kv.split("=") for kv in k.split(","))} for k in keys}
+        fin = measure_all(spec, [(k, params[k]) for k in keys], shape, dtype, dist, [0], 40, 400.0, len(keys))
+        ms = {k: fin[k][0].ms for k in keys}
+        row = {
+            "id": rid,
+            "measured": sum(c.measurement is not None for c in res.candidates),
+            "legal": len(res.candidates),
+            "tune_s": round(tune_s, 1),
+            "pick": pick,
+            "pick_ms": ms[pick],
+            "best": best[rid][0],
+            "best_ms": ms[best[rid][0]],
+            "pick_over_best": ms[pick] / ms[best[rid][0]] if ms[pick] and ms[best[rid][0]] else None,
+        }
+        log("VERIFY " + json.dumps(row), out)
+        rows.append(row)
+    with open(out / "quality_verify.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="benchmarks/results/h200")
@@ -376,9 +422,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rank-only", action="store_true", help="write the model's rankings (no GPU) and stop")
     ap.add_argument("--ranking", help="rankings written by --rank-only (else computed here)")
     ap.add_argument("--only", help="comma-separated kernel/backend/dtype/shape ids to measure (default: all)")
+    ap.add_argument(
+        "--verify", help="comma-separated ids: tune each for real and time its pick beside the best"
+    )
+    ap.add_argument(
+        "--rows", nargs="*", default=[], help="study rows (.csv.gz) that --verify reads the best from"
+    )
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.verify:
+        verify(args.verify.split(","), [Path(p) for p in args.rows], out)
+        return 0
     started = time.perf_counter()
     which = [int(i) for i in args.configs.split(",")] if args.configs else range(len(CONFIGS))
     configs = [CONFIGS[i] for i in which]

@@ -184,7 +184,22 @@ def launch_info(constants: dict[str, int], shape: tuple[int, ...], dtype: str) -
         "tiles_per_block": math.ceil(b / gz),
         # the load loop issues all its passes before the first use: bytes each thread has in flight
         "inflight_bytes": lpass * constants["VEC"] * _elem(dtype),
+        "dram_efficiency": _scalar_path_efficiency(constants, shape),
     }
+
+
+# Rows that are not a whole number of VEC-element vectors (4097 x 8191) send every tile down the guarded
+# scalar path: VEC bounds-checked loads per vector, lanes VEC elements apart. The exhaustive study on the
+# H200 (benchmarks/results/h200/quality, 4097 x 8191 fp32 and fp16) measured the best tile of each width at
+# 1.00 / 1.10 / 1.35 / 2.25 x the VEC = 1 time for VEC = 1 / 2 / 4 / 8 (fp16), 1.0 / 1.0 / 1.27 (fp32):
+# about 12% of streaming rate lost per extra element of the vector.
+SCALAR_PATH_COST = 0.12
+
+
+def _scalar_path_efficiency(constants: dict[str, int], shape: tuple[int, ...]) -> float:
+    _, m, n = _dims(shape)
+    v = constants["VEC"]
+    return 1.0 if (m % v == 0 and n % v == 0) else 1.0 / (1.0 + SCALAR_PATH_COST * (v - 1))
 
 
 def traffic(shape: tuple[int, ...], dtype: str) -> dict:
