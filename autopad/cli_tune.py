@@ -46,6 +46,9 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", default="auto", choices=("auto", "cuda", "triton"))
     p.add_argument("--top-k", type=int, default=6, help="candidates to measure besides the baselines")
     p.add_argument("--budget", type=int, help="measure at most this many candidates")
+    p.add_argument(
+        "--refine", type=int, default=16, help="measure up to this many more in a local search (0: off)"
+    )
     p.add_argument("--dist", help="histogram input class: uniform | skewed | single")
     p.add_argument("--device", type=int, default=0, help="CUDA device index")
     p.add_argument("--arch", help="bank geometry for the model (default: the GPU's, else sm_90)")
@@ -68,6 +71,7 @@ def _run_tune(args: argparse.Namespace) -> int:
             backend=args.backend,
             top_k=args.top_k,
             budget=args.budget,
+            refine=args.refine,
             dist=args.dist,
             device=args.device,
             arch=args.arch,

@@ -68,6 +68,7 @@ def test_export_from_a_saved_result(tmp_path, capsys):
         ["tune", "fft", "--shape", "8x8"],
         ["tune", "transpose", "--shape", "0x8"],
         ["tune", "transpose", "--shape", "8x8", "--dtype", "complex64"],
+        ["tune", "transpose", "--shape", "64x64", "--refine", "-1"],
         ["tune", "transpose"],  # --shape is required
         ["export", "-o", "x.h"],  # nothing to export
         ["sweep", "--kernels", "fft"],
