@@ -163,7 +163,11 @@ def predict(
     mem_eff *= float(info.get("dram_efficiency", 1.0))
     t_dram = traffic["bytes"] / (a.dram_bytes_per_s * mem_eff)
     t_smem = cost.wavefronts * tiles * blocks / a.smem_wavefronts_per_s
-    t_flops = traffic.get("flops", 0) / a.fp32_flops
+    # arithmetic needs warps to hide its latencies (shared loads, the FMA pipeline): one resident warp per
+    # scheduler (4 per SM) reaches ~0.84 of the peak on the same smooth knee, two ~0.97. A 1024^3 SIMT GEMM
+    # of 128 blocks runs one block per SM: 4 warps measured 1.11x slower than 8 (quality study, H200).
+    w = resident * threads / 32 / 4
+    t_flops = traffic.get("flops", 0) / (a.fp32_flops * (w / (1.0 + w**4) ** 0.25))
     terms = {"dram": t_dram * wave_factor, "smem": t_smem * wave_factor, "flops": t_flops * wave_factor}
     bound = max(terms, key=terms.get)
     # the streams overlap imperfectly: the slowest dominates, the others add a little
