@@ -229,7 +229,7 @@ def baselines(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> list[dict
 def launch_config(spec: KernelSpec, constants: dict[str, int] | Candidate) -> tuple[tuple[str, int], ...]:
     """The constants that are not the layout's: tile, threads, vector width, ... (the spec's optional
     ``LAYOUT_KEYS`` names the layout's; without it every constant counts, and each candidate is its own)."""
-    params = constants.params if isinstance(constants, Candidate) else constants
+    params = getattr(constants, "params", constants)  # a Candidate, or anything with .params, or a dict
     layout_keys = set(getattr(spec, "LAYOUT_KEYS", ()))
     return tuple(sorted((k, v) for k, v in params.items() if k not in layout_keys))
 

@@ -30,11 +30,11 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from autopad.bench import BenchJob, WorkerBenchmarker, spec_ref
 from autopad.kernels_registry import builtin_spec
-from autopad.search import enumerate_candidates, launch_config, rank
+from autopad.search import enumerate_candidates, rank, shortlist
 from autopad.spec import KernelSpec
 
 TOP_K = 6  # autopad.tune's default
@@ -246,26 +246,22 @@ def ranking(spec: KernelSpec, shape: tuple[int, ...], dtype: str, dist: str | No
     ]
 
 
+class _Ranked(NamedTuple):
+    """A ranking record in the shape search.shortlist reads (key, params, roles)."""
+
+    key: str
+    params: dict[str, int]
+    roles: tuple[str, ...]
+
+
 def shortlist_keys(
     ranked: list[dict[str, Any]], spec: KernelSpec | None = None, top_k: int = TOP_K
 ) -> list[str]:
-    """What autopad.tune measures first (search.shortlist's rule): the model's top_k, the best layout of
-    each of the top_k best launch configurations, and every baseline. (Its local search, which depends
-    on the measurements, is replayed by quality_report.py --replay.)"""
-    keep = dict.fromkeys(r["key"] for r in ranked[:top_k])
-    if spec is not None:
-        seen: set = set()
-        for r in ranked:
-            cfg = launch_config(spec, r["params"])
-            if cfg not in seen:
-                seen.add(cfg)
-                keep.setdefault(r["key"])
-                if len(seen) >= top_k:
-                    break
-    for r in ranked[top_k:]:
-        if r["roles"]:
-            keep.setdefault(r["key"])
-    return list(keep)
+    """What autopad.tune measures first (search.shortlist on these records): the model's top_k, the best
+    layout of each of the top_k best launch configurations, and every baseline. (Its local search, which
+    depends on the measurements, is replayed by quality_report.py --replay.)"""
+    recs = [_Ranked(r["key"], r["params"], tuple(r["roles"])) for r in ranked]
+    return [c.key for c in shortlist(recs, top_k, spec)]  # type: ignore[arg-type]
 
 
 def study_shape(

@@ -15,7 +15,7 @@ import quality_report as qr  # noqa: E402
 import tuner_quality as tq  # noqa: E402
 
 from autopad.kernels_registry import builtin_spec  # noqa: E402
-from autopad.search import rank, shortlist  # noqa: E402
+from autopad.search import launch_config, rank, shortlist  # noqa: E402
 
 
 def test_every_configuration_has_three_shapes_two_dtypes_per_kernel_and_a_legal_space():
@@ -38,7 +38,7 @@ def test_shortlist_keys_follow_search_shortlist():
     assert [r["key"] for r in recs] == [c.key for c in ranked]
     assert tq.shortlist_keys(recs) == [c.key for c in shortlist(ranked, tq.TOP_K)]
     assert tq.shortlist_keys(recs, spec) == [c.key for c in shortlist(ranked, tq.TOP_K, spec)]
-    configs = {tq.launch_config(spec, r["params"]) for r in recs if r["key"] in tq.shortlist_keys(recs, spec)}
+    configs = {launch_config(spec, r["params"]) for r in recs if r["key"] in tq.shortlist_keys(recs, spec)}
     assert len(configs) >= tq.TOP_K  # at least one layout of each of the best launch configurations
     assert any(r["roles"] for r in recs)  # the unpadded baseline is in the space
 
