@@ -31,8 +31,6 @@ from typing import Any
 
 from autopad.validate import spearman
 
-TOP_K = 6
-
 
 def parse_shape(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in text.split("x"))
