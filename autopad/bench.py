@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from .device import device_info, gpu_available
 from .results import Measurement
 from .spec import KernelSpec
 
@@ -33,33 +34,18 @@ __all__ = ["BenchJob", "Worker", "WorkerBenchmarker", "measure_local", "gpu_avai
 _FLUSH_BYTES = 256 << 20  # larger than any current L2 (H200: 60 MB)
 
 
-def gpu_available() -> bool:
-    """True when benchmarking is possible: torch with a CUDA device, and AUTOPAD_NO_BENCH unset."""
-    if os.environ.get("AUTOPAD_NO_BENCH", "") not in ("", "0"):
-        return False
-    try:
-        import torch
-    except ImportError:
-        return False
-    return bool(torch.cuda.is_available())
-
-
-def device_info(index: int = 0) -> dict[str, Any]:
-    """Name and compute capability of CUDA device ``index`` (empty without a GPU)."""
-    if not gpu_available():
-        return {}
-    import torch
-
-    major, minor = torch.cuda.get_device_capability(index)
-    return {"name": torch.cuda.get_device_name(index), "cc": f"{major}{minor}", "index": index}
-
-
 def spec_ref(spec: KernelSpec) -> Any:
-    """A picklable handle the worker can turn back into the spec: a module name, or the object itself."""
+    """A picklable handle the worker can turn back into the spec: a module's name (and file), or the object
+    serialised with cloudpickle, which carries a class defined in the user's script by value, so that the
+    worker never imports (and so never re-runs) the user's main module."""
     impl = spec.impl
     if isinstance(impl, ModuleType):
         return ("module", impl.__name__, getattr(impl, "__file__", None))
-    return ("object", impl)
+    try:
+        import cloudpickle
+    except ImportError:  # objects of importable classes still pickle by reference
+        return ("object", impl)
+    return ("pickled", cloudpickle.dumps(impl))
 
 
 def load_spec(ref: Any) -> KernelSpec:
@@ -75,6 +61,10 @@ def load_spec(ref: Any) -> KernelSpec:
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)  # a user's kernel file that is not on the path
             return KernelSpec(mod)
+    if kind == "pickled":
+        import pickle
+
+        return KernelSpec(pickle.loads(ref[1]))
     return KernelSpec(ref[1])
 
 
@@ -95,10 +85,25 @@ class BenchJob:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-def _poison_(t: Any) -> None:
-    """Fill an output with a pattern no correct kernel leaves: NaN bytes for floats, 0xA5 bytes for ints."""
+def _outputs(out: Any) -> tuple[Any, ...]:
+    """A spec's output: one tensor, or a tuple/list of them."""
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def _zero_(out: Any) -> None:
+    for t in _outputs(out):
+        t.zero_()
+
+
+def _poison_(out: Any) -> None:
+    """Fill each output with a pattern no correct kernel leaves: NaN bytes for floats, 0xA5 bytes for ints."""
     import torch
 
+    for t in _outputs(out):
+        _poison_one(t, torch)
+
+
+def _poison_one(t: Any, torch: Any) -> None:
     if t.is_contiguous():
         t.view(torch.uint8).fill_(0xFF if t.is_floating_point() else 0xA5)
     else:
@@ -195,11 +200,11 @@ def measure_local(
             continue
         try:
             inputs = spec.make_inputs(job.shape, job.dtype, device, job.seed + 1000 * i, job.dist)
-            ref = spec.reference(inputs)
+            ref = spec.expected(inputs)
             out = spec.alloc_output(inputs, constants)
             _poison_(out)
             if accumulates:
-                out.zero_()
+                _zero_(out)
             spec.run(b, inputs, out)
             torch.cuda.synchronize()
         except Exception as exc:
@@ -221,7 +226,7 @@ def measure_local(
                 once,
                 job.reps,
                 job.warmup,
-                out.zero_ if accumulates else None,
+                (lambda out=out: _zero_(out)) if accumulates else None,
                 job.options.get("time_budget_ms"),
             )
         except Exception as exc:

@@ -1,21 +1,22 @@
-"""Where the built-in kernels live, and the source hash that keys their cache entries.
+"""Where the built-in kernels live, which backend ``auto`` means, and the source hash that keys the cache.
 
 "transpose", "matmul" and "histogram" exist as raw CUDA (kernels/cuda) and as Triton/Gluon
-(kernels/triton) specs. ``backend="auto"`` takes CUDA where ``cuda.core`` can be imported, else Triton
-where Triton can, else CUDA (a model-only ranking needs neither).
+(kernels/triton) specs. ``backend="auto"`` is a fixed rule of kernel and dtype, the same on every machine
+(so the same command gives the same constant names everywhere): the CUDA kernels for transpose and
+histogram, and for matmul the Gluon (wgmma) kernel in 16-bit and tf32, the CUDA SIMT kernel in fp32.
+``auto_backend`` says which and why, for the first line of a report.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 from .spec import KernelSpec
 
-__all__ = ["BUILTIN", "builtin_spec", "source_hash", "kernel_names"]
+__all__ = ["BUILTIN", "builtin_spec", "source_hash", "kernel_names", "auto_backend"]
 
 BUILTIN = {
     ("transpose", "cuda"): "autopad.kernels.cuda.transpose",
@@ -31,24 +32,23 @@ def kernel_names() -> list[str]:
     return sorted({k for k, _ in BUILTIN})
 
 
-def _auto_backend() -> str:
-    for backend, probe in (("cuda", "cuda.core"), ("triton", "triton")):
-        try:
-            if importlib.util.find_spec(probe) is not None:
-                return backend
-        except (ImportError, ValueError):
-            continue
-    return "cuda"
+def auto_backend(name: str, dtype: str | None = None) -> tuple[str, str]:
+    """The backend ``auto`` picks for ``name`` in ``dtype``, and a one-line reason."""
+    if name == "matmul" and dtype in ("bfloat16", "float16", "tf32"):
+        return "triton", f"matmul in {dtype} runs on the tensor cores (Gluon wgmma kernel)"
+    if name == "matmul":
+        return "cuda", "matmul in float32 runs the CUDA SIMT kernel (the Gluon kernel takes 16-bit and tf32)"
+    return "cuda", f"{name} defaults to its CUDA kernel (backend='triton' for the Triton one)"
 
 
-def builtin_spec(name: str, backend: str = "auto") -> KernelSpec:
+def builtin_spec(name: str, backend: str = "auto", dtype: str | None = None) -> KernelSpec:
     """The built-in spec for ``name`` on ``backend``; a ValueError names the choices."""
-    if name not in kernel_names():
+    if not isinstance(name, str) or name not in kernel_names():
         raise ValueError(
             f"kernel: unknown kernel {name!r}; built-in: {', '.join(kernel_names())} "
-            f"(or pass your own kernel spec, see autopad.spec)"
+            f"(or pass your own kernel spec, see autopad.CudaKernel)"
         )
-    chosen = _auto_backend() if backend == "auto" else backend
+    chosen = auto_backend(name, dtype)[0] if backend == "auto" else backend
     if (name, chosen) not in BUILTIN:
         raise ValueError(f"backend: {name} has no {chosen} implementation")
     return KernelSpec(importlib.import_module(BUILTIN[(name, chosen)]))

@@ -6,13 +6,22 @@ read and write the same thing. ``TuneResult.export(path)`` hands over to ``expor
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .search import Candidate, Prediction
+from .predict import Prediction
+from .search import Candidate
 
-__all__ = ["Measurement", "CandidateResult", "Best", "TuneResult"]
+__all__ = ["Measurement", "CandidateResult", "Best", "TuneResult", "LazyCandidates", "prediction_from_dict"]
+
+
+def prediction_from_dict(d: dict[str, Any]) -> Prediction:
+    """A Prediction from its dict form (older results have no ``terms``)."""
+    d = dict(d)
+    d["terms"] = tuple((str(k), float(v)) for k, v in d.get("terms", ()))
+    return Prediction(**d)
 
 
 @dataclass(frozen=True)
@@ -87,11 +96,43 @@ class CandidateResult:
         return cls(
             {str(k): int(v) for k, v in d["constants"].items()},
             d["layout"],
-            Prediction(**d["prediction"]),
+            prediction_from_dict(d["prediction"]),
             tuple(d.get("roles", ())),
             None if m is None else Measurement.from_dict(m),
             bool(d.get("cached", False)),
         )
+
+
+class LazyCandidates(Sequence):
+    """A result's candidate list built on first use (a cache hit re-ranks the space only if asked).
+
+    A cache entry keeps only the measured candidates and baselines; the full ranked list comes back from
+    the model, which is deterministic, with the cached measurements merged in, so a hit returns the same
+    candidates as the tune that made it without paying for them when only the pick is wanted.
+    """
+
+    def __init__(self, load: Callable[[], Sequence[CandidateResult]]) -> None:
+        self._load: Callable[[], Sequence[CandidateResult]] | None = load
+        self._items: tuple[CandidateResult, ...] = ()
+
+    def _get(self) -> tuple[CandidateResult, ...]:
+        if self._load is not None:
+            self._items, self._load = tuple(self._load()), None
+        return self._items
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._get()[i]
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __iter__(self) -> Iterator[CandidateResult]:
+        return iter(self._get())
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == tuple(other) if isinstance(other, Sequence) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -114,13 +155,16 @@ class TuneResult:
     shape: tuple[int, ...]
     dtype: str
     arch: str
-    mode: str  # "measured", "model-only", "cached"
+    mode: str  # "measured" or "model-only" (a cache hit keeps the mode of the tune that made it)
     message: str
     best: Best
-    candidates: tuple[CandidateResult, ...]
+    candidates: Sequence[CandidateResult]
     device: dict[str, Any] = field(default_factory=dict)  # name, compute capability; empty without a GPU
     environment: dict[str, Any] = field(default_factory=dict)  # autopad/torch/triton versions, date
     dist: str | None = None  # histogram input class: uniform, skewed, single
+    # not part of the result's content (never exported or cached): how this object was obtained
+    cache_hit: bool = field(default=False, compare=False)
+    lookup_ms: float | None = field(default=None, compare=False)
 
     def export(self, path: str | Path, fmt: str | None = None, overwrite: bool = False) -> Path:
         """Write the constants as .json, .h or .py (format from the suffix unless ``fmt`` says)."""
@@ -181,10 +225,12 @@ class TuneResult:
         dev = f"device: {self.device.get('name', 'none')}" + (
             f" (sm_{self.device['cc']})" if self.device.get("cc") else ""
         )
-        lines = [
-            head,
-            dev,
-            self.message,
+        lines = [head, dev, self.message]
+        if self.cache_hit:
+            when = self.environment.get("date", "")
+            ms = f" in {self.lookup_ms:.1f} ms" if self.lookup_ms is not None else ""
+            lines.append(f"cache hit{ms}: the result of the tune of {when}")
+        lines += [
             "",
             f"  {'layout':40} {'conf':>5} {'pred us':>9} {'meas us':>9} {'+-':>7}  constants / note",
         ]

@@ -1,30 +1,35 @@
-"""Enumerate legal candidates for a kernel spec, score each analytically, and keep a shortlist.
+"""Enumerate legal candidates for a kernel spec, score them all at once, and keep a shortlist.
 
-The order is explicit, as in Triton's autotuner: enumerate the spec's ``SPACE`` -> drop what the spec's
-``legal`` rejects (the one validity predicate; nothing illegal is ever scored or run) -> score every
-survivor with the model -> rank -> keep ``top_k`` plus the baselines (the unpadded layout and, where legal,
-the textbook +1 pad) for measurement.
+The order is explicit, as in Triton's autotuner: enumerate the spec's ``SPACE`` -> drop what its
+``RESTRICTIONS`` reject (vectorised over the whole space, as Kernel Tuner's restriction strings) -> drop
+what its ``legal`` rejects (the one validity predicate; nothing illegal is ever scored or run) -> score
+every survivor with the model (``predict``) -> rank -> keep ``top_k`` plus the baselines (the unpadded
+layout and, where legal, the textbook +1 pad) and the best layout of each of the ``top_k`` best launch
+configurations for measurement.
 
-The score is a predicted time, not a conflict count: a block's shared-memory instructions go through the
-layout into the model (wavefronts per tile), and the kernel's whole run is the slowest of three streams,
-each at the machine's measured ceiling (``arch.Arch``): global bytes at the copy bandwidth, shared-memory
-wavefronts at one per SM per clock, and arithmetic at the fp32 rate. Occupancy (from threads and the
-layout's footprint) scales how much of the memory bandwidth the kernel can keep in flight, and the last
-partial wave of blocks costs a whole wave. Among candidates free of conflicts, those terms are what
-separate a fast transpose from a slow one.
+Why scoring is batched: a space of thousands of candidates is a few hundred access patterns (launch
+configurations) times a few dozen layouts. A pattern is built once per configuration; an instruction whose
+rows differ from another's by a whole number of the layout's row period (one row for plain padding,
+``per_phase * max_phase`` rows for a swizzle) moves every lane by the same byte offset, which cannot change
+its bank conflicts, so it is scored once; and the remaining instructions of every candidate go through the
+model in one call per access width. Ranking the largest built-in space so takes well under a second.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .access import score as score_pattern
+import numpy as np
+
 from .arch import Arch, get_arch
+from .expr import ExprError, compile_expr
 from .layouts import Legality
-from .spec import KernelSpec
+from .model import analyze_batch
+from .predict import LaunchInfoError, Prediction, check_launch_info, check_traffic, predict_batch
+from .spec import DTYPE_BYTES, KernelSpec, SpecError
 
 __all__ = [
     "Candidate",
@@ -35,23 +40,12 @@ __all__ = [
     "predict",
     "rank",
     "shortlist",
+    "baselines",
+    "check_legal",
 ]
 
-
-@dataclass(frozen=True)
-class Prediction:
-    """What the model says of one candidate on one shape."""
-
-    seconds: float
-    bound: str  # which stream limits it: "dram", "smem" or "flops"
-    wavefronts_per_tile: int
-    ideal_per_tile: int
-    occupancy: float  # resident warps / the SM's maximum
-    footprint: int  # bytes of shared memory per block
-
-    @property
-    def conflict_degree(self) -> float:
-        return self.wavefronts_per_tile / self.ideal_per_tile if self.ideal_per_tile else 1.0
+_CHUNK = 1 << 18  # points of the space evaluated per vectorised restriction pass
+_SCORE_CHUNK = 1 << 16  # instructions per model call (bounds memory)
 
 
 @dataclass(frozen=True)
@@ -73,45 +67,333 @@ class Candidate:
         return ",".join(f"{k}={v}" for k, v in self.constants)
 
 
-def _freeze(constants: dict[str, int]) -> tuple[tuple[str, int], ...]:
+def _freeze(constants: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((str(k), int(v)) for k, v in constants.items()))
 
 
-def enumerate_candidates(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> list[dict[str, int]]:
-    """Every combination of the spec's tunables that its ``legal`` accepts, in a deterministic order."""
-    names = sorted(spec.SPACE)
+# ---- enumeration ---------------------------------------------------------------------------------------
+
+
+def check_legal(spec: KernelSpec, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
+    """The spec's validity predicate, as a Legality; a return that is neither is a SpecError naming it."""
+    res = spec.legal(constants, shape, dtype)
+    if isinstance(res, Legality):
+        return res
+    if isinstance(res, (bool, np.bool_)):
+        return Legality(bool(res), "" if res else "rejected by the spec's legal()")
+    raise SpecError(
+        f"legal: returned {res!r} ({type(res).__name__}) for {constants}; return a bool or an "
+        f"autopad.layouts.Legality(ok, reason)"
+    )
+
+
+def _restrictions(spec: KernelSpec) -> list[tuple[str, Callable[[Mapping[str, Any]], Any]]]:
     out = []
-    for values in itertools.product(*(spec.SPACE[n] for n in names)):
-        constants = dict(zip(names, values))
-        if spec.legal(constants, shape, dtype):
-            out.append(constants)
+    for r in getattr(spec, "RESTRICTIONS", ()) or ():
+        if isinstance(r, str):
+            try:
+                out.append((r, compile_expr(r)))
+            except ExprError as e:
+                raise SpecError(f"RESTRICTIONS: {e}") from None
+        elif callable(r):
+            out.append((getattr(r, "__name__", repr(r)), r))
+        else:
+            raise SpecError(f"RESTRICTIONS: {r!r} is neither an expression string nor a callable")
     return out
 
 
-_PATTERNS: dict[tuple, tuple] = {}
+def enumerate_candidates(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> list[dict[str, int]]:
+    """Every combination of the spec's tunables that its restrictions and ``legal`` accept, in a fixed order
+    (``itertools.product`` over the sorted names). Restrictions see the constants and ``E``, the element
+    size in bytes."""
+    names = sorted(spec.SPACE)
+    values = [np.asarray(spec.SPACE[n], dtype=np.int64) for n in names]
+    sizes = [len(v) for v in values]
+    total = math.prod(sizes)
+    rules = _restrictions(spec)
+    out: list[dict[str, int]] = []
+    for start in range(0, total, _CHUNK):
+        flat = np.arange(start, min(total, start + _CHUNK), dtype=np.int64)
+        idx = np.unravel_index(flat, sizes)
+        env = {n: v[i] for n, v, i in zip(names, values, idx)}
+        env.setdefault("E", DTYPE_BYTES.get(dtype, 4))  # restrictions may use the element size
+        keep = np.ones(len(flat), dtype=bool)
+        for text, rule in rules:
+            try:
+                ok = rule(env)
+            except (ExprError, KeyError, TypeError, ZeroDivisionError, FloatingPointError) as e:
+                raise SpecError(f"RESTRICTIONS: {text!r} failed: {e}") from None
+            ok = np.broadcast_to(np.asarray(ok), keep.shape)
+            if ok.dtype != bool:
+                raise SpecError(f"RESTRICTIONS: {text!r} gave {ok.dtype} values, not True/False")
+            keep &= ok
+        cols = [env[n][keep].tolist() for n in names]  # E is not a constant: only SPACE names
+        for point in zip(*cols):
+            c = dict(zip(names, point))
+            if check_legal(spec, c, shape, dtype):
+                out.append(c)
+    return out
 
 
-def _pattern(spec: KernelSpec, constants: dict[str, int], dtype: str, dist: str | None = None) -> tuple:
-    """The spec's access pattern, shared by candidates that differ only in layout constants.
+# ---- scoring -------------------------------------------------------------------------------------------
 
-    A spec may list in ``PATTERN_KEYS`` the constants its pattern depends on (tile, threads, vector
-    width); candidates that agree on those reuse one pattern object, so only the layout is re-applied.
+
+def _periods(layout: Any) -> tuple[int, int] | None:
+    """(rows, cols) after which the layout repeats up to a uniform byte shift, or None when unknown.
+
+    Padded rows shift by ``row_stride`` every row and by one element every column; an XOR swizzle's
+    pattern repeats every ``per_phase * max_phase`` rows and every ``sw_vec * max_phase`` columns (the XOR
+    touches only the chunk index's low bits). A uniform shift of every lane moves them all by the same
+    number of banks (or whole bank turns), which cannot change a conflict, so instructions that differ only
+    by such a shift cost the same. The shift must also be whole 4-byte words: 2-byte elements in rows of
+    odd length would move lanes between words, so the periods are stretched until the shift is.
+    """
+    rp = getattr(layout, "row_period", None)
+    if isinstance(rp, tuple) and len(rp) == 2:
+        return rp
+    if not all(hasattr(layout, a) for a in ("row_stride", "per_phase", "max_phase", "sw_vec", "elem_bytes")):
+        return None
+    e, m = int(layout.elem_bytes), int(layout.max_phase)
+    p = int(layout.per_phase) * m if m > 1 else 1
+    q = int(layout.sw_vec) * m if m > 1 else 1
+    p *= 4 // math.gcd(p * int(layout.row_stride) * e, 4)
+    q *= 4 // math.gcd(q * e, 4)
+    return p, q
+
+
+def _stacked(pattern: Any, warp: int) -> list[tuple[str, int, _Group]]:
+    """A pattern as (op, width, rows (n, warp), cols (n, warp), counts (n,)) groups."""
+    if hasattr(pattern, "groups"):  # already stacked
+        return [(op, w, _Group(np.asarray(r, np.int64), np.asarray(c, np.int64), np.asarray(k, np.int64)))
+                for op, w, r, c, k in pattern.groups]  # fmt: skip
+    groups: dict[tuple[str, int], list[Any]] = {}
+    for ins in pattern:
+        groups.setdefault((ins.op, ins.access_bytes), []).append(ins)
+    out = []
+    for (op, width), items in groups.items():
+        for ins in items:
+            if len(ins.rows) != warp:
+                raise SpecError(
+                    f"smem_pattern: instruction {ins.name!r} has {len(ins.rows)} lanes; warps have {warp}"
+                )
+        rows = np.stack([i.rows for i in items]).astype(np.int64, copy=False)
+        cols = np.stack([i.cols for i in items]).astype(np.int64, copy=False)
+        counts = np.array([i.count for i in items], dtype=np.int64)
+        out.append((op, width, _Group(rows, cols, counts)))
+    return out
+
+
+_MULTS = np.random.default_rng(0x5EED).integers(1, 2**62, size=(4, 1024), dtype=np.int64) | 1
+
+
+class _Group:
+    """One (op, width) group of a pattern, with what every canonicalisation of it shares.
+
+    Canonical form: each instruction moved towards (0, 0) by whole periods of the layout (see ``_periods``);
+    instructions equal after that cost the same. Two independent 64-bit hashes of each instruction's lanes
+    are kept as sums that a shift changes linearly (hash = sum(rows * M) + sum(cols * M'), inactive lanes
+    fixed), so each period's canonical hashes cost a few vector operations on n numbers, not n x 32.
     """
 
-    def make() -> tuple:
-        if dist is not None:  # data-dependent kernels (histograms) see the input class
-            return tuple(spec.smem_pattern(constants, dtype, dist=dist))
-        return tuple(spec.smem_pattern(constants, dtype))
+    def __init__(self, rows: np.ndarray, cols: np.ndarray, counts: np.ndarray) -> None:
+        self.rows, self.counts = rows, counts
+        self.active = rows >= 0
+        self.cols = np.where(self.active, cols, 0)
+        big = np.iinfo(np.int64).max
+        lo_r = np.where(self.active, rows, big).min(axis=1)
+        lo_c = np.where(self.active, self.cols, big).min(axis=1)
+        self.lo_r, self.lo_c = np.where(lo_r == big, 0, lo_r), np.where(lo_c == big, 0, lo_c)
+        w = rows.shape[1]
+        act = self.active.astype(np.int64)
+        with np.errstate(over="ignore"):
+            m = _MULTS[:, :w]
+            self.h = [(rows * m[0]).sum(axis=1) + (self.cols * m[1]).sum(axis=1),
+                      (rows * m[2]).sum(axis=1) + (self.cols * m[3]).sum(axis=1)]  # fmt: skip
+            self.a = [((act * m[0]).sum(axis=1), (act * m[1]).sum(axis=1)),
+                      ((act * m[2]).sum(axis=1), (act * m[3]).sum(axis=1))]  # fmt: skip
 
+    def canonical(self, periods: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, cols, counts) of the distinct canonical instructions."""
+        if periods is None or len(self.rows) < 2:
+            return self.rows, self.cols, self.counts
+        p, q = periods
+        sr, sc = (self.lo_r // p) * p, (self.lo_c // q) * q
+        with np.errstate(over="ignore"):
+            h1 = self.h[0] - sr * self.a[0][0] - sc * self.a[0][1]
+            h2 = self.h[1] - sr * self.a[1][0] - sc * self.a[1][1]
+        _, first, inverse = np.unique(h1, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+        sel = first
+        if not (h2 == h2[first[inverse]]).all():  # a hash collision: exact row comparison instead
+            sel = np.arange(len(self.rows))
+        act = self.active[sel]
+        r = np.where(act, self.rows[sel] - sr[sel, None], -1)
+        c = np.where(act, self.cols[sel] - sc[sel, None], 0)
+        if sel is not first:
+            _, first, inverse = np.unique(np.concatenate([r, c], axis=1), axis=0, return_index=True,
+                                          return_inverse=True)  # fmt: skip
+            inverse = inverse.ravel()
+            r, c = r[first], c[first]
+        merged = np.bincount(inverse, weights=self.counts, minlength=len(first)).astype(np.int64)
+        return r, c, merged
+
+
+def _check_bounds(name: str, layout: Any, rows: np.ndarray, cols: np.ndarray) -> None:
+    """A pattern that reaches outside its layout's tile is a spec mistake, not a layout to score."""
+    lr, lc = getattr(layout, "rows", None), getattr(layout, "cols", None)
+    if not isinstance(lr, int) or not isinstance(lc, int) or not hasattr(layout, "row_stride"):
+        return
+    active = rows >= 0
+    bad = active & ((rows >= lr) | (cols < 0) | (cols >= lc))
+    if bad.any():
+        i, lane = np.argwhere(bad)[0]
+        raise SpecError(
+            f"smem_pattern: {name}: lane {lane} of an instruction touches (row {rows[i, lane]}, col "
+            f"{cols[i, lane]}), outside the layout's {lr} x {lc} tile"
+        )
+
+
+def _tile_params(layout: Any) -> tuple[int, int, int, int, int] | None:
+    """(row stride, sw_vec, per_phase, max_phase, elem bytes) of a layout that uses the one tile formula
+    unchanged (autopad.layouts' padded / swizzled tiles), else None."""
+    from . import layouts
+
+    base = getattr(layouts, "_Tile", None) or getattr(layouts, "Tile", None)
+    if base is None or not isinstance(layout, base) or type(layout).offsets is not base.offsets:
+        return None
+    v, pp, mp = int(layout.sw_vec), int(layout.per_phase), int(layout.max_phase)
+    if any(x & (x - 1) for x in (v, pp, mp)):
+        return None  # the batched formula below uses shifts and masks
+    return int(layout.row_stride), v.bit_length() - 1, pp.bit_length() - 1, mp - 1, int(layout.elem_bytes)
+
+
+def _addresses(parts: Sequence[tuple[int, Any, np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Byte addresses of every part's instructions, in order. Parts on tile layouts go through the tile
+    formula together (one vectorised pass with per-row parameters); other layouts through their own
+    ``offsets``."""
+    out: list[np.ndarray | None] = [None] * len(parts)
+    tiles = []
+    for i, (_, lay, r, c, _k) in enumerate(parts):
+        p = _tile_params(lay)
+        if p is None:
+            out[i] = np.asarray(lay.offsets(r, c), dtype=np.int64)
+        else:
+            tiles.append((i, p, r, c))
+    if tiles:
+        r = np.concatenate([t[2] for t in tiles]).astype(np.int32)
+        c = np.concatenate([t[3] for t in tiles]).astype(np.int32)
+        lens = [len(t[2]) for t in tiles]
+        prm = np.repeat(np.array([t[1] for t in tiles], dtype=np.int32), lens, axis=0)
+        off = np.empty(r.shape, dtype=np.int64)
+        step = max(1, (1 << 16) // max(1, r.shape[1]))  # rows per pass: temporaries stay in cache
+        for s in range(0, len(r), step):
+            sl = slice(s, s + step)
+            rr, cc = r[sl], c[sl]
+            stride, lv, lp, mmask, e = (prm[sl, j : j + 1] for j in range(5))
+            # the one formula (layouts.py): r * (cols + pad) + ((c // vec) ^ ((r // per_phase) % max_phase))
+            # * vec + c % vec, in elements; vec, per_phase and max_phase are powers of two: shifts and masks
+            o = (rr * stride + ((((cc >> lv) ^ ((rr >> lp) & mmask)) << lv) | (cc & ((1 << lv) - 1)))) * e
+            off[sl] = np.where(rr < 0, -1, o)
+        for (i, *_), part in zip(tiles, np.split(off, np.cumsum(lens)[:-1])):
+            out[i] = part
+    return np.concatenate(out) if len(out) > 1 else out[0]
+
+
+def score_candidates(
+    spec: KernelSpec,
+    consts: Sequence[Mapping[str, int]],
+    layouts: Sequence[Any],
+    dtype: str,
+    dist: str | None,
+    arch: Arch,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wavefronts and ideal wavefronts per tile of every candidate, in one model call per access width."""
+    n = len(consts)
     keys = getattr(spec, "PATTERN_KEYS", None)
-    if keys is None:
-        return make()
-    memo = (id(spec.impl), dtype, dist, tuple(constants[k] for k in keys))
-    if memo not in _PATTERNS:
-        if len(_PATTERNS) > 512:
-            _PATTERNS.clear()
-        _PATTERNS[memo] = make()
-    return _PATTERNS[memo]
+    patterns: dict[Any, list] = {}
+    units: dict[tuple[Any, Any], list[int]] = {}  # (pattern memo, layout) -> candidate indices
+    for i, (c, lay) in enumerate(zip(consts, layouts)):
+        memo = tuple(c[k] for k in keys) if keys is not None else i
+        if memo not in patterns:
+            pat = (
+                spec.smem_pattern(dict(c), dtype, dist=dist)
+                if dist is not None
+                else spec.smem_pattern(dict(c), dtype)
+            )
+            if pat is None:
+                raise SpecError(f"smem_pattern: returned None for {dict(c)}; return the block's instructions")
+            patterns[memo] = _stacked(pat, arch.warp_size)
+        try:
+            units.setdefault((memo, lay), []).append(i)
+        except TypeError:  # an unhashable layout: score it on its own
+            units.setdefault((memo, i), []).append(i)
+    # per (op, width): the canonical instructions of every unit, concatenated; then one model call each
+    batches: dict[tuple[str, int], list[tuple[int, Any, np.ndarray, np.ndarray, np.ndarray]]] = {}
+    unit_list = list(units.items())
+    canon: dict[tuple[Any, Any, int], tuple] = {}
+    checked: set[tuple[Any, int]] = set()
+    for u, ((memo, _), members) in enumerate(unit_list):
+        lay = layouts[members[0]]
+        period = _periods(lay)
+        for g, (op, width, grp) in enumerate(patterns[memo]):
+            ck = (memo, period, g)
+            if ck not in canon:
+                if (memo, g) not in checked:
+                    checked.add((memo, g))
+                    _check_bounds(f"{spec.NAME} {dict(consts[members[0]])}", lay, grp.rows, grp.cols)
+                canon[ck] = grp.canonical(period)
+            r, c, k = canon[ck]
+            batches.setdefault((op, width), []).append((u, lay, r, c, k))
+    wave_u = np.zeros(len(unit_list), dtype=np.int64)
+    ideal_u = np.zeros(len(unit_list), dtype=np.int64)
+    for (op, width), parts in batches.items():
+        addr = _addresses(parts)
+        counts = np.concatenate([p[4] for p in parts])
+        owner = np.concatenate([np.full(len(p[2]), p[0], dtype=np.int64) for p in parts])
+        w = np.empty(len(addr), dtype=np.int64)
+        d = np.empty(len(addr), dtype=np.int64)
+        for s in range(0, len(addr), _SCORE_CHUNK):
+            sl = slice(s, s + _SCORE_CHUNK)
+            w[sl], d[sl] = analyze_batch(addr[sl], width, op, arch)
+        wave_u += np.bincount(owner, weights=w * counts, minlength=len(unit_list)).astype(np.int64)
+        ideal_u += np.bincount(owner, weights=d * counts, minlength=len(unit_list)).astype(np.int64)
+    wave = np.zeros(n, dtype=np.int64)
+    ideal = np.zeros(n, dtype=np.int64)
+    for u, (_, members) in enumerate(unit_list):
+        wave[members] = wave_u[u]
+        ideal[members] = ideal_u[u]
+    return wave, ideal
+
+
+def _layout(spec: KernelSpec, c: Mapping[str, int], dtype: str) -> Any:
+    lay = spec.layout(dict(c), dtype)
+    if lay is None or not hasattr(lay, "offsets"):
+        raise SpecError(
+            f"layout: returned {lay!r} for {dict(c)}; return an autopad.layouts layout (Padded, Swizzled, "
+            f"Tile, Structs, Replicated) or an object with offsets(rows, cols) and footprint"
+        )
+    return lay
+
+
+def _launch_infos(
+    spec: KernelSpec, consts: Sequence[Mapping[str, int]], layouts: Sequence[Any], shape: tuple, dtype: str
+) -> list[dict[str, float]]:
+    out = []
+    for c, lay in zip(consts, layouts):
+        try:
+            info = check_launch_info(spec.launch_info(dict(c), shape, dtype), "launch_info")
+        except LaunchInfoError as e:
+            raise SpecError(f"{e} (for {dict(c)})") from None
+        info.setdefault("smem_bytes", float(getattr(lay, "footprint", 0)))
+        out.append(info)
+    return out
+
+
+def _traffic(spec: KernelSpec, shape: tuple, dtype: str) -> dict[str, float]:
+    try:
+        return check_traffic(spec.traffic(shape, dtype), "traffic")
+    except LaunchInfoError as e:
+        raise SpecError(str(e)) from None
 
 
 def predict(
@@ -124,94 +406,10 @@ def predict(
 ) -> Prediction:
     """Predicted run time of one candidate from its access pattern, footprint and traffic."""
     a = get_arch(arch)
-    layout = spec.layout(constants, dtype)
-    cost = score_pattern(_pattern(spec, constants, dtype, dist), layout, a)
-    info = spec.launch_info(constants, shape, dtype)
-    traffic = spec.traffic(shape, dtype)
-    blocks, threads = int(info["blocks"]), int(info["threads"])
-    smem = int(info.get("smem_bytes", getattr(layout, "footprint", 0)))
-    tiles = int(info.get("tiles_per_block", 1))
-
-    # blocks an SM can hold: limited by threads, shared memory and the block-slot count
-    per_sm = min(a.max_threads_per_sm // max(threads, 1), a.max_blocks_per_sm)
-    if smem:
-        per_sm = min(per_sm, a.smem_per_sm // (smem + 1024))  # the runtime reserves 1 KB per block
-    # ... and how many it does hold: a grid of fewer blocks than slots leaves them empty (256 GEMM blocks on
-    # 132 SMs run 2 per SM, however many would fit), so concurrency and waves follow the grid too
-    resident = max(1, min(per_sm, math.ceil(blocks / a.sm_count)))
-    occupancy = min(1.0, resident * threads / a.max_threads_per_sm)
-
-    # quantised waves: a partial last wave of blocks takes as long as a full one. Counted with the blocks
-    # an SM really holds, a grid of one partial wave costs the imbalance between SMs (2 blocks on some,
-    # 1 on others), not the whole SM's worth of empty slots.
-    waves = blocks / (a.sm_count * resident)
-    wave_factor = math.ceil(waves) / waves if waves > 0 else 1.0
-
-    # Little's law: to stream at the copy bandwidth an SM needs latency x its share of the bandwidth in
-    # flight (~1 us x 32 GB/s = 32 KB on an H200). A spec that says how many bytes each thread has in
-    # flight (``inflight_bytes``) is judged by that, on a smooth knee x / (1 + x^4)^(1/4) that gives 0.84 at
-    # exactly enough (the 32x33 fp32 transpose: 16 bytes x 2048 threads, measured 0.84 of copy); otherwise
-    # by occupancy alone (a quarter of the SM's threads taken as enough).
-    if "inflight_bytes" in info:
-        need = a.dram_latency_s * a.dram_bytes_per_s / a.sm_count
-        x = resident * threads * float(info["inflight_bytes"]) / need
-    else:
-        x = occupancy / 0.25
-    mem_eff = x / (1.0 + x**4) ** 0.25 if x > 0 else 1e-9
-    # a spec may know its global accesses stream worse than a copy (a guarded scalar path for misaligned
-    # rows, say): ``dram_efficiency`` scales the bandwidth it can reach
-    mem_eff *= float(info.get("dram_efficiency", 1.0))
-    t_dram = traffic["bytes"] / (a.dram_bytes_per_s * mem_eff)
-    t_smem = cost.wavefronts * tiles * blocks / a.smem_wavefronts_per_s
-    # arithmetic needs warps to hide its latencies (shared loads, the FMA pipeline): one resident warp per
-    # scheduler (4 per SM) reaches ~0.84 of the peak on the same smooth knee, two ~0.97. A 1024^3 SIMT GEMM
-    # of 128 blocks runs one block per SM: 4 warps measured 1.11x slower than 8 (quality study, H200).
-    w = resident * threads / 32 / 4
-    t_flops = traffic.get("flops", 0) / (a.fp32_flops * (w / (1.0 + w**4) ** 0.25))
-    terms = {"dram": t_dram * wave_factor, "smem": t_smem * wave_factor, "flops": t_flops * wave_factor}
-    bound = max(terms, key=terms.get)
-    # the streams overlap imperfectly: the slowest dominates, the others add a little
-    seconds = terms[bound] + 0.1 * (sum(terms.values()) - terms[bound])
-    return Prediction(seconds, bound, cost.wavefronts, cost.ideal, occupancy, smem)
-
-
-def _roles(
-    spec: KernelSpec, constants: dict[str, int], shape: tuple[int, ...], dtype: str
-) -> tuple[str, ...]:
-    roles = []
-    if getattr(spec, "DEFAULTS", None) is not None and _freeze(constants) == _freeze(spec.DEFAULTS):
-        roles.append("unpadded")
-    textbook = spec.textbook(shape, dtype) if hasattr(spec, "textbook") else None
-    if textbook is not None and _freeze(constants) == _freeze(textbook):
-        roles.append("textbook")
-    return tuple(roles)
-
-
-def rank(
-    spec: KernelSpec,
-    shape: tuple[int, ...],
-    dtype: str,
-    arch: str | Arch = "sm_90",
-    extra: list[dict[str, int]] | None = None,
-    dist: str | None = None,
-) -> list[Candidate]:
-    """All legal candidates, best predicted first; ties go to fewer conflicts, then the smaller footprint.
-
-    ``extra`` adds constants outside the enumeration (the baselines), each still subject to ``legal``.
-    """
-    seen = {_freeze(c): c for c in enumerate_candidates(spec, shape, dtype)}
-    for c in extra or []:
-        frozen = _freeze(c)
-        if frozen not in seen and spec.legal(c, shape, dtype):
-            seen[frozen] = c
-    out = []
-    for frozen, c in seen.items():
-        p = predict(spec, c, shape, dtype, arch, dist)
-        out.append(Candidate(frozen, spec.layout(c, dtype), p, _roles(spec, c, shape, dtype)))
-    out.sort(
-        key=lambda c: (c.prediction.seconds, c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key)
-    )
-    return out
+    lay = _layout(spec, constants, dtype)
+    wave, ideal = score_candidates(spec, [constants], [lay], dtype, dist, a)
+    infos = _launch_infos(spec, [constants], [lay], shape, dtype)
+    return predict_batch(infos, _traffic(spec, shape, dtype), wave, ideal, a)[0]
 
 
 def baselines(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> list[dict[str, int]]:
@@ -224,6 +422,48 @@ def baselines(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> list[dict
         if t is not None:
             out.append(dict(t))
     return out
+
+
+def rank(
+    spec: KernelSpec,
+    shape: tuple[int, ...],
+    dtype: str,
+    arch: str | Arch = "sm_90",
+    extra: Iterable[Mapping[str, int]] | None = None,
+    dist: str | None = None,
+) -> list[Candidate]:
+    """All legal candidates, best predicted first; ties go to fewer conflicts, then the smaller footprint.
+
+    ``extra`` adds constants outside the enumeration (the baselines), each still subject to ``legal``.
+    """
+    a = get_arch(arch)
+    seen = {_freeze(c): c for c in enumerate_candidates(spec, shape, dtype)}
+    for c in extra or []:
+        frozen = _freeze(c)
+        if frozen not in seen and check_legal(spec, dict(c), shape, dtype):
+            seen[frozen] = dict(c)
+    if not seen:
+        return []
+    frozen_all = list(seen)
+    consts = list(seen.values())
+    layouts = [_layout(spec, c, dtype) for c in consts]
+    wave, ideal = score_candidates(spec, consts, layouts, dtype, dist, a)
+    infos = _launch_infos(spec, consts, layouts, shape, dtype)
+    preds = predict_batch(infos, _traffic(spec, shape, dtype), wave, ideal, a)
+    roles_of: dict[tuple, list[str]] = {}
+    if getattr(spec, "DEFAULTS", None) is not None:
+        roles_of.setdefault(_freeze(spec.DEFAULTS), []).append("unpadded")
+    textbook = spec.textbook(shape, dtype) if hasattr(spec, "textbook") else None
+    if textbook is not None:
+        roles_of.setdefault(_freeze(textbook), []).append("textbook")
+    out = [Candidate(f, lay, p, tuple(roles_of.get(f, ()))) for f, lay, p in zip(frozen_all, layouts, preds)]
+    out.sort(
+        key=lambda c: (c.prediction.seconds, c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key)
+    )
+    return out
+
+
+# ---- shortlist and neighbourhood -------------------------------------------------------------------------
 
 
 def launch_config(spec: KernelSpec, constants: dict[str, int] | Candidate) -> tuple[tuple[str, int], ...]:
@@ -298,9 +538,3 @@ def neighbours(
                 if step in best_of:
                     out.append(best_of[step])
     return out + same
-
-
-def check_legal(spec: KernelSpec, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
-    """The spec's validity predicate, as a Legality (specs may return a bool)."""
-    res = spec.legal(constants, shape, dtype)
-    return res if isinstance(res, Legality) else Legality(bool(res), "" if res else "rejected by the spec")

@@ -1,69 +1,59 @@
-"""The kernel spec: everything the tuner may know about a kernel, and nothing more.
+"""The kernel spec: everything the tuner may know about a kernel, and nothing more; checked with reasons.
 
-A kernel (built-in or a user's own) is a module or object with the functions below. The tuner enumerates
-``SPACE``, keeps what ``legal`` accepts (the one validity predicate, shared by the enumerator, the model
-and the benchmark), scores each candidate from ``smem_pattern`` through its ``layout`` and the model, and
-benchmarks the shortlist with ``build`` / ``run`` against ``reference``. It never looks inside.
+A kernel (built-in or a user's own) is a module or object with the names below. Most users derive from
+``autopad.CudaKernel`` or ``autopad.TritonKernel`` (autopad/bases.py), which derive everything but the
+kernel, its space, its launch geometry, its arguments and its reference. The tuner enumerates ``SPACE``,
+keeps what ``RESTRICTIONS`` and ``legal`` accept (the one validity predicate, shared by the enumerator, the
+model and the benchmark), scores each candidate from ``smem_pattern`` through its ``layout`` and the model,
+and benchmarks the shortlist with ``build`` / ``run`` against ``reference``. It never looks inside.
 
-Functions (``constants`` is a dict of tunable name -> int; ``dtype`` a name such as "float32"):
+For ranking (the model; numpy only) a spec needs (``constants``: tunable name -> int; ``dtype``: "float32"):
 
     NAME: str                                   kernel name, e.g. "transpose"
     BACKEND: str                                "cuda" or "triton"
     DTYPES: tuple[str, ...]                     element types it supports
     SPACE: dict[str, tuple[int, ...]]           every tunable and the values to try
-    legal(constants, shape, dtype) -> Legality  can this candidate run? if not, why
+    legal(constants, shape, dtype) -> Legality | bool
     layout(constants, dtype) -> layout          the shared-memory layout (autopad.layouts) it uses
-    smem_pattern(constants, dtype) -> tuple[Instruction, ...]
-                                                shared-memory instructions of one block over one tile
+    smem_pattern(constants, dtype) -> instructions of one block over one tile (autopad.access/pattern)
     launch_info(constants, shape, dtype) -> dict
-                                                {"blocks": int, "threads": int, "smem_bytes": int,
-                                                 "tiles_per_block": int; optional "inflight_bytes"
-                                                 (per thread) and "dram_efficiency" (<= 1)}
+                                                {"blocks": int, "threads": int; optional "smem_bytes",
+                                                 "tiles_per_block" (default 1), "inflight_bytes" (per
+                                                 thread) and "dram_efficiency" (<= 1)}
     traffic(shape, dtype) -> dict               {"bytes": global bytes read + written, "flops": int}
+
+For measuring it also needs (the bases derive all of them):
+
     make_inputs(shape, dtype, device, seed, dist="uniform") -> tuple of tensors
-    alloc_output(inputs, constants) -> tensor   (the harness poisons it before each check)
+    alloc_output(inputs, constants) -> tensor or tuple of tensors (the harness poisons them)
     build(constants, dtype) -> object           compile (thread-safe; may raise with the compiler's log)
     run(built, inputs, out) -> None             launch on torch's current stream
-    reference(inputs) -> tensor                 the torch answer
+    reference(inputs) -> tensor(s)              the torch answer
     check(out, ref) -> tuple[bool, str]         exact or within a stated tolerance
 
-Optional: ``DEFAULTS`` (the unpadded baseline constants), ``textbook(shape, dtype)`` (the +1 pad),
-``SOURCE_FILES`` (paths of the code that runs; they key the cache, default: the module file),
-``PATTERN_KEYS`` (the constants ``smem_pattern`` depends on: candidates equal in them share one pattern),
-``LAYOUT_KEYS`` (the constants that only choose the shared-memory layout: the tuner measures one layout
-of each of the best launch configurations, and searches the rest from the fastest),
-``ACCUMULATES`` (True when ``run`` adds into ``out``: the harness zeroes it before every run),
-``DISTS`` (input classes that change the speed, e.g. ("uniform", "skewed", "single")) and
-``check_shape(shape)`` (raise ValueError for a shape the kernel cannot take) and
-``inputs_from(*args)`` (the kernel's input tuple from an ``autopad.ops`` call's arguments).
-With ``DISTS``, ``smem_pattern`` also takes ``dist=`` (the input class decides which bins collide).
+Optional: ``DEFAULTS`` (the unpadded baseline), ``textbook(shape, dtype)`` (the +1 pad), ``RESTRICTIONS``
+(expressions over the constants, or vectorised callables, that prune the space before ``legal``),
+``SOURCE_FILES`` (the code that runs; it keys the cache, default: the module file), ``PATTERN_KEYS`` (the
+constants ``smem_pattern`` depends on), ``LAYOUT_KEYS`` (the constants that only choose the layout),
+``ACCUMULATES`` (``run`` adds into ``out``: the harness zeroes it first), ``DISTS`` (input classes that
+change the speed; ``smem_pattern`` then takes ``dist=``), ``check_shape(shape)`` and ``inputs_from(*args)``.
+
+``KernelSpec`` checks the static parts when it wraps a spec, and the tuner checks what the functions return
+the first time it calls them, so a mistake is reported as the spec function's name and what was wrong.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-__all__ = ["KernelSpec", "REQUIRED", "DTYPE_BYTES"]
+__all__ = ["KernelSpec", "SpecError", "REQUIRED", "BENCH_REQUIRED", "DTYPE_BYTES", "spec_name"]
 
-REQUIRED = (
-    "NAME",
-    "BACKEND",
-    "DTYPES",
-    "SPACE",
-    "legal",
-    "layout",
-    "smem_pattern",
-    "launch_info",
-    "traffic",
-    "make_inputs",
-    "alloc_output",
-    "build",
-    "run",
-    "reference",
-    "check",
-)
+REQUIRED = ("NAME", "BACKEND", "DTYPES", "SPACE", "legal", "layout", "smem_pattern", "launch_info", "traffic")
+BENCH_REQUIRED = ("make_inputs", "alloc_output", "build", "run", "reference", "check")
+BACKENDS = ("cuda", "triton")
 
 DTYPE_BYTES = {
     "float64": 8,
@@ -80,6 +70,72 @@ DTYPE_BYTES = {
 }
 
 
+class SpecError(ValueError):
+    """A kernel spec that cannot be used: the message names the spec function or field and what is wrong."""
+
+
+def spec_name(impl: Any) -> str:
+    """A readable name for a spec object or module."""
+    if isinstance(impl, ModuleType):
+        return impl.__name__
+    n = getattr(impl, "NAME", None)
+    return n if isinstance(n, str) and n else type(impl).__name__
+
+
+def _check_static(impl: Any) -> None:
+    what = spec_name(impl)
+    missing = [name for name in REQUIRED if not hasattr(impl, name)]
+    if missing:
+        hint = ""
+        if not isinstance(impl, ModuleType) and not hasattr(impl, "layout"):
+            hint = " (derive from autopad.CudaKernel or autopad.TritonKernel to get the rest derived)"
+        raise SpecError(f"kernel: {what} is not a kernel spec; it lacks {', '.join(missing)}{hint}")
+    name = impl.NAME
+    if not isinstance(name, str) or not name.strip():
+        raise SpecError(f"NAME: must be a non-empty string, got {name!r}")
+    if impl.BACKEND not in BACKENDS:
+        raise SpecError(f"BACKEND: {impl.BACKEND!r} is not one of {', '.join(BACKENDS)}")
+    dtypes = impl.DTYPES
+    if isinstance(dtypes, str) or not isinstance(dtypes, (tuple, list)) or not dtypes:
+        raise SpecError(
+            f"DTYPES: must be a non-empty tuple of dtype names such as ('float32',), got {dtypes!r}"
+        )
+    bad = [d for d in dtypes if d not in DTYPE_BYTES]
+    if bad:
+        raise SpecError(f"DTYPES: {bad} are not known dtypes; known: {', '.join(DTYPE_BYTES)}")
+    space = impl.SPACE
+    if not isinstance(space, Mapping) or not space:
+        raise SpecError(f"SPACE: must be a non-empty dict of constant name -> tuple of ints, got {space!r}")
+    for k, values in space.items():
+        if not isinstance(k, str) or not k.isidentifier():
+            raise SpecError(f"SPACE: constant name {k!r} is not an identifier (it becomes a #define)")
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__len__") or len(values) == 0:
+            raise SpecError(
+                f"SPACE: {k!r} maps to {values!r}; give a non-empty tuple of ints such as (32, 64)"
+            )
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise SpecError(f"SPACE: {k!r} holds {v!r} ({type(v).__name__}); every value must be an int")
+        if len(set(values)) != len(values):
+            raise SpecError(f"SPACE: {k!r} repeats a value: {tuple(values)!r}")
+    for fn in ("legal", "layout", "smem_pattern", "launch_info", "traffic"):
+        if not callable(getattr(impl, fn)):
+            raise SpecError(f"{fn}: must be a function, got {getattr(impl, fn)!r}")
+    defaults = getattr(impl, "DEFAULTS", None)
+    if defaults is not None:
+        if not isinstance(defaults, Mapping) or set(defaults) != set(space):
+            raise SpecError(
+                f"DEFAULTS: must give every SPACE constant ({', '.join(sorted(space))}) a value, "
+                f"got {defaults!r}"
+            )
+    for attr in ("PATTERN_KEYS", "LAYOUT_KEYS"):
+        keys = getattr(impl, attr, None)
+        if keys is not None:
+            unknown = [k for k in keys if k not in space]
+            if isinstance(keys, str) or unknown:
+                raise SpecError(f"{attr}: {keys!r} names constants not in SPACE ({unknown or keys})")
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """A checked wrapper around a kernel module or object that provides ``REQUIRED``."""
@@ -87,10 +143,22 @@ class KernelSpec:
     impl: Any
 
     def __post_init__(self) -> None:
-        missing = [name for name in REQUIRED if not hasattr(self.impl, name)]
-        if missing:
-            what = self.impl.__name__ if isinstance(self.impl, ModuleType) else type(self.impl).__name__
-            raise ValueError(f"kernel: {what} is not a kernel spec; it lacks {', '.join(missing)}")
+        _check_static(self.impl)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.impl, name)
+
+    def expected(self, inputs: Any) -> Any:
+        """The reference answer for ``inputs``: a base spec's ``reference`` takes the non-output arguments
+        one by one (``expected``), a plain spec's takes the inputs tuple."""
+        fn = getattr(self.impl, "expected", None)
+        return fn(inputs) if callable(fn) else self.impl.reference(inputs)
+
+    def check_bench(self) -> None:
+        """Raise SpecError unless the spec can be measured (the bases always can)."""
+        missing = [n for n in BENCH_REQUIRED if not callable(getattr(self.impl, n, None))]
+        if missing:
+            raise SpecError(
+                f"kernel: {spec_name(self.impl)} cannot be measured; it lacks {', '.join(missing)} "
+                f"(derive from autopad.CudaKernel or autopad.TritonKernel to get them)"
+            )

@@ -1,13 +1,19 @@
-"""``autopad.tune(kernel, shape)``: enumerate, score, shortlist, benchmark, pick, cache.
+"""``autopad.tune(kernel, shape)``: request -> rank -> strategy -> pick -> record, wired together.
 
-The flow runs once, left to right: the spec's space -> ``search.rank`` (legal candidates, predicted by the
-model) -> ``search.shortlist`` (top_k plus the unpadded and textbook baselines, capped by the budget) ->
-the benchmarker (``bench.WorkerBenchmarker`` on a GPU; a fake one in tests) -> the pick -> the cache.
+Each stage lives in its own module and this one only connects them, left to right:
 
-The pick is the fastest correct candidate. Timings come with a spread; when several candidates are within
-noise of the fastest they are timed again, and if they still tie the lower model cost wins, then the
-smaller footprint, then the constants' text, so one machine gives the same pick run after run. Without a
-GPU (or with AUTOPAD_NO_BENCH=1) the result is the model's ranking, says so, and measures nothing.
+- ``request.Request.make``: every argument checked before any work;
+- the cache: a result tuned before for the same key and search parameters is returned at once;
+- ``search.rank``: every legal candidate, predicted by the model (numpy only);
+- a strategy (``autopad.strategies``; the model's shortlist plus a local search by default) spends the
+  measurements through ``_Measure``, which times on the GPU (``bench.WorkerBenchmarker``: an isolated
+  worker process) or answers from the cache, and enforces the budgets;
+- ``pick``: the fastest correct candidate; candidates within noise of it are timed again, and a remaining
+  tie goes to the lower model cost, then the smaller footprint, then the constants' text, so one machine
+  gives the same pick run after run;
+- the record: measurements go to the cache as they arrive, the result at the end.
+
+Without a GPU (or with AUTOPAD_NO_BENCH=1) the result is the model's ranking, says so, and measures nothing.
 """
 
 from __future__ import annotations
@@ -15,87 +21,30 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from types import ModuleType
 from typing import Any
 
 from . import __version__
-from .arch import ARCHS, get_arch
-from .bench import BenchJob, device_info, gpu_available, spec_ref
-from .cache import Cache, CacheKey
-from .kernels_registry import builtin_spec, source_hash
-from .layouts import Swizzled
-from .results import Best, CandidateResult, Measurement, TuneResult
-from .search import Candidate, baselines, check_legal, neighbours, rank, shortlist
-from .spec import DTYPE_BYTES, KernelSpec
+from .device import device_count, device_info, gpu_available
+from .kernels_registry import source_hash
+from .request import Request, normalize_dtype, normalize_shape, resolve
+from .results import Best, CandidateResult, LazyCandidates, Measurement, TuneResult
+from .search import Candidate, check_legal, rank
+from .spec import KernelSpec
 
-__all__ = ["tune", "resolve", "normalize_dtype", "normalize_shape", "cache_key"]
+__all__ = ["tune", "resolve", "normalize_dtype", "normalize_shape", "cache_key", "NO_GPU_MESSAGE"]
 
 NO_GPU_MESSAGE = "no GPU (or AUTOPAD_NO_BENCH=1): ranked by the model alone, nothing was measured"
 
 
-def normalize_dtype(dtype: Any) -> str:
-    """'float32', torch.float32 or numpy's float32 -> 'float32'."""
-    name = str(dtype).replace("torch.", "")
-    name = {
-        "float": "float32",
-        "half": "float16",
-        "double": "float64",
-        "fp32": "float32",
-        "fp16": "float16",
-        "bf16": "bfloat16",
-        "fp64": "float64",
-        "fp8": "float8_e4m3fn",
-        "float8": "float8_e4m3fn",
-    }.get(name, name)
-    if name not in DTYPE_BYTES:
-        raise ValueError(f"dtype: {dtype!r} is not a known element type; known: {', '.join(DTYPE_BYTES)}")
-    return name
-
-
-def normalize_shape(shape: Any) -> tuple[int, ...]:
-    """A tuple of positive ints, from a tuple/list or text like '8192x8192'."""
-    if isinstance(shape, str):
-        try:
-            shape = tuple(int(p) for p in shape.lower().split("x"))
-        except ValueError:
-            raise ValueError(f"shape: {shape!r} is not of the form 8192x8192") from None
-    try:
-        out = tuple(shape)
-    except TypeError:
-        raise ValueError(f"shape: expected a tuple of positive ints, got {shape!r}") from None
-    if not out or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in out):
-        raise ValueError(f"shape: every dimension must be a positive int, got {shape!r}")
-    return out
-
-
-def resolve(kernel: str | ModuleType | Any, backend: str = "auto") -> KernelSpec:
-    """A built-in kernel name ('transpose', 'matmul', 'histogram') or a user's spec -> KernelSpec."""
-    if backend not in ("auto", "cuda", "triton"):
-        raise ValueError(f"backend: {backend!r} is not one of auto, cuda, triton")
-    if isinstance(kernel, str):
-        return builtin_spec(kernel, backend)
-    return KernelSpec(kernel)
-
-
-def _device_index(device: Any) -> int:
-    if device is None:
-        return 0
-    if isinstance(device, int) and not isinstance(device, bool) and device >= 0:
-        return device
-    text = str(device)
-    if text == "cuda":
-        return 0
-    if text.startswith("cuda:") and text[5:].isdigit():
-        return int(text[5:])
-    raise ValueError(f"device: {device!r} is not a CUDA device (use an index, 'cuda' or 'cuda:N')")
-
-
 def cache_key(
     spec: KernelSpec, shape: tuple[int, ...], dtype: str, dist: str | None, dev: dict[str, Any]
-) -> CacheKey:
-    """The cache key of one tuning question on the device ``dev`` (``bench.device_info``; {} = no GPU)."""
+) -> Any:
+    """The cache key of one tuning question on the device ``dev`` (``device.device_info``; {} = no GPU)."""
+    from .cache import CacheKey
+
     return CacheKey(
         __version__,
         dev.get("name", ""),
@@ -122,39 +71,125 @@ def _environment() -> dict[str, Any]:
     return env
 
 
-def _extra(layout: Any) -> dict[str, Any]:
-    """The swizzle's other spellings, for export: CuTe Swizzle<B,M,S> and the Gluon layout."""
+def _extra(layout: Any, spec: KernelSpec, constants: dict[str, int]) -> dict[str, Any]:
+    """What exporters need beyond the constants: the layout's parameters and its other spellings (CuTe
+    ``Swizzle<B,M,S>``, the Gluon layout), and for Triton kernels the arguments the kernel takes."""
     extra: dict[str, Any] = {}
-    if isinstance(layout, Swizzled) and layout.max_phase > 1:
+    if hasattr(layout, "to_dict"):
+        try:
+            extra["layout_spec"] = layout.to_dict()
+        except ValueError:
+            pass
+    if getattr(layout, "max_phase", 1) > 1 and hasattr(layout, "to_cute"):
         try:
             extra["cute_swizzle"] = list(layout.to_cute())
         except ValueError:
             pass
-        g = layout.gluon_spec()
-        extra["gluon_layout"] = (
-            f"gl.SwizzledSharedLayout(vec={g['vec']}, per_phase={g['per_phase']}, "
-            f"max_phase={g['max_phase']}, order={g['order']})"
-        )
-    elif hasattr(layout, "gluon_spec"):
-        g = layout.gluon_spec()
-        if g.get("kind") == "padded" and g.get("interval_padding"):
+    if hasattr(layout, "gluon_spec"):
+        try:
+            g = layout.gluon_spec()
+        except ValueError:
+            g = {}
+        if g.get("kind") == "swizzled" and g.get("max_phase", 1) > 1:
             extra["gluon_layout"] = (
-                f"gl.PaddedSharedLayout.with_identity_for({g['interval_padding']}, "
-                f"{g['shape']}, {g['order']})"
+                f"gl.SwizzledSharedLayout(vec={g['vec']}, per_phase={g['per_phase']}, "
+                f"max_phase={g['max_phase']}, order={g['order']})"
             )
+        elif g.get("kind") == "padded" and g.get("interval_padding"):
+            extra["gluon_layout"] = (
+                f"gl.PaddedSharedLayout.with_identity_for({g['interval_padding']}, {g['shape']}, "
+                f"{g['order']})"
+            )
+    for name, key in (("kernel_args", "kernel_args"), ("launch", "launch_options")):
+        fn = getattr(spec, key, None)
+        if callable(fn):
+            try:
+                extra[name] = fn(constants)
+            except Exception:  # an exporter's nicety must never fail a tune
+                pass
     return extra
 
 
-def _progress(enabled: bool, done: int, total: int, key: str) -> None:
-    if enabled:
-        bar = "#" * int(20 * done / max(total, 1))
-        sys.stderr.write(f"\rautopad: measuring [{bar:20}] {done}/{total} {key[:50]:50}")
-        if done == total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+class _Progress:
+    """One line on stderr, redrawn: what is being measured and how far along (only on a terminal)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def update(self, done: int, total: int, key: str) -> None:
+        if self.enabled:
+            bar = "#" * int(20 * done / max(total, 1))
+            sys.stderr.write(f"\rautopad: measuring [{bar:20}] {done}/{total} {key[:50]:50}")
+            if done == total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
 
 
-def _pick(cands: list[Candidate], meas: dict[str, Measurement]) -> list[Candidate]:
+class _Measure:
+    """The measuring callable a strategy is given: cache first, then the benchmarker; budgets enforced."""
+
+    def __init__(self, req: Request, bench: Any, store: Any, key: Any, show: _Progress) -> None:
+        self.req, self.bench, self.store, self.key, self.show = req, bench, store, key, show
+        self.stored = store.measurements(key) if store is not None else {}
+        self.meas: dict[str, Measurement] = {}
+        self.cached: set[str] = set()
+        self.asked: list[Candidate] = []  # every candidate a strategy asked for, in order
+        self._keys: set[str] = set()
+        self.t0 = time.perf_counter()
+        self.exhausted = False
+
+    def _over_time(self) -> bool:
+        t = self.req.time_budget_s
+        return t is not None and time.perf_counter() - self.t0 > t
+
+    def run(self, cands: Sequence[Candidate], reps: int, seed: int) -> None:
+        """Time ``cands`` on the GPU now (no cache lookup)."""
+        from .bench import BenchJob, spec_ref
+
+        job = BenchJob(
+            spec_ref(self.req.spec),
+            tuple((c.key, c.params) for c in cands),
+            self.req.shape,
+            self.req.dtype,
+            self.req.dist or "uniform",
+            seed=seed,
+            reps=reps,
+            device=self.req.device,
+        )
+        for n, m in enumerate(self.bench.measure(job), 1):
+            self.meas[m.key] = m
+            self.cached.discard(m.key)
+            if self.store is not None:
+                self.store.put_measurements(self.key, {m.key: m})
+            self.show.update(n, len(cands), m.key)
+            if self._over_time():
+                self.exhausted = True
+                break
+
+    def __call__(self, cands: Sequence[Candidate]) -> dict[str, Measurement]:
+        fresh = [c for c in cands if c.key not in self._keys]
+        if self.req.budget is not None:
+            room = max(0, self.req.budget - len(self.asked))
+            if len(fresh) > room:
+                fresh, self.exhausted = fresh[:room], True
+        self.asked += fresh
+        self._keys.update(c.key for c in fresh)
+        for c in fresh:
+            if c.key in self.stored and c.key not in self.meas:
+                self.meas[c.key] = self.stored[c.key]
+                self.cached.add(c.key)
+        todo = [c for c in fresh if c.key not in self.meas]
+        if todo and not self.exhausted and not self._over_time():
+            self.run(todo, 30, 0)
+        elif todo:
+            self.exhausted = True
+        return {c.key: self.meas[c.key] for c in cands if c.key in self.meas}
+
+    def measured(self) -> dict[str, Measurement]:
+        return dict(self.meas)
+
+
+def _within_noise(cands: Iterable[Candidate], meas: dict[str, Measurement]) -> list[Candidate]:
     """Correct measured candidates within noise of the fastest, fastest first."""
     ok = sorted((c for c in cands if c.key in meas and meas[c.key].correct), key=lambda c: meas[c.key].ms)
     if not ok:
@@ -173,14 +208,22 @@ def _tie_break(tied: Iterable[Candidate]) -> Candidate:
     return min(tied, key=lambda c: (c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
 
 
+def pick(measure: _Measure) -> Candidate | None:
+    """The fastest correct candidate; ties within noise are timed again, longer, then broken by the model."""
+    tied = _within_noise(measure.asked, measure.meas)
+    if len(tied) > 1:
+        measure.run(tied, 60, 1)
+        tied = _within_noise(tied, measure.meas) or tied
+    return _tie_break(tied) if tied else None
+
+
 _CACHED_UNMEASURED = 48
 
 
 def _for_cache(res: TuneResult) -> TuneResult:
     """The result as cached: every measured candidate and baseline, and the model's best unmeasured ones.
 
-    A space of thousands of candidates would make every later cache hit parse megabytes; the ones left
-    out were neither measured nor near the top of the model's ranking.
+    The full ranked list is rebuilt by the model on a hit (``LazyCandidates``), so the file stays small.
     """
     keep, rest = [], 0
     for c in res.candidates:
@@ -189,11 +232,44 @@ def _for_cache(res: TuneResult) -> TuneResult:
         elif rest < _CACHED_UNMEASURED:
             keep.append(c)
             rest += 1
-    left = len(res.candidates) - len(keep)
-    if not left:
-        return res
-    note = f"; {left} lower-ranked unmeasured candidates not kept in the cache"
-    return TuneResult(**{**res.__dict__, "candidates": tuple(keep), "message": res.message + note})
+    return TuneResult(**{**res.__dict__, "candidates": tuple(keep)})
+
+
+def _search_params(req: Request, measuring: bool) -> dict[str, Any]:
+    return {
+        "top_k": req.top_k,
+        "budget": req.budget,
+        "refine": req.refine,
+        "arch": req.arch,
+        "measuring": measuring,
+        "strategy": req.strategy,
+        "seed": req.seed,
+        # the space is a search parameter, not part of the key: adding a candidate keeps the old timings
+        "space": {k: list(v) for k, v in sorted(req.spec.SPACE.items())},
+    }
+
+
+def _candidates(ranked: Sequence[Candidate], meas: dict[str, Measurement], cached: set[str]) -> tuple:
+    return tuple(CandidateResult.from_candidate(c, meas.get(c.key), cached=c.key in cached) for c in ranked)
+
+
+def _rerank(req: Request, stored: TuneResult) -> tuple[CandidateResult, ...]:
+    """The full candidate list of a cached result: the model's ranking with the stored measurements."""
+    by_key = {c.key: c for c in stored.candidates}
+    ranked = rank(req.spec, req.shape, req.dtype, req.arch, extra=_baselines(req), dist=req.dist)
+    out = []
+    for c in ranked:
+        s = by_key.get(c.key)
+        out.append(
+            CandidateResult.from_candidate(c, s.measurement if s else None, cached=bool(s and s.cached))
+        )
+    return tuple(out)
+
+
+def _baselines(req: Request) -> list[dict[str, int]]:
+    from .search import baselines
+
+    return baselines(req.spec, req.shape, req.dtype)
 
 
 def tune(
@@ -213,196 +289,145 @@ def tune(
     benchmarker: Any = None,
     retune: bool = False,
     refine: int = 16,
+    strategy: str = "model",
+    seed: int = 0,
+    export: Any = None,
 ) -> TuneResult:
     """Choose the shared-memory layout (and other tunables) for ``kernel`` on ``shape``.
 
-    ``kernel`` is "transpose", "matmul", "histogram" or a user's kernel spec (see autopad.spec).
-    ``top_k`` candidates by the model's prediction are measured, plus the baselines and the best layout of
-    each of the ``top_k`` best launch configurations; then up to ``refine`` more, in a local search from
-    the fastest (its neighbouring launch configurations and its next layouts; 0 turns it off).
-    ``budget`` caps how many are measured in all and ``time_budget_s`` how long measuring may take.
-    ``dist`` is the input class for kernels whose speed depends on the data (histogram: "uniform",
-    "skewed", "single"). ``cache`` reuses and records measurements on disk; ``retune`` ignores a cached
-    result (but keeps cached timings).
+    ``kernel`` is "transpose", "matmul", "histogram" or a user's kernel spec (``autopad.CudaKernel``,
+    ``autopad.TritonKernel``, or any object with the names in ``autopad.spec``). ``strategy`` picks how
+    measurements are spent ("model": ``top_k`` by the model plus the baselines and the best layout of each
+    of the ``top_k`` best launch configurations, then up to ``refine`` more in a local search from the
+    fastest; "brute_force"; "random"). ``budget`` caps how many are measured in all and ``time_budget_s``
+    how long measuring may take. ``dist`` is the input class for kernels whose speed depends on the data
+    (histogram: "uniform", "skewed", "single"). ``cache`` reuses and records measurements on disk;
+    ``retune`` ignores a cached result (but keeps cached timings). ``export`` writes the pick (.json, .h,
+    .py) when the tune is done; a bad suffix is refused before any work.
     """
     started = time.perf_counter()
-    spec = resolve(kernel, backend)
-    shape = normalize_shape(shape)
-    dtype = normalize_dtype(dtype)
-    if dtype not in spec.DTYPES:
-        raise ValueError(
-            f"dtype: {spec.NAME} [{spec.BACKEND}] supports {', '.join(spec.DTYPES)}, not {dtype}"
-        )
-    if hasattr(spec, "check_shape"):
-        spec.check_shape(shape)
-    dists = getattr(spec, "DISTS", None)
-    if dists:
-        dist = dist or dists[0]
-        if dist not in dists:
-            raise ValueError(f"dist: {dist!r} is not one of {', '.join(dists)}")
-    elif dist is not None:
-        raise ValueError(f"dist: {spec.NAME} takes no input distribution")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k: must be an int >= 1, got {top_k!r}")
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
-        raise ValueError(f"budget: must be an int >= 1 or None, got {budget!r}")
-    if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
-        raise ValueError(
-            f"refine: must be an int >= 0 (extra candidates the local search may measure), got {refine!r}"
-        )
-    index = _device_index(device)
+    index_hint = device if isinstance(device, int) and not isinstance(device, bool) else 0
+    dev_light = device_info(index_hint) if benchmarker is None else {}
+    req = Request.make(
+        kernel,
+        shape,
+        dtype,
+        backend,
+        top_k,
+        device,
+        cache,
+        budget,
+        time_budget_s,
+        dist,
+        arch,
+        retune,
+        refine,
+        strategy,
+        seed,
+        export,
+        gpu_cc=dev_light.get("cc", ""),
+        device_count=device_count() if benchmarker is None else None,
+    )
+    spec = req.spec
+    dev = device_info(req.device) if benchmarker is None else {}
+    # whether this machine could measure: a GPU the driver shows (torch is checked only when measuring)
+    measuring = benchmarker is not None or bool(dev)
+    store = None
+    if req.cache:
+        from .cache import Cache
 
-    measuring = benchmarker is not None or gpu_available()
-    dev = device_info(index) if benchmarker is None and measuring else {}
-    if arch is None:
-        arch = f"sm_{dev['cc']}" if dev.get("cc") and f"sm_{dev['cc']}" in ARCHS else "sm_90"
-    get_arch(arch)
-
-    store = Cache() if cache else None
-    key = cache_key(spec, shape, dtype, dist, dev)
-    # the space is a search parameter, not part of the key: adding a candidate keeps the old timings
-    space = {k: list(v) for k, v in sorted(spec.SPACE.items())}
-    params = {
-        "top_k": top_k,
-        "budget": budget,
-        "refine": refine,
-        "arch": arch,
-        "measuring": measuring,
-        "space": space,
-    }
-    if store is not None and not retune:
+        store = Cache()
+    key = cache_key(spec, req.shape, req.dtype, req.dist, dev)
+    params = _search_params(req, measuring)
+    if store is not None and not req.retune:
         hit = store.get_result(key, params)
         if hit is not None:
-            ms = (time.perf_counter() - started) * 1e3
             res = TuneResult(
                 **{
                     **hit.__dict__,
-                    "mode": "cached",
-                    "message": f"cache hit ({ms:.1f} ms); tuned {hit.environment.get('date', '')}",
+                    "candidates": LazyCandidates(lambda: _rerank(req, hit)),
+                    "cache_hit": True,
+                    "lookup_ms": (time.perf_counter() - started) * 1e3,
                 }
             )
-            if verbose:
-                print(res.table())
-            return res
+            return _finish(req, res, verbose)
 
-    ranked = rank(spec, shape, dtype, arch, extra=baselines(spec, shape, dtype), dist=dist)
+    ranked = rank(spec, req.shape, req.dtype, req.arch, extra=_baselines(req), dist=req.dist)
     if not ranked:
         probe = getattr(spec, "DEFAULTS", None) or {k: v[0] for k, v in spec.SPACE.items()}
-        why = check_legal(spec, probe, shape, dtype).reason
+        why = check_legal(spec, dict(probe), req.shape, req.dtype).reason
         raise ValueError(
-            f"shape: {spec.NAME} [{spec.BACKEND}] has no legal candidate for shape {shape} and "
-            f"dtype {dtype}; its default candidate is rejected because: {why}"
+            f"shape: {spec.NAME} [{spec.BACKEND}] has no legal candidate for shape {req.shape} and "
+            f"dtype {req.dtype}; its default candidate is rejected because: {why}"
         )
-    short = shortlist(ranked, top_k, spec)
-    if budget is not None:
-        short = short[:budget]
+    winner: Candidate | None = None
     meas: dict[str, Measurement] = {}
-    cached_keys: set[str] = set()
-    tied: list[Candidate] = []  # correct candidates within noise of the fastest, after any re-timing
-
-    if not measuring:
+    cached: set[str] = set()
+    if measuring and benchmarker is None and not gpu_available():
+        measuring = False
+        mode, message = (
+            "model-only",
+            (
+                f"a GPU ({dev.get('name', '?')}) is here but torch with CUDA is not: ranked by the model "
+                "alone, nothing was measured"
+            ),
+        )
+    elif not measuring:
         mode, message = "model-only", NO_GPU_MESSAGE
-    elif len(short) == 1:
-        mode, message = "model-only", "a shortlist of one: nothing to compare, so nothing was measured"
-    else:
-        mode = "measured"
-        stored = store.measurements(key) if store is not None else {}
+    if measuring and (len(ranked) == 1 or req.budget == 1):
+        why = "a single legal candidate" if len(ranked) == 1 else "a budget of one"
+        mode, message = "model-only", f"{why}: nothing to compare, so nothing was measured"
+    elif measuring:
+        spec.check_bench()
         bench = benchmarker
         if bench is None:
             from .bench import WorkerBenchmarker
 
             bench = WorkerBenchmarker()
-        show = sys.stderr.isatty() if progress is None else progress
-        t0 = time.perf_counter()
+        show = _Progress(sys.stderr.isatty() if progress is None else bool(progress))
+        m = _Measure(req, bench, store, key, show)
+        from .strategies import Options, get
 
-        def run(cands: list[Candidate], reps: int, seed: int) -> None:
-            job = BenchJob(
-                spec_ref(spec),
-                tuple((c.key, c.params) for c in cands),
-                shape,
-                dtype,
-                dist or "uniform",
-                seed=seed,
-                reps=reps,
-                device=index,
-            )
-            for n, m in enumerate(bench.measure(job), 1):
-                meas[m.key] = m
-                cached_keys.discard(m.key)
-                if store is not None:
-                    store.put_measurements(key, {m.key: m})
-                _progress(show, n, len(cands), m.key)
-                if time_budget_s is not None and time.perf_counter() - t0 > time_budget_s:
-                    break
-
-        def measure(cands: list[Candidate]) -> None:
-            """First timings: from the cache where it has them, else from the GPU."""
-            for c in cands:
-                if c.key in stored and c.key not in meas:
-                    meas[c.key] = stored[c.key]
-                    cached_keys.add(c.key)
-            todo = [c for c in cands if c.key not in meas]
-            if todo:
-                run(todo, 30, 0)
-
-        measure(short)
-        # local search from the fastest: neighbouring launch configurations and layouts, while they win
-        limit = refine if budget is None else min(refine, budget - len(short))
-        seen = {c.key for c in short}
-        while limit > 0 and (time_budget_s is None or time.perf_counter() - t0 <= time_budget_s):
-            ok = [c for c in short if c.key in meas and meas[c.key].correct]
-            if not ok:
-                break
-            here = min(ok, key=lambda c: meas[c.key].ms)
-            step = [c for c in neighbours(spec, ranked, here) if c.key not in seen][:limit]
-            if not step:
-                break
-            seen.update(c.key for c in step)
-            short += step
-            limit -= len(step)
-            measure(step)
-            ok = [c for c in step if c.key in meas and meas[c.key].correct]
-            if not ok or min(meas[c.key].ms for c in ok) >= meas[here.key].ms:
-                break
-        tied = _pick(short, meas)
-        if len(tied) > 1:
-            run(tied, 60, 1)  # within noise of each other: time them again, longer
-            tied = _pick(tied, meas) or tied
-        n_fail = sum(1 for c in short if c.key in meas and not meas[c.key].correct)
+        get(req.strategy)(ranked, m, Options(spec, req.top_k, req.refine, req.budget, req.seed))
+        winner = pick(m)
+        meas, cached = m.meas, m.cached
+        n_fail = sum(1 for c in m.asked if c.key in meas and not meas[c.key].correct)
+        mode = "measured"
         message = (
-            f"measured {sum(1 for c in short if c.key in meas)} of {len(ranked)} legal candidates "
-            f"({len(cached_keys)} from cache), {n_fail} failed"
+            f"measured {sum(1 for c in m.asked if c.key in meas)} of {len(ranked)} legal candidates "
+            f"({len(cached)} from cache), {n_fail} failed"
         )
-        if not tied:
+        if winner is None:
             message += "; no candidate ran correctly, so the pick is the model's"
-
-    winner = _tie_break(tied) if tied else ranked[0]  # the shortlist starts with the model's best
-    results = []
-    for c in ranked:
-        m = meas.get(c.key)
-        results.append(CandidateResult.from_candidate(c, m, cached=c.key in cached_keys))
-    w = CandidateResult.from_candidate(winner, meas.get(winner.key))
+    w = winner or ranked[0]  # the ranking starts with the model's best
+    wr = CandidateResult.from_candidate(w, meas.get(w.key))
     best = Best(
-        dict(winner.params), w.layout, winner.prediction.seconds, w.measured_ms, _extra(winner.layout)
+        dict(w.params), wr.layout, w.prediction.seconds, wr.measured_ms, _extra(w.layout, spec, w.params)
     )
     res = TuneResult(
         spec.NAME,
         spec.BACKEND,
-        shape,
-        dtype,
-        arch,
+        req.shape,
+        req.dtype,
+        req.arch,
         mode,
         message,
         best,
-        tuple(results),
+        _candidates(ranked, meas, cached),
         dev,
         _environment(),
-        dist,
+        req.dist,
     )
     if store is not None:
         store.put_result(key, _for_cache(res), params)
-    if mode == "model-only" and not measuring:
+    if mode == "model-only" and message == NO_GPU_MESSAGE:
         print(f"autopad: {NO_GPU_MESSAGE}", file=sys.stderr)
+    return _finish(req, res, verbose)
+
+
+def _finish(req: Request, res: TuneResult, verbose: bool) -> TuneResult:
     if verbose:
         print(res.table())
+    if req.export is not None:
+        res.export(req.export)
     return res

@@ -107,7 +107,11 @@ def test_cache_hit_skips_benchmarking_and_new_candidates_measure_alone(monkeypat
     a = _tune(first, top_k=20)
     again = FakeBench(default=None)
     b = _tune(again, top_k=20)
-    assert again.jobs == [] and b.mode == "cached" and b.best.constants == a.best.constants
+    assert again.jobs == [] and b.cache_hit and not a.cache_hit and b.best.constants == a.best.constants
+    # a hit is the same result as the tune that made it: same mode, every candidate, same measurements
+    assert b.mode == a.mode == "measured" and b.message == a.message
+    assert len(b.candidates) == len(a.candidates) and b.to_dict() == a.to_dict()
+    assert "cache hit" in b.table()
     # a new candidate in the space: only it is measured, the rest come from the cache
     monkeypatch.setitem(fake_kernel.SPACE, "PAD", (0, 1, 2, 4, 8))
     third = FakeBench(times={_key(TILE=32, PAD=8, VEC=1): 0.01}, default=None)

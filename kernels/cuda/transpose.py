@@ -36,6 +36,15 @@ SPACE: dict[str, tuple[int, ...]] = {
     "READOUT": (0, 1),
 }
 LAYOUT_KEYS = ("PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")  # the rest is the launch configuration
+# cheap necessary conditions of ``legal``, evaluated over the whole space at once (E = element bytes);
+# ``legal`` still decides every survivor
+RESTRICTIONS = (
+    "SW_MAX_PHASE > 1 or (SW_VEC == 1 and SW_PER_PHASE == 1)",
+    "SW_MAX_PHASE == 1 or (PAD == 0 and VEC <= SW_VEC and SW_VEC * SW_MAX_PHASE <= TILE_N)",
+    "VEC * E <= 16 and PAD % VEC == 0 and TILE_M % VEC == 0 and TILE_N % VEC == 0",
+    "THREADS % (TILE_N // VEC) == 0 and THREADS % (TILE_M // VEC) == 0",
+    "READOUT == 0 or (E <= 2 and VEC * E == 16)",
+)
 DEFAULTS: dict[str, int] = {
     "TILE_M": 32,
     "TILE_N": 32,
