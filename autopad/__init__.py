@@ -1,7 +1,14 @@
 """autopad: chooses shared-memory layouts for GPU kernels.
 
 The public API is importable with numpy alone: torch, triton and the CUDA bindings load only when a GPU
-path needs them (``tune`` with a GPU, ``ops``).
+path needs them (``tune`` with a GPU, ``ops``, a base spec's build/run).
+
+- the model: ``analyze``, ``analyze_batch``, ``Arch``/``get_arch``, ``layouts``;
+- tuning: ``tune(kernel, shape, dtype)`` for "transpose", "matmul", "histogram" or your own spec;
+- your own kernel: ``CudaKernel`` / ``TritonKernel`` base specs with ``Out``, ``tile`` (a layout in terms
+  of your constants), ``tune_kernel`` (Kernel Tuner's entry point), ``prune_configs_by`` (a
+  ``triton.autotune`` hook);
+- PyTorch: ``autopad.ops``.
 """
 
 from __future__ import annotations
@@ -10,7 +17,10 @@ __version__ = "0.1.0"  # before the imports below: tune and cache read it
 
 from . import layouts, ops  # noqa: E402  (light: torch loads inside the ops functions)
 from .arch import ARCHS, Arch, get_arch
+from .bases import CudaKernel, Out, TritonKernel, tile
+from .kt import tune_kernel
 from .model import Analysis, analyze, analyze_batch
+from .triton_hook import prune_configs_by
 from .tune import tune
 
 __all__ = [
@@ -22,6 +32,12 @@ __all__ = [
     "ARCHS",
     "get_arch",
     "tune",
+    "tune_kernel",
+    "CudaKernel",
+    "TritonKernel",
+    "Out",
+    "tile",
+    "prune_configs_by",
     "layouts",
     "ops",
 ]

@@ -1,0 +1,171 @@
+"""autopad's model inside ``@triton.autotune``: keep your decorator, prune with the bank-conflict model.
+
+Triton's autotuner takes ``prune_configs_by={"early_config_prune": f, "perf_model": g, "top_k": k}``: it
+drops the configs ``f`` rejects, ranks the rest by ``g``'s estimate, and benchmarks only the best ``k``.
+``prune_configs_by(...)`` returns that dict with autopad's legality check as ``f`` and its predicted time
+(``autopad.predict``: bank conflicts of the kernel's shared-memory accesses under the config's layout,
+occupancy, bytes in flight, waves) as ``g``:
+
+    @triton.autotune(configs=[triton.Config({"BM": bm, "BN": bn, "PAD": p}, num_warps=w) ...],
+                     key=["M", "N"],
+                     prune_configs_by=autopad.triton_hook.prune_configs_by(
+                         layout=autopad.tile("BM", "BN", pad="PAD", vec="VEC"),
+                         pattern=my_pattern,                      # autopad.pattern.Pattern, or a function
+                         grid=lambda m: (triton.cdiv(m["M"], m["BM"]), triton.cdiv(m["N"], m["BN"])),
+                         top_k=4))
+    @triton.jit
+    def kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, PAD: tl.constexpr): ...
+
+What the model sees of a config: its integer keyword arguments and ``num_warps`` (as ``WARPS`` and
+``num_warps``) and the launch's integer arguments (``M``, ``N``, ...): the layout, the pattern and the
+grid are expressed in those names. The estimate is in milliseconds; the autotuner only compares them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .arch import get_arch
+from .bases import TileLayout
+from .predict import check_traffic, predict_batch
+from .spec import DTYPE_BYTES
+
+__all__ = ["prune_configs_by", "ConfigModel"]
+
+
+def _ints(meta: Mapping[str, Any]) -> dict[str, int]:
+    out = {}
+    for k, v in meta.items():
+        if isinstance(v, (bool, np.bool_)):
+            continue
+        if isinstance(v, (int, np.integer)):
+            out[str(k)] = int(v)
+    if "num_warps" in out:
+        out.setdefault("WARPS", out["num_warps"])
+    return out
+
+
+def _dtype_name(meta: Mapping[str, Any], dtype: str | None) -> str:
+    if dtype is not None:
+        return dtype
+    for v in meta.values():
+        dt = getattr(v, "dtype", None)
+        if dt is not None and hasattr(v, "data_ptr"):
+            name = str(dt).replace("torch.", "")
+            if name in DTYPE_BYTES:
+                return name
+    return "float32"
+
+
+def _tensor_bytes(meta: Mapping[str, Any]) -> int:
+    total = 0
+    for v in meta.values():
+        if hasattr(v, "data_ptr") and hasattr(v, "element_size"):
+            total += int(v.numel()) * int(v.element_size())
+    return total
+
+
+class ConfigModel:
+    """Legality and predicted time of one Triton config from its meta-parameters (see the module doc)."""
+
+    def __init__(
+        self,
+        layout: TileLayout | Callable[[dict], Any],
+        pattern: Any,
+        grid: Callable[[dict], Any],
+        traffic: Callable[[dict], Mapping[str, float]] | None = None,
+        dtype: str | None = None,
+        arch: str = "sm_90",
+    ) -> None:
+        if not callable(grid):
+            raise ValueError("grid: give the launch grid as a function of the meta-parameters")
+        self.layout, self.pattern, self.grid = layout, pattern, grid
+        self.traffic, self.dtype, self.arch = traffic, dtype, get_arch(arch)
+        self._memo: dict[tuple, float] = {}
+
+    def _layout(self, consts: dict[str, int], e: int) -> Any:
+        if isinstance(self.layout, TileLayout):
+            return self.layout.make(consts, e), self.layout.vec_of(consts, e)
+        return self.layout(consts), 1
+
+    def legal(self, meta: Mapping[str, Any]) -> tuple[bool, str]:
+        consts = _ints(meta)
+        e = DTYPE_BYTES[_dtype_name(meta, self.dtype)]
+        try:
+            lay, vec = self._layout(consts, e)
+        except (ValueError, KeyError) as exc:
+            return False, str(exc)
+        ok = lay.check(vec, self.arch.smem_per_block)
+        if not ok:
+            return False, ok.reason
+        if 32 * consts.get("num_warps", 4) > 1024:
+            return False, "more than 1024 threads"
+        return True, ""
+
+    def predict_ms(self, meta: Mapping[str, Any]) -> float:
+        from .access import score
+
+        consts = _ints(meta)
+        dt = _dtype_name(meta, self.dtype)
+        key = (tuple(sorted(consts.items())), dt)
+        if key in self._memo:
+            return self._memo[key]
+        e = DTYPE_BYTES[dt]
+        lay, _ = self._layout(consts, e)
+        if self.pattern is None:
+            pat: Any = ()
+        elif hasattr(self.pattern, "instructions"):
+            pat = self.pattern.instructions(consts, e, layout=lay)
+        else:
+            pat = self.pattern(consts, e, lay)
+        cost = score(tuple(pat), lay, self.arch) if len(pat) else None
+        g = self.grid(dict(meta))
+        g = (g,) if isinstance(g, (int, np.integer)) else tuple(g)
+        info = {
+            "blocks": float(max(1, int(np.prod([int(x) for x in g])))),
+            "threads": float(32 * consts.get("num_warps", 4)),
+            "smem_bytes": float(getattr(lay, "footprint", 0)),
+        }
+        traffic = self.traffic(dict(meta)) if self.traffic else {"bytes": _tensor_bytes(meta), "flops": 0}
+        t = check_traffic(traffic, "traffic")
+        wave = np.array([cost.wavefronts if cost else 0])
+        ideal = np.array([cost.ideal if cost else 0])
+        ms = predict_batch([info], t, wave, ideal, self.arch)[0].seconds * 1e3
+        self._memo[key] = ms
+        return ms
+
+
+def prune_configs_by(
+    layout: TileLayout | Callable[[dict], Any],
+    pattern: Any,
+    grid: Callable[[dict], Any],
+    top_k: int | float = 0.25,
+    traffic: Callable[[dict], Mapping[str, float]] | None = None,
+    dtype: str | None = None,
+    arch: str = "sm_90",
+) -> dict[str, Any]:
+    """The ``prune_configs_by`` dict for ``triton.autotune``: legality (early prune) and autopad's estimate
+    (perf model), keeping ``top_k`` configs (an int, or a fraction <= 1 of the configs) for benchmarking."""
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, float)) or top_k <= 0:
+        raise ValueError(f"top_k: an int >= 1 or a fraction in (0, 1], got {top_k!r}")
+    model = ConfigModel(layout, pattern, grid, traffic, dtype, arch)
+
+    def early_config_prune(configs: list, named_args: dict, **kwargs: Any) -> list:
+        kept, why = [], []
+        for cfg in configs:
+            ok, reason = model.legal({**named_args, **kwargs, **cfg.all_kwargs()})
+            if ok:
+                kept.append(cfg)
+            else:
+                why.append(f"{cfg}: {reason}")
+        if not kept:
+            raise ValueError("prune_configs_by: every config is illegal here: " + "; ".join(why[:5]))
+        return kept
+
+    def perf_model(**meta: Any) -> float:
+        return model.predict_ms(meta)
+
+    return {"early_config_prune": early_config_prune, "perf_model": perf_model, "top_k": top_k}
