@@ -29,7 +29,18 @@ from .device import device_info, gpu_available
 from .results import Measurement
 from .spec import KernelSpec
 
-__all__ = ["BenchJob", "Worker", "WorkerBenchmarker", "measure_local", "gpu_available", "device_info"]
+__all__ = [
+    "BenchJob",
+    "Worker",
+    "WorkerBenchmarker",
+    "measure_local",
+    "measure",
+    "benchmark",
+    "Timing",
+    "poison",
+    "gpu_available",
+    "device_info",
+]
 
 _FLUSH_BYTES = 256 << 20  # larger than any current L2 (H200: 60 MB)
 
@@ -161,6 +172,66 @@ def _median_iqr(xs: Sequence[float]) -> tuple[float, float]:
         return ys[lo] + (ys[hi] - ys[lo]) * (i - lo)
 
     return q(0.5), q(0.75) - q(0.25)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A timed callable: median and interquartile range of CUDA-event milliseconds, and how many runs."""
+
+    ms: float
+    spread_ms: float
+    runs: int
+
+
+def benchmark(
+    fn: Callable[[], Any],
+    reps: int = 30,
+    warmup: int = 3,
+    before: Callable[[], Any] | None = None,
+    budget_ms: float | None = None,
+) -> Timing:
+    """Time ``fn`` exactly as the tuner times a candidate: ``warmup`` runs, then ``reps`` runs each behind
+    a 256 MB L2 flush (and ``before``, e.g. zeroing an accumulator), CUDA events, the median.
+
+    Benchmarks time their peers (torch eager, ``torch.compile``, a plain Triton kernel, a copy) with this,
+    so a published ratio compares like with like.
+    """
+    times = _time(fn, reps, warmup, before, budget_ms)
+    med, iqr = _median_iqr(times)
+    return Timing(med, iqr, len(times))
+
+
+def poison(out: Any) -> None:
+    """Fill an output (a tensor or a tuple of them) with a pattern no correct kernel leaves."""
+    _poison_(out)
+
+
+def measure(
+    kernel: Any,
+    candidates: Sequence[dict[str, int]],
+    shape: tuple[int, ...],
+    dtype: str,
+    dist: str = "uniform",
+    seed: int = 0,
+    reps: int = 30,
+    device: int = 0,
+    isolated: bool = True,
+) -> list[Measurement]:
+    """Check and time ``candidates`` of ``kernel`` (a spec or a built-in name) as ``tune`` does: build,
+    run once on fresh input into a poisoned output, compare with the reference, then time. ``isolated``
+    runs them in a worker process (a faulting candidate cannot take this process's CUDA context with it).
+    """
+    from .request import normalize_dtype, normalize_shape, resolve
+
+    dtype = normalize_dtype(dtype)
+    spec = resolve(kernel, "auto", dtype)
+    items = tuple((",".join(f"{k}={v}" for k, v in sorted(c.items())), dict(c)) for c in candidates)
+    job = BenchJob(
+        spec_ref(spec), items, normalize_shape(shape), dtype, dist, seed=seed, reps=reps, device=device
+    )
+    if isolated:
+        return list(WorkerBenchmarker().measure(job))
+    return [m for m, _ in measure_local(job)]
 
 
 def _short(exc: BaseException) -> str:
