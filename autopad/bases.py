@@ -290,8 +290,11 @@ class KernelBase:
         pat = self.PATTERN
         if pat is None:
             return ()
+        lay = self.layout(constants, dtype) if getattr(pat, "needs_layout", False) else None
+        if hasattr(pat, "stacked"):  # autopad.pattern.Pattern: the model's stacked form directly
+            return pat.stacked(dict(constants), self._e(dtype), layout=lay)
         if hasattr(pat, "instructions"):
-            return pat.instructions(dict(constants), self._e(dtype), layout=self.layout(constants, dtype))
+            return pat.instructions(dict(constants), self._e(dtype), layout=lay)
         return pat(dict(constants), dtype)
 
     def smem_bytes(self, constants: Mapping[str, int], dtype: str) -> int:
