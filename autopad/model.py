@@ -1,45 +1,87 @@
-"""The analytical bank-conflict model: one warp instruction -> wavefronts, ideal, conflicts (numpy only).
+"""The analytical bank-conflict model: one warp instruction -> wavefronts, ideal, conflicts.
 
-The rules (fitted to 558 Nsight Compute probes on an H200; see ../shared/hardware/README.md):
+The rules for ``load``, ``store`` and ``atomic`` (fitted to 558 Nsight Compute probes on an H200, see
+../shared/hardware/README.md, and re-checked on 1,328 by ``autopad validate``):
 
 * bank of byte address ``a`` is ``(a // 4) % 32``; an access of ``w`` bytes covers ``max(1, w // 4)``
   consecutive 4-byte words;
 * the warp is cut into phases of consecutive lanes (``Arch.phase_lanes``); 8- and 16-byte loads merge two
   neighbouring phases when every active lane ``n`` reads the same address as lane ``n ^ 1`` (or every one
-  as lane ``n ^ 2``), an inactive partner counting as a match (measured by ``autopad validate``): the pair
-  needs half the data, so twice the lanes fit in one 128-byte phase;
+  as lane ``n ^ 2``), an inactive partner counting as a match: the pair needs half the data, so twice the
+  lanes fit in one 128-byte phase;
 * a phase costs the largest number of *distinct words* that fall in one bank: lanes that ask for the same
   word share it (broadcast; a 1-byte and a 2-byte access to one word are one word);
 * atomics never broadcast: every active lane's word counts, so 32 lanes adding to one counter cost 32;
 * wavefronts = sum of phase costs, ideal = number of non-empty phases, conflicts = wavefronts - ideal.
 
 The README's fitted rules also floor a load phase at ``ceil(distinct addresses * width / 128)``. For
-width-aligned addresses (the only ones the hardware accepts, and the only ones ``analyze`` accepts) that
-floor never binds: aligned accesses of 4 bytes or more cover disjoint words, so the busiest bank already
-holds at least ``distinct * width / 128`` of them, and narrower accesses move at most 64 bytes. The model
-therefore leaves it out; tests/test_model.py checks the literal rule against the model on random input.
+width-aligned addresses that floor never binds (aligned accesses of 4 bytes or more cover disjoint words,
+so the busiest bank already holds ``distinct * width / 128`` of them; narrower ones move at most 64 bytes),
+so the model leaves it out; tests/test_model.py checks the literal rule against the model.
 
-Everything is vectorised over a batch of instructions: each phase becomes one row, one sort per row puts
-a bank's words side by side, and running sums count the distinct words per bank. No per-lane Python loop;
-large batches are cut into chunks that run on all cores (numpy releases the GIL).
+**ldmatrix, stmatrix, cp.async: derived, not yet probed** (``OP_STATUS``; ``autopad validate --ops
+ldmatrix,stmatrix,cp.async`` measures them). What the rules rest on:
+
+* ``ldmatrix.sync.aligned.m8n8.xK[.trans].shared.b16`` (op ``"ldmatrix.xK"``, ``"ldmatrix"`` = x4,
+  ``access_bytes=16``): lanes 8i..8i+7 give the start addresses of the eight 16-byte rows of matrix i,
+  for K = 1, 2, 4 matrices (lanes 0-7, 0-15, 0-31); the other lanes are ignored; every row is 16-byte
+  aligned; ``.trans`` transposes inside the registers, not which shared bytes are read (PTX ISA,
+  "Warp-level matrix load instruction: ldmatrix"; CCCL's cuda::ptx list: ldmatrix sm_75, stmatrix sm_90).
+  Model: matrix i is phase i, 8 rows x 16 bytes = 128 bytes, costed like the 8-lane phase of a 16-byte
+  load (the busiest of 8 four-bank groups; rows repeated inside a matrix broadcast). No pair merge: an
+  .x4 writes 4 registers per lane, 512 bytes, and the return path moves 128 bytes a cycle (NVIDIA forum
+  t/77228 ties the LDS.128 merge to packing registers), so the floor is K wavefronts. NVIDIA forum
+  t/278716 ("Understanding the behavior of ldmatrix in terms of shared memory access") describes the same
+  8-thread groups of at most 128 bytes, one per matrix; Nsight Compute counts them apart from plain loads
+  ("Shared Load Matrix", metrics ``*_mem_shared_op_ldsm``).
+* ``stmatrix`` (sm_90): the same addressing and phases, a store (``*_op_stsm``).
+* ``cp.async.{ca,cg}.shared.global`` of 4, 8 or 16 bytes (op ``"cp.async"``): the shared side is costed
+  as a store of that width (phases of 32, 16, 8 lanes, inactive lanes allowed). Caveat, unmeasured here:
+  NVIDIA/cutlass issue #2212 reports different conflict counts for ``.ca`` and ``.cg`` with one shared
+  layout, and forum t/245066 conflicts under cp.async where ld/st of the same shared pattern had none,
+  so the global side may group the writes; the probes vary it (``*_op_ldgsts``).
+
+Backends: a numba kernel (_model_numba.py: one pass per instruction, all cores) when numba imports, else
+this module's numpy code (each phase a row, one sort per row, running sums count distinct words per bank).
+Both give identical numbers; ``AUTOPAD_MODEL_BACKEND=numpy`` forces numpy, ``=numba`` requires numba.
+numba loads on the first analyze/analyze_batch call, never at ``import autopad``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from .arch import Arch, get_arch
 
-__all__ = ["Analysis", "analyze", "analyze_batch", "OPS", "WIDTHS"]
+__all__ = ["Analysis", "analyze", "analyze_batch", "backend", "op_status", "OPS", "OP_STATUS", "WIDTHS"]
 
-OPS = ("load", "store", "atomic")
 WIDTHS = (1, 2, 4, 8, 16)
-_CHUNK = 1 << 15  # instructions per vectorised block: bounds memory at a few tens of MB
+_MATRIX = tuple(
+    f"{b}{x}{t}" for b in ("ldmatrix", "stmatrix") for x in ("", ".x1", ".x2", ".x4") for t in ("", ".trans")
+)
+OPS = ("load", "store", "atomic", "cp.async", *_MATRIX)  # every spelling analyze accepts
+_OPS_TEXT = "load, store, atomic, cp.async, ldmatrix[.x1|.x2|.x4][.trans], stmatrix[.x1|.x2|.x4][.trans]"
+_OP_WIDTHS = {"atomic": (4, 8), "cp.async": (4, 8, 16), "ldmatrix": (16,), "stmatrix": (16,)}
+_MIN_SM = {"ldmatrix": 75, "cp.async": 80, "stmatrix": 90}
+OP_STATUS = {
+    "load": "measured",
+    "store": "measured",
+    "atomic": "measured (4-byte adds; 8-byte assumed to follow the 8-byte store phases)",
+    "cp.async": "derived, not yet probed",
+    "ldmatrix": "derived, not yet probed",
+    "stmatrix": "derived, not yet probed",
+}
+ADDRESS_LIMIT = 1 << 32  # shared memory is addressed with 32 bits
+_CHUNK = 1 << 15  # numpy: instructions per vectorised block (bounds memory at a few tens of MB)
+_NUMBA_CHUNK = 1 << 14  # numba: fewest instructions worth a thread of their own
+_MATRIX_RE = re.compile(r"^(ldmatrix|stmatrix)(?:\.x([124]))?(?:\.trans)?$")
 
 
 @dataclass(frozen=True)
@@ -57,21 +99,170 @@ class Analysis:
         return self.wavefronts / self.ideal if self.ideal else 1.0
 
 
-def _check(op: str, access_bytes: int, arch: Arch) -> None:
-    if op not in OPS:
-        raise ValueError(f"op: {op!r} is not one of {', '.join(OPS)}")
-    if access_bytes not in WIDTHS:
-        raise ValueError(f"access_bytes: {access_bytes!r} is not one of {WIDTHS}")
-    if op == "atomic" and access_bytes not in (4, 8):
-        raise ValueError(f"access_bytes: atomics are 4 or 8 bytes wide, got {access_bytes}")
+@dataclass(frozen=True)
+class _Rule:
+    """How one (op, width, arch) is costed; both backends read only this."""
+
+    op: str
+    width: int  # bytes per lane (a matrix row for ldmatrix/stmatrix)
+    unit: int  # bytes counted as one unit: the width, or one bank for narrower accesses
+    unit_banks: int  # banks * bank_bytes // unit: a 16-byte unit spans 4 banks, so 8 unit-banks
+    lanes: int  # lanes per phase before any merge
+    merge: bool  # 8/16-byte loads: lanes paired on one address merge two phases
+    broadcast: bool  # lanes asking for one word share it (not atomics)
+    used: int  # lanes that take part: 8 per matrix for ldmatrix/stmatrix, else the warp
+    need_all: bool  # .sync.aligned matrix ops: every lane that takes part gives an address
 
 
-def _phase_lanes(addr: np.ndarray, op: str, access_bytes: int, arch: Arch) -> np.ndarray:
+def _family(op: str) -> tuple[str, int]:
+    """("ldmatrix", 4) for "ldmatrix.x4.trans"; (op, 0) for the others."""
+    m = _MATRIX_RE.match(op)
+    return (m.group(1), int(m.group(2) or 4)) if m else (op, 0)
+
+
+def op_status(op: str) -> str:
+    """The status of an op's rule ("measured", or "derived, not yet probed"), any spelling in ``OPS``."""
+    if not isinstance(op, str) or op not in OPS:
+        raise ValueError(f"op: {op!r} is not one of {_OPS_TEXT}")
+    return OP_STATUS[_family(op)[0]]
+
+
+def _rule(op: object, access_bytes: object, arch: Arch) -> _Rule:
+    """Check op and width (types first, so the cache never sees an unhashable key) and build the rule."""
+    if not isinstance(op, str) or op not in OPS:
+        raise ValueError(f"op: {op!r} is not one of {_OPS_TEXT}")
+    if isinstance(access_bytes, bool) or not isinstance(access_bytes, (int, np.integer)):
+        raise ValueError(f"access_bytes: expected an int, one of {WIDTHS}; got {access_bytes!r}")
+    return _rule_cached(op, int(access_bytes), arch)
+
+
+@lru_cache(maxsize=512)
+def _rule_cached(op: str, width: int, arch: Arch) -> _Rule:
+    family, matrices = _family(op)
+    allowed = _OP_WIDTHS.get(family, WIDTHS)
+    if width not in allowed:
+        if family in ("load", "store"):
+            raise ValueError(f"access_bytes: {width!r} is not one of {allowed}")
+        what = {"atomic": "atomics are", "cp.async": "cp.async copies are"}.get(family, f"{family} rows are")
+        widths = ", ".join(map(str, allowed[:-1])) + (" or " if len(allowed) > 1 else "") + str(allowed[-1])
+        raise ValueError(f"access_bytes: {what} {widths} bytes wide, got {width}")
+    if family in _MIN_SM:
+        sm = re.fullmatch(r"sm_(\d+)", arch.name)
+        if arch.warp_size != 32 or (sm and int(sm.group(1)) < _MIN_SM[family]):
+            raise ValueError(
+                f"op: {op} is an NVIDIA sm_{_MIN_SM[family]}+ instruction; arch {arch.name} does not have it"
+            )
+    unit = max(width, arch.bank_bytes)
+    return _Rule(
+        op=op,
+        width=width,
+        unit=unit,
+        unit_banks=arch.banks * arch.bank_bytes // unit,
+        lanes=arch.phase_lanes(width),
+        merge=op == "load" and arch.merge_paired_loads and width > arch.bank_bytes,
+        broadcast=op != "atomic",
+        used=8 * matrices if matrices else arch.warp_size,
+        need_all=bool(matrices),
+    )
+
+
+# ---- validation -------------------------------------------------------------------------------------------
+
+_SHAPE = "integer byte addresses of shape (n, {w}) or ({w},), -1 for an inactive lane"
+
+
+def _as_address_array(addresses: object, warp: int) -> np.ndarray:
+    """Convert to an int64 array (n, warp), -1 = inactive; type, shape and range checked, not alignment."""
+    if isinstance(addresses, np.ndarray):
+        arr = addresses
+    elif addresses is None or isinstance(addresses, (str, bytes, int, float)):
+        raise ValueError(f"addresses: expected {_SHAPE.format(w=warp)}; got {addresses!r}")
+    else:
+        try:
+            rows = list(addresses)  # type: ignore[call-overload]
+        except TypeError:
+            raise ValueError(f"addresses: expected {_SHAPE.format(w=warp)}; got {addresses!r}") from None
+        if not rows:
+            arr = np.zeros((0, warp), dtype=np.int64)
+        elif not any(isinstance(a, (list, tuple, np.ndarray)) for a in rows):
+            return _lanes_to_array(rows, warp)  # one instruction, None = inactive (analyze's form)
+        else:
+            arr = np.asarray(rows)
+    if arr.dtype.kind not in "iu" or arr.ndim not in (1, 2):
+        hint = "; use -1, not None, for an inactive lane" if arr.dtype.kind == "O" else ""
+        raise ValueError(
+            f"addresses: expected {_SHAPE.format(w=warp)}; got dtype {arr.dtype} and shape {arr.shape}{hint}"
+        )
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.shape[1] != warp:
+        raise ValueError(f"addresses: need one entry per lane ({warp} for this arch), got {arr.shape[1]}")
+    if arr.dtype.kind == "u" and arr.size and arr.max() >= ADDRESS_LIMIT:  # before the cast wraps it
+        r, lane = np.unravel_index(int(np.argmax(arr >= ADDRESS_LIMIT)), arr.shape)
+        raise ValueError(_address_error(int(r), int(lane), int(arr[r, lane]), 2, None, arr.shape[0]))
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _lanes_to_array(rows: list, warp: int) -> np.ndarray:
+    out = np.full((1, len(rows)), -1, dtype=np.int64)
+    for lane, a in enumerate(rows):
+        if a is None:
+            continue
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+            raise ValueError(f"addresses: lane {lane} is {a!r}; each lane is an int byte address or None")
+        if a < 0:
+            raise ValueError(f"addresses: lane {lane} has negative address {a}; None marks an inactive lane")
+        if a >= ADDRESS_LIMIT:
+            raise ValueError(_address_error(0, lane, int(a), 2, None, 1))
+        out[0, lane] = a
+    if len(rows) != warp:
+        raise ValueError(f"addresses: need one entry per lane ({warp} for this arch), got {len(rows)}")
+    return out
+
+
+def _address_error(r: int, lane: int, a: int, code: int, rule: _Rule | None, n: int) -> str:
+    """The ValueError text for a bad address (codes as in _model_numba: 1 negative, 2 range, 3 align, 4
+    missing), with the row named when the batch has more than one."""
+    where = f"row {r} lane {lane}" if n > 1 else f"lane {lane}"
+    if code == 1:
+        return (
+            f"addresses: {where} has negative address {a}; -1 (array) or None (list) marks an inactive lane"
+        )
+    if code == 2:
+        return f"addresses: {where} address {a} is out of range: shared memory addresses are below 2**32"
+    assert rule is not None
+    if code == 3:
+        return (
+            f"addresses: {where} address {a} is not aligned to the {rule.width}-byte access width; "
+            "shared-memory accesses must be aligned to their width"
+        )
+    return (
+        f"addresses: {where} has no address; every lane 0-{rule.used - 1} of {rule.op} gives the start of a "
+        "16-byte matrix row (.sync.aligned: no inactive lanes)"
+    )
+
+
+def _check_numpy(arr: np.ndarray, rule: _Rule) -> None:
+    """The checks the numba kernel makes, vectorised: raises on the first bad (row, lane)."""
+    bad = (arr < -1) | (arr >= ADDRESS_LIMIT) | ((arr >= 0) & ((arr & (rule.width - 1)) != 0))
+    if rule.need_all:
+        bad[:, : rule.used] |= arr[:, : rule.used] < 0
+    if not bad.any():
+        return
+    r, lane = np.unravel_index(int(np.argmax(bad)), bad.shape)
+    a = int(arr[r, lane])
+    code = 1 if a < -1 else 2 if a >= ADDRESS_LIMIT else 3 if a >= 0 else 4
+    raise ValueError(_address_error(int(r), int(lane), a, code, rule, arr.shape[0]))
+
+
+# ---- the numpy backend ------------------------------------------------------------------------------------
+
+
+def _phase_lanes(addr: np.ndarray, rule: _Rule) -> np.ndarray:
     """Lanes per phase for each instruction of the batch (merging paired wide loads)."""
     n, w = addr.shape
-    base = arch.phase_lanes(access_bytes)
-    lanes = np.full(n, base, dtype=np.int64)
-    if op == "load" and arch.merge_paired_loads and access_bytes > arch.bank_bytes and base < w:
+    lanes = np.full(n, rule.lanes, dtype=np.int64)
+    if rule.merge and rule.lanes < w:
         # Every active lane n must read what lane n^1 (or n^2) reads; a partner that is inactive (-1)
         # does not break the pairing (measured: `autopad validate` on the H200, 2026-11-29).
         def paired(a: np.ndarray, b: np.ndarray, axes: int | tuple[int, int]) -> np.ndarray:
@@ -81,11 +272,11 @@ def _phase_lanes(addr: np.ndarray, op: str, access_bytes: int, arch: Arch) -> np
         pairs2 = addr.reshape(n, w // 4, 2, 2)
         merged = paired(pairs1[:, :, 0], pairs1[:, :, 1], 1)
         merged |= paired(pairs2[:, :, 0, :], pairs2[:, :, 1, :], (1, 2))
-        lanes[merged] = base * 2
+        lanes[merged] = rule.lanes * 2
     return lanes
 
 
-def _phase_cost(lanes: np.ndarray, op: str, unit: int, unit_banks: int) -> np.ndarray:
+def _phase_cost(lanes: np.ndarray, broadcast: bool, unit: int, unit_banks: int) -> np.ndarray:
     """Cost of each row of ``lanes`` (one phase each; -1 = inactive): most distinct units in one bank."""
     top = int(lanes.max(initial=0)) // unit
     shift = max(1, top.bit_length())
@@ -97,7 +288,7 @@ def _phase_cost(lanes: np.ndarray, op: str, unit: int, unit_banks: int) -> np.nd
     key[word < 0] = -1
     key.sort(axis=1)
     counted = key >= 0  # atomics: no broadcast, every active lane's word is its own request
-    if op != "atomic":
+    if broadcast:
         counted[:, 1:] &= key[:, 1:] != key[:, :-1]  # a word counts once: where it differs from its left
     # rank of each entry among the counted words of its bank, via running sums:
     # rank = counted so far - counted before the bank's run began; the phase costs the largest rank
@@ -112,110 +303,183 @@ def _phase_cost(lanes: np.ndarray, op: str, unit: int, unit_banks: int) -> np.nd
     return running.max(axis=1)
 
 
-def _batch_core(addr: np.ndarray, op: str, access_bytes: int, arch: Arch) -> tuple[np.ndarray, np.ndarray]:
-    """Per-phase costs (n, most phases) and lanes per phase (n,) for a validated batch."""
+def _numpy_costs(addr: np.ndarray, rule: _Rule) -> np.ndarray:
+    """Per-phase costs (n, phases before any merge) of a validated batch; lanes past ``rule.used`` ignored."""
+    addr = addr[:, : rule.used]
     n, w = addr.shape
-    lanes = _phase_lanes(addr, op, access_bytes, arch)
+    lanes = _phase_lanes(addr, rule)
     # A width-aligned access of k = width/4 words covers banks 4j..4j+k-1 of one aligned group of k
     # banks, and every word of it meets exactly the same competitors. So counting in "units" of the
     # access width over banks/k unit-banks gives the same per-bank maximum as counting all k words.
     # Narrower accesses count in whole words: bytes of one word are one word (they broadcast).
-    unit = max(access_bytes, arch.bank_bytes)
-    unit_banks = arch.banks * arch.bank_bytes // unit
-    cost = np.zeros((n, w // arch.phase_lanes(access_bytes)), dtype=np.int64)
+    cost = np.zeros((n, max(1, w // rule.lanes)), dtype=np.int64)
     for size in np.unique(lanes):  # at most two: plain phases and merged ones
-        rows = np.nonzero(lanes == size)[0] if size != lanes[0] or not (lanes == size).all() else slice(None)
-        part = addr[rows]
+        rows = np.nonzero(lanes == size)[0] if len(np.unique(lanes)) > 1 else slice(None)
         per_phase = w // int(size)
-        # phases are runs of consecutive lanes, so each phase becomes a row of its own
-        cost[rows, :per_phase] = _phase_cost(part.reshape(-1, int(size)), op, unit, unit_banks).reshape(
+        part = addr[rows].reshape(-1, int(size))  # phases are runs of consecutive lanes: a row each
+        cost[rows, :per_phase] = _phase_cost(part, rule.broadcast, rule.unit, rule.unit_banks).reshape(
             -1, per_phase
         )
-    return cost, lanes
+    return cost
 
 
-def _as_address_array(addresses: object, warp: int, access_bytes: int) -> np.ndarray:
-    """Validate and convert to an int64 array (n, warp) with -1 for inactive lanes."""
-    if isinstance(addresses, np.ndarray):
-        arr = addresses
-        if arr.ndim == 1:
-            arr = arr[None, :]
-        if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.integer):
-            raise ValueError(
-                f"addresses: expected integer byte addresses of shape (n, {warp}) or ({warp},), "
-                f"got dtype {arr.dtype} and shape {addresses.shape}"
-            )
-        arr = arr.astype(np.int64, copy=False)
-    else:
+# ---- the numba backend ------------------------------------------------------------------------------------
+
+_NUMBA: list = []  # [module or None, why not]: filled on the first call
+
+
+def _numba_module():
+    """_model_numba, or None (numba missing, or AUTOPAD_MODEL_BACKEND=numpy)."""
+    choice = os.environ.get("AUTOPAD_MODEL_BACKEND", "auto").strip().lower() or "auto"
+    if choice not in ("auto", "numba", "numpy"):
+        raise ValueError(f"AUTOPAD_MODEL_BACKEND: {choice!r} is not one of auto, numba, numpy")
+    if choice == "numpy":
+        return None
+    if not _NUMBA:
         try:
-            rows = list(addresses)  # type: ignore[call-overload]
-        except TypeError:
-            raise ValueError(
-                f"addresses: expected a sequence of {warp} byte addresses, got {addresses!r}"
-            ) from None
-        out = np.full((1, len(rows)), -1, dtype=np.int64)
-        for lane, a in enumerate(rows):
-            if a is None:
-                continue
-            if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
-                raise ValueError(f"addresses: lane {lane} is {a!r}; each lane is an int byte address or None")
-            if a < 0:
-                raise ValueError(
-                    f"addresses: lane {lane} has negative address {a}; use None for an inactive lane"
-                )
-            out[0, lane] = a
-        arr = out
-    if arr.shape[1] != warp:
-        raise ValueError(f"addresses: need one entry per lane ({warp} for this arch), got {arr.shape[1]}")
-    if arr.min(initial=0) < -1:
-        raise ValueError(
-            "addresses: negative byte address; use -1 (array) or None (list) for an inactive lane"
-        )
-    if arr.max(initial=0) >= 1 << 40:
-        raise ValueError("addresses: byte address beyond 2**40 is not a shared-memory address")
-    if access_bytes == 1 or not ((arr & (access_bytes - 1)) != 0).any():
-        return arr  # fast path; an inactive lane (-1) fails it and falls through to the exact check
-    bad = (arr >= 0) & ((arr & (access_bytes - 1)) != 0)
-    if bad.any():
-        r, lane = np.argwhere(bad)[0]
-        raise ValueError(
-            f"addresses: lane {lane} address {arr[r, lane]} is not aligned to the {access_bytes}-byte access "
-            f"width; shared-memory accesses must be aligned to their width"
-        )
-    return arr
+            from . import _model_numba
+        except Exception as exc:  # numba missing, or too old/new for this numpy
+            _NUMBA[:] = [None, f"{type(exc).__name__}: {exc}"]
+        else:
+            _NUMBA[:] = [_model_numba, ""]
+    if _NUMBA[0] is None and choice == "numba":
+        raise RuntimeError(f"AUTOPAD_MODEL_BACKEND=numba, but numba does not load ({_NUMBA[1]})")
+    return _NUMBA[0]
 
 
-def analyze_batch(
-    addresses: np.ndarray, access_bytes: int = 4, op: str = "load", arch: str | Arch = "sm_90"
-) -> tuple[np.ndarray, np.ndarray]:
-    """Wavefronts and ideal wavefronts for many instructions at once.
-
-    ``addresses`` is an integer array (n, warp) of per-lane byte addresses, -1 for an inactive lane.
-    Returns two int64 arrays of length n: wavefronts and ideal (conflicts = wavefronts - ideal).
-    """
+def backend(arch: str | Arch = "sm_90") -> str:
+    """Which backend analyze_batch uses now for ``arch``: "numba" or "numpy" (loads numba if needed)."""
     a = get_arch(arch)
-    _check(op, access_bytes, a)
-    if not isinstance(addresses, np.ndarray):
-        addresses = np.asarray(addresses)
-    if addresses.ndim == 1:
-        addresses = addresses[None, :]
-    wave = np.empty(addresses.shape[0], dtype=np.int64)
-    ideal = np.empty(addresses.shape[0], dtype=np.int64)
+    mod = _numba_module()
+    return "numba" if mod is not None and _compiled_fits(_rule("load", 16, a), a, mod) else "numpy"
+
+
+def _compiled_fits(rule: _Rule, arch: Arch, mod) -> bool:
+    """The kernel serves 32-lane warps, phases of 8/16/32 lanes, at most 32 power-of-two unit-banks."""
+    lanes = {rule.lanes, rule.lanes * 2} if rule.merge else {rule.lanes}
+    pow2 = rule.unit_banks & (rule.unit_banks - 1) == 0 and rule.unit & (rule.unit - 1) == 0
+    return arch.warp_size == 32 and lanes <= set(mod.SUPPORTED_LANES) and pow2 and rule.unit_banks <= 32
+
+
+@lru_cache(maxsize=1)
+def _threads() -> int:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(8, cores))
+
+
+def _run(arr: np.ndarray, rule: _Rule, arch: Arch, check: bool, phases: bool):
+    """(wavefronts, ideal, per-phase costs or None) of a converted batch, on the fastest backend."""
+    mod = _numba_module()
+    if mod is not None and _compiled_fits(rule, arch, mod):
+        return _run_numba(mod, arr, rule, arch, check, phases)
+    return _run_numpy(arr, rule, check, phases)
+
+
+def _run_numpy(arr: np.ndarray, rule: _Rule, check: bool, phases: bool):
+    n = arr.shape[0]
+    if check:
+        _check_numpy(arr, rule)
+    wave, ideal = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    costs = np.zeros((n, max(1, rule.used // rule.lanes)), dtype=np.int64) if phases else None
 
     def run(start: int) -> None:
         sl = slice(start, start + _CHUNK)
-        cost, _ = _batch_core(
-            _as_address_array(addresses[sl], a.warp_size, access_bytes), op, access_bytes, a
-        )
+        cost = _numpy_costs(arr[sl], rule)
         wave[sl], ideal[sl] = cost.sum(axis=1), (cost > 0).sum(axis=1)
+        if costs is not None:
+            costs[sl] = cost
 
-    starts = range(0, addresses.shape[0], _CHUNK)
+    starts = range(0, n, _CHUNK)
     if len(starts) < 4:
         for s in starts:
             run(s)
     else:  # numpy's sorts and ufuncs release the GIL, so chunks run in parallel on every core
-        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        with ThreadPoolExecutor(max_workers=_threads()) as pool:
             list(pool.map(run, starts))
+    return wave, ideal, costs
+
+
+def _run_numba(mod, arr: np.ndarray, rule: _Rule, arch: Arch, check: bool, phases: bool):
+    n = arr.shape[0]
+    params = np.array(
+        [
+            rule.unit.bit_length() - 1,  # log2(unit): address >> this = unit number
+            rule.unit_banks.bit_length() - 1,  # log2(unit-banks): unit & (unit_banks - 1) = its unit-bank
+            rule.lanes,
+            rule.used,
+            rule.merge,
+            not rule.broadcast,
+            rule.need_all,
+            rule.width - 1,  # alignment mask
+            ADDRESS_LIMIT,
+            check,
+        ],
+        dtype=np.int64,
+    )
+    net = mod.network(rule.lanes * 2 if rule.merge else rule.lanes)  # a merged phase sorts as one
+    wave, ideal = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    costs = np.zeros((n, 32 // rule.lanes) if phases else (0, 0), dtype=np.int64)
+    threads = _threads()
+    parts = max(1, min(4 * threads, n // _NUMBA_CHUNK))  # a few parts per core balance a busy machine
+    errs = np.zeros((parts, 3), dtype=np.int64)
+
+    def run(i: int) -> int:
+        lo, hi = n * i // parts, n * (i + 1) // parts
+        c = costs[lo:hi] if phases else costs
+        got = mod.analyze_rows(arr[lo:hi], net, params, wave[lo:hi], ideal[lo:hi], c, errs[i])
+        if got >= 0:
+            errs[i, 0] += lo
+        return int(got)
+
+    if parts == 1:
+        answers = [run(0)]
+    else:  # the kernel releases the GIL: parts run on every core
+        with ThreadPoolExecutor(max_workers=min(threads, parts)) as pool:
+            answers = list(pool.map(run, range(parts)))
+    if mod.NEED_NUMPY in answers:  # an address of 2**29 or more: numpy counts it (and checks everything)
+        return _run_numpy(arr, rule, check, phases)
+    for i, got in enumerate(answers):  # parts are in order: the first failing part has the first bad row
+        if got >= 0:
+            row, lane, code = (int(v) for v in errs[i])
+            raise ValueError(_address_error(row, lane, int(arr[row, lane]), code, rule, n))
+    return wave, ideal, (costs[:, : max(1, rule.used // rule.lanes)] if phases else None)
+
+
+# ---- public API -------------------------------------------------------------------------------------------
+
+
+def analyze_batch(
+    addresses: np.ndarray,
+    access_bytes: int = 4,
+    op: str = "load",
+    arch: str | Arch = "sm_90",
+    *,
+    validate: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wavefronts and ideal wavefronts for many instructions at once.
+
+    ``addresses`` is an integer array (n, warp) of per-lane byte addresses, -1 for an inactive lane (a
+    (warp,) array is one instruction). Returns two int64 arrays of length n: wavefronts and ideal
+    (conflicts = wavefronts - ideal). An empty (0, warp) batch returns two empty arrays.
+
+    ``validate=False`` is the fast path for callers that already hold a checked batch (the tuner stacks
+    many candidates' addresses): ``addresses`` must then be an int64 array (n, warp) whose entries are -1
+    or width-aligned addresses below 2**32 (for ldmatrix/stmatrix: no -1 in the lanes that take part).
+    Op, width and arch are still checked; the addresses are not. Input outside that contract gives
+    meaningless numbers, never a crash.
+    """
+    a = get_arch(arch)
+    rule = _rule(op, access_bytes, a)
+    if validate:
+        arr = _as_address_array(addresses, a.warp_size)
+    else:
+        arr = np.ascontiguousarray(addresses, dtype=np.int64)
+        arr = arr[None, :] if arr.ndim == 1 else arr
+        if arr.ndim != 2 or arr.shape[1] != a.warp_size:  # the one check kept: the kernel reads 32 lanes
+            raise ValueError(f"addresses: expected shape (n, {a.warp_size}), got {arr.shape}")
+    if arr.shape[0] == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    wave, ideal, _ = _run(arr, rule, a, validate, False)
     return wave, ideal
 
 
@@ -227,20 +491,23 @@ def analyze(
 ) -> Analysis:
     """Cost of one warp instruction: per-lane byte addresses (None = inactive lane) -> Analysis.
 
+    ``op`` is one of ``OPS``: "load", "store", "atomic" (measured), "cp.async", "ldmatrix[.x1|.x2|.x4]"
+    or "stmatrix[...]" (derived, not yet probed; ``op_status``). For ldmatrix/stmatrix ``access_bytes``
+    is 16 (a matrix row) and ``phase_costs`` has one entry per matrix.
+
     >>> analyze([lane * 4 * 32 for lane in range(32)]).wavefronts   # column of a 32x32 fp32 tile
     32
     >>> analyze([lane * 4 * 33 for lane in range(32)]).wavefronts   # the same column, rows padded to 33
     1
     """
     a = get_arch(arch)
-    _check(op, access_bytes, a)
-    arr = _as_address_array(addresses, a.warp_size, access_bytes)
+    rule = _rule(op, access_bytes, a)
+    arr = _as_address_array(addresses, a.warp_size)
     if arr.shape[0] != 1:
         raise ValueError(f"addresses: analyze takes one instruction; got {arr.shape[0]}, use analyze_batch")
-    cost, lanes = _batch_core(arr, op, access_bytes, a)
-    costs = [int(c) for c in cost[0, : a.warp_size // int(lanes[0])]]
-    wavefronts = int(sum(costs))
+    _, _, cost = _run(arr, rule, a, True, True)
+    lanes = int(_phase_lanes(arr[:, : rule.used], rule)[0])
+    costs = tuple(int(c) for c in cost[0, : max(1, rule.used // lanes)])
+    wavefronts = sum(costs)
     ideal = sum(1 for c in costs if c)
-    return Analysis(
-        wavefronts=wavefronts, ideal=ideal, conflicts=wavefronts - ideal, phase_costs=tuple(costs)
-    )
+    return Analysis(wavefronts=wavefronts, ideal=ideal, conflicts=wavefronts - ideal, phase_costs=costs)

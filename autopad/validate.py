@@ -10,6 +10,12 @@ as a one-instruction kernel (validate_cuda.py) and:
 * without it: times the seeds' stride micro-benchmark and reports how the measured slowdowns rank against
   the model's predicted degrees (Spearman), next to the seeds' table.
 
+``--ops ldmatrix,stmatrix,cp.async`` probes the model's derived rules instead (model.py: ldmatrix and
+stmatrix x1/x2/x4 with and without .trans, cp.async.ca of 4, 8, 16 bytes and cp.async.cg of 16): per form
+a structured set (conflict-free, 2-, 4-, 8-way, broadcast rows, repeated rows, lanes the instruction
+ignores; for cp.async also the global side permuted under a conflict-free shared side) and ``--random``
+random ones. ``--ops all`` does both. Their report says which ncu counter each number came from.
+
 Importing this module needs numpy only; torch, cuda.core and ncu are reached inside functions.
 """
 
@@ -26,15 +32,28 @@ from pathlib import Path
 import numpy as np
 
 from .model import analyze_batch
-from .validate_cuda import METRICS, SMEM_BYTES, find_ncu, kernel_name, measured_counts, run_ncu
+from .validate_cuda import (
+    GLOBAL_BYTES,
+    METRICS,
+    NEW_FORMS,
+    SMEM_BYTES,
+    counted_by,
+    extra_metrics,
+    find_ncu,
+    probe_kernel_name,
+    query_metrics,
+    run_ncu,
+)
 
 __all__ = [
     "COMBOS",
+    "FAMILIES",
     "METRICS",
     "SEED_STRIDES",
     "add_validate_parser",
     "compare",
     "find_ncu",
+    "generate_new_probes",
     "generate_probes",
     "predict",
     "run_validate",
@@ -146,6 +165,115 @@ def generate_probes(seed: int = 0, n_random: int = 110) -> list[dict]:
     return probes
 
 
+# ------------------------------------------------------------------------------- ldmatrix, stmatrix, cp.async
+FAMILIES = {"load": "basic", "store": "basic", "atomic": "basic", "ldmatrix": "new", "stmatrix": "new"}
+FAMILIES["cp.async"] = "new"
+
+
+def _matrix_cases(op: str, rng: np.random.Generator, n_random: int) -> list[tuple[str, list[int]]]:
+    """Row addresses (lane l -> start of a 16-byte row) for one ldmatrix/stmatrix form.
+
+    Lanes 8i..8i+7 give matrix i's rows; lanes past the form's matrices get the address of lane l % used
+    (valid, and ignored by the instruction: a probe that counts them shows it)."""
+    used = 8 * int(op.split(".")[1][1])
+    lanes = range(32)
+
+    def full(rows: list[int]) -> list[int]:
+        return [rows[lane % used] for lane in lanes]
+
+    out = [
+        ("rows16", full([16 * n for n in lanes])),  # each matrix 128 contiguous bytes: conflict-free
+        ("pitch128", full([128 * (n % 8) + 16 * (n // 8) for n in lanes])),  # 8 rows in banks 0-3: 8-way
+        ("pitch256", full([256 * (n % 8) + 16 * (n // 8) for n in lanes])),  # 8-way
+        ("pitch64", full([64 * (n % 8) + 16 * (n // 8) for n in lanes])),  # 4-way
+        ("pitch32", full([32 * (n % 8) + 512 * (n // 8) for n in lanes])),  # 2-way
+        ("pitch144", full([144 * (n % 8) + 16 * (n // 8) for n in lanes])),  # padded rows: conflict-free
+        ("pitch80", full([80 * (n % 8) + 640 * (n // 8) for n in lanes])),  # odd 16-byte pitch: free
+        ("swizzle", full([128 * (n % 8) + 16 * ((n // 8) ^ (n % 8)) for n in lanes])),  # XOR: free
+        ("pitch128+48", full([48 + 128 * (n % 8) + 16 * (n // 8) for n in lanes])),
+        ("bcast-matrix", full([512 * (n // 8) for n in lanes])),  # 8 rows of a matrix at one address
+        ("bcast-all", [0] * 32),  # every row of every matrix at one address
+        ("bcast-pairs", full([16 * (n // 2) for n in lanes])),  # rows repeated in lane pairs n, n^1
+        ("same-matrices", full([16 * (n % 8) for n in lanes])),  # all matrices read the same 128 bytes
+        ("bcast-half", full([16 * (n % 4) + 64 * (n // 8) for n in lanes])),  # 4 distinct rows a matrix
+    ]
+    if used < 32:  # conflicting addresses in the lanes the form ignores
+        out.append(("ignored-conflict", [16 * n if n < used else 128 * (n - used) for n in lanes]))
+    for k in range(n_random):
+        span = int(rng.choice((128, 512, 2048, 8192, SMEM_BYTES)))
+        if k % 2:
+            pool = rng.integers(0, span // 16, size=int(rng.integers(2, 9))) * 16
+            rows = rng.choice(pool, size=used)
+            name = f"rand{k}-span{span}-pool{len(pool)}"
+        else:
+            rows = rng.integers(0, span // 16, size=used) * 16
+            name = f"rand{k}-span{span}"
+        out.append((name, full([int(r) for r in rows])))
+    return out
+
+
+def _cp_async_cases(w: int, rng: np.random.Generator, n_random: int) -> list[tuple[str, list, list[int]]]:
+    """(name, shared addresses with None = inactive, global offsets) for cp.async of ``w`` bytes."""
+    lanes = range(32)
+    contiguous = [n * w for n in lanes]
+    out: list[tuple[str, list, list[int]]] = []
+    for s in (0, 1, 2, 4, 8, 32, 33):
+        out.append((f"stride{s}", [n * s * w for n in lanes], contiguous))
+    for g in (2, 8, 32):
+        out.append((f"groups{g}-step128", [(n // g) * 128 for n in lanes], contiguous))
+    out.append(("pair1-s1", [(n >> 1) * w for n in lanes], contiguous))
+    out.append(("stride1-oddoff", [None if n % 2 else n * w for n in lanes], contiguous))
+    out.append(("stride32-upperoff", [None if n >= 16 else n * 32 * w for n in lanes], contiguous))
+    # the global side moved, the shared side conflict-free: does LDGSTS follow the shared addresses only?
+    out.append(("gperm-reverse", contiguous, [(31 - n) * w for n in lanes]))
+    out.append(("gperm-halves", contiguous, [((n & 15) * 2 + (n >> 4)) * w for n in lanes]))
+    out.append(("gperm-stride128", contiguous, [n * 128 for n in lanes]))
+    out.append(("gperm-random", contiguous, [int(g) * w for g in rng.permutation(32)]))
+    out.append(("stride32-gperm-reverse", [n * 32 * w for n in lanes], [(31 - n) * w for n in lanes]))
+    for k in range(n_random):
+        span = int(rng.choice((128, 512, 2048, 8192, SMEM_BYTES)))
+        addr = rng.integers(0, span // w, size=32) * w
+        off = rng.random(32) < (0.25 if k % 3 == 0 else 0.0)
+        glob = contiguous if k % 3 != 1 else [int(g) * w for g in rng.permutation(32)]
+        tag = "-gperm" if k % 3 == 1 else ""
+        out.append((f"rand{k}-span{span}{tag}", [None if off[n] else int(addr[n]) for n in lanes], glob))
+    return out
+
+
+def generate_new_probes(
+    seed: int = 0, n_random: int = 30, families: Sequence[str] = ("ldmatrix", "stmatrix", "cp.async")
+) -> list[dict]:
+    """Probes of ldmatrix/stmatrix/cp.async for every form in ``NEW_FORMS`` of the chosen families: the
+    structured set, then ``n_random`` random ones per form. Each is ``{"op", "access_bytes", "name",
+    "addresses", "form"}``, plus ``"global"`` (per-lane byte offsets into the global source) for cp.async;
+    ``op`` is the model's op. The same seed gives the same list."""
+    rng = np.random.default_rng(seed)
+    probes = []
+    for op, w, form in NEW_FORMS:
+        if op.split(".x")[0] not in families:
+            continue
+        if op == "cp.async":
+            for name, addr, glob in _cp_async_cases(w, rng, n_random):
+                probes.append(
+                    {
+                        "op": op,
+                        "access_bytes": w,
+                        "name": name,
+                        "addresses": addr,
+                        "form": form,
+                        "global": glob,
+                    }
+                )
+        else:
+            for name, addr in _matrix_cases(op, rng, n_random):
+                probes.append({"op": op, "access_bytes": w, "name": name, "addresses": addr, "form": form})
+    for p in probes:
+        w = p["access_bytes"]
+        assert all(a is None or (0 <= a <= SMEM_BYTES - w and a % w == 0) for a in p["addresses"]), p
+        assert all(0 <= g <= GLOBAL_BYTES - w and g % w == 0 for g in p.get("global", [])), p
+    return probes
+
+
 def predict(probes: Sequence[dict], arch: str = "sm_90") -> list[tuple[int, int]]:
     """(wavefronts, bank conflicts) the model predicts for each probe, batched per (op, width)."""
     result: list[tuple[int, int]] = [(0, 0)] * len(probes)
@@ -177,9 +305,8 @@ def compare(
     measured = list(measured) + [None] * (len(probes) - len(measured))
     for p, m, (pw, pc) in zip(probes, measured, pred):
         src = p.get("source", "generated")
-        g = groups.setdefault(
-            (src, p["op"], int(p["access_bytes"])), {"probes": 0, "agree": 0, "disagree": 0}
-        )
+        form = p.get("form", p["op"])
+        g = groups.setdefault((src, form, int(p["access_bytes"])), {"probes": 0, "agree": 0, "disagree": 0})
         mw, mc = (None, None) if m is None else m
         agree = None if mw is None else (mw == pw and mc == pc)
         g["probes"] += 1
@@ -198,6 +325,11 @@ def compare(
             "agree": agree,
             "addresses": list(p["addresses"]),
         }
+        if "form" in p:  # ldmatrix/stmatrix/cp.async: the instruction, and where the numbers came from
+            row["form"] = p["form"]
+            row["metric"] = p.get("metric")
+        if "global" in p:
+            row["global"] = list(p["global"])
         if "wavefronts" in p:  # a fixture probe: is the new measurement the old one?
             row["fixture_wavefronts"] = p["wavefronts"]
             row["fixture_conflicts"] = p.get("bank_conflicts")
@@ -236,14 +368,16 @@ def write_report(report: dict, out_dir: Path, stem: str) -> tuple[Path, Path]:
     jpath, cpath = out_dir / f"{stem}.json", out_dir / f"{stem}.csv"
     jpath.write_text(json.dumps(report, indent=1) + "\n")
     rows = report.get("rows", [])
-    fields = [k for k in (rows[0].keys() if rows else []) if k != "addresses"] + (
-        ["addresses"] if rows else []
-    )
+    fields: list[str] = []
+    for r in rows:  # the union of the rows' keys (new-op rows carry form, metric, global), addresses last
+        fields += [k for k in r if k not in fields and k != "addresses"]
+    fields += ["addresses"] if rows else []
     with cpath.open("w", newline="") as f:
         wr = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore", restval="")
         wr.writeheader()
         for r in rows:
-            wr.writerow({**r, "addresses": _addr_text(r["addresses"])} if "addresses" in r else r)
+            r = {**r, "addresses": _addr_text(r["addresses"])} if "addresses" in r else r
+            wr.writerow({**r, "global": _addr_text(r["global"])} if "global" in r else r)
     return jpath, cpath
 
 
@@ -367,12 +501,19 @@ def validate(
     use_ncu: bool | None = None,
     fixture: str | Path | None = None,
     budget_s: float = 150.0,
+    ops: Sequence[str] = ("load", "store", "atomic"),
+    n_random_new: int = 30,
 ) -> int:
     """Run the validation; returns the exit status (0 all agree, 1 any disagree, 2 nothing measured).
 
-    With ncu (``use_ncu`` None = when found): generated probes (then ``fixture``'s, re-checked) under ncu,
-    written to ``validate_ncu.json/.csv``. Without: the stride timing table, ``validate_stride.json/.csv``.
+    With ncu (``use_ncu`` None = when found): probes of ``ops`` (load/store/atomic: the generated set and
+    ``fixture``'s, re-checked; ldmatrix/stmatrix/cp.async: ``generate_new_probes`` with ``n_random_new``
+    random ones per form) under ncu, written to ``validate_ncu.json/.csv``. Without: the stride timing
+    table, ``validate_stride.json/.csv``.
     """
+    bad = [o for o in ops if o not in FAMILIES]
+    if bad or not ops:
+        raise ValueError(f"ops: {bad or list(ops)} not among {', '.join(FAMILIES)}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if use_ncu is None:
@@ -382,29 +523,43 @@ def validate(
         write_report(table, out, "validate_stride")
         _print_stride(table)
         return 0
-    probes = [{**p, "source": "generated"} for p in generate_probes(seed, n_random)]
+    probes = [{**p, "source": "generated"} for p in generate_probes(seed, n_random) if p["op"] in ops]
     if fixture:
-        probes += _load_fixture(fixture)
+        probes += [p for p in _load_fixture(fixture) if p["op"] in ops]
+    new = [f for f in ops if FAMILIES[f] == "new"]
+    metrics: list[str] = list(METRICS)
+    if new:
+        probes += [{**p, "source": "generated"} for p in generate_new_probes(seed, n_random_new, new)]
+        wanted = {{"ldmatrix": "ldsm", "stmatrix": "stsm", "cp.async": "ldgsts"}[f] for f in new}
+        metrics += extra_metrics(wanted, query_metrics())
     # one shuffled launch order: if the time budget cuts the run short, what ran is a uniform sample
     order = np.random.default_rng(seed).permutation(len(probes)).tolist()
-    launches = run_ncu([probes[i] for i in order], out, budget_s)
+    launches = run_ncu([probes[i] for i in order], out, budget_s, metrics)
+    if not launches and len(metrics) > len(METRICS) + 2:  # ncu refused a counter: only the sure ones
+        print("validate: no launch measured; retrying with the shared-memory totals only", file=sys.stderr)
+        metrics = list(METRICS) + extra_metrics(set(), None)
+        launches = run_ncu([probes[i] for i in order], out, budget_s, metrics)
     measured: list[tuple[int | None, int | None] | None] = [None] * len(probes)
     misaligned = None
     for i, ln in zip(order, launches):
         p = probes[i]
-        if not ln["kernel"].startswith(kernel_name(p["op"], int(p["access_bytes"]))):
-            misaligned = (
-                f"launch {ln['id']} ran {ln['kernel']}, expected a {p['op']} {p['access_bytes']} B probe"
-            )
+        name = probe_kernel_name(p)
+        if ln["kernel"] != name and not ln["kernel"].startswith(name + "("):
+            misaligned = f"launch {ln['id']} ran {ln['kernel']}, expected {name}"
             print(f"validate: {misaligned}; the launches after it are left unmeasured", file=sys.stderr)
             break  # ncu's rows no longer line up with the launch order: trust none of the rest
-        measured[i] = measured_counts(ln, p["op"])
+        wave, conf, metric = counted_by(ln, p["op"])
+        measured[i] = (wave, conf)
+        if "form" in p:
+            p["metric"] = metric
     report = compare(probes, measured)
     report["meta"] = {
         "date": time.strftime("%Y-%m-%d"),
         "seed": seed,
+        "ops": list(ops),
         "n_random": n_random,
-        "metrics": list(METRICS),
+        "n_random_new": n_random_new,
+        "metrics": metrics,
         "ncu": find_ncu(),
         "fixture": str(fixture) if fixture else None,
         "launched": len(launches),
@@ -434,12 +589,29 @@ def _add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-ncu", action="store_true", help="time the stride table even where ncu exists")
     p.add_argument("--fixture", default=None, help="also re-check the probes of this fixture JSON")
     p.add_argument("--budget", type=float, default=150.0, help="seconds of profiled launches at most")
+    p.add_argument(
+        "--ops",
+        default="load,store,atomic",
+        help="comma-separated families to probe: load, store, atomic, ldmatrix, stmatrix, cp.async; or all",
+    )
+    p.add_argument(
+        "--random-per-form", type=int, default=30, help="random probes per ldmatrix/stmatrix/cp.async form"
+    )
 
 
 def run_validate(args: argparse.Namespace) -> int:
     """Handler for ``autopad validate``: returns the exit status."""
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    ops = list(FAMILIES) if ops == ["all"] else ops
     return validate(
-        args.out, args.random, args.seed, False if args.no_ncu else None, args.fixture, args.budget
+        args.out,
+        args.random,
+        args.seed,
+        False if args.no_ncu else None,
+        args.fixture,
+        args.budget,
+        ops,
+        args.random_per_form,
     )
 
 

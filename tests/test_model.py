@@ -330,7 +330,7 @@ def test_row_read_touches_every_bank_once():
 
 
 @st.composite
-def instructions(draw, ops=autopad.model.OPS, widths=autopad.model.WIDTHS, modes=None):
+def instructions(draw, ops=("load", "store", "atomic"), widths=autopad.model.WIDTHS, modes=None):
     """(addresses with None for inactive lanes, width, op): aligned, often conflicting, often paired."""
     op = draw(st.sampled_from(ops))
     allowed = [w for w in widths if op != "atomic" or w in (4, 8)]
@@ -544,3 +544,313 @@ def test_inactive_lanes_never_fail_alignment():
     # H200, 2026-11-29), so two merged phases of 16 lanes, each one broadcast word group
     assert analyze_batch(arr, 16, "load")[0].tolist() == [2]
     assert analyze([None if n % 3 == 0 else 16 for n in range(32)], 16).wavefronts == 2
+
+
+# ---------------------------------------------------------------------------------------------------------
+# (e) continued: every bad input the reliability issue lists is a ValueError naming the argument
+# ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda: analyze([2**70] * 32), "addresses"),  # was OverflowError
+        (lambda: analyze([2**32] + GOOD[1:]), "addresses"),  # shared memory is addressed with 32 bits
+        (lambda: analyze(GOOD, access_bytes=4.0), "access_bytes"),  # was a ufunc TypeError
+        (lambda: analyze(GOOD, access_bytes=True), "access_bytes"),  # was accepted as 1
+        (lambda: analyze(GOOD, access_bytes="4"), "access_bytes"),
+        (lambda: analyze_batch(None), "addresses"),  # was IndexError
+        (lambda: analyze_batch(np.full((2, 32), 2**63 + 8, dtype=np.uint64)), "addresses"),  # was negative
+        (lambda: analyze_batch(np.full((2, 32), 2**32, dtype=np.uint64)), "addresses"),
+        (lambda: analyze_batch(np.full((2, 32), 2**40, dtype=np.int64)), "addresses"),
+        (lambda: analyze_batch(np.zeros((2, 32), dtype=np.float32)), "addresses"),
+        (lambda: analyze_batch(np.array([[0] * 32, [None] * 32], dtype=object)), "addresses"),
+        (lambda: analyze_batch([[0] * 31 + [None]] * 2), "addresses"),  # nested lists with None: object
+        (lambda: analyze_batch(np.zeros((2, 32), dtype=bool)), "addresses"),
+        (lambda: analyze_batch(np.zeros((1, 2, 32), dtype=np.int64)), "addresses"),
+        (lambda: analyze_batch(np.int64(7)), "addresses"),
+        (lambda: analyze_batch("0 4 8"), "addresses"),
+        (lambda: analyze(GOOD, op=1), "op"),
+        (lambda: analyze(GOOD, op=["load"]), "op"),
+        (lambda: analyze_batch(np.zeros((1, 32), dtype=np.int64), op=b"load"), "op"),
+        (lambda: analyze(GOOD, arch=3.5), "arch"),
+        (lambda: analyze(GOOD, arch=None), "arch"),
+        (lambda: analyze_batch(np.zeros((1, 32), dtype=np.int64), arch=["sm_90"]), "arch"),
+        (lambda: analyze_batch(np.zeros((1, 31), dtype=np.int64), validate=False), "addresses"),
+    ],
+)
+def test_bad_input_is_a_value_error_naming_the_argument(call, name):
+    with pytest.raises(ValueError, match=rf"^{name}:"):
+        call()
+
+
+def test_out_of_range_message_says_what_is_allowed():
+    with pytest.raises(ValueError, match=r"out of range.*2\*\*32"):
+        analyze_batch(np.full((2, 32), 2**63 + 8, dtype=np.uint64))
+    with pytest.raises(ValueError, match=r"dtype float64"):
+        analyze_batch(np.zeros((2, 32)))
+    with pytest.raises(ValueError, match=r"one of \(1, 2, 4, 8, 16\)"):
+        analyze(GOOD, access_bytes=True)
+
+
+def test_uint_and_int32_arrays_are_read_as_addresses():
+    rows = (np.arange(32) * 33 * 4)[None, :]
+    expect = analyze_batch(rows.astype(np.int64))
+    for dtype in (np.uint64, np.uint32, np.int32, np.uint16):
+        got = analyze_batch(rows.astype(dtype))
+        assert [g.tolist() for g in got] == [e.tolist() for e in expect], dtype
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_empty_batch_returns_two_empty_arrays(backend, monkeypatch):
+    if backend == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", backend)
+    for empty in (np.zeros((0, 32), dtype=np.int64), np.zeros((0, 32), dtype=np.uint32), []):
+        wave, ideal = analyze_batch(empty)
+        assert wave.shape == ideal.shape == (0,) and wave.dtype == ideal.dtype == np.int64
+    wave, ideal = analyze_batch(np.zeros((0, 32), dtype=np.int64), 16, "ldmatrix.x4", validate=False)
+    assert wave.shape == (0,)
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_bad_row_deep_in_a_large_batch_is_named(backend, monkeypatch):
+    """The check covers every row, also in the threaded parts of a large batch; the first bad row is named."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", backend)
+    addr = np.tile(np.arange(32, dtype=np.int64) * 4, (100_000, 1))
+    addr[77_777, 5] = 6  # misaligned
+    addr[90_000, 3] = -3
+    with pytest.raises(ValueError, match=r"^addresses: row 77777 lane 5 address 6 is not aligned"):
+        analyze_batch(addr)
+    addr[77_777, 5] = 8
+    with pytest.raises(ValueError, match=r"^addresses: row 90000 lane 3 has negative address -3"):
+        analyze_batch(addr)
+
+
+def test_unknown_backend_setting_is_named(monkeypatch):
+    monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "gpu")
+    with pytest.raises(ValueError, match=r"^AUTOPAD_MODEL_BACKEND:.*numpy"):
+        analyze(GOOD)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# (g) Two backends, one answer: numba and the numpy fallback agree exactly
+# ---------------------------------------------------------------------------------------------------------
+
+ALL_FORMS = [(o, w) for o in ("load", "store") for w in autopad.model.WIDTHS]
+ALL_FORMS += [("atomic", 4), ("atomic", 8), ("cp.async", 4), ("cp.async", 8), ("cp.async", 16)]
+ALL_FORMS += [(f"{m}.x{k}", 16) for m in ("ldmatrix", "stmatrix") for k in (1, 2, 4)]
+
+
+def _random_batch(rng: np.random.Generator, n: int, op: str, width: int) -> np.ndarray:
+    """Aligned addresses over small and large spans, with lane pairs, broadcasts, strides, inactive lanes
+    (none for ldmatrix/stmatrix among the lanes that take part) and a few rows of large addresses."""
+    span = rng.choice([128, 512, 4096, 49152, 1 << 20], size=n)
+    addr = (rng.integers(0, 1 << 40, size=(n, 32)) % (span[:, None] // width)) * width
+    kind = rng.integers(0, 6, size=n)
+    addr[kind == 1] = addr[kind == 1][:, np.arange(32) & ~1]  # lanes n, n^1 share an address
+    addr[kind == 2] = addr[kind == 2][:, np.arange(32) & ~2]  # lanes n, n^2 share an address
+    addr[kind == 3] = addr[kind == 3][:, :1]  # broadcast
+    stride = rng.integers(0, 80, size=(n, 1)) * width
+    addr[kind == 4] = (stride * np.arange(32))[kind == 4]
+    if "matrix" in op:
+        used = 8 * int(op[-1])
+        addr[:, used:][rng.random((n, 32 - used)) < 0.3] = -1  # ignored lanes may hold anything valid
+    else:
+        off = rng.random((n, 32)) < rng.choice([0.0, 0.1, 0.5], size=(n, 1))
+        addr[off] = -1
+    return addr
+
+
+def _with_backend(name: str, fn):
+    import os
+
+    old = os.environ.get("AUTOPAD_MODEL_BACKEND")
+    os.environ["AUTOPAD_MODEL_BACKEND"] = name
+    try:
+        return fn()
+    finally:
+        if old is None:
+            os.environ.pop("AUTOPAD_MODEL_BACKEND", None)
+        else:
+            os.environ["AUTOPAD_MODEL_BACKEND"] = old
+
+
+@pytest.mark.parametrize("op,width", ALL_FORMS)
+def test_backends_agree_in_bulk(op, width):
+    """40,000 random instructions per form (several threaded parts), both backends, exactly equal."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(hash((op, width)) % 2**32)
+    addr = _random_batch(rng, 40_000, op, width)
+    fast = _with_backend("numba", lambda: analyze_batch(addr, width, op))
+    slow = _with_backend("numpy", lambda: analyze_batch(addr, width, op))
+    assert _with_backend("numba", lambda: autopad.model.backend()) == "numba"
+    np.testing.assert_array_equal(fast[0], slow[0])
+    np.testing.assert_array_equal(fast[1], slow[1])
+    unchecked = _with_backend("numba", lambda: analyze_batch(addr, width, op, validate=False))
+    np.testing.assert_array_equal(unchecked[0], fast[0])
+
+
+@given(st.sampled_from(ALL_FORMS), st.integers(0, 2**32 - 1), st.integers(1, 40))
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_backends_agree_on_random_input(form, seed, n):
+    pytest.importorskip("numba")
+    op, width = form
+    addr = _random_batch(np.random.default_rng(seed), n, op, width)
+    fast = _with_backend("numba", lambda: analyze_batch(addr, width, op))
+    slow = _with_backend("numpy", lambda: analyze_batch(addr, width, op))
+    assert fast[0].tolist() == slow[0].tolist() and fast[1].tolist() == slow[1].tolist()
+    row = [None if a < 0 else int(a) for a in addr[0]]
+    assert _with_backend("numba", lambda: analyze(row, width, op)) == _with_backend(
+        "numpy", lambda: analyze(row, width, op)
+    )
+
+
+def test_addresses_beyond_2_29_take_the_numpy_path_with_the_same_answer():
+    """The compiled kernel packs a lane into an int32 key; larger addresses (legal up to 2**32) are counted
+    by numpy, with the same rules."""
+    pytest.importorskip("numba")
+    base = np.arange(32, dtype=np.int64) * 33 * 4
+    addr = np.stack([base, base + (3 << 30), base * 8 + (1 << 31)])
+    got = _with_backend("numba", lambda: analyze_batch(addr))
+    assert got[0].tolist() == [1, 1, 8] and got[1].tolist() == [1, 1, 1]
+
+
+def test_import_autopad_loads_no_numba_and_the_first_call_does():
+    pytest.importorskip("numba")
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, autopad; assert 'numba' not in sys.modules, 'import autopad loaded numba'; "
+        "autopad.analyze([4 * n for n in range(32)]); print(autopad.model.backend(), 'numba' in sys.modules)"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "AUTOPAD_MODEL_BACKEND"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["numba", "True"]
+    env["AUTOPAD_MODEL_BACKEND"] = "numpy"
+    code = code.replace(
+        "print(autopad.model.backend(), 'numba' in sys.modules)", "print('numba' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"], "AUTOPAD_MODEL_BACKEND=numpy never loads numba"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# (h) ldmatrix, stmatrix, cp.async: the derived rules (model.py's docstring), by hand and by a reference
+# ---------------------------------------------------------------------------------------------------------
+
+
+def reference_matrix(addresses: list[int | None], matrices: int) -> tuple[int, int, list[int]]:
+    """ldmatrix/stmatrix.xK as derived: matrix i = lanes 8i..8i+7 = one phase; every row 16 bytes covers 4
+    banks; a phase costs the most distinct words in one bank (repeated rows broadcast); no merging."""
+    costs = []
+    for m in range(matrices):
+        per_bank: dict[int, set[int]] = defaultdict(set)
+        for a in addresses[8 * m : 8 * m + 8]:
+            for word in range(a // 4, a // 4 + 4):
+                per_bank[word % 32].add(word)
+        costs.append(max(len(s) for s in per_bank.values()))
+    return sum(costs), sum(1 for c in costs if c), costs
+
+
+def test_op_status_marks_the_new_ops_as_derived():
+    assert autopad.model.op_status("load") == "measured"
+    for op in ("ldmatrix", "ldmatrix.x2.trans", "stmatrix.x1", "cp.async"):
+        assert autopad.model.op_status(op) == "derived, not yet probed"
+    with pytest.raises(ValueError, match=r"^op:"):
+        autopad.model.op_status("ldmatrix.x8")
+
+
+@given(st.sampled_from([1, 2, 4]), st.sampled_from(["ldmatrix", "stmatrix"]), st.data())
+@SETTINGS
+def test_matrix_ops_match_their_reference(k, family, data):
+    span = data.draw(st.sampled_from([128, 256, 1024, 49152]))
+    rows = data.draw(st.lists(st.integers(0, span // 16 - 1), min_size=32, max_size=32))
+    addresses = [16 * r for r in rows]
+    if data.draw(st.booleans()):
+        addresses = [addresses[n & ~1] for n in range(32)]  # rows repeated in pairs: no merge for matrices
+    wave, ideal, costs = reference_matrix(addresses, k)
+    for op in (f"{family}.x{k}", f"{family}.x{k}.trans"):
+        a = analyze(addresses, 16, op)
+        assert (a.wavefronts, a.ideal, list(a.phase_costs)) == (wave, ideal, costs), op
+    assert ideal == k, "every matrix is a non-empty phase"
+
+
+def test_ldmatrix_by_hand():
+    """Each matrix is 8 rows of 16 bytes = 128 bytes: one wavefront when the rows cover all 32 banks."""
+    rows16 = [16 * lane for lane in range(32)]  # 4 matrices, each 8 consecutive rows of 16 B: conflict-free
+    assert analyze(rows16, 16, "ldmatrix.x4").phase_costs == (1, 1, 1, 1)
+    assert analyze(rows16, 16, "ldmatrix").wavefronts == 4, "plain ldmatrix means .x4"
+    assert analyze(rows16, 16, "ldmatrix.x1").phase_costs == (1,)
+    assert analyze(rows16, 16, "ldmatrix.x2").phase_costs == (1, 1)
+    # a row-major tile of 64 fp16 (128 B) per row: the 8 rows of a matrix all start in banks 0-3: 8-way
+    tile = [128 * (lane % 8) + 16 * (lane // 8) for lane in range(32)]
+    assert analyze(tile, 16, "ldmatrix.x4").phase_costs == (8, 8, 8, 8)
+    # the same tile XOR-swizzled on 16-byte chunks (CuTe Swizzle<3,4,3>): every row in its own bank group
+    swz = [128 * (lane % 8) + 16 * ((lane // 8) ^ (lane % 8)) for lane in range(32)]
+    assert analyze(swz, 16, "ldmatrix.x4").wavefronts == 4
+    # padded by 16 bytes per row (row pitch 144 B): conflict-free as well
+    pad = [144 * (lane % 8) + 16 * (lane // 8) for lane in range(32)]
+    assert analyze(pad, 16, "ldmatrix.x4").conflicts == 0
+    # rows 32 bytes apart use 4 of the 8 four-bank groups, two rows each: 2-way; 64 apart: 4-way
+    two = [32 * (lane % 8) for lane in range(32)]
+    assert analyze(two, 16, "ldmatrix.x1").phase_costs == (2,)
+    assert analyze([2 * a for a in two], 16, "ldmatrix.x1").phase_costs == (4,)
+    # broadcast rows: all 8 rows of a matrix at one address cost one wavefront, never less than 1 a matrix
+    same = [16 * (lane // 8) for lane in range(32)]
+    assert analyze(same, 16, "ldmatrix.x4").phase_costs == (1, 1, 1, 1)
+    assert analyze([0] * 32, 16, "ldmatrix.x4").wavefronts == 4
+    assert analyze([0] * 32, 16, "load").wavefronts == 2, "a plain 16-byte load merges paired lanes"
+
+
+def test_matrix_ops_ignore_lanes_past_their_matrices():
+    rows = [16 * lane for lane in range(8)]
+    for rest in ([None] * 24, [4096] * 24, [2048 * n for n in range(24)]):
+        assert analyze(rows + rest, 16, "ldmatrix.x1").phase_costs == (1,)
+        assert analyze(rows + rest, 16, "stmatrix.x1").phase_costs == (1,)
+    assert analyze(rows * 2 + [None] * 16, 16, "ldmatrix.x2").phase_costs == (1, 1)
+
+
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda: analyze([16 * n for n in range(32)], 4, "ldmatrix.x4"), "access_bytes"),
+        (lambda: analyze([16 * n for n in range(32)], op="ldmatrix"), "access_bytes"),  # default is 4 bytes
+        (lambda: analyze([8 * n for n in range(32)], 16, "stmatrix.x4"), "addresses"),  # rows 16-B aligned
+        (lambda: analyze([None] + [16 * n for n in range(1, 32)], 16, "ldmatrix.x4"), "addresses"),
+        (lambda: analyze([16 * n for n in range(7)] + [None] * 25, 16, "ldmatrix.x1"), "addresses"),
+        (lambda: analyze(GOOD, 2, "cp.async"), "access_bytes"),
+        (lambda: analyze(GOOD, 4, "ldmatrix.x3"), "op"),
+        (lambda: analyze(GOOD, 4, "cp.async.cg"), "op"),
+        (lambda: analyze([16 * n for n in range(32)], 16, "stmatrix.x4", "sm_80"), "op"),  # sm_90 only
+        (lambda: analyze(GOOD, 4, "cp.async", "sm_75"), "op"),  # sm_80+
+        (lambda: analyze([16 * n for n in range(64)], 16, "ldmatrix.x4", "cdna3"), "op"),
+    ],
+)
+def test_matrix_and_cp_async_reject_bad_input(call, name):
+    with pytest.raises(ValueError, match=rf"^{name}:"):
+        call()
+
+
+def test_missing_matrix_row_message_names_the_rule():
+    with pytest.raises(ValueError, match=r"lane 3 has no address.*lane.*0-31 of ldmatrix.x4"):
+        analyze([16 * n if n != 3 else None for n in range(32)], 16, "ldmatrix.x4")
+
+
+@given(instructions(ops=("store",), widths=(4, 8, 16)))
+@SETTINGS
+def test_cp_async_is_costed_as_a_store_of_its_width(instr):
+    addresses, width, _ = instr
+    assert analyze(addresses, width, "cp.async") == analyze(addresses, width, "store")
+
+
+def test_access_vocabulary_accepts_the_new_ops():
+    from autopad.model import OPS
+
+    for op in ("cp.async", "ldmatrix", "ldmatrix.x1", "ldmatrix.x4.trans", "stmatrix.x2", "stmatrix.trans"):
+        assert op in OPS

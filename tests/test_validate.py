@@ -517,3 +517,254 @@ def test_time_strides_with_fake_events(monkeypatch):
     assert times == [1.0, 1.0]
     assert len(calls) == 2 * (3 + 4) and calls[0][:2] == (132 * 8, 256)
     assert [int(a) for a in calls[-1][2][1:]] == [32, 64]
+
+
+# ------------------------------------------------------------------------------- ldmatrix, stmatrix, cp.async
+def test_new_probes_cover_every_form_with_valid_addresses():
+    probes = v.generate_new_probes(seed=0, n_random=30)
+    forms = {(p["op"], p["access_bytes"], p["form"]) for p in probes}
+    assert forms == set(vc.NEW_FORMS) and len(forms) == 16
+    for form in vc.NEW_FORMS:
+        mine = [p for p in probes if (p["op"], p["access_bytes"], p["form"]) == form]
+        assert sum(p["name"].startswith("rand") for p in mine) == 30, form
+        assert len({p["name"] for p in mine}) == len(mine), "names unique within a form"
+        assert len(mine) >= 40
+    for p in probes:
+        w = p["access_bytes"]
+        assert len(p["addresses"]) == 32
+        assert all(a is None or (a % w == 0 and 0 <= a <= vc.SMEM_BYTES - w) for a in p["addresses"]), p
+        if p["op"] == "cp.async":
+            assert set(p) == {"op", "access_bytes", "name", "addresses", "form", "global"}
+            assert all(g % w == 0 and 0 <= g <= vc.GLOBAL_BYTES - w for g in p["global"]), p
+        else:
+            assert set(p) == {"op", "access_bytes", "name", "addresses", "form"}
+            assert None not in p["addresses"], "ldmatrix/stmatrix are warp-wide: every lane gives a row"
+    assert v.generate_new_probes(seed=4) == v.generate_new_probes(seed=4)
+    assert v.generate_new_probes(seed=4) != v.generate_new_probes(seed=5)
+    assert {p["op"] for p in v.generate_new_probes(0, 1, ["cp.async"])} == {"cp.async"}
+
+
+def test_new_probes_structured_cases_predict_what_the_derived_rules_say():
+    """The structured cases are the conflict degrees the rules predict: 1, 2, 4, 8 per matrix, broadcasts."""
+    probes = v.generate_new_probes(seed=0, n_random=0)
+    pred = {(p["form"], p["name"]): wc for p, wc in zip(probes, v.predict(probes)) if p["access_bytes"] >= 8}
+    pred4 = {(p["form"], p["name"]): wc for p, wc in zip(probes, v.predict(probes)) if p["access_bytes"] == 4}
+    for k in (1, 2, 4):
+        for op in (f"ldmatrix.x{k}", f"stmatrix.x{k}.trans"):
+            assert pred[(op, "rows16")] == (k, 0)
+            assert pred[(op, "pitch128")] == (8 * k, 7 * k)
+            assert pred[(op, "pitch256")] == (8 * k, 7 * k)
+            assert pred[(op, "pitch64")] == (4 * k, 3 * k)
+            assert pred[(op, "pitch32")] == (2 * k, k)
+            for free in ("pitch144", "pitch80", "swizzle", "bcast-matrix", "bcast-all", "bcast-pairs"):
+                assert pred[(op, free)] == (k, 0), (op, free)
+            if k < 4:
+                assert pred[(op, "ignored-conflict")] == (k, 0), "lanes past the matrices are ignored"
+    assert pred4[("cp.async.ca", "stride32")] == (32, 31)
+    assert pred[("cp.async.cg", "stride32")] == (32, 28), "16 bytes: 4 phases of 8 lanes, each 8-way"
+    assert pred[("cp.async.cg", "gperm-reverse")] == (4, 0)
+    assert pred4[("cp.async.ca", "gperm-halves")] == pred4[("cp.async.ca", "stride1")] == (1, 0)
+
+
+def test_predict_matches_analyze_for_new_probes():
+    from autopad import analyze
+
+    probes = v.generate_new_probes(seed=2, n_random=2)
+    for p, (wave, conf) in zip(probes, v.predict(probes)):
+        a = analyze(p["addresses"], p["access_bytes"], p["op"])
+        assert (wave, conf) == (a.wavefronts, a.conflicts), p["name"]
+
+
+def test_new_kernel_names_and_bad_forms():
+    assert vc.kernel_name("ldmatrix.x4", 16) == "probe_ldsm_x4"
+    assert vc.kernel_name("ldmatrix.x1.trans", 16) == "probe_ldsm_x1_trans"
+    assert vc.kernel_name("stmatrix.x2", 16) == "probe_stsm_x2"
+    assert vc.kernel_name("cp.async", 8, "cp.async.ca") == "probe_ldgsts_ca_8"
+    assert vc.kernel_name("cp.async", 16, "cp.async.cg") == "probe_ldgsts_cg_16"
+    assert vc.kernel_name("cp.async", 4) == "probe_ldgsts_ca_4"
+    names = [vc.kernel_name(*f) for f in vc.NEW_FORMS]
+    assert len(set(names)) == len(names) and all(n.startswith("probe_") for n in names)
+    for bad in [
+        ("ldmatrix.x4", 8, None),
+        ("cp.async", 2, None),
+        ("cp.async", 8, "cp.async.cg"),
+        ("ldmatrix.x3", 16, None),
+    ]:
+        with pytest.raises(ValueError):
+            vc.kernel_name(*bad)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_new_probe_kernels_compile_for_sm90(tmp_path):
+    """All 16 forms in one translation unit (one nvcc call): ldmatrix sm_75+, cp.async sm_80+, stmatrix
+    sm_90, so sm_90 is where all of them must build."""
+    src = tmp_path / "probes.cu"
+    src.write_text("\n".join(vc.new_probe_source(*f) for f in vc.NEW_FORMS))
+    out = tmp_path / "probes.cubin"
+    proc = subprocess.run(
+        ["nvcc", "-arch=sm_90", "--cubin", "-o", str(out), str(src)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size > 0
+    data = out.read_bytes()
+    for f in vc.NEW_FORMS:
+        assert vc.kernel_name(*f).encode() in data, f
+
+
+@pytest.mark.parametrize("op,width,form", vc.NEW_FORMS)
+def test_new_probe_source_is_one_instruction(op, width, form):
+    text = vc.new_probe_source(op, width, form)
+    assert f'extern "C" __global__ void {vc.kernel_name(op, width, form)}(' in text
+    instruction = f"{form.split('.x')[0]}.sync.aligned" if "matrix" in form else f"{form}.shared.global"
+    assert text.count(instruction) == 1, "exactly one ldmatrix/stmatrix/cp.async instruction"
+    assert (".trans" in text) == form.endswith(".trans")
+    if "matrix" in op:
+        assert f".m8n8.{op.split('.')[1]}" in text, "the matrix count of the form"
+    if op == "cp.async":
+        assert f"[%2], {width};" in text and "@p " in text and "cp.async.wait_all" in text
+    else:
+        assert "@p" not in text, "ldmatrix/stmatrix are .sync.aligned: never predicated"
+
+
+def test_counted_by_prefers_the_instructions_own_counter_then_the_totals():
+    own = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum"
+    own_c = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"
+    sass = "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum"
+    sass_c = "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum"
+    total, total_c = vc.TOTALS
+    launch = {"metrics": {total: 9.0, total_c: 5.0}}
+    assert vc.counted_by(launch, "ldmatrix.x4") == (9, 5, total)
+    launch["metrics"].update({sass: 8.0, sass_c: 4.0})
+    assert vc.counted_by(launch, "ldmatrix.x4.trans") == (8, 4, sass)
+    launch["metrics"].update({own: 4.0, own_c: 0.0})
+    assert vc.counted_by(launch, "ldmatrix.x1") == (4, 0, own)
+    assert vc.counted_by({"metrics": {}}, "cp.async") == (None, None, None)
+    assert vc.measured_counts({"metrics": {total: 3.0, total_c: 1.0}}, "stmatrix.x2") == (3, 1)
+
+
+def test_extra_metrics_asks_only_for_counters_the_gpu_lists():
+    assert vc.extra_metrics({"ldsm", "ldgsts"}, None) == list(vc.TOTALS), "no list: the sure totals only"
+    avail = {
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts",
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts",
+    }
+    avail |= {"sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm", "unrelated__metric"}
+    got = vc.extra_metrics({"ldsm", "ldgsts"}, avail)
+    assert got == [
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum",
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
+        "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum",
+        *vc.TOTALS,
+    ]
+
+
+_FAKE_NCU_NEW = textwrap.dedent(
+    """\
+    #!{python}
+    # A stand-in for ncu with ldmatrix/stmatrix/cp.async: --query-metrics lists a few counters (ldsm only
+    # in its sm__sass_ spelling, stsm not at all); a profiling run answers every probe from the model
+    # (+ OFFSET on the first) in the counter validate_cuda would pick, and the totals.
+    import json, sys
+    sys.path.insert(0, {root!r})
+    from autopad import validate as v
+    from autopad import validate_cuda as vc
+    args = sys.argv[1:]
+    if "--query-metrics" in args:
+        print("Device NVIDIA H200 (GH100)")
+        print("Metric Name                                                   Metric Description")
+        for m in ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld",
+                  "l1tex__data_pipe_lsu_wavefronts_mem_shared",
+                  "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm",
+                  "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm",
+                  "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts",
+                  "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts"):
+            print(m + "    # of wavefronts")
+        sys.exit(0)
+    requested = args[args.index("--metrics") + 1].split(",")
+    open({log!r}, "a").write(",".join(requested) + "\\n")
+    probes = json.load(open(args[args.index("--launch") + 1]))
+    for p in probes:
+        p["name"] = "x"
+    pred = v.predict(probes)
+    print({head!r})
+    for i, (p, (w, c)) in enumerate(zip(probes, pred)):
+        if i == 0:
+            w, c = w + {offset}, c + {offset}
+        pre = '"%d","1","python3","h","%s","1","7","(32, 1, 1)","(1, 1, 1)","0","9.0","s"' % (
+            i, vc.probe_kernel_name(p))
+        fam = vc._family(p["op"])
+        own = [m for m in requested if fam and "_op_" + fam in m]
+        for m in requested:
+            hit = m in own or (not own and m in vc.TOTALS)
+            hit = hit or (fam is None and "_op_%s." % vc._SHORT[p["op"]] in m)
+            val = (w if "wavefronts" in m else c) if hit else 0
+            print('%s,"%s","","%d"' % (pre, m, val))
+    open(args[args.index("--launched") + 1], "w").write(str(len(probes)))
+    """
+)
+
+
+@pytest.mark.parametrize("offset,status", [(0, 0), (1, 1)])
+def test_validate_new_ops_with_fake_ncu(tmp_path, monkeypatch, offset, status):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    ncu = bindir / "ncu"
+    root = str(Path(v.__file__).resolve().parent.parent)
+    log = tmp_path / "metrics.log"
+    ncu.write_text(
+        _FAKE_NCU_NEW.format(python=sys.executable, root=root, head=_HEAD, offset=offset, log=str(log))
+    )
+    ncu.chmod(ncu.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    out = tmp_path / "out"
+    rc = v.main(
+        ["--out", str(out), "--ops", "ldmatrix,stmatrix,cp.async", "--random-per-form", "2", "--seed", "3"]
+    )
+    assert rc == status
+    rep = json.loads((out / "validate_ncu.json").read_text())
+    n = len(v.generate_new_probes(3, 2))
+    assert rep["summary"]["measured"] == rep["summary"]["probes"] == n
+    assert rep["summary"]["disagree"] == offset
+    groups = {g["op"] for g in rep["groups"]}
+    assert groups == {f for _, _, f in vc.NEW_FORMS}, "one group per instruction form"
+    used = {r["form"]: r["metric"] for r in rep["rows"]}
+    assert used["ldmatrix.x4"] == "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum"
+    assert used["stmatrix.x1"] == vc.TOTALS[0], "no stsm counter listed: the totals"
+    assert used["cp.async.cg"] == "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum"
+    requested = log.read_text().splitlines()[0].split(",")
+    assert "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_stsm.sum" not in requested, (
+        "never an unlisted counter"
+    )
+    assert set(vc.METRICS) | set(vc.TOTALS) <= set(requested)
+    header = (out / "validate_ncu.csv").read_text().splitlines()[0].split(",")
+    assert {"form", "metric", "global"} <= set(header) and header[-1] == "addresses"
+
+
+def test_validate_rejects_unknown_ops(tmp_path):
+    with pytest.raises(ValueError, match=r"^ops:"):
+        v.validate(tmp_path, ops=["ldmatrix", "wgmma"], use_ncu=False)
+
+
+def test_launcher_passes_global_offsets_and_source_to_new_probes(tmp_path, monkeypatch):
+    from autopad import cuda_runtime
+
+    monkeypatch.setitem(sys.modules, "torch", _fake_torch())
+    sys.modules["torch"].uint8 = np.uint8
+    loaded, calls = {}, []
+    monkeypatch.setattr(
+        cuda_runtime, "load_kernel", lambda src, name, defines, dev: loaded.setdefault(name, src) and name
+    )
+    monkeypatch.setattr(
+        cuda_runtime, "launch", lambda k, g, b, args, shmem_bytes=0: calls.append((k, g, b, args))
+    )
+    probes = v.generate_new_probes(seed=0, n_random=0)[::5] + v.generate_probes(seed=0, n_random=0)[:2]
+    ppath, lpath = tmp_path / "p.json", tmp_path / "n.txt"
+    ppath.write_text(json.dumps(probes))
+    assert vc.launch_probes(ppath, lpath, budget_s=60) == len(probes)
+    assert vc._address_matrix(probes).shape == (len(probes), 64)
+    for i, (p, (k, grid, block, args)) in enumerate(zip(probes, calls)):
+        assert (k, grid, block) == (vc.probe_kernel_name(p), 1, 32)
+        assert int(args[0]) == (1 << 20) + i * 256, "rows of 64 int32: 32 shared + 32 global offsets"
+        assert len(args) == (4 if "form" in p else 3)
+    for name, src in loaded.items():
+        assert name in src and ("asm volatile" in src)
