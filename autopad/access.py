@@ -7,16 +7,23 @@ coordinates into byte addresses and the model (``model.analyze_batch``) turns th
     pattern x layout -> addresses -> model -> wavefronts per tile
 
 Kernels ship their own pattern, derived from the same constants that configure them (see the kernel
-modules under kernels/); this module holds the vocabulary and the common shapes: row and column walks, a
-tile read by a TILE_C/VEC x BLOCK_Y thread block with a j loop (the transpose), strided and struct-field
-reads, and histogram updates drawn from a data distribution.
+modules under kernels/, and ``autopad.pattern`` for the declarative form); this module holds the
+vocabulary and the common shapes: row and column walks, a tile read by a TILE_C/VEC x BLOCK_Y thread block
+with a j loop (the transpose), strided and struct-field reads, and histogram updates drawn from a data
+distribution.
+
+The model scores instructions of one (op, width) together, so a pattern is scored in its *stacked* form:
+one ``Group`` per (op, width) holding rows and cols ``(n, warp)`` and counts ``(n,)``. ``score`` takes a
+tuple of Instructions (stacked once and cached on the tuple) or a ``Stacked`` directly (what
+``autopad.pattern`` produces without building an Instruction per warp).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,6 +32,8 @@ from .model import OPS, WIDTHS, analyze_batch
 
 __all__ = [
     "Instruction",
+    "Group",
+    "Stacked",
     "PatternCost",
     "score",
     "addresses",
@@ -65,13 +74,94 @@ class Instruction:
         object.__setattr__(self, "cols", c)
 
 
+class Group(NamedTuple):
+    """Every instruction of one (op, access width), stacked: lane i of instruction k touches
+    (rows[k, i], cols[k, i]); counts[k] executions per tile."""
+
+    op: str
+    access_bytes: int
+    rows: np.ndarray  # (n, warp) int64, -1 = inactive lane
+    cols: np.ndarray  # (n, warp) int64
+    counts: np.ndarray  # (n,) int64
+
+
+@dataclass(frozen=True, eq=False)
+class Stacked:
+    """A pattern in the model's form: one ``Group`` per (op, width), in first-seen order.
+
+    ``index[g]`` holds the positions of group g's instructions in the pattern's order (0 .. size - 1), so a
+    score can be reported per instruction. ``names`` are built only when asked for (``namer``), since the
+    tuner scores thousands of stacks and never reads them.
+    """
+
+    groups: tuple[Group, ...]
+    index: tuple[np.ndarray, ...]
+    size: int
+    namer: Callable[[], Sequence[str]] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if len(self.index) != len(self.groups):
+            raise ValueError(f"index: {len(self.index)} entries for {len(self.groups)} groups")
+        for g, idx in zip(self.groups, self.index, strict=True):
+            if g.op not in OPS:
+                raise ValueError(f"op: {g.op!r} is not one of {', '.join(OPS)}")
+            if g.access_bytes not in WIDTHS:
+                raise ValueError(f"access_bytes: {g.access_bytes!r} is not one of {WIDTHS}")
+            n = len(idx)
+            if g.rows.ndim != 2 or g.rows.shape != g.cols.shape or len(g.rows) != n or g.counts.shape != (n,):
+                raise ValueError(
+                    f"group ({g.op}, {g.access_bytes}): rows {g.rows.shape}, cols {g.cols.shape}, counts "
+                    f"{g.counts.shape} and {n} positions do not agree"
+                )
+
+    def __getitem__(self, key: tuple[str, int]) -> Group:
+        for g in self.groups:
+            if (g.op, g.access_bytes) == key:
+                return g
+        raise KeyError(key)
+
+    def items(self) -> Iterator[tuple[tuple[str, int], Group]]:
+        """((op, access_bytes), group) for each group."""
+        return (((g.op, g.access_bytes), g) for g in self.groups)
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        """Executions per tile of every instruction, in pattern order."""
+        out = np.zeros(self.size, dtype=np.int64)
+        for g, idx in zip(self.groups, self.index, strict=True):
+            out[idx] = g.counts
+        return out
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        if self.namer is None:
+            return tuple(f"instruction {i}" for i in range(self.size))
+        return tuple(self.namer())
+
+    def instructions(self) -> tuple[Instruction, ...]:
+        """The pattern as Instructions, in order (for ``explain`` and reports; scoring needs none)."""
+        slot: list[tuple[Group, int]] = [None] * self.size  # type: ignore[list-item]
+        for g, idx in zip(self.groups, self.index, strict=True):
+            for k, i in enumerate(idx.tolist()):
+                slot[i] = (g, k)
+        return tuple(
+            Instruction(name, g.op, g.access_bytes, g.rows[k], g.cols[k], int(g.counts[k]))
+            for name, (g, k) in zip(self.names, slot, strict=True)
+        )
+
+    @staticmethod
+    def from_instructions(pattern: Sequence[Instruction], warp: int = 32) -> Stacked:
+        """Stack a tuple of Instructions (cached on the tuple: instructions hash by identity)."""
+        return _grouped(tuple(pattern), warp)
+
+
 @dataclass(frozen=True, eq=False)
 class PatternCost:
     """Wavefronts per tile for a pattern under a layout, with the conflict-free count and each instruction."""
 
     wavefronts: int
     ideal: int
-    pattern: tuple[Instruction, ...]
+    pattern: tuple[Instruction, ...] | Stacked
     instruction_wavefronts: np.ndarray  # per execution of each instruction
     instruction_ideal: np.ndarray
 
@@ -86,9 +176,13 @@ class PatternCost:
     @property
     def per_instruction(self) -> tuple[tuple[str, int, int, int], ...]:
         """(name, count, wavefronts, ideal) of each instruction, per execution."""
+        if isinstance(self.pattern, Stacked):
+            names, counts = self.pattern.names, self.pattern.counts.tolist()
+        else:
+            names, counts = [i.name for i in self.pattern], [i.count for i in self.pattern]
         return tuple(
-            (ins.name, ins.count, int(w), int(d))
-            for ins, w, d in zip(self.pattern, self.instruction_wavefronts, self.instruction_ideal)
+            (name, count, int(w), int(d))
+            for name, count, w, d in zip(names, counts, self.instruction_wavefronts, self.instruction_ideal)
         )
 
 
@@ -98,8 +192,8 @@ def addresses(instr: Instruction, layout: object) -> np.ndarray:
 
 
 @lru_cache(maxsize=256)
-def _grouped(pattern: tuple[Instruction, ...], warp: int) -> tuple[np.ndarray, tuple]:
-    """Counts, and the instructions stacked per (op, width): (op, width, indices, rows 2-D, cols 2-D).
+def _grouped(pattern: tuple[Instruction, ...], warp: int) -> Stacked:
+    """The instructions stacked per (op, width).
 
     Cached on the pattern object itself (instructions hash by identity), so scoring one pattern under
     many layouts stacks it once.
@@ -111,27 +205,42 @@ def _grouped(pattern: tuple[Instruction, ...], warp: int) -> tuple[np.ndarray, t
                 f"instruction {ins.name!r} has {len(ins.rows)} lanes; this arch's warps have {warp}"
             )
         groups.setdefault((ins.op, ins.access_bytes), []).append(i)
-    out = []
+    out, index = [], []
     for (op, width), idx in groups.items():
         rows = np.stack([pattern[i].rows for i in idx])
         cols = np.stack([pattern[i].cols for i in idx])
-        out.append((op, width, np.asarray(idx), rows, cols))
-    return np.array([ins.count for ins in pattern], dtype=np.int64), tuple(out)
+        counts = np.array([pattern[i].count for i in idx], dtype=np.int64)
+        out.append(Group(op, width, rows, cols, counts))
+        index.append(np.asarray(idx, dtype=np.int64))
+    return Stacked(tuple(out), tuple(index), len(pattern), lambda: [ins.name for ins in pattern])
 
 
-def score(pattern: Sequence[Instruction], layout: object, arch: str | Arch = "sm_90") -> PatternCost:
+def score(
+    pattern: Sequence[Instruction] | Stacked, layout: object, arch: str | Arch = "sm_90"
+) -> PatternCost:
     """Wavefronts per tile: every instruction's addresses through the model, weighted by its count.
 
-    Instructions of one (op, width) go through the layout and the model as one vectorised batch.
+    ``pattern`` is a sequence of Instructions or its ``Stacked`` form (``autopad.pattern`` makes one
+    directly). Instructions of one (op, width) go through the layout and the model as one vectorised batch.
     """
     a = get_arch(arch)
-    pattern = tuple(pattern)
-    counts, groups = _grouped(pattern, a.warp_size)
-    wave = np.zeros(len(pattern), dtype=np.int64)
-    ideal = np.zeros(len(pattern), dtype=np.int64)
-    for op, width, idx, rows, cols in groups:
-        wave[idx], ideal[idx] = analyze_batch(layout.offsets(rows, cols), width, op, a)  # type: ignore[attr-defined]
-    return PatternCost(int(wave @ counts), int(ideal @ counts), pattern, wave, ideal)
+    if isinstance(pattern, Stacked):
+        stacked = pattern
+        for g in stacked.groups:
+            if g.rows.shape[1] != a.warp_size:
+                raise ValueError(
+                    f"group ({g.op}, {g.access_bytes}) has {g.rows.shape[1]} lanes; this arch's warps have "
+                    f"{a.warp_size}"
+                )
+    else:
+        pattern = tuple(pattern)
+        stacked = _grouped(pattern, a.warp_size)
+    wave = np.zeros(stacked.size, dtype=np.int64)
+    ideal = np.zeros(stacked.size, dtype=np.int64)
+    for g, idx in zip(stacked.groups, stacked.index, strict=True):
+        offsets = layout.offsets(g.rows, g.cols)  # type: ignore[attr-defined]
+        wave[idx], ideal[idx] = analyze_batch(offsets, g.access_bytes, g.op, a)
+    return PatternCost(int(wave @ stacked.counts), int(ideal @ stacked.counts), pattern, wave, ideal)
 
 
 def _lanes(warp: int) -> np.ndarray:

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .access import Instruction, PatternCost, addresses, block_tile, score
+from .access import Instruction, PatternCost, Stacked, addresses, block_tile, score
 from .arch import Arch, get_arch
-from .layouts import Padded, Replicated, Structs, Swizzled
+from .layouts import Padded, Replicated, Structs, Swizzle, Tile
 from .model import analyze
 
 if TYPE_CHECKING:  # matplotlib is optional and imported only when drawing
@@ -70,40 +70,55 @@ def parse_tile(spec: str) -> tuple[int, int]:
     return int(m[1]), int(m[2])
 
 
-def parse_layout(spec: str, rows: int, cols: int, elem_bytes: int) -> Padded | Swizzled:
+def _swizzle_term(kind: str, value: str, spec: str, cols: int) -> Swizzle | None:
+    """``swizzle=vec4,phase1,max8`` or ``cute=B,M,S`` as a Swizzle for rows of ``cols``; None if neither."""
+    if kind == "swizzle" and value:
+        parts = {"vec": 1, "phase": 1, "max": None}
+        for part in value.split(","):
+            m = re.fullmatch(r"(vec|per_phase|phase|max_phase|max)=?(\d+)", part)
+            if not m:
+                raise ValueError(f"layout: cannot read {part!r} in {spec!r}; expected e.g. vec4,phase1,max8")
+            parts[m[1].removeprefix("per_").removesuffix("_phase")] = int(m[2])
+        vec, phase = parts["vec"], parts["phase"]
+        top = parts["max"] if parts["max"] is not None else max(1, cols // max(vec, 1))
+        return Swizzle(vec, phase, top)
+    if kind == "cute" and re.fullmatch(r"\d+,\d+,\d+", value):
+        b, m_, s = (int(x) for x in value.split(","))
+        return Swizzle.cute(b, m_, s).on(cols)
+    return None
+
+
+def parse_layout(spec: str, rows: int, cols: int, elem_bytes: int) -> Tile:
     """A layout from a short spec, for a ``rows x cols`` tile of ``elem_bytes``-byte elements.
 
     ``pad=N`` (N elements of padding per row; ``pad=0`` or ``none`` is the plain tile),
     ``swizzle=vec4,phase1,max8`` (Gluon ``SwizzledSharedLayout(vec, per_phase, max_phase)``; max defaults
-    to the whole row, cols // vec, and phase to 1) or ``cute=B,M,S`` (CuTe ``Swizzle<B, M, S>``).
+    to the whole row, cols // vec, and phase to 1) or ``cute=B,M,S`` (CuTe ``Swizzle<B, M, S>``), or a
+    padding and a swizzle composed: ``pad=4+swizzle=vec4,phase1,max8`` (or ``pad=4,swizzle=...``).
+    The result is ``Padded``, ``Swizzled`` or, for both, a ``Tile``.
     """
     text = str(spec).strip().lower().replace(" ", "")
-    forms = "pad=N, swizzle=vecV,phaseP,maxM or cute=B,M,S"
+    forms = "pad=N, swizzle=vecV,phaseP,maxM, cute=B,M,S, or pad=N+swizzle=... / pad=N+cute=..."
     try:
         if text in ("none", "plain", "unpadded"):
             return Padded(rows, cols, elem_bytes)
-        kind, _, value = text.partition("=")
-        if kind == "pad" and re.fullmatch(r"\d+", value):
-            return Padded(rows, cols, elem_bytes, pad=int(value))
-        if kind == "swizzle" and value:
-            parts = {"vec": 1, "phase": 1, "max": None}
-            for part in value.split(","):
-                m = re.fullmatch(r"(vec|per_phase|phase|max_phase|max)=?(\d+)", part)
-                if not m:
-                    raise ValueError(
-                        f"layout: cannot read {part!r} in {spec!r}; expected e.g. vec4,phase1,max8"
-                    )
-                parts[m[1].removeprefix("per_").removesuffix("_phase")] = int(m[2])
-            vec, phase = parts["vec"], parts["phase"]
-            top = parts["max"] if parts["max"] is not None else max(1, cols // max(vec, 1))
-            return Swizzled(rows, cols, elem_bytes, sw_vec=vec, per_phase=phase, max_phase=top)
-        if kind == "cute" and re.fullmatch(r"\d+,\d+,\d+", value):
-            b, m_, s = (int(x) for x in value.split(","))
-            return Swizzled.from_cute(b, m_, s, rows, cols, elem_bytes)
+        terms = re.sub(r",(?=(pad|swizzle|cute)=)", "+", text).split("+")
+        pad, swizzle = None, None
+        for term in terms:
+            kind, _, value = term.partition("=")
+            if kind == "pad" and pad is None and re.fullmatch(r"\d+", value):
+                pad = int(value)
+                continue
+            sw = None if swizzle is not None else _swizzle_term(kind, value, spec, cols)
+            if sw is None:
+                raise ValueError(f"layout: cannot read {term!r} in {spec!r}; expected {forms}")
+            swizzle = sw
+        if swizzle is None:
+            return Padded(rows, cols, elem_bytes, pad=pad or 0)
+        return Padded(rows, cols, elem_bytes, pad=pad or 0).swizzled(swizzle)
     except ValueError as err:
         msg = str(err)
         raise ValueError(msg if msg.startswith("layout:") else f"layout: {spec!r}: {msg}") from None
-    raise ValueError(f"layout: cannot read {spec!r}; expected {forms}")
 
 
 def _sweep(
@@ -184,20 +199,21 @@ class _Map:
 
 def _grid(layout: object) -> tuple[int, int, np.ndarray]:
     """(rows, cols, bytes per element of each column) of the logical grid a layout stores."""
-    if isinstance(layout, (Padded, Swizzled)):
+    if isinstance(layout, Tile):
         return layout.rows, layout.cols, np.full(layout.cols, layout.elem_bytes)
     if isinstance(layout, Structs):
         return layout.count, len(layout.fields), np.array(layout.fields)
     if isinstance(layout, Replicated):
         return layout.replicas, layout.bins, np.full(layout.bins, layout.elem_bytes)
     raise ValueError(
-        f"layout: explain draws Padded, Swizzled, Structs and Replicated layouts, not {layout!r}"
+        f"layout: explain draws tiles (Padded, Swizzled, Tile), Structs and Replicated layouts, not "
+        f"{layout!r}"
     )
 
 
 def _describe(layout: object, rows: int, cols: int) -> str:
     what = layout.describe() if hasattr(layout, "describe") else type(layout).__name__
-    if isinstance(layout, (Padded, Swizzled)):
+    if isinstance(layout, Tile):
         return f"{rows}x{cols} tile of {layout.elem_bytes}-byte elements, {what}"
     if isinstance(layout, Structs):
         return f"{rows} records of fields {layout.fields} bytes, {what}"
@@ -239,6 +255,10 @@ def _phase_lines(ins: Instruction, addr: np.ndarray, a: Arch) -> list[str]:
     return [head, *lines]
 
 
+def _instructions(pattern: Sequence[Instruction] | Stacked) -> Sequence[Instruction]:
+    return pattern.instructions() if isinstance(pattern, Stacked) else pattern
+
+
 def _build(layout: object, pattern: Sequence[Instruction], arch: str | Arch, instruction: int) -> _Map:
     a = get_arch(arch)
     rows, cols, widths = _grid(layout)
@@ -252,8 +272,8 @@ def _build(layout: object, pattern: Sequence[Instruction], arch: str | Arch, ins
     cost = score(pattern, layout, a)
     r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
     banks = (np.asarray(layout.offsets(r, c)) // a.bank_bytes) % a.banks  # type: ignore[attr-defined]
-    pad = layout.pad if isinstance(layout, Padded) else 0
-    if pad:
+    pad = layout.pad if isinstance(layout, Tile) else 0
+    if pad:  # the swizzle permutes within each row's first cols elements: the padding stays at the end
         start = (np.arange(rows)[:, None] * layout.row_stride + cols + np.arange(pad)) * layout.elem_bytes
         pad_banks = (start // a.bank_bytes) % a.banks
     else:
@@ -304,7 +324,7 @@ def _table(pattern: Sequence[Instruction], m: _Map) -> list[str]:
 
 def explain_text(
     layout: object,
-    pattern: Sequence[Instruction],
+    pattern: Sequence[Instruction] | Stacked,
     arch: str | Arch = "sm_90",
     instruction: int = 0,
     color: bool = False,
@@ -313,7 +333,9 @@ def explain_text(
 
     Each cell is the bank of the word holding that element; ``[nn]`` marks the elements instruction
     ``instruction`` touches (also in reverse video when ``color``); cells after ``|`` are row padding.
+    ``pattern`` may be the stacked form (``autopad.pattern.Pattern.stacked``).
     """
+    pattern = _instructions(pattern)
     m = _build(layout, pattern, arch, instruction)
     a = m.arch
     rows, cols = m.banks.shape
@@ -345,7 +367,7 @@ def explain_text(
 
 
 def bank_map_figure(
-    layout: object, pattern: Sequence[Instruction], arch: str | Arch = "sm_90", instruction: int = 0
+    layout: object, pattern: Sequence[Instruction] | Stacked, arch: str | Arch = "sm_90", instruction: int = 0
 ) -> Figure:
     """The bank map as a matplotlib ``Figure`` on an Agg canvas (no pyplot, no GUI backend touched).
 
@@ -353,6 +375,7 @@ def bank_map_figure(
     vertical line, the cells instruction ``instruction`` touches are outlined, and the title gives its
     banks touched, wavefronts, ideal and degree, and the whole tile's.
     """
+    pattern = _instructions(pattern)
     m = _build(layout, pattern, arch, instruction)
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -409,7 +432,7 @@ def bank_map_figure(
 
 def explain_png(
     layout: object,
-    pattern: Sequence[Instruction],
+    pattern: Sequence[Instruction] | Stacked,
     path: str | Path,
     arch: str | Arch = "sm_90",
     instruction: int = 0,

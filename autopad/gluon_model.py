@@ -3,8 +3,8 @@
 A Gluon kernel moves a register tensor to or from shared memory with ``smem.store(x)`` / ``smem.load(L)``.
 Which lane touches which element in each ``st.shared`` / ``ld.shared`` follows from two things: the
 register layout (a ``gl.BlockedLayout``: size_per_thread, threads_per_warp, warps_per_cta, order) and the
-shared layout (``gl.SwizzledSharedLayout`` / ``gl.PaddedSharedLayout``, here autopad's ``Swizzled`` /
-``Padded``). This module rebuilds what Triton's lowering does, vectorised with numpy:
+shared layout (``gl.SwizzledSharedLayout`` / ``gl.PaddedSharedLayout``, here an autopad ``Tile``: ``Swizzled``
+or ``Padded``). This module rebuilds what Triton's lowering does, vectorised with numpy:
 
 1. The blocked layout as a *linear layout*: each bit of the register, lane and warp index contributes one
    basis vector (a power of two along one tensor dimension); register bits first cover ``size_per_thread``
@@ -31,35 +31,53 @@ by one word, or XOR-swizzling its 16-byte chunks by row, spreads them over 32 ba
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from .access import Instruction, PatternCost, score
-from .layouts import Padded, Swizzled
+from .expr import evaluate
+from .layouts import Swizzled, Tile
 
 __all__ = [
     "Blocked",
     "lane_elements",
+    "vector_cap",
     "vector_width",
     "instructions",
+    "instruction_arrays",
     "score_layouts",
     "to_gluon",
     "compile_sm90",
 ]
 
 
+_FIELDS = ("size_per_thread", "threads_per_warp", "warps_per_cta", "order")
+
+
 @dataclass(frozen=True)
 class Blocked:
-    """A 2-D ``gl.BlockedLayout`` (no CGA): its four parameters, as plain tuples."""
+    """A 2-D ``gl.BlockedLayout`` (no CGA): its four parameters, as plain tuples.
 
-    size_per_thread: tuple[int, int]
-    threads_per_warp: tuple[int, int]
-    warps_per_cta: tuple[int, int]
-    order: tuple[int, int] = (1, 0)
+    Entries may be expressions over a kernel's constants (``Blocked((1, "VEC"), (8, 4), ("WARPS", 1))``, as
+    ``autopad.pattern.gluon_store`` takes them): such a layout is ``symbolic`` and ``resolve(constants)``
+    turns it into a concrete one, validated then.
+    """
+
+    size_per_thread: tuple[int | str, int | str]
+    threads_per_warp: tuple[int | str, int | str]
+    warps_per_cta: tuple[int | str, int | str]
+    order: tuple[int | str, int | str] = (1, 0)
 
     def __post_init__(self) -> None:
+        for name in _FIELDS:
+            v = tuple(getattr(self, name))
+            if len(v) != 2:
+                raise ValueError(f"{name}: need two entries (a 2-D layout), got {v}")
+            object.__setattr__(self, name, v)
+        if self.symbolic:
+            return
         for name in ("size_per_thread", "threads_per_warp", "warps_per_cta"):
             v = tuple(int(x) for x in getattr(self, name))
             if len(v) != 2 or any(x <= 0 or x & (x - 1) for x in v):
@@ -72,13 +90,34 @@ class Blocked:
         object.__setattr__(self, "order", tuple(int(x) for x in self.order))
 
     @property
+    def symbolic(self) -> bool:
+        """Whether some entry is an expression still to be resolved against a kernel's constants."""
+        return any(isinstance(x, str) for name in _FIELDS for x in getattr(self, name))
+
+    def resolve(self, constants: Mapping[str, int]) -> Blocked:
+        """This layout with every expression evaluated over ``constants`` (``autopad.expr`` arithmetic).
+
+        Also its ``__call__``: a template works wherever a ``constants -> Blocked`` function is expected."""
+        if not self.symbolic:
+            return self
+        return Blocked(*(tuple(int(evaluate(x, constants)) for x in getattr(self, f)) for f in _FIELDS))
+
+    __call__ = resolve
+
+    def _concrete(self) -> None:
+        if self.symbolic:
+            raise ValueError(f"{self}: has expressions; resolve(constants) it first")
+
+    @property
     def num_warps(self) -> int:
+        self._concrete()
         return self.warps_per_cta[0] * self.warps_per_cta[1]
 
     def gluon(self) -> object:
         """The ``gl.BlockedLayout`` itself (imports triton)."""
         from triton.experimental.gluon import language as gl
 
+        self._concrete()
         return gl.BlockedLayout(
             list(self.size_per_thread),
             list(self.threads_per_warp),
@@ -89,6 +128,7 @@ class Blocked:
 
 def _bases(layout: Blocked, shape: Sequence[int]) -> tuple[list, list, list]:
     """Register, lane and warp basis vectors (row, col) of the blocked layout over ``shape``."""
+    layout._concrete()
     shape = [int(s) for s in shape]
     if any(s <= 0 or s & (s - 1) for s in shape):
         raise ValueError(f"shape {shape} must be powers of two (Gluon tensors are)")
@@ -139,16 +179,24 @@ def lane_elements(layout: Blocked, shape: Sequence[int]) -> tuple[np.ndarray, np
     return rr ^ lr ^ wr, rc ^ lc ^ wc
 
 
-def _vector_bits(layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled) -> list[int]:
+def vector_cap(smem: Tile) -> int:
+    """The widest vector (in elements) Triton may use on ``smem``: 16 bytes, no wider than a swizzle chunk
+    (chunks move independently, so a vector may not straddle two), and aligned under the padding (row r
+    starts r * pad elements on, so only pad's lowest set bit keeps every row's vectors aligned)."""
+    cap = max(1, 16 // smem.elem_bytes)
+    if smem.max_phase > 1:
+        cap = min(cap, smem.sw_vec)
+    if smem.pad:
+        cap = min(cap, smem.pad & -smem.pad)
+    return cap
+
+
+def _vector_bits(layout: Blocked, shape: Sequence[int], smem: Tile) -> list[int]:
     """Register bits that form one vector: bases (0, 1), (0, 2), (0, 4).. wherever they sit in the register
     index (Triton's ``largestVectorisation`` permutes registers to find them), capped at 16 bytes, at the
-    swizzle's ``sw_vec`` chunk and at the padding's alignment."""
+    swizzle's ``sw_vec`` chunk and at the padding's alignment (both, for a padded and swizzled tile)."""
     reg, _, _ = _bases(layout, shape)
-    cap = max(1, 16 // smem.elem_bytes)
-    if isinstance(smem, Swizzled) and smem.max_phase > 1:
-        cap = min(cap, smem.sw_vec)
-    if isinstance(smem, Padded) and smem.pad:
-        cap = min(cap, smem.pad & -smem.pad)
+    cap = vector_cap(smem)
     bits, v = [], 1
     while v < cap and (0, v) in reg:
         bits.append(reg.index((0, v)))
@@ -156,36 +204,43 @@ def _vector_bits(layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled)
     return bits
 
 
-def vector_width(layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled) -> int:
+def vector_width(layout: Blocked, shape: Sequence[int], smem: Tile) -> int:
     """Elements per ``ld/st.shared``: registers holding consecutive elements of a row, at most 16 bytes."""
     return 1 << len(_vector_bits(layout, shape, smem))
 
 
-def instructions(
-    layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled, op: str
-) -> tuple[Instruction, ...]:
+def instruction_arrays(
+    layout: Blocked, shape: Sequence[int], smem: Tile
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``instructions`` as arrays, in the same order: rows and cols ``(n, 32)``, the register each
+    instruction starts at ``(n,)`` (warp ``i // (n / warps)``), and the access width in bytes."""
+    rows, cols = lane_elements(layout, shape)
+    vbits = _vector_bits(layout, shape, smem)
+    nw, lanes, nr = rows.shape
+    vmask = sum(1 << b for b in vbits)
+    starts = np.array([j for j in range(nr) if not j & vmask], dtype=np.int64)
+    # (warp, lane, register) -> (warp, vector start, lane): one row per warp instruction, warp-major
+    r = rows[:, :, starts].transpose(0, 2, 1).reshape(-1, lanes)
+    c = cols[:, :, starts].transpose(0, 2, 1).reshape(-1, lanes)
+    return r, c, np.tile(starts, nw), (1 << len(vbits)) * smem.elem_bytes
+
+
+def instructions(layout: Blocked, shape: Sequence[int], smem: Tile, op: str) -> tuple[Instruction, ...]:
     """Every warp's shared-memory instructions for one ``smem.store(x)`` (op="store") or ``load``.
 
     Registers are grouped into vectors (``_vector_bits``); one instruction per warp per group, lane l at the
     group's first element. Broadcast copies held by other warps are kept (they issue real instructions).
     """
-    rows, cols = lane_elements(layout, shape)
-    vbits = _vector_bits(layout, shape, smem)
-    v = 1 << len(vbits)
-    nw, _, nr = rows.shape
-    vmask = sum(1 << b for b in vbits)
-    starts = [j for j in range(nr) if not j & vmask]
-    out = []
-    for w in range(nw):
-        for j in starts:
-            out.append(
-                Instruction(f"warp {w} reg {j}", op, v * smem.elem_bytes, rows[w, :, j], cols[w, :, j])
-            )
-    return tuple(out)
+    rows, cols, starts, width = instruction_arrays(layout, shape, smem)
+    per_warp = len(rows) // max(1, layout.num_warps)
+    return tuple(
+        Instruction(f"warp {i // per_warp} reg {j}", op, width, rows[i], cols[i])
+        for i, j in enumerate(starts)
+    )
 
 
 def score_layouts(
-    layout: Blocked, shape: Sequence[int], smem: Padded | Swizzled, op: str, arch: str = "sm_90"
+    layout: Blocked, shape: Sequence[int], smem: Tile, op: str, arch: str = "sm_90"
 ) -> PatternCost:
     """Wavefronts of one tile move between registers (``layout``) and shared memory (``smem``)."""
     return score(instructions(layout, shape, smem, op), smem, arch)
@@ -195,11 +250,17 @@ def score_layouts(
 # Triton side (imports triton lazily)
 
 
-def to_gluon(smem: Padded | Swizzled) -> object:
-    """autopad layout -> ``gl.SwizzledSharedLayout`` or ``gl.PaddedSharedLayout`` (row-major)."""
+def to_gluon(smem: Tile) -> object:
+    """autopad layout -> ``gl.SwizzledSharedLayout`` or ``gl.PaddedSharedLayout`` (row-major).
+
+    A padded *and* swizzled tile has no Gluon form in Triton 3.6 (``Tile.gluon_spec`` says why): ValueError,
+    raised before Triton sees it (its verifier would abort the process).
+    """
+    spec = smem.gluon_spec()
+    if spec["kind"] == "unsupported":
+        raise ValueError(f"to_gluon: {spec['reason']}")
     from triton.experimental.gluon import language as gl
 
-    spec = smem.gluon_spec()
     if spec["kind"] == "swizzled":
         return gl.SwizzledSharedLayout(spec["vec"], spec["per_phase"], spec["max_phase"], spec["order"])
     if not spec["interval_padding"]:
@@ -260,13 +321,13 @@ def _probe_kernel() -> object:
 _GL_DTYPES = {1: "int8", 2: "float16", 4: "float32", 8: "float64"}
 
 
-def bank_conflicts_gluon(layout: Blocked, shape: Sequence[int], smem: Swizzled) -> int:
+def bank_conflicts_gluon(layout: Blocked, shape: Sequence[int], smem: Tile) -> int:
     """Triton's own counter, ``gl.bank_conflicts(register layout, shared layout)``, read at compile time.
 
-    Runs only Gluon's front end for sm_90 (no GPU, no ptxas). Swizzled layouts only: in Triton 3.6 the
+    Runs only Gluon's front end for sm_90 (no GPU, no ptxas). Unpadded tiles only: in Triton 3.6 the
     counter aborts the whole process on a padded layout, so this refuses one.
     """
-    if not isinstance(smem, Swizzled):
+    if smem.pad:
         raise TypeError("gl.bank_conflicts aborts the process on padded layouts in Triton 3.6: refusing")
     import contextlib
     import io

@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autopad.access import (
+    Group,
     Instruction,
+    Stacked,
     addresses,
     block_tile,
     column_walk,
@@ -219,3 +221,66 @@ def test_block_tile_transposed_errors_name_the_right_dimension():
         block_tile(64, 32, 32, 8, "load", transposed=True)  # 32 threads cannot cover 64 rows
     with pytest.raises(ValueError, match="24 columns"):
         block_tile(32, 24, 32, 16, "load", transposed=True)  # the j loop walks 24 columns
+
+
+# ---- the stacked form -------------------------------------------------------------------------------------
+
+
+def _stack(groups, index, size, namer=None):
+    return Stacked(tuple(groups), tuple(np.asarray(i) for i in index), size, namer)
+
+
+def test_stacked_form_scores_like_the_instructions():
+    """The same three instructions as Instructions and stacked by hand: same totals and per-instruction
+    costs, in the pattern's order although the groups interleave it."""
+    col = Instruction("col", "load", 4, LANE, np.zeros(32, dtype=int), count=3)
+    st8 = Instruction("st8", "store", 8, LANE, np.zeros(32, dtype=int))
+    row = Instruction("row", "load", 4, np.zeros(32, dtype=int), LANE, count=5)
+    loads = Group("load", 4, np.stack([col.rows, row.rows]), np.stack([col.cols, row.cols]), np.array([3, 5]))
+    stores = Group("store", 8, st8.rows[None], st8.cols[None], np.array([1]))
+    stacked = _stack([loads, stores], [[0, 2], [1]], 3, lambda: ["col", "st8", "row"])
+    lay = Padded(32, 32, 8)
+    a, b = score(stacked, lay), score((col, st8, row), lay)
+    assert (a.wavefronts, a.ideal) == (b.wavefronts, b.ideal) == (3 * 32 + 32 + 5 * 2, 3 + 2 + 5)
+    assert a.per_instruction == b.per_instruction
+    assert stacked.counts.tolist() == [3, 1, 5]
+    assert stacked["store", 8] is stores and dict(stacked.items())[("load", 4)] is loads
+    with pytest.raises(KeyError):
+        stacked["atomic", 4]
+    back = stacked.instructions()
+    assert [i.name for i in back] == ["col", "st8", "row"] and back[2].count == 5
+    assert (back[1].rows == st8.rows).all() and back[1].access_bytes == 8
+    assert _stack([stores], [[0]], 1).names == ("instruction 0",)
+
+
+def test_instructions_stack_once_per_tuple():
+    pattern = tuple(block_tile(32, 32, 32, 8, "store")) + tuple(
+        block_tile(32, 32, 32, 8, "load", transposed=True)
+    )
+    st = Stacked.from_instructions(pattern)
+    assert st is Stacked.from_instructions(pattern)  # cached on the tuple
+    assert [(op, w) for (op, w), _ in st.items()] == [("store", 4), ("load", 4)]
+    op, width, rows, cols, counts = st.groups[1]  # unpacks as (op, width, rows, cols, counts)
+    assert (op, width, rows.shape, cols.shape, counts.shape) == ("load", 4, (32, 32), (32, 32), (32,))
+    assert st.index[1].tolist() == list(range(32, 64))
+
+
+@pytest.mark.parametrize(
+    "groups,index,size,match",
+    [
+        ([Group("read", 4, np.zeros((1, 32)), np.zeros((1, 32)), np.ones(1))], [[0]], 1, "^op:"),
+        ([Group("load", 3, np.zeros((1, 32)), np.zeros((1, 32)), np.ones(1))], [[0]], 1, "^access_bytes:"),
+        ([Group("load", 4, np.zeros((2, 32)), np.zeros((1, 32)), np.ones(2))], [[0, 1]], 2, "do not agree"),
+        ([Group("load", 4, np.zeros(32), np.zeros(32), np.ones(1))], [[0]], 1, "do not agree"),
+        ([Group("load", 4, np.zeros((1, 32)), np.zeros((1, 32)), np.ones(1))], [], 1, "^index:"),
+    ],
+)
+def test_stacked_errors(groups, index, size, match):
+    with pytest.raises(ValueError, match=match):
+        _stack(groups, index, size)
+
+
+def test_stacked_lanes_must_match_the_arch():
+    st = _stack([Group("load", 4, np.zeros((1, 32), int), np.zeros((1, 32), int), np.ones(1, int))], [[0]], 1)
+    with pytest.raises(ValueError, match="32 lanes; this arch's warps have 64"):
+        score(st, Padded(32, 32, 4), arch="cdna3")

@@ -23,7 +23,7 @@ from autopad.explain import (
     parse_pattern,
     parse_tile,
 )
-from autopad.layouts import Padded, Replicated, Structs, Swizzled
+from autopad.layouts import Padded, Replicated, Structs, Swizzle, Swizzled, Tile
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -277,3 +277,65 @@ def test_table_columns_line_up():
     for ln in lines[head + 1 :]:
         if ln.strip():
             assert ln[end - 1].isdigit() and ln[end] == " ", ln
+
+
+# ---- composed layouts -------------------------------------------------------------------------------------
+
+
+def test_parse_layout_composes_padding_and_a_swizzle():
+    want = Tile(32, 32, 4, pad=4, swizzle=Swizzle(4, 1, 8))
+    for spec in (
+        "pad=4+swizzle=vec4,phase1,max8",
+        "pad=4,swizzle=vec4,phase1,max8",
+        "swizzle=vec4,phase1,max8+pad=4",
+        "swizzle=vec4,phase1,max8,pad=4",
+        "pad=4 + cute=3,2,3",
+    ):
+        got = parse_layout(spec, 32, 32, 4)
+        assert got == want and type(got) is Tile, spec
+    assert type(parse_layout("pad=0+swizzle=vec4,max8", 32, 32, 4)) is Swizzled
+    assert parse_layout("pad=2+swizzle=vec1,max1", 32, 32, 4).describe() == "pad 2"
+    for bad in ("pad=4+pad=2", "pad=4+swizzle=vec4,max16", "pad=4+", "swizzle=vec4+cute=3,2,3"):
+        with pytest.raises(ValueError, match="^layout:"):
+            parse_layout(bad, 32, 32, 4)
+
+
+def test_composed_map_shows_the_swizzle_and_the_padding():
+    """pad 1 + swizzle(vec 4, max 8), fp32: element (r, c) is word 33 r + 4 ((c // 4) ^ (r % 8)) + c % 4, so
+    its bank is (r + 4 ((c // 4) ^ (r % 8)) + c % 4) % 32; the padding word of row r is 33 r + 32. A column
+    walk is conflict-free (derived in test_layouts): 32 wavefronts for the 32 columns."""
+    lay = parse_layout("pad=1+swizzle=vec4,phase1,max8", 32, 32, 4)
+    text = explain_text(lay, parse_pattern("column", 32, 32, 4))
+    banks, _ = grid(text, 32, 32)
+    r, c = np.meshgrid(np.arange(32), np.arange(32), indexing="ij")
+    assert (banks == (r + 4 * ((c // 4) ^ (r % 8)) + c % 4) % 32).all()
+    pads = [int(ln.split("|")[1]) for ln in text.splitlines() if "|" in ln and re.match(r"^\s*r\d+ ", ln)]
+    assert pads == [(33 * r + 32) % 32 for r in range(32)]
+    assert "pad 1 + swizzle vec=4 per_phase=1 max_phase=8" in text.splitlines()[0]
+    assert total_line(text)[:3] == ["32", "32", "1x"]
+
+
+def test_cli_explains_a_composed_layout(capsys):
+    from autopad.cli import main
+
+    args = [
+        "explain",
+        "--layout",
+        "pad=4+swizzle=vec4,phase1,max8",
+        "--pattern",
+        "column",
+        "--instruction",
+        "31",
+    ]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "pad 4 + swizzle vec=4 per_phase=1 max_phase=8" in out
+    assert "busiest bank 31 holds 32 distinct words -> 32 wavefronts" in out  # the swizzle undoes the pad
+
+
+def test_explain_takes_the_stacked_form():
+    from autopad.pattern import Pattern, load
+
+    walk = Pattern(block=32, accesses=[load(row="tid", col="c", loops={"c": 32}, name="column")])
+    text = explain_text(Padded(32, 32, 4), walk.stacked({}, 4), instruction=3)
+    assert "instruction 3 \"load 'column' w0 c=3\"" in text and total_line(text)[:3] == ["1024", "32", "32x"]

@@ -8,12 +8,13 @@ import pytest
 from autopad.gluon_model import (
     Blocked,
     bank_conflict_sweep,
+    instruction_arrays,
     instructions,
     lane_elements,
     score_layouts,
     vector_width,
 )
-from autopad.layouts import Padded, Swizzled
+from autopad.layouts import Padded, Swizzle, Swizzled, Tile
 
 
 def test_lane_elements_cover_the_tile_once():
@@ -72,3 +73,35 @@ def test_padded_layout_is_refused_by_the_triton_counter():
 
     with pytest.raises(TypeError):
         bank_conflicts_gluon(Blocked((1, 4), (4, 8), (8, 1)), (64, 64), Padded(64, 64, 4, pad=4))
+
+
+def test_instruction_arrays_are_the_instructions():
+    lay = Blocked((1, 4), (4, 8), (8, 1), (1, 0))
+    smem = Swizzled(64, 64, 4, sw_vec=2, max_phase=8)
+    rows, cols, regs, width = instruction_arrays(lay, (64, 64), smem)
+    ins = instructions(lay, (64, 64), smem, "store")
+    assert width == 8 and rows.shape == cols.shape == (len(ins), 32) and regs.shape == (len(ins),)
+    for k, i in enumerate(ins):
+        assert (i.rows == rows[k]).all() and (i.cols == cols[k]).all() and i.name.endswith(f"reg {regs[k]}")
+
+
+def test_vector_width_of_a_padded_and_swizzled_tile():
+    """Both caps apply: a 4-element swizzle chunk, and padding of 2 keeps only 2-element vectors aligned."""
+    lay = Blocked((1, 8), (8, 4), (4, 1), (1, 0))
+    assert vector_width(lay, (64, 64), Tile(64, 64, 2, pad=8, swizzle=Swizzle(4, 1, 8))) == 4
+    assert vector_width(lay, (64, 64), Tile(64, 64, 2, pad=2, swizzle=Swizzle(4, 1, 8))) == 2
+    assert vector_width(lay, (64, 64), Tile(64, 64, 2, pad=8, swizzle=Swizzle(8, 1, 8))) == 8
+
+
+def test_symbolic_blocked_resolves_against_constants():
+    sym = Blocked((1, "VEC"), ("32 // TN", "TN"), ("WARPS", 1), (1, 0))
+    assert sym.symbolic and not Blocked((1, 4), (4, 8), (8, 1)).symbolic
+    assert sym.resolve({"VEC": 4, "TN": 8, "WARPS": 8}) == Blocked((1, 4), (4, 8), (8, 1), (1, 0))
+    with pytest.raises(ValueError, match="threads_per_warp"):
+        sym.resolve({"VEC": 4, "TN": 3, "WARPS": 8})  # 10 x 3 threads
+    with pytest.raises(ValueError, match="unknown name 'WARPS'"):
+        sym.resolve({"VEC": 4, "TN": 8})
+    with pytest.raises(ValueError, match="resolve"):
+        lane_elements(sym, (64, 64))
+    with pytest.raises(ValueError, match="two entries"):
+        Blocked((1, 4, 1), (4, 8), (8, 1))
