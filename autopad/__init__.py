@@ -7,7 +7,8 @@ path needs them (``tune`` with a GPU, ``ops``, a base spec's build/run).
 - tuning: ``tune(kernel, shape, dtype)`` for "transpose", "matmul", "histogram" or your own spec;
 - your own kernel: ``CudaKernel`` / ``TritonKernel`` base specs with ``Out``, ``tile`` (a layout in terms
   of your constants), ``tune_kernel`` (Kernel Tuner's entry point), ``prune_configs_by`` (a
-  ``triton.autotune`` hook);
+  ``triton.autotune`` hook), ``Pattern`` with ``load``/``store``/``atomic``/``gluon_load``/``gluon_store``
+  (how a block's threads touch the tile, declared);
 - PyTorch: ``autopad.ops``.
 """
 
@@ -20,6 +21,7 @@ from .arch import ARCHS, Arch, get_arch
 from .bases import CudaKernel, Out, TritonKernel, tile
 from .kt import tune_kernel
 from .model import Analysis, analyze, analyze_batch
+from .pattern import Pattern, atomic, gluon_load, gluon_store, load, store
 from .triton_hook import prune_configs_by
 from .tune import tune
 
@@ -38,6 +40,12 @@ __all__ = [
     "Out",
     "tile",
     "prune_configs_by",
+    "Pattern",
+    "load",
+    "store",
+    "atomic",
+    "gluon_load",
+    "gluon_store",
     "layouts",
     "ops",
 ]
