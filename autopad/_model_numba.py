@@ -78,6 +78,17 @@ def network(segment: int) -> np.ndarray:
     return np.array(pairs, dtype=np.int64).reshape(-1, 2)
 
 
+@njit(inline="always")
+def _key(a, phase, off, ushift, sbits, smask):  # pragma: no cover - compiled
+    """``phase | unit-bank << 24 | row`` of byte address ``a`` in int32; ``_SENT`` when inactive or
+    (``off`` = -1) when the lane takes no part. Every step is cast back to int32 so it stays 8-wide."""
+    a32 = np.int32(a)
+    x = np.int32(a32 >> ushift)
+    gone = np.int32(np.int32(a32 >> _I31) | off)  # all ones for an inactive lane or one that takes no part
+    key = np.int32(phase | np.int32(np.int32(x & smask) << _I24) | np.int32(x >> sbits))
+    return np.int32(np.int32(key & ~gone) | np.int32(_SENT32 & gone))
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def analyze_rows(addr, net, params, wave, ideal, costs, err):  # pragma: no cover - compiled
     """Wavefronts and ideal of each row of ``addr`` (n, 32) int64 into ``wave``/``ideal``.
@@ -116,9 +127,10 @@ def analyze_rows(addr, net, params, wave, ideal, costs, err):  # pragma: no cove
     n = addr.shape[0]
     for b0 in range(0, n, B):
         nb = min(B, n - b0)
-        # 1. checks, merge test and keys, one instruction at a time (32 lanes: vectorised)
+        # 1. checks and keys in one pass over the 32 lanes (vectorised), then the merge test
         for r in range(nb):
             row = addr[b0 + r]
+            kr = keys[r]
             big = np.int64(0)
             bad = np.int64(0)
             for lane in range(32):
@@ -128,6 +140,9 @@ def analyze_rows(addr, net, params, wave, ideal, costs, err):  # pragma: no cove
                     bad |= np.int64(a < -1) | np.int64(a >= limit)
                     bad |= np.int64(a >= 0) & np.int64((a & amask) != 0)
                     bad |= np.int64(a < 0) & need_all & part[lane]
+                # the key in int32 (8 lanes per AVX2 instruction; AVX2 has no 64-bit arithmetic shift);
+                # wrong for an address of 2**31 or more, but such a row returns NEED_NUMPY below
+                kr[lane] = _key(a, ph0[lane], off[lane], us32, sb32, smask)
             if bad:
                 for lane in range(32):
                     a = row[lane]
@@ -145,7 +160,6 @@ def analyze_rows(addr, net, params, wave, ideal, costs, err):  # pragma: no cove
                         return b0 + r
             if big:
                 return NEED_NUMPY
-            ph = ph0
             if merge:
                 # 8/16-byte loads: two phases merge when every active lane reads what lane n^1 reads (or
                 # every one what lane n^2 reads); an inactive partner never breaks the pairing (measured)
@@ -162,17 +176,9 @@ def analyze_rows(addr, net, params, wave, ideal, costs, err):  # pragma: no cove
                         if a != b and a >= 0 and b >= 0:
                             ok2 = False
                             break
-                if ok1 or ok2:
-                    ph = ph1
-            # every address is now -1 or below 2**29, so the key is computed in int32 (8 lanes per AVX2
-            # instruction; int64 would be 4, and AVX2 has no 64-bit arithmetic shift at all)
-            kr = keys[r]
-            for lane in range(32):
-                a = np.int32(row[lane])
-                x = np.int32(a >> us32)
-                gone = np.int32(np.int32(a >> _I31) | off[lane])  # all ones: inactive, or takes no part
-                key = np.int32(ph[lane] | np.int32(np.int32(x & smask) << _I24) | np.int32(x >> sb32))
-                kr[lane] = np.int32(np.int32(key & ~gone) | np.int32(_SENT32 & gone))
+                if ok1 or ok2:  # merged: the keys again, with the phases of twice as many lanes
+                    for lane in range(32):
+                        kr[lane] = _key(row[lane], ph1[lane], off[lane], us32, sb32, smask)
         # 2. lane-major copy, then the sorting network: each compare-exchange is a vector min/max
         for lane in range(32):
             t = T[lane]
