@@ -1,509 +1,546 @@
-"""CUDA histogram kernel specs (histogram.cu): counts, and a weighted (count, sum) variant as ``WEIGHTED``.
+"""CUDA histogram spec (histogram.cu) on ``autopad.CudaKernel``: counts of int32 or uint8 values in [0, bins).
 
-Shape is ``(n, bins)``: n values in [0, bins). The layout decision for the plain histogram is the
-replicated sub-histogram (``autopad.layouts.Replicated``: replicas, replica-major vs interleaved, padding);
-for the weighted one the (count, sum) pair as array-of-structs or struct-of-arrays (``Structs``). Bins
-that do not fit in shared memory are covered in passes of BINS_PER_PASS bins (one launch each, each
-re-reading the input). ``smem_pattern`` lists one block's shared atomics for one grid-stride iteration
-(THREADS x ITEMS x values-per-16-bytes values) drawn from a data distribution (``dist``: "uniform",
-"zipf" or "equal"), with the warp aggregation (AGG) applied as the kernel applies it; the zeroing and
-the final flush run once per block per pass and are given separately by ``setup_pattern``.
+Shape ``(n, bins)``. The layout decision is the privatised sub-histogram (``autopad.layouts.Replicated``):
+how many replicas, replica-major or interleaved, padding, and who shares a replica (``PRIV``: 0 a warp,
+1 one lane position of every warp: with 32 interleaved replicas lane l always hits bank l, one wavefront
+per update instruction whatever the data). ``COUNTER`` 16 keeps 16-bit counters (two bins a word) so that
+65,536 bins fit one pass in 128 KB; the kernel spills a counter to global memory before it can overflow
+and the blocks' counters are summed from a workspace by a second kernel (histogram.cu explains the
+arithmetic). Bins that fit neither are covered in passes of BINS_PER_PASS bins, each re-reading the input.
+
+``smem_pattern`` lists one block's shared atomics for one grid-stride iteration (THREADS x ITEMS x
+values-per-16-bytes values) drawn from an input class (``dist``: "uniform", "skewed" = Zipf(1.5), "single" =
+all equal, "sorted" = runs of ``SORTED_RUN`` equal values), with the aggregation the kernel applies: its
+warp aggregation (AGG) and the hardware's (``atomicAdd(&h[b], 1u)`` is ATOMS.POPC.INC, which serves lanes
+that share an address once). It is built with numpy over all warps at once: one draw of values per (dist,
+bins), a sort per row for the first lane of each address. The 16-bit counters' zeroing, overflow scans and
+workspace copy are given to the predictor as ``extra_wavefronts`` per block (``launch_info``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from autopad.access import Instruction
-from autopad.layouts import Legality, Replicated, Structs
+from autopad.arch import get_arch
+from autopad.bases import CudaKernel, Inputs, Out
+from autopad.layouts import Legality, Replicated
 from autopad.spec import DTYPE_BYTES
 
-NAME = "histogram"
-BACKEND = "cuda"
-DTYPES = ("int32", "uint8")
-SPACE: dict[str, tuple[int, ...]] = {
-    "BINS_PER_PASS": (256, 1024, 4096, 16384, 32768, 65536),
-    "REPLICAS": (1, 2, 4, 8, 16),
-    "INTERLEAVED": (0, 1),
-    "PAD": (0, 1, 2, 4),
-    "AGG": (0, 1, 2),
-    "THREADS": (256, 512, 1024),
-    "ITEMS": (1, 2, 4),
-    "BLOCKS_PER_SM": (1, 2, 4, 8),
-}
-LAYOUT_KEYS = ("REPLICAS", "INTERLEAVED", "PAD")  # the privatised copies and where they sit
-DEFAULTS: dict[str, int] = {
-    "BINS_PER_PASS": 256, "REPLICAS": 1, "INTERLEAVED": 0, "PAD": 0, "AGG": 0,
-    "THREADS": 256, "ITEMS": 2, "BLOCKS_PER_SM": 4,
-}  # fmt: skip
-# input classes that change the speed (the tuner keys its cache by them); aliases are the names above
-DISTS = ("uniform", "skewed", "single")
-_DIST_ALIASES = {"skewed": "zipf", "single": "equal"}
-PATTERN_KEYS = ("BINS_PER_PASS", "REPLICAS", "INTERLEAVED", "PAD", "AGG", "THREADS", "ITEMS")
-SOURCE_FILES = (str(Path(__file__).with_name("histogram.cu")), str(Path(__file__).with_name("common.cuh")))
-SM_COUNT = 132  # H200; run() reads the real count from the device
-SMEM_PER_SM = 228 * 1024
-SMEM_BUDGET = 227 * 1024
 _SOURCE = Path(__file__).with_name("histogram.cu")
+SOURCE_FILES = (str(_SOURCE), str(Path(__file__).with_name("common.cuh")))
+ARCH = get_arch("sm_90")
 
-
-def _dims(shape: tuple[int, ...]) -> tuple[int, int]:
-    if len(shape) != 2:
-        raise ValueError(f"histogram: shape is (n, bins), got {shape!r}")
-    return int(shape[0]), int(shape[1])
-
-
-def _fit_pass(bins: int) -> int:
-    """The smallest BINS_PER_PASS that covers ``bins`` in one pass (or the largest there is)."""
-    return next((v for v in SPACE["BINS_PER_PASS"] if v >= bins), SPACE["BINS_PER_PASS"][-1])
-
-
-def layout(constants: dict[str, int], dtype: str = "int32") -> Replicated:
-    c = constants
-    return Replicated(c["BINS_PER_PASS"], c["REPLICAS"], 4, bool(c["INTERLEAVED"]), c["PAD"])
-
-
-def _legal_common(c: dict[str, int], shape: tuple[int, ...], dtype: str, lay: Any, space: dict) -> Legality:
-    missing = [k for k in space if k not in c]
-    if missing:
-        return Legality(False, f"missing constants {missing}")
-    if dtype not in DTYPES:
-        return Legality(False, f"dtype {dtype} not supported")
-    ok = lay.check(1, SMEM_BUDGET)
-    if not ok:
-        return ok
-    n, bins = _dims(shape)
-    if n < 1 or n >= 2**31 or bins < 1:
-        return Legality(False, f"need 1 <= n < 2**31 and bins >= 1, got {shape}")
-    if dtype == "uint8" and bins > 256:
-        return Legality(False, "uint8 values cannot reach more than 256 bins")
-    if c["BINS_PER_PASS"] > _fit_pass(bins):
-        return Legality(False, f"{c['BINS_PER_PASS']} bins per pass waste shared memory on {bins} bins")
-    if c["THREADS"] * c["BLOCKS_PER_SM"] > 2048:
-        return Legality(False, f"{c['BLOCKS_PER_SM']} blocks of {c['THREADS']} threads exceed 2048 per SM")
-    if lay.footprint * c["BLOCKS_PER_SM"] > SMEM_PER_SM - 1024 * c["BLOCKS_PER_SM"]:
-        return Legality(False, f"{c['BLOCKS_PER_SM']} blocks of {lay.footprint} bytes do not fit one SM")
-    return Legality(True)
-
-
-def legal(constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> Legality:
-    """The Replicated layout's own check, plus pass, occupancy and replica limits."""
-    c = constants
-    try:
-        lay = layout(c, dtype)
-    except (ValueError, KeyError) as exc:
-        return Legality(False, str(exc))
-    ok = _legal_common(c, shape, dtype, lay, SPACE)
-    if not ok:
-        return ok
-    if c["REPLICAS"] > c["THREADS"] // 32:
-        return Legality(False, f"{c['REPLICAS']} replicas but only {c['THREADS'] // 32} warps use them")
-    if c["REPLICAS"] == 1 and (c["INTERLEAVED"] or c["PAD"]):
-        return Legality(False, "one replica: interleaving and padding change nothing (spelt 0, 0)")
-    return Legality(True)
-
-
-def _sample(dist: str, bins: int, size: int, seed: int = 0) -> np.ndarray:
-    dist = _DIST_ALIASES.get(dist, dist)
-    rng = np.random.default_rng(seed)
-    if dist == "uniform":
-        return rng.integers(0, bins, size)
-    if dist == "equal":
-        return np.full(size, min(5, bins - 1))
-    if dist == "zipf":
-        return (rng.zipf(1.5, size) - 1) % bins
-    raise ValueError(f"dist: {dist!r} is not uniform, zipf or equal")
-
+# input classes that change the speed (the tuner keys its cache by them); aliases: zipf, equal
+DISTS = ("uniform", "skewed", "single", "sorted")
+_DIST_ALIASES = {"skewed": "zipf", "single": "equal"}
+SORTED_RUN = 1024  # equal values in a row of sorted input, as the model draws it (2^26 values, 65,536 bins)
+_MAX_DRAW = 1024 * 4 * 16  # values of the largest block iteration: THREADS x ITEMS x values per 16 bytes
+SPILL_AT = 4096  # histogram.cu: a 16-bit counter >= this is moved to global memory at a scan
+RED_SPLIT = 4  # hist16_reduce: row groups, each adding its partial sums atomically
 
 # ``atomicAdd(&h[i], 1u)`` compiles to ATOMS.POPC.INC.32 on sm_90 (checked in the SASS of histogram.cu):
 # the hardware adds the popcount of the lanes that share an address, so equal bins in a warp cost one
 # update, like a broadcast. Measured on the H200 (benchmarks/results/h200/notes_cuda.md): 64M equal int32
 # values bin at the same 3.2 TB/s as uniform ones with no software aggregation, where 32 serialised
-# lanes would cost ~3x that time. The float sums of the weighted histogram compile to a CAS loop
-# (ATOMS.CAST.SPIN) and get no such help. Set False to score +1 updates lane by lane.
+# lanes would cost ~3x that time. Any other increment (0x10000, a run length, a float) is ATOMS.ADD or a
+# CAS loop and gets no such help. Set False to score +1 updates lane by lane.
 POPC_INC_AGGREGATES = True
 
 
-def _first_lanes(b: np.ndarray) -> np.ndarray:
-    _, first = np.unique(b, return_index=True)
-    act = np.zeros(32, dtype=bool)
-    act[first] = True
-    return act
-
-
-def _aggregate(b: np.ndarray, agg: int, increment: bool = True) -> tuple[np.ndarray, bool]:
-    """Which lanes' atomics reach shared memory (and whether the warp took the uniform path).
-
-    AGG 2 on a uniform warp: lane 0 alone. AGG 1: one leader per distinct bin. Otherwise every lane, but
-    a +1 update (``increment``) is an ATOMS.POPC.INC that serves each distinct address once.
-    """
-    if agg == 2 and (b == b[0]).all():
-        act = np.zeros(32, dtype=bool)
-        act[0] = True
-        return act, True
-    if agg == 1 or (increment and POPC_INC_AGGREGATES):
-        return _first_lanes(b), False
-    return np.ones(32, dtype=bool), False
-
-
-def smem_pattern(
-    constants: dict[str, int], dtype: str = "int32", dist: str = "uniform"
-) -> tuple[Instruction, ...]:
-    """One block's shared atomics for one grid-stride iteration; lane j of warp w holds values of thread
-    w*32+j: component q of its it-th 16-byte vector. Replica = warp % REPLICAS."""
-    c = constants
-    per = 16 // DTYPE_BYTES[dtype]
-    warps = c["THREADS"] // 32
-    vals = _sample(dist, c["BINS_PER_PASS"], warps * 32 * c["ITEMS"] * per)
-    vals = vals.reshape(warps, c["ITEMS"], per, 32)
-    out = []
-    for w in range(warps):
-        for it in range(c["ITEMS"]):
-            for q in range(per):
-                b = vals[w, it, q]
-                act, _ = _aggregate(b, c["AGG"])
-                rows = np.where(act, w % c["REPLICAS"], -1)
-                out.append(Instruction(f"atom w{w} i{it} q{q}", "atomic", 4, rows, np.where(act, b, 0)))
-    return tuple(out)
-
-
-def setup_pattern(constants: dict[str, int], dtype: str = "int32") -> tuple[Instruction, ...]:
-    """Once per block per pass: zeroing (word stores, in footprint order) and the flush (replica loads)."""
-    c = constants
-    lay = layout(c, dtype)
-    words = lay.footprint // 4
-    lane = np.arange(32)
-    out = []
-    for base in range(0, words, 32):  # zeroing walks raw words; map each back to its (replica, bin)
-        idx = base + lane
-        if lay.interleaved:
-            r, col = idx % (lay.replicas + lay.pad), idx // (lay.replicas + lay.pad)
-        else:
-            r, col = idx // (lay.bins + lay.pad), idx % (lay.bins + lay.pad)
-        r = np.where(idx < words, r, -1)
-        out.append(Instruction(f"zero {base}", "store", 4, r, col))
-    for b0 in range(0, c["BINS_PER_PASS"], 32):
-        for r in range(c["REPLICAS"]):
-            out.append(Instruction(f"flush b{b0} r{r}", "load", 4, np.full(32, r), b0 + lane))
-    return tuple(out)
-
-
-def _blocks(c: dict[str, int], sm_count: int = SM_COUNT) -> int:
-    return sm_count * c["BLOCKS_PER_SM"]
-
-
-def launch_info(constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> dict:
-    n, bins = _dims(shape)
-    c = constants
-    per_iter = c["THREADS"] * c["ITEMS"] * (16 // DTYPE_BYTES[dtype])
-    passes = math.ceil(bins / c["BINS_PER_PASS"])
-    return {
-        "blocks": _blocks(c),
-        "threads": c["THREADS"],
-        "smem_bytes": layout(c, dtype).footprint,
-        "tiles_per_block": passes * math.ceil(n / (per_iter * _blocks(c))),
-        "passes": passes,
-        "inflight_bytes": c["ITEMS"] * 16,  # ITEMS 16-byte loads per thread per iteration
-    }
-
-
-def traffic(shape: tuple[int, ...], dtype: str = "int32") -> dict:
-    n, bins = _dims(shape)
-    return {"bytes": n * DTYPE_BYTES[dtype] + 4 * bins, "flops": 0}
-
-
-def textbook(shape: tuple[int, ...], dtype: str = "int32") -> dict[str, int] | None:
-    """The usual recipe: a few replica-major replicas each padded by one word."""
-    c = dict(DEFAULTS, BINS_PER_PASS=_fit_pass(_dims(shape)[1]), REPLICAS=4, PAD=1)
-    return c if legal(c, shape, dtype) else None
-
-
-def make_inputs(
-    shape: tuple[int, ...], dtype: str = "int32", device: Any = "cuda", seed: int = 0, dist: str = "uniform"
-) -> tuple[Any, ...]:
-    import torch
-
-    n, bins = _dims(shape)
-    g = torch.Generator(device=device).manual_seed(seed)
-    dist = _DIST_ALIASES.get(dist, dist)
-    if dist == "uniform":
-        x = torch.randint(0, bins, (n,), generator=g, device=device, dtype=torch.int64)
-    elif dist == "equal":
-        x = torch.full((n,), min(5, bins - 1), device=device, dtype=torch.int64)
-    elif dist == "zipf":  # P(k) ~ 1/(k+1)^1.5 by inverse transform over the bins, in random order
-        p = 1.0 / torch.arange(1, bins + 1, device=device, dtype=torch.float64) ** 1.5
-        x = (
-            torch.multinomial(p.float(), n, replacement=True, generator=g)
-            if n < 2**24
-            else (
-                torch.searchsorted(
-                    torch.cumsum(p / p.sum(), 0),
-                    torch.rand(n, generator=g, device=device, dtype=torch.float64),
-                ).clamp_max(bins - 1)
-            )
-        )
-    else:
-        raise ValueError(f"dist: {dist!r} is not uniform, zipf or equal")
-    # the second input is an empty [bins, 0] tensor: it carries the bin count (no bytes) through the harness
-    return x.to(getattr(torch, dtype)), torch.empty((bins, 0), device=device, dtype=torch.int8)
-
-
-def alloc_output(inputs: tuple[Any, ...], constants: dict[str, int]) -> Any:
-    """int32 [bins] counts (the kernel adds with 32-bit atomics; n < 2**31)."""
-    import torch
-
-    return torch.empty(inputs[1].shape[0], dtype=torch.int32, device=inputs[0].device)
-
-
-@dataclass(frozen=True)
-class Built:
-    kernel: Any
-    constants: dict
-    dtype: str
-    bins: int = 0
-
-
-def defines(constants: dict[str, int], dtype: str = "int32") -> dict[str, int]:
-    c = constants
-    d = dict(layout(c, dtype).cuda_defines())
-    d.update(
-        {"VALUE_BYTES": DTYPE_BYTES[dtype], "AGG": c["AGG"], "THREADS": c["THREADS"], "ITEMS": c["ITEMS"]}
-    )
+def canonical_dist(dist: str) -> str:
+    """An input class's own name: "skewed" -> "zipf", "single" -> "equal", others as they are."""
+    d = _DIST_ALIASES.get(dist, dist)
+    if d not in ("uniform", "zipf", "equal", "sorted"):
+        raise ValueError(f"dist: {dist!r} is not one of {', '.join(DISTS)} (or zipf, equal)")
     return d
 
 
-def build(constants: dict[str, int], dtype: str = "int32") -> Built:
-    from autopad import cuda_runtime
+@lru_cache(maxsize=64)
+def _draw(dist: str, bins: int) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    if dist == "uniform":
+        v = rng.integers(0, bins, _MAX_DRAW)
+    elif dist == "zipf":
+        v = (rng.zipf(1.5, _MAX_DRAW) - 1) % bins
+    else:
+        v = np.full(_MAX_DRAW, min(5, bins - 1))
+    v.setflags(write=False)
+    return v
 
-    k = cuda_runtime.load_kernel(_SOURCE.read_text(), "hist_kernel", defines(constants, dtype))
-    return Built(k, dict(constants), dtype)
+
+def sample(dist: str, bins: int, size: int) -> np.ndarray:
+    """``size`` values of an i.i.d. input class (seed 0). numpy's generators draw element by element, so
+    the first ``size`` values of one large draw are exactly a draw of ``size``: one draw per (dist, bins)
+    serves every launch configuration."""
+    d = canonical_dist(dist)
+    if d == "sorted":
+        raise ValueError("sample: sorted input depends on positions; use block_values")
+    if size <= _MAX_DRAW:
+        return _draw(d, bins)[:size]
+    rng = np.random.default_rng(0)
+    if d == "uniform":
+        return rng.integers(0, bins, size)
+    return (rng.zipf(1.5, size) - 1) % bins if d == "zipf" else np.full(size, min(5, bins - 1))
+
+
+def block_values(dist: str, bins: int, threads: int, items: int, per: int) -> np.ndarray:
+    """(warps * items * per, 32) values of one block iteration, row (w, it, q), column the lane: lane l of
+    warp w holds component q of its it-th 16-byte vector. Sorted input reads position per * (it * threads
+    + 32 w + l) + q of runs of SORTED_RUN equal values (one warp instruction spans 32 * per positions)."""
+    warps = threads // 32
+    if canonical_dist(dist) != "sorted":
+        return sample(dist, bins, warps * 32 * items * per).reshape(-1, 32)
+    w, it, q, lane = np.ix_(np.arange(warps), np.arange(items), np.arange(per), np.arange(32))
+    pos = per * (it * threads + 32 * w + lane) + q
+    return (((pos + SORTED_RUN // 3) // SORTED_RUN) % bins).reshape(-1, 32)
+
+
+def first_lanes(keys: np.ndarray) -> np.ndarray:
+    """For each row of ``keys`` (n, 32): True at the first lane holding each distinct key (np.unique's
+    return_index, row by row, done with one stable sort over all rows)."""
+    order = np.argsort(keys, axis=1, kind="stable")
+    s = np.take_along_axis(keys, order, axis=1)
+    first = np.ones(s.shape, dtype=bool)
+    first[:, 1:] = s[:, 1:] != s[:, :-1]
+    out = np.empty_like(first)
+    np.put_along_axis(out, order, first, axis=1)
+    return out
+
+
+def uniform_rows(b: np.ndarray) -> np.ndarray:
+    return (b == b[:, :1]).all(axis=1)
+
+
+def aggregate(
+    keys: np.ndarray, agg: int, increment: bool = True, uniform: Any = None, first: Any = None
+) -> np.ndarray:
+    """Which lanes' atomics reach shared memory, per row of ``keys`` (the address each lane updates).
+
+    AGG 2 on a uniform warp (``uniform``: per row, default: every key equal): lane 0 alone. AGG 1: one
+    leader per distinct address. Otherwise every lane, but a +1 update (``increment``) is an
+    ATOMS.POPC.INC that serves each distinct address once. ``first``: ``first_lanes(keys)`` if known.
+    """
+    if agg == 1 or (increment and POPC_INC_AGGREGATES):
+        act = (first_lanes(keys) if first is None else first).copy()
+    else:
+        act = np.ones(keys.shape, dtype=bool)
+    if agg == 2:
+        u = uniform_rows(keys) if uniform is None else uniform
+        act[u] = False
+        act[u, 0] = True
+    return act
+
+
+def _frozen(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
+
+
+@lru_cache(maxsize=64)
+def _iid_lanes(dist: str, bins: int) -> tuple[np.ndarray, ...]:
+    b = _draw(dist, bins).reshape(-1, 32)
+    return _frozen(b, first_lanes(b), uniform_rows(b))
+
+
+@lru_cache(maxsize=256)
+def _lanes(dist: str, bins: int, threads: int, items: int, per: int) -> tuple[np.ndarray, ...]:
+    """(values, first lane of each value, uniform rows) of one block iteration (``block_values``). For an
+    i.i.d. class a smaller block's rows are the first rows of the largest one's: one sort serves all."""
+    if dist != "sorted":
+        n = threads * items * per // 32
+        return tuple(a[:n] for a in _iid_lanes(dist, bins))
+    b = block_values(dist, bins, threads, items, per)
+    return _frozen(b, first_lanes(b), uniform_rows(b))
+
+
+@dataclass(frozen=True, eq=False)
+class Pattern:
+    """A block's shared-memory instructions, stacked per (op, width) as autopad.search scores them:
+    ``groups`` of (op, access_bytes, rows (n, 32), cols (n, 32), counts (n,)); iterating yields the
+    Instructions one by one (autopad.access.score, explain)."""
+
+    groups: tuple[tuple[str, int, np.ndarray, np.ndarray, np.ndarray], ...]
+    labels: tuple[str, ...] = field(default=())
+
+    def __iter__(self):  # noqa: ANN204
+        for g, (op, width, rows, cols, counts) in enumerate(self.groups):
+            label = self.labels[g] if g < len(self.labels) else op
+            for k in range(len(rows)):
+                yield Instruction(f"{label} {k}", op, width, rows[k], cols[k], int(counts[k]))
+
+    def __len__(self) -> int:
+        return sum(len(g[2]) for g in self.groups)
+
+
+def _group(op: str, width: int, act: np.ndarray, rows: Any, cols: np.ndarray, count: int = 1) -> tuple:
+    r = np.where(act, rows, -1).astype(np.int64)
+    c = np.where(act, cols, 0).astype(np.int64)
+    for a in (r, c):
+        a.setflags(write=False)
+    return (op, width, r, c, np.full(len(r), count, dtype=np.int64))
+
+
+def _fit_pass(bins: int) -> int:
+    """The smallest BINS_PER_PASS that covers ``bins`` in one pass (or the largest there is)."""
+    return next((v for v in HistogramCuda.SPACE["BINS_PER_PASS"] if v >= bins), 65536)
+
+
+def _scan_every(c: dict[str, int], per: int) -> int:
+    """Grid-stride iterations between two overflow scans of the 16-bit counters (histogram.cu SCAN_EVERY)."""
+    return (65536 - SPILL_AT - per) // (c["THREADS"] * c["ITEMS"] * per)
+
+
+@lru_cache(maxsize=1024)
+def _pattern(key: tuple, dtype: str, dist: str, popc: bool) -> Pattern:
+    c = dict(key)
+    per = 16 // DTYPE_BYTES[dtype]
+    b, first, uniform = _lanes(dist, c["BINS_PER_PASS"], c["THREADS"], c["ITEMS"], per)
+    lane = np.arange(32)
+    if c["COUNTER"] == 16:  # bin b is half b & 1 of word b >> 1: column b & ~1 of the 2-byte layout
+        col, agg = b & ~1, c["AGG"]
+        if agg == 3:  # the first lane of each run of equal bins adds the run's length (ATOMS.ADD)
+            lead = np.ones(b.shape, dtype=bool)
+            lead[:, 1:] = b[:, 1:] != b[:, :-1]
+            return Pattern((_group("atomic", 4, lead, 0, col),), ("run",))
+        if agg == 4:  # even bins +1 (ATOMS.POPC.INC: equal lanes once), odd bins +0x10000 (ATOMS.ADD)
+            even = aggregate(b, 0, True, first=first) & (b % 2 == 0)
+            groups = (_group("atomic", 4, even, 0, col), _group("atomic", 4, b % 2 == 1, 0, col))
+            return Pattern(groups, ("even", "odd"))
+        # AGG 0: one ATOMS.ADD of a selected increment, every lane counts; AGG 2: lane 0 on a uniform warp
+        return Pattern((_group("atomic", 4, aggregate(b, agg, False, uniform), 0, col),), ("update",))
+    if c["PRIV"] == 1:  # lane l updates replica l % REPLICAS: equal bins of two replicas are two addresses
+        rep = np.broadcast_to(lane % c["REPLICAS"], b.shape)
+        act = aggregate(rep * c["BINS_PER_PASS"] + b, c["AGG"], True, uniform)
+    else:  # warp w updates replica w % REPLICAS, rows (w, it, q) in that order: one replica per row
+        warps = c["THREADS"] // 32
+        rep = np.repeat(np.arange(warps) % c["REPLICAS"], len(b) // warps)[:, None]
+        act = aggregate(b, c["AGG"], True, uniform, first)
+    return Pattern((_group("atomic", 4, act, rep, b),), ("update",))
+
+
+# bytes of shared memory per block (Replicated.footprint), as an expression over the constants
+_FOOTPRINT = (
+    "(BINS_PER_PASS * 2 if COUNTER == 16 else (BINS_PER_PASS * (REPLICAS + PAD) * 4 if INTERLEAVED "
+    "else REPLICAS * (BINS_PER_PASS + PAD) * 4))"
+)
+
+
+class HistogramCuda(CudaKernel):
+    """``out[b] = #{i : x[i] == b}`` for int32 or uint8 x, b in [0, bins); values outside are ignored."""
+
+    NAME = "histogram"
+    DTYPES = ("int32", "uint8")
+    SHAPE = ("N", "BINS")
+    SOURCE_FILE = str(_SOURCE)
+    SPACE: dict[str, tuple[int, ...]] = {
+        "BINS_PER_PASS": (256, 1024, 4096, 16384, 32768, 65536),
+        "REPLICAS": (1, 2, 4, 8, 16, 32),
+        "INTERLEAVED": (0, 1),
+        "PAD": (0, 1, 2, 4),
+        "AGG": (0, 1, 2, 3, 4),
+        "THREADS": (256, 512, 1024),
+        "ITEMS": (1, 2, 4),
+        "BLOCKS_PER_SM": (1, 2, 4, 8),
+        "PRIV": (0, 1),
+        "COUNTER": (32, 16),
+    }
+    DEFAULTS = {
+        "BINS_PER_PASS": 256, "REPLICAS": 1, "INTERLEAVED": 0, "PAD": 0, "AGG": 0,
+        "THREADS": 256, "ITEMS": 2, "BLOCKS_PER_SM": 4, "PRIV": 0, "COUNTER": 32,
+    }  # fmt: skip
+    LAYOUT_KEYS = ("REPLICAS", "INTERLEAVED", "PAD")  # the privatised copies and where they sit
+    # the pattern is in logical (replica, bin) coordinates: the layout constants INTERLEAVED and PAD place
+    # it, the model scores it under each
+    PATTERN_KEYS = ("AGG", "BINS_PER_PASS", "COUNTER", "ITEMS", "PRIV", "REPLICAS", "THREADS")
+    DISTS = DISTS
+    ACCUMULATES = False  # run() zeroes the output itself
+    RESTRICTIONS = (
+        "THREADS * BLOCKS_PER_SM <= 2048",
+        "REPLICAS > 1 or (INTERLEAVED == 0 and PAD == 0)",  # one replica: nothing to interleave or pad
+        "REPLICAS < 32 or PRIV == 1",
+        "PRIV == 1 or REPLICAS * 32 <= THREADS",  # a replica per warp at most
+        "PRIV == 0 or (REPLICAS > 1 and AGG == 0 and COUNTER == 32)",  # one replica: PRIV 0 spells it
+        "COUNTER == 32 or (REPLICAS == 1 and AGG != 1 and BINS_PER_PASS >= 16384)",
+        "AGG < 3 or COUNTER == 16",  # runs and the even/odd split are the 16-bit counters' aggregations
+        # the layout's footprint fits a block, and BLOCKS_PER_SM blocks (1 KB each reserved) fit an SM
+        f"{_FOOTPRINT} <= {ARCH.smem_per_block}",
+        f"({_FOOTPRINT} + 1024) * BLOCKS_PER_SM <= {ARCH.smem_per_sm}",
+    )
+
+    # ---- the model's side ---------------------------------------------------------------------------
+
+    def layout(self, constants: dict[str, int], dtype: str = "int32") -> Replicated:
+        c = constants
+        if c.get("COUNTER", 32) == 16:
+            return _replicated(c["BINS_PER_PASS"], 1, 2, 0, 0)
+        return _replicated(c["BINS_PER_PASS"], c["REPLICAS"], 4, c["INTERLEAVED"], c["PAD"])
+
+    def smem_bytes(self, constants: dict[str, int], dtype: str = "int32") -> int:
+        return self.layout(constants, dtype).footprint
+
+    def check_shape(self, shape: tuple[int, ...]) -> None:
+        """(n, bins) with 1 <= n < 2**31 and bins >= 1; a ValueError says what is allowed."""
+        if len(shape) != 2 or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) for d in shape):
+            raise ValueError(f"histogram: shape is (n, bins), two ints, got {shape!r}")
+        n, bins = int(shape[0]), int(shape[1])
+        if not 1 <= n < 2**31 or bins < 1:
+            raise ValueError(f"histogram: need 1 <= n < 2**31 values and bins >= 1, got n={n}, bins={bins}")
+
+    def legal(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> Legality:
+        """The restrictions, the layout's budget, passes, occupancy and the shape's own limits."""
+        missing = [k for k in self.SPACE if k not in constants]
+        if missing:
+            return Legality(False, f"missing constants {missing}")
+        if dtype not in self.DTYPES:
+            return Legality(False, f"dtype {dtype} not supported")
+        try:
+            self.check_shape(tuple(shape))
+        except ValueError as exc:
+            return Legality(False, str(exc))
+        c = constants
+        broken = _broken_rule(c)
+        if broken:
+            return Legality(False, f"restriction {broken}")
+        try:
+            lay = self.layout(c, dtype)
+        except (ValueError, KeyError) as exc:
+            return Legality(False, str(exc))
+        ok = lay.check(1, ARCH.smem_per_block)
+        if not ok:
+            return ok
+        bins = int(shape[1])
+        if dtype == "uint8" and bins > 256:
+            return Legality(False, "uint8 values cannot reach more than 256 bins")
+        if c["BINS_PER_PASS"] > _fit_pass(bins):
+            return Legality(False, f"{c['BINS_PER_PASS']} bins per pass waste shared memory on {bins} bins")
+        if c["COUNTER"] == 16 and c["BINS_PER_PASS"] < bins:
+            return Legality(False, "16-bit counters run in one pass: BINS_PER_PASS must cover the bins")
+        bps = c["BLOCKS_PER_SM"]
+        if lay.footprint * bps > ARCH.smem_per_sm - 1024 * bps:
+            return Legality(False, f"{bps} blocks of {lay.footprint} bytes do not fit one SM")
+        return Legality(True)
+
+    def grid(self, constants: dict[str, int], shape: tuple[int, ...] = (), dtype: str = "int32") -> tuple:
+        return (ARCH.sm_count * constants["BLOCKS_PER_SM"],)
+
+    def block(self, constants: dict[str, int], shape: tuple[int, ...] = (), dtype: str = "int32") -> tuple:
+        return (constants["THREADS"],)
+
+    def smem_pattern(
+        self, constants: dict[str, int], dtype: str = "int32", dist: str | None = None
+    ) -> Pattern:
+        """One block's shared-memory updates for one grid-stride iteration, for the input class ``dist``."""
+        key = tuple(sorted((k, int(constants[k])) for k in self.PATTERN_KEYS))
+        return _pattern(key, dtype, canonical_dist(dist or "uniform"), POPC_INC_AGGREGATES)
+
+    def launch_info(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> dict:
+        n, bins = int(shape[0]), int(shape[1])
+        c = constants
+        per = 16 // DTYPE_BYTES[dtype]
+        blocks = ARCH.sm_count * c["BLOCKS_PER_SM"]
+        passes = math.ceil(bins / c["BINS_PER_PASS"])
+        iters = math.ceil(n / (c["THREADS"] * c["ITEMS"] * per * blocks))
+        info = {
+            "blocks": blocks,
+            "threads": c["THREADS"],
+            "smem_bytes": self.smem_bytes(c, dtype),
+            "tiles_per_block": passes * iters,
+            "passes": passes,
+            "inflight_bytes": c["ITEMS"] * 16,  # ITEMS 16-byte loads per thread per iteration
+        }
+        if passes > 1:  # every pass re-reads the input: 1/passes of the bytes are the useful ones
+            info["dram_efficiency"] = 1.0 / passes
+        if c["COUNTER"] == 16:
+            # shared memory the pattern does not list: zeroing, the overflow scans (every word loaded once
+            # per scan) and the copy to the workspace, 32 words a wavefront
+            scans = math.ceil(iters / _scan_every(c, per))
+            info["extra_wavefronts"] = (scans + 2) * c["BINS_PER_PASS"] // 64
+            # the workspace streams too: 16-bit counters written by every block, then read by the reduce
+            ws = 2 * blocks * c["BINS_PER_PASS"] * 2
+            info["dram_efficiency"] = n * DTYPE_BYTES[dtype] / (n * DTYPE_BYTES[dtype] + ws)
+        return info
+
+    def traffic(self, shape: tuple[int, ...], dtype: str = "int32") -> dict:
+        n, bins = int(shape[0]), int(shape[1])
+        return {"bytes": n * DTYPE_BYTES[dtype] + 4 * bins, "flops": 0}
+
+    def textbook(self, shape: tuple[int, ...], dtype: str = "int32") -> dict[str, int] | None:
+        """The usual recipe: a few replica-major replicas each padded by one word."""
+        c = dict(self.DEFAULTS, BINS_PER_PASS=_fit_pass(int(shape[1])), REPLICAS=4, PAD=1)
+        return c if self.legal(c, shape, dtype) else None
+
+    # ---- the measuring side (torch) -----------------------------------------------------------------
+
+    def arguments(self, shape: tuple[int, ...], dtype: str, dist: str | None = None) -> list:
+        """Values of the input class on the current device, the int32 [bins] output, and bins."""
+        import torch
+
+        n, bins = int(shape[0]), int(shape[1])
+        x = draw_values(n, bins, dist or "uniform")
+        return [x.to(getattr(torch, dtype)), Out((bins,), torch.int32), bins]
+
+    def reference(self, x: Any, bins: int) -> Any:
+        import torch
+
+        x = x.long()
+        return torch.bincount(x[(x >= 0) & (x < bins)], minlength=bins).int()
+
+    def expected(self, inputs: Any) -> tuple:
+        return (self.reference(inputs[0], int(inputs[2])),)
+
+    def inputs_from(self, x: Any, bins: int) -> Inputs:
+        """The kernel's inputs for ``autopad.ops.histogram(x, bins)``: no copy of x."""
+        import torch
+
+        return Inputs((x, Out((bins,), torch.int32), int(bins)), (x.numel(), int(bins)))
+
+    def defines(self, constants: dict[str, int], dtype: str = "int32") -> dict[str, int]:
+        c = constants
+        d = dict(self.layout(c, dtype).cuda_defines())
+        d.update(VALUE_BYTES=DTYPE_BYTES[dtype], AGG=c["AGG"], THREADS=c["THREADS"], ITEMS=c["ITEMS"])
+        if c.get("PRIV", 0):
+            d["PRIV"] = c["PRIV"]
+        return d
+
+    def build(self, constants: dict[str, int], dtype: str = "int32") -> Built:
+        from autopad import cuda_runtime
+
+        d = self.defines(constants, dtype)
+        src = _SOURCE.read_text()
+        if constants.get("COUNTER", 32) == 16:
+            ks = tuple(cuda_runtime.load_kernel(src, k, d) for k in ("hist16_kernel", "hist16_reduce"))
+        else:
+            ks = (cuda_runtime.load_kernel(src, "hist_kernel", d),)
+        return Built(ks, dict(constants), dtype)
+
+    def launcher(self, built: Built, shape: tuple[int, ...], dtype: str) -> Any:
+        """A function (inputs, out) -> None with the grid, shared memory and scalars precomputed."""
+        from autopad import cuda_runtime
+
+        c = built.constants
+        n, bins = int(shape[0]), int(shape[1])
+        blocks = _sm_count() * c["BLOCKS_PER_SM"]
+        smem = self.smem_bytes(c, built.dtype)
+        launch = cuda_runtime.launch
+        if c.get("COUNTER", 32) == 16:
+            main, red = built.kernels
+            words = -(-bins // 2)
+            n64, b32, rows = np.int64(n), np.int32(bins), np.int32(blocks)
+            red_grid = (-(-words // 256), RED_SPLIT)
+
+            def go16(inputs: Any, out: Any) -> None:
+                x = _aligned(inputs[0])
+                ws = built.workspace(x.device, blocks * c["BINS_PER_PASS"] // 2)
+                out.zero_()
+                launch(main, blocks, c["THREADS"], (out, ws, x, n64, b32), smem)
+                launch(red, red_grid, 256, (out, ws, rows, b32), 0)
+
+            return go16
+        args = [(np.int64(n), np.int32(lo), np.int32(bins)) for lo in range(0, bins, c["BINS_PER_PASS"])]
+        (kern,) = built.kernels
+
+        def go(inputs: Any, out: Any) -> None:
+            x = _aligned(inputs[0])
+            out.zero_()
+            for a in args:
+                launch(kern, blocks, c["THREADS"], (out, x, *a), smem)
+
+        return go
+
+    def run(self, built: Built, inputs: Any, out: Any) -> None:
+        """Zero ``out`` (int32 [bins]) and add every pass's counts into it."""
+        shape = getattr(inputs, "shape", ()) or (inputs[0].numel(), out.shape[0])
+        self.launcher(built, shape, built.dtype)(inputs, out)
+
+
+def _broken_rule(c: dict[str, int]) -> str | None:
+    """The first of RESTRICTIONS that ``c`` breaks, evaluated in Python (legal() runs per candidate; the
+    strings are for the enumerator's vectorised pass; a test holds the two to the same answer)."""
+    ok = (
+        c["THREADS"] * c["BLOCKS_PER_SM"] <= 2048,
+        c["REPLICAS"] > 1 or (c["INTERLEAVED"] == 0 and c["PAD"] == 0),
+        c["REPLICAS"] < 32 or c["PRIV"] == 1,
+        c["PRIV"] == 1 or c["REPLICAS"] * 32 <= c["THREADS"],
+        c["PRIV"] == 0 or (c["REPLICAS"] > 1 and c["AGG"] == 0 and c["COUNTER"] == 32),
+        c["COUNTER"] == 32 or (c["REPLICAS"] == 1 and c["AGG"] != 1 and c["BINS_PER_PASS"] >= 16384),
+        c["AGG"] < 3 or c["COUNTER"] == 16,
+    )  # the two footprint rules last: legal() checks them on the layout itself
+    return next((r for r, good in zip(HistogramCuda.RESTRICTIONS, ok) if not good), None)
+
+
+@lru_cache(maxsize=4096)
+def _replicated(bins: int, replicas: int, elem: int, interleaved: int, pad: int) -> Replicated:
+    return Replicated(bins, replicas, elem, bool(interleaved), pad)
+
+
+@dataclass(frozen=True, eq=False)
+class Built:
+    """Compiled kernels (main, and for 16-bit counters the reduce) and a per-device workspace cache."""
+
+    kernels: tuple
+    constants: dict
+    dtype: str
+    _work: dict = field(default_factory=dict)
+
+    def workspace(self, device: Any, words: int) -> Any:
+        import torch
+
+        key = (str(device), words)
+        if key not in self._work:
+            self._work[key] = torch.empty(words, dtype=torch.int32, device=device)
+        return self._work[key]
+
+
+_SMS: dict[int, int] = {}
 
 
 def _sm_count() -> int:
     import torch
 
-    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    dev = torch.cuda.current_device()
+    if dev not in _SMS:
+        _SMS[dev] = torch.cuda.get_device_properties(dev).multi_processor_count
+    return _SMS[dev]
 
 
-def run(built: Built, inputs: tuple[Any, ...], out: Any) -> None:
-    """Zero ``out`` (int32 [bins]) and add every pass's counts into it."""
-    from autopad import cuda_runtime
-
-    x = inputs[0].contiguous()
-    if x.data_ptr() % 16:
-        x = x.clone()
-    bins = out.shape[0]
-    c = built.constants
-    out.zero_()
-    smem = layout(c, built.dtype).footprint
-    for lo in range(0, bins, c["BINS_PER_PASS"]):
-        args = (out, x, np.int64(x.numel()), np.int32(lo), np.int32(bins))
-        cuda_runtime.launch(built.kernel, _blocks(c, _sm_count()), c["THREADS"], args, smem)
+def _aligned(x: Any) -> Any:
+    """The kernels read 16 bytes per load: a view that does not start on 16 bytes is copied (rare)."""
+    x = x if x.is_contiguous() else x.contiguous()
+    return x.clone() if x.data_ptr() % 16 else x
 
 
-def reference(inputs: tuple[Any, ...]) -> Any:
+def draw_values(n: int, bins: int, dist: str) -> Any:
+    """n int64 values in [0, bins) of an input class on torch's current device, under torch's global seed."""
     import torch
 
-    bins = inputs[1].shape[0]
-    x = inputs[0].long()
-    return torch.bincount(x[(x >= 0) & (x < bins)], minlength=bins).int()
-
-
-def check(out: Any, ref: Any) -> tuple[bool, str]:
-    """Exact: counts are integers."""
-    if out.shape != ref.shape:
-        return False, f"shape {tuple(out.shape)} != {tuple(ref.shape)}"
-    bad = (out.long() != ref.long()).sum().item()
-    return bad == 0, "exact" if bad == 0 else f"{bad} bins differ"
-
-
-# ---- weighted histogram: (count, sum) per bin, AoS vs SoA ----------------------------------------------
-W_SPACE: dict[str, tuple[int, ...]] = {
-    "BINS_PER_PASS": SPACE["BINS_PER_PASS"],
-    "AOS": (0, 1),
-    "PAD": (0, 4, 8),
-    "AGG": (0, 2),
-    "THREADS": (256, 512, 1024),
-    "ITEMS": (1, 2, 4),
-    "BLOCKS_PER_SM": (1, 2, 4, 8),
-}
-W_DEFAULTS = {
-    "BINS_PER_PASS": 256,
-    "AOS": 1,
-    "PAD": 0,
-    "AGG": 0,
-    "THREADS": 256,
-    "ITEMS": 2,
-    "BLOCKS_PER_SM": 4,
-}
-W_RTOL = 1e-4  # float32 atomics add the weights in no fixed order: |sum - sum64| <= W_RTOL * sum|w| per bin
-
-
-def _w_layout(constants: dict[str, int], dtype: str = "int32") -> Structs:
-    c = constants
-    return Structs(c["BINS_PER_PASS"], (4, 4), aos=bool(c["AOS"]), pad=c["PAD"])
-
-
-def _w_legal(constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> Legality:
-    if dtype != "int32":
-        return Legality(False, "the weighted histogram takes int32 values")
-    try:
-        lay = _w_layout(constants, dtype)
-    except (ValueError, KeyError) as exc:
-        return Legality(False, str(exc))
-    ok = _legal_common(constants, shape, dtype, lay, W_SPACE)
-    if not ok:
-        return ok
-    if not constants["AOS"] and constants["PAD"]:
-        return Legality(False, "SoA has no padding to tune (spelt PAD = 0)")
-    return Legality(True)
-
-
-def _w_pattern(
-    constants: dict[str, int], dtype: str = "int32", dist: str = "uniform"
-) -> tuple[Instruction, ...]:
-    """Per value: a +1 on the count (field 0, ATOMS.POPC.INC) and a float add on the sum (field 1, compiled to
-    a compare-and-swap loop: every lane's word counts, equal bins serialise)."""
-    c = constants
-    warps = c["THREADS"] // 32
-    vals = _sample(dist, c["BINS_PER_PASS"], warps * 32 * c["ITEMS"] * 4).reshape(warps, c["ITEMS"], 4, 32)
-    out = []
-    for w in range(warps):
-        for it in range(c["ITEMS"]):
-            for q in range(4):
-                b = vals[w, it, q]
-                for f, what in ((0, "count"), (1, "sum")):  # count: +1 (POPC.INC); sum: a CAS loop
-                    act, _ = _aggregate(b, c["AGG"], increment=(f == 0))
-                    rows = np.where(act, b, -1)
-                    out.append(Instruction(f"{what} w{w} i{it} q{q}", "atomic", 4, rows, np.full(32, f)))
-    return tuple(out)
-
-
-def _w_launch_info(constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> dict:
-    info = launch_info(dict(constants, REPLICAS=1, INTERLEAVED=0, PAD=0), shape, dtype)
-    info["smem_bytes"] = _w_layout(constants).footprint
-    return info
-
-
-def _w_traffic(shape: tuple[int, ...], dtype: str = "int32") -> dict:
-    n, bins = _dims(shape)
-    return {"bytes": 8 * n + 8 * bins, "flops": n}
-
-
-def _w_textbook(shape: tuple[int, ...], dtype: str = "int32") -> dict[str, int] | None:
-    c = dict(W_DEFAULTS, BINS_PER_PASS=_fit_pass(_dims(shape)[1]), AOS=0)
-    return c if _w_legal(c, shape, dtype) else None
-
-
-def _w_make_inputs(
-    shape: tuple[int, ...], dtype: str = "int32", device: Any = "cuda", seed: int = 0, dist: str = "uniform"
-) -> tuple[Any, ...]:
-    import torch
-
-    x, marker = make_inputs(shape, "int32", device, seed, dist)
-    g = torch.Generator(device=device).manual_seed(seed + 1)
-    w = torch.rand(x.shape, generator=g, device=device, dtype=torch.float32)
-    return x, w, marker
-
-
-def _w_alloc_output(inputs: tuple[Any, ...], constants: dict[str, int]) -> Any:
-    """int32 [2, bins]: row 0 the counts, row 1 the float32 sums' bits (one tensor through the harness)."""
-    import torch
-
-    return torch.empty((2, inputs[2].shape[0]), dtype=torch.int32, device=inputs[0].device)
-
-
-def _w_defines(constants: dict[str, int], dtype: str = "int32") -> dict[str, int]:
-    c, lay = constants, _w_layout(constants)
-    base1 = lay._soa_bases()[1] if not lay.aos else 0
-    return {
-        "BINS": c["BINS_PER_PASS"], "W_AOS": int(lay.aos), "W_STRIDE": lay.stride, "W_BASE1": base1,
-        "AGG": c["AGG"], "THREADS": c["THREADS"], "ITEMS": c["ITEMS"], "VALUE_BYTES": 4,
-    }  # fmt: skip
-
-
-def _w_build(constants: dict[str, int], dtype: str = "int32") -> Built:
-    from autopad import cuda_runtime
-
-    k = cuda_runtime.load_kernel(_SOURCE.read_text(), "whist_kernel", _w_defines(constants, dtype))
-    return Built(k, dict(constants), dtype)
-
-
-def _w_run(built: Built, inputs: tuple[Any, ...], out: Any) -> None:
-    from autopad import cuda_runtime
-
-    x, w = (t.contiguous() for t in inputs[:2])
-    x = x.clone() if x.data_ptr() % 16 else x
-    w = w.clone() if w.data_ptr() % 16 else w
-    bins = out.shape[1]
-    c = built.constants
-    out.zero_()
-    smem = _w_layout(c).footprint
-    for lo in range(0, bins, c["BINS_PER_PASS"]):
-        args = (out[0], out[1], x, w, np.int64(x.numel()), np.int32(lo), np.int32(bins))
-        cuda_runtime.launch(built.kernel, _blocks(c, _sm_count()), c["THREADS"], args, smem)
-
-
-def _w_reference(inputs: tuple[Any, ...]) -> Any:
-    import torch
-
-    x, w, marker = inputs
-    bins = marker.shape[0]
-    keep = (x >= 0) & (x < bins)
-    xk = x[keep].long()
-    counts = torch.bincount(xk, minlength=bins).int()
-    sums = torch.zeros(bins, dtype=torch.float64, device=x.device).index_add_(0, xk, w[keep].double())
-    return torch.stack([counts, sums.float().view(torch.int32)])
-
-
-def _w_check(out: Any, ref: Any) -> tuple[bool, str]:
-    import torch
-
-    if out.shape != ref.shape:
-        return False, f"shape {tuple(out.shape)} != {tuple(ref.shape)}"
-    bad = (out[0] != ref[0]).sum().item()
-    s, r = out[1].view(torch.float32).double(), ref[1].view(torch.float32).double()
-    if not torch.isfinite(s).all():
-        return False, "non-finite sums"
-    err = ((s - r).abs() / r.abs().clamp_min(1e-6)).max().item()  # weights >= 0: sum|w| = |sum|
-    ok = bad == 0 and err <= W_RTOL
-    return ok, f"{bad} counts differ, sums max relative error {err:.1e} (tolerance {W_RTOL:.0e})"
-
-
-WEIGHTED = SimpleNamespace(
-    NAME="histogram_weighted",
-    BACKEND="cuda",
-    DTYPES=("int32",),
-    SPACE=W_SPACE,
-    DEFAULTS=W_DEFAULTS,
-    legal=_w_legal,
-    layout=_w_layout,
-    smem_pattern=_w_pattern,
-    launch_info=_w_launch_info,
-    traffic=_w_traffic,
-    textbook=_w_textbook,
-    make_inputs=_w_make_inputs,
-    alloc_output=_w_alloc_output,
-    build=_w_build,
-    run=_w_run,
-    reference=_w_reference,
-    check=_w_check,
-    defines=_w_defines,
-)
+    d = canonical_dist(dist)
+    if d == "equal":
+        return torch.full((n,), min(5, bins - 1), dtype=torch.int64)
+    if d == "zipf":  # P(k) ~ 1/(k+1)^1.5 by inverse transform over the bins, in random order
+        p = 1.0 / torch.arange(1, bins + 1, dtype=torch.float64) ** 1.5
+        if n < 2**24:
+            return torch.multinomial(p.float(), n, replacement=True)
+        u = torch.rand(n, dtype=torch.float64)
+        return torch.searchsorted(torch.cumsum(p / p.sum(), 0), u).clamp_max(bins - 1)
+    x = torch.randint(0, bins, (n,), dtype=torch.int32 if bins < 2**31 else torch.int64)
+    return torch.sort(x).values.long() if d == "sorted" else x.long()
 
 
 def presets(dtype: str = "int32", bins: int = 256) -> dict[str, dict[str, int]]:
-    """Named candidates: the plain kernel (one replica, no aggregation), the textbook padded replicas, and
-    the two warp aggregations with and without replicas."""
+    """Named candidates: the plain kernel (one replica, no aggregation), the textbook padded replicas, the
+    warp aggregations with and without replicas, per-lane replicas and, for large bins, 16-bit counters."""
+    d = HistogramCuda.DEFAULTS
     bpp = _fit_pass(bins)
-    base = dict(DEFAULTS, BINS_PER_PASS=bpp)
-    if bpp * 4 * base["BLOCKS_PER_SM"] > SMEM_PER_SM // 2:  # big histograms: fewer, larger blocks, passes
+    base = dict(d, BINS_PER_PASS=bpp)
+    if bpp * 4 * base["BLOCKS_PER_SM"] > ARCH.smem_per_sm // 2:  # big: fewer, larger blocks, and passes
         bpp = min(bpp, 32768)
         base = dict(base, BINS_PER_PASS=bpp, THREADS=1024, BLOCKS_PER_SM=max(1, 2 * 16384 // bpp))
     out = {
@@ -513,26 +550,39 @@ def presets(dtype: str = "int32", bins: int = 256) -> dict[str, dict[str, int]]:
         "agg_uniform": dict(base, AGG=2),
         "agg_uniform_rep4": dict(base, AGG=2, REPLICAS=4, PAD=1),
         "agg_uniform_rep8_il": dict(base, AGG=2, REPLICAS=8, INTERLEAVED=1, PAD=1),
+        "lane_rep32": dict(base, PRIV=1, REPLICAS=32, INTERLEAVED=1, THREADS=1024, BLOCKS_PER_SM=2, ITEMS=2),
     }
-    shape = (1 << 20, bins)
-    return {k: v for k, v in out.items() if legal(v, shape, dtype)}
+    if _fit_pass(bins) >= 16384:
+        c16 = dict(d, BINS_PER_PASS=_fit_pass(bins), COUNTER=16, THREADS=1024, BLOCKS_PER_SM=1, ITEMS=2)
+        out.update({"c16": c16, "c16_agg_uniform": dict(c16, AGG=2), "c16_runs": dict(c16, AGG=3),
+                    "c16_split": dict(c16, AGG=4)})  # fmt: skip
+    spec = HistogramCuda()
+    return {k: v for k, v in out.items() if spec.legal(v, (1 << 20, bins), dtype)}
 
 
-def w_presets(bins: int = 256) -> dict[str, dict[str, int]]:
-    bpp = min(_fit_pass(bins), 16384)
-    out = {
-        "aos": dict(W_DEFAULTS, BINS_PER_PASS=bpp),
-        "soa": dict(W_DEFAULTS, BINS_PER_PASS=bpp, AOS=0),
-        "aos_agg": dict(W_DEFAULTS, BINS_PER_PASS=bpp, AGG=2),
-        "soa_agg": dict(W_DEFAULTS, BINS_PER_PASS=bpp, AOS=0, AGG=2),
-    }
-    if bpp > 1024:
-        out = {k: dict(v, THREADS=1024, BLOCKS_PER_SM=1) for k, v in out.items()}
-    return {k: v for k, v in out.items() if _w_legal(v, (1 << 20, bins))}
+def __getattr__(name: str) -> Any:  # the weighted spec moved to histogram_weighted.py; old names still work
+    if name in ("WEIGHTED", "w_presets"):
+        from . import histogram_weighted as w
+
+        return w.SPEC if name == "WEIGHTED" else w.presets
+    raise AttributeError(name)
 
 
-def inputs_from(x: Any, bins: int) -> tuple[Any, ...]:
-    """The kernel's inputs for ``autopad.ops.histogram(x, bins)``: values and an empty [bins, 0] marker."""
-    import torch
+# ---- the module is the spec (autopad.kernels_registry imports it) --------------------------------------
+SPEC = HistogramCuda()
+NAME, BACKEND, DTYPES, SPACE, DEFAULTS = SPEC.NAME, SPEC.BACKEND, SPEC.DTYPES, SPEC.SPACE, SPEC.DEFAULTS
+LAYOUT_KEYS, PATTERN_KEYS, RESTRICTIONS = SPEC.LAYOUT_KEYS, SPEC.PATTERN_KEYS, SPEC.RESTRICTIONS
+legal, layout, smem_pattern, launch_info, traffic = (
+    SPEC.legal, SPEC.layout, SPEC.smem_pattern, SPEC.launch_info, SPEC.traffic
+)  # fmt: skip
+textbook, make_inputs, alloc_output, build, run, check = (
+    SPEC.textbook, SPEC.make_inputs, SPEC.alloc_output, SPEC.build, SPEC.run, SPEC.check
+)  # fmt: skip
+expected, inputs_from, check_shape, launcher, defines = (
+    SPEC.expected, SPEC.inputs_from, SPEC.check_shape, SPEC.launcher, SPEC.defines
+)  # fmt: skip
 
-    return (x, torch.empty((bins, 0), device=x.device, dtype=torch.int32))
+
+def reference(inputs: Any) -> Any:
+    """torch's counts for ``make_inputs``'s inputs (the harness uses ``expected``)."""
+    return SPEC.expected(inputs)[0]
