@@ -9,6 +9,20 @@ Nothing here is imported by ``import autopad``: ``cuda.core``, ``cuda.bindings``
 inside the functions that need them. Where NVRTC's library is missing (a CI box with only ``nvcc``),
 ``compile_cubin`` falls back to the ``nvcc`` executable, so the same cache and error path can be tested
 without a GPU; set ``AUTOPAD_CUDA_COMPILER=nvcc`` or ``=nvrtc`` to force one.
+
+Two more concerns live here:
+
+- **The on-disk cubins are checked before they are loaded.** A cubin is machine code that this process will
+  run, and its file name is predictable (a hash of the source and defines), so a file planted or damaged in
+  the cache folder must never reach the GPU. Each file carries a header with the sha256 of its payload;
+  on read the file must be a regular file (not a symlink), owned by this user, not writable by group or
+  others, and its hash must match. Anything else is refused with a warning (once per file) and compiled
+  afresh, and the fresh copy replaces it. New files are written 0600 in a 0700 folder.
+- **A prepared launch** (``prepare_launch``): what a launch needs that does not change from call to call
+  (``cuda.core``'s LaunchConfig, the dynamic shared-memory opt-in, the device) is done once, so that a call
+  costs the current stream's raw pointer (a dictionary lookup to its ``cuda.core`` stream), the tensors'
+  pointers and the launch itself. ``autopad.ops`` binds one per tuned shape; ``launch`` keeps the same
+  caches for callers that launch ad hoc.
 """
 
 from __future__ import annotations
@@ -17,10 +31,12 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +49,10 @@ __all__ = [
     "expand_includes",
     "load_kernel",
     "launch",
+    "prepare_launch",
+    "read_cubin",
+    "write_cubin",
+    "unwrap_cubin",
     "KERNEL_DIR",
 ]
 
@@ -43,9 +63,12 @@ if not KERNEL_DIR.is_dir():  # installed wheel: kernels ship as autopad/kernels
 _LOCK = threading.Lock()
 _MEM_CUBINS: dict[str, bytes] = {}
 _MEM_KERNELS: dict[tuple[str, str, int], Any] = {}
-_STREAMS: dict[tuple[int, int], Any] = {}
+_STREAMS: dict[int, dict[int, Any]] = {}  # device -> raw cudaStream_t -> cuda.core Stream
+_MAX_STREAMS = 256  # per device; a program that makes streams without end must not grow this without end
+_CONFIGS: dict[tuple, Any] = {}  # (grid, block, smem) -> LaunchConfig, for ad hoc launches
 _CURRENT = threading.local()  # which device this thread has made current for cuda.core
 _SMEM_RAISED: dict[tuple[int, int], int] = {}
+_WARNED: set[str] = set()
 _IMPORT_LOCK = threading.Lock()
 _CC: Any = None  # the cuda.core module, once imported
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
@@ -77,9 +100,99 @@ class CompileError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """Where cubins live: ``$AUTOPAD_CACHE_DIR/cubin`` or ``~/.cache/autopad/cubin``."""
-    root = os.environ.get("AUTOPAD_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "autopad")
-    return Path(root) / "cubin"
+    """Where cubins live: ``$AUTOPAD_CACHE_DIR/cubin``, else ``$XDG_CACHE_HOME/autopad/cubin``, else
+    ``~/.cache/autopad/cubin`` (the same root as the tuning cache)."""
+    root = os.environ.get("AUTOPAD_CACHE_DIR")
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = os.path.join(xdg or os.path.join(os.path.expanduser("~"), ".cache"), "autopad")
+    return Path(root).expanduser() / "cubin"
+
+
+# ---- the checked on-disk cubin format -------------------------------------------------------------------
+# header: 16 bytes of magic, then the 32-byte sha256 of the payload, then the payload (the cubin itself)
+CUBIN_MAGIC = b"autopad-cubin\x00v1"
+_HEADER = len(CUBIN_MAGIC) + 32
+_MAX_CUBIN = 256 << 20  # no kernel of autopad's comes near this; a larger file is not one of ours
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _warn_once(path: Path, why: str) -> None:
+    key = f"{path}:{why}"
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(f"autopad: refusing cached cubin {path}: {why}; compiling it afresh", stacklevel=4)
+
+
+def read_cubin(path: str | Path) -> bytes | None:
+    """The payload of a checked cubin file, or None (with a warning) when it may not be trusted.
+
+    Trusted means: a regular file (opened without following a symlink), owned by this user, writable by
+    no one else, starting with autopad's header whose sha256 matches the payload. A missing file or a
+    cubin from before the header existed is None without a warning (it is simply compiled again).
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError as e:  # ELOOP: a symlink at the final component
+        _warn_once(path, f"cannot be opened safely ({e.strerror or e})")
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            _warn_once(path, "not a regular file")
+            return None
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            _warn_once(path, f"owned by uid {st.st_uid}, not by this user ({os.getuid()})")
+            return None
+        if st.st_mode & 0o022:
+            _warn_once(path, f"writable by group or others (mode {stat.S_IMODE(st.st_mode):o})")
+            return None
+        if st.st_size > _MAX_CUBIN + _HEADER:
+            _warn_once(path, f"{st.st_size} bytes, larger than any cubin autopad writes")
+            return None
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
+            data = f.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if not data.startswith(CUBIN_MAGIC):
+        if not data.startswith(b"\x7fELF"):  # an unheadered ELF is an older autopad's cubin: quietly redo
+            _warn_once(path, "not in autopad's checked cubin format")
+        return None
+    payload = unwrap_cubin(data)
+    if payload is None:
+        _warn_once(path, "its sha256 does not match its contents (damaged or altered)")
+    return payload
+
+
+def unwrap_cubin(data: bytes) -> bytes | None:
+    """The payload of a checked cubin's bytes (header + sha256 + payload), or None if they do not check."""
+    if not data.startswith(CUBIN_MAGIC) or len(data) < _HEADER:
+        return None
+    digest, payload = data[len(CUBIN_MAGIC) : _HEADER], data[_HEADER:]
+    return payload if hashlib.sha256(payload).digest() == digest else None
+
+
+def write_cubin(path: str | Path, payload: bytes) -> Path:
+    """Write ``payload`` under autopad's header, atomically (a reader sees the old file or the new one),
+    mode 0600 in a folder created 0700; a symlink at ``path`` is replaced, never followed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem[:16]}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(CUBIN_MAGIC + hashlib.sha256(payload).digest() + payload)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
 
 
 def expand_includes(source: str, base: Path = KERNEL_DIR, _depth: int = 0) -> str:
@@ -113,17 +226,29 @@ def _backend() -> str:
     raise RuntimeError("cuda_runtime: no NVRTC (pip install cuda-core cuda-bindings) and no nvcc on PATH")
 
 
+_VERSIONS: dict[tuple[str, str | None], str] = {}
+
+
 def compiler_version(backend: str | None = None) -> str:
-    """``nvrtc-13.0`` or ``nvcc-13.0.88``: part of the cache key, since a new compiler makes new code."""
+    """``nvrtc-13.0`` or ``nvcc-13.0.88``: part of the cache key, since a new compiler makes new code.
+
+    Asked once per compiler (``nvcc --version`` is a process of its own: ~50 ms on every build otherwise).
+    """
     backend = backend or _backend()
+    memo = (backend, shutil.which("nvcc") if backend == "nvcc" else None)
+    if memo in _VERSIONS:
+        return _VERSIONS[memo]
     if backend == "nvrtc":
         from cuda.bindings import nvrtc
 
         _, major, minor = nvrtc.nvrtcVersion()
-        return f"nvrtc-{major}.{minor}"
-    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, check=False).stdout
-    m = re.search(r"V(\d+\.\d+\.\d+)", out)
-    return f"nvcc-{m.group(1) if m else 'unknown'}"
+        version = f"nvrtc-{major}.{minor}"
+    else:
+        out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, check=False).stdout
+        m = re.search(r"V(\d+\.\d+\.\d+)", out)
+        version = f"nvcc-{m.group(1) if m else 'unknown'}"
+    _VERSIONS[memo] = version
+    return version
 
 
 def cache_key(source: str, defines: Mapping[str, object], arch: str, version: str) -> str:
@@ -188,22 +313,11 @@ def compile_cubin(
     if hit is not None:
         return hit
     path = cache_dir() / f"{key}.cubin"
-    if path.is_file():
-        data = path.read_bytes()
-    else:
+    data = read_cubin(path)  # None: absent, or refused (not ours, altered): compile afresh
+    if data is None:
         fn = _compile_nvrtc if backend == "nvrtc" else _compile_nvcc
         data = fn(source, defines, arch, name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # atomic: a concurrent reader sees the old state or the whole file, never half of it
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:16]}-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        write_cubin(path, data)
     with _LOCK:
         _MEM_CUBINS[key] = data
     return data
@@ -227,6 +341,7 @@ def load_kernel(
 
     device = torch.cuda.current_device() if device is None else device
     Device(device).set_current()
+    _CURRENT.device = device
     arch = _device_arch(device)
     cubin = compile_cubin(source, defines, arch, name=kernel_name)
     mkey = (hashlib.sha256(cubin).hexdigest(), kernel_name, device)
@@ -258,6 +373,61 @@ def _raise_smem_limit(kernel: Any, device: int, nbytes: int) -> None:
     _SMEM_RAISED[key] = nbytes
 
 
+def _torch_hooks() -> tuple[Callable[[], int], Callable[[int], int], type]:
+    """(current device, raw current stream of a device, the Tensor type): torch's C entry points, the
+    cheapest ways to ask (the Python ``torch.cuda.current_stream()`` builds a Stream object per call)."""
+    import torch
+
+    get_dev = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is None:
+
+        def raw(device: int) -> int:
+            return int(torch.cuda.current_stream(device).cuda_stream)
+
+    return get_dev, raw, torch.Tensor
+
+
+def _make_current(device: int) -> None:
+    """Make ``device``'s primary context current on this thread, for cuda.core (once per thread)."""
+    if getattr(_CURRENT, "device", None) != device:
+        # cuda.core's current device is per thread: a kernel built in a worker thread is launched from
+        # another one (the benchmark compiles in parallel, then times on the main thread)
+        _cuda_core().Device(device).set_current()
+        _CURRENT.device = device
+
+
+def _stream_for(device: int, ptr: int) -> Any:
+    """The cuda.core Stream wrapping torch's current stream of ``device`` (raw pointer ``ptr``)."""
+    import torch
+
+    by_ptr = _STREAMS.setdefault(device, {})
+    s = by_ptr.get(ptr)
+    if s is None:
+        ts = torch.cuda.current_stream(device)
+        if int(ts.cuda_stream) != ptr:  # the caller's pointer is stale: wrap the stream that is current
+            ptr = int(ts.cuda_stream)
+        if len(by_ptr) >= _MAX_STREAMS:
+            by_ptr.clear()
+        s = by_ptr[ptr] = _cuda_core().Device(device).create_stream(ts)
+    return s
+
+
+def _dims(d: int | Sequence[int]) -> int | tuple[int, ...]:
+    return tuple(int(x) for x in d) if isinstance(d, Sequence) else int(d)
+
+
+def _convert(args: Sequence[Any], tensor: type) -> list[Any]:
+    """Launch arguments: tensors become their pointers; numpy scalars and ints pass as they are."""
+    import numpy as np
+
+    conv = [a.data_ptr() if isinstance(a, tensor) else a for a in args]
+    for a in conv:
+        if not isinstance(a, (int, np.integer, np.floating)):
+            raise TypeError(f"launch: unsupported argument {a!r}")
+    return conv
+
+
 def launch(
     kernel: Any,
     grid: int | Sequence[int],
@@ -267,30 +437,80 @@ def launch(
 ) -> None:
     """Launch ``kernel`` on torch's current stream. ``args``: torch tensors (passed as pointers),
     numpy scalars (passed by value, their own width) or Python ints (pointers)."""
-    import numpy as np
+    cc = _cuda_core()
+    get_dev, raw_stream, tensor = _torch_hooks()
+    device = int(get_dev())
+    _make_current(device)
+    ptr = raw_stream(device)
+    stream = _STREAMS.get(device, {}).get(ptr)
+    if stream is None:
+        stream = _stream_for(device, ptr)
+    _raise_smem_limit(kernel, device, shmem_bytes)
+    conv = _convert(args, tensor)
+    ckey = (_dims(grid), _dims(block), int(shmem_bytes))
+    cfg = _CONFIGS.get(ckey)
+    if cfg is None:
+        if len(_CONFIGS) > 4096:
+            _CONFIGS.clear()
+        cfg = _CONFIGS[ckey] = cc.LaunchConfig(grid=ckey[0], block=ckey[1], shmem_size=ckey[2])
+    cc.launch(stream, cfg, kernel, *conv)
+
+
+def prepare_launch(
+    kernel: Any,
+    grid: int | Sequence[int],
+    block: int | Sequence[int],
+    smem_bytes: int = 0,
+    device: int | None = None,
+) -> Callable[..., None]:
+    """A launcher for ``kernel`` with a fixed geometry, for the hot path: ``fire(*args)`` or ``fire(args)``.
+
+    Done here, once: the device (torch's current one unless given), the dynamic shared-memory opt-in, the
+    ``cuda.core`` LaunchConfig. Done per call: torch's current stream as a raw pointer (its ``cuda.core``
+    wrapper comes from a dictionary, made on first sight of a stream), each tensor's ``data_ptr()``, the
+    launch. A call from a thread whose current device is not ``device`` switches to it for the launch.
+    Arguments are as for ``launch``: tensors (pointers), numpy scalars (by value) or Python ints (pointers);
+    a type error is raised by ``cuda.core`` at the launch.
+    """
+    cc = _cuda_core()
+    get_dev, raw_stream, tensor = _torch_hooks()
+    dev = int(get_dev()) if device is None else int(device)
+    _make_current(dev)
+    _raise_smem_limit(kernel, dev, int(smem_bytes))
+    cfg = cc.LaunchConfig(grid=_dims(grid), block=_dims(block), shmem_size=int(smem_bytes))
+    cc_launch = cc.launch
+    streams = _STREAMS.setdefault(dev, {})
+    local = _CURRENT
+    seq = (tuple, list)
+
+    def fire(*args: Any) -> None:
+        if len(args) == 1 and type(args[0]) in seq:
+            args = args[0]
+        if get_dev() != dev or getattr(local, "device", None) != dev:
+            return _fire_elsewhere(dev, cfg, kernel, args, tensor)
+        ptr = raw_stream(dev)
+        s = streams.get(ptr)
+        if s is None:
+            s = _stream_for(dev, ptr)
+        cc_launch(s, cfg, kernel, *[a.data_ptr() if isinstance(a, tensor) else a for a in args])
+
+    fire.kernel, fire.config, fire.device = kernel, cfg, dev  # type: ignore[attr-defined]
+    return fire
+
+
+def _fire_elsewhere(dev: int, cfg: Any, kernel: Any, args: Sequence[Any], tensor: type) -> None:
+    """A prepared launch called while another device (or no context) is current on this thread."""
     import torch
 
-    cc = _cuda_core()
-    Device, LaunchConfig, cc_launch = cc.Device, cc.LaunchConfig, cc.launch
-
-    device = torch.cuda.current_device()
-    if getattr(_CURRENT, "device", None) != device:
-        # cuda.core's current device is per thread: a kernel built in a worker thread is launched
-        # from another one (the benchmark compiles in parallel, then times on the main thread)
-        Device(device).set_current()
-        _CURRENT.device = device
-    ts = torch.cuda.current_stream(device)
-    skey = (device, ts.cuda_stream)
-    stream = _STREAMS.get(skey)
-    if stream is None:
-        stream = Device(device).create_stream(ts)
-        _STREAMS[skey] = stream
-    _raise_smem_limit(kernel, device, shmem_bytes)
-    conv = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
-    for a in conv:
-        if not isinstance(a, (int, np.integer, np.floating)):
-            raise TypeError(f"launch: unsupported argument {a!r}")
-    grid = tuple(int(g) for g in grid) if isinstance(grid, Sequence) else int(grid)
-    block = tuple(int(b) for b in block) if isinstance(block, Sequence) else int(block)
-    cfg = LaunchConfig(grid=grid, block=block, shmem_size=int(shmem_bytes))
-    cc_launch(stream, cfg, kernel, *conv)
+    get_dev, raw_stream, _ = _torch_hooks()
+    with torch.cuda.device(dev):
+        _CURRENT.device = None
+        _make_current(dev)
+        ptr = raw_stream(dev)
+        s = _STREAMS.get(dev, {}).get(ptr)
+        if s is None:
+            s = _stream_for(dev, ptr)
+        _cuda_core().launch(s, cfg, kernel, *_convert(args, tensor))
+    # leaving the guard, torch made its previous device's primary context current again (cudaSetDevice),
+    # which is the context cuda.core would set for that device
+    _CURRENT.device = int(get_dev())

@@ -1,11 +1,15 @@
-"""autopad.cuda_runtime: cache keys, the on-disk cubin cache, compile errors, and (GPU) a launch on torch."""
+"""autopad.cuda_runtime: cache keys, the checked on-disk cubin cache, compile errors, the prepared launch's
+CPU-side path (cuda.core mocked), and (GPU) launches on torch's streams."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import time
 
+import numpy as np
 import pytest
 
 from autopad import cuda_runtime as rt
@@ -50,7 +54,9 @@ def test_compile_caches_in_memory_and_on_disk(monkeypatch):
     cubin = rt.compile_cubin(TINY, {"VALUE": 7}, "sm_90", name="k")
     assert cubin[:4] == b"\x7fELF"
     files = list(rt.cache_dir().glob("*.cubin"))
-    assert len(files) == 1 and files[0].read_bytes() == cubin
+    assert len(files) == 1 and rt.read_cubin(files[0]) == cubin
+    assert files[0].read_bytes().startswith(rt.CUBIN_MAGIC)  # stored under the checked header
+    assert files[0].stat().st_mode & 0o777 == 0o600 and rt.cache_dir().stat().st_mode & 0o077 == 0
     assert not list(rt.cache_dir().glob("*.tmp"))
     rt._MEM_CUBINS.clear()  # a fresh process: the disk copy must serve it without compiling
 
@@ -117,3 +123,266 @@ def test_large_dynamic_shared_memory():
 def test_compile_without_defines():
     src = 'extern "C" __global__ void k(int* o) { o[0] = 1; }\n'
     assert rt.compile_cubin(src, {}, "sm_90")[:4] == b"\x7fELF"  # cuda.core rejects an empty macro list
+
+
+# ---- the checked cubin cache ------------------------------------------------------------------------------
+
+PAYLOAD = b"\x7fELF" + bytes(range(256)) * 4
+
+
+def _compiles(monkeypatch, payload=PAYLOAD):
+    """compile_cubin with a fake compiler that counts its calls (no nvcc needed)."""
+    calls = []
+
+    def fake(source, defines, arch, name):
+        calls.append(name)
+        return payload
+
+    monkeypatch.setattr(rt, "_backend", lambda: "nvcc")
+    monkeypatch.setattr(rt, "compiler_version", lambda backend=None: "fake-1")
+    monkeypatch.setattr(rt, "_compile_nvcc", fake)
+    rt._MEM_CUBINS.clear()
+    return calls
+
+
+def _only_file():
+    (f,) = rt.cache_dir().glob("*.cubin")
+    return f
+
+
+def test_cubin_round_trip_and_tampering_is_refused(monkeypatch):
+    calls = _compiles(monkeypatch)
+    assert rt.compile_cubin(TINY, {"VALUE": 1}) == PAYLOAD and len(calls) == 1
+    f = _only_file()
+    rt._MEM_CUBINS.clear()
+    assert rt.compile_cubin(TINY, {"VALUE": 1}) == PAYLOAD and len(calls) == 1  # served from disk
+    data = bytearray(f.read_bytes())
+    data[-1] ^= 0xFF  # one flipped bit in the machine code
+    f.write_bytes(bytes(data))
+    rt._MEM_CUBINS.clear()
+    with pytest.warns(UserWarning, match="sha256 does not match"):
+        assert rt.compile_cubin(TINY, {"VALUE": 1}) == PAYLOAD
+    assert len(calls) == 2  # refused, compiled again, and the good copy replaced the bad one
+    assert rt.read_cubin(f) == PAYLOAD
+
+
+def test_cubin_header_must_match_payload_not_just_exist():
+    assert rt.unwrap_cubin(rt.CUBIN_MAGIC + b"\0" * 32 + PAYLOAD) is None
+    good = rt.CUBIN_MAGIC + __import__("hashlib").sha256(PAYLOAD).digest() + PAYLOAD
+    assert rt.unwrap_cubin(good) == PAYLOAD
+    assert rt.unwrap_cubin(good[:20]) is None
+
+
+def test_symlinked_cubin_is_refused_and_replaced(monkeypatch, tmp_path):
+    calls = _compiles(monkeypatch)
+    rt.compile_cubin(TINY, {"VALUE": 2})
+    f = _only_file()
+    planted = tmp_path / "elsewhere.cubin"
+    planted.write_bytes(f.read_bytes())  # a valid file, but reached through a link
+    f.unlink()
+    f.symlink_to(planted)
+    rt._MEM_CUBINS.clear()
+    with pytest.warns(UserWarning, match="cannot be opened safely|not a regular file"):
+        rt.compile_cubin(TINY, {"VALUE": 2})
+    assert len(calls) == 2
+    assert not f.is_symlink() and rt.read_cubin(f) == PAYLOAD  # the link itself was replaced
+    assert planted.read_bytes().startswith(rt.CUBIN_MAGIC)  # and its target left alone
+
+
+def test_group_writable_or_foreign_cubin_is_refused(monkeypatch):
+    calls = _compiles(monkeypatch)
+    rt.compile_cubin(TINY, {"VALUE": 3})
+    f = _only_file()
+    os.chmod(f, 0o664)
+    rt._MEM_CUBINS.clear()
+    with pytest.warns(UserWarning, match="writable by group or others"):
+        rt.compile_cubin(TINY, {"VALUE": 3})
+    assert len(calls) == 2 and f.stat().st_mode & 0o777 == 0o600
+    real_uid = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: real_uid + 1)  # as if another user owned the file
+    rt._MEM_CUBINS.clear()
+    with pytest.warns(UserWarning, match="owned by uid"):
+        rt.compile_cubin(TINY, {"VALUE": 3})
+    assert len(calls) == 3
+
+
+def test_legacy_unheadered_cubin_is_recompiled_quietly(monkeypatch, recwarn):
+    calls = _compiles(monkeypatch)
+    rt.compile_cubin(TINY, {"VALUE": 4})
+    f = _only_file()
+    f.write_bytes(PAYLOAD)  # what an autopad before the header wrote
+    os.chmod(f, 0o600)
+    rt._MEM_CUBINS.clear()
+    assert rt.compile_cubin(TINY, {"VALUE": 4}) == PAYLOAD and len(calls) == 2
+    assert not [w for w in recwarn if "cubin" in str(w.message)]
+
+
+def test_cache_dir_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("AUTOPAD_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert rt.cache_dir() == tmp_path / "xdg" / "autopad" / "cubin"
+
+
+# ---- the prepared launch, with cuda.core and torch's CUDA entry points mocked ------------------------------
+
+
+class _FakeCC:
+    """Stands in for cuda.core: records LaunchConfigs, streams and launches."""
+
+    def __init__(self):
+        self.launches, self.configs, self.streams, self.current = [], [], [], []
+        cc = self
+
+        class Device:
+            def __init__(self, d):
+                self.d = d
+
+            def set_current(self):
+                cc.current.append(self.d)
+
+            def create_stream(self, obj):
+                cc.streams.append(obj)
+                return ("stream", obj)
+
+        class LaunchConfig:
+            def __init__(self, grid, block, shmem_size):
+                cc.configs.append((grid, block, shmem_size))
+                self.args = (grid, block, shmem_size)
+
+        self.Device, self.LaunchConfig = Device, LaunchConfig
+
+    def launch(self, stream, cfg, kernel, *args):
+        self.launches.append((stream, cfg.args, kernel, args))
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    torch = pytest.importorskip("torch")
+    cc = _FakeCC()
+    state = {"dev": 0, "stream": 1234}
+    monkeypatch.setattr(rt, "_cuda_core", lambda: cc)
+    monkeypatch.setattr(
+        rt, "_torch_hooks", lambda: (lambda: state["dev"], lambda d: state["stream"], torch.Tensor)
+    )
+    monkeypatch.setattr(
+        rt, "_stream_for", lambda dev, ptr: rt._STREAMS.setdefault(dev, {}).setdefault(ptr, ("s", ptr))
+    )
+    monkeypatch.setattr(rt, "_STREAMS", {})
+    rt._CURRENT.device = None
+    yield cc, state, torch
+    rt._CURRENT.device = None
+
+
+def test_prepare_launch_does_the_fixed_work_once(fake_cuda):
+    cc, state, torch = fake_cuda
+    fire = rt.prepare_launch("K", (3, 2, 1), 128, 1024)
+    assert cc.configs == [((3, 2, 1), 128, 1024)] and cc.current == [0]
+    a, b = torch.zeros(4), torch.zeros(8)
+    fire(a, b, np.int32(5))
+    fire((a, b, np.int32(6)))  # one sequence argument is the argument list
+    assert len(cc.configs) == 1 and cc.current == [0]  # nothing re-done per call
+    (s1, cfg, k, args1), (_, _, _, args2) = cc.launches
+    assert s1 == ("s", 1234) and cfg == ((3, 2, 1), 128, 1024) and k == "K"
+    assert args1 == (a.data_ptr(), b.data_ptr(), np.int32(5)) and args2[2] == np.int32(6)
+    state["stream"] = 99  # torch's current stream changed (torch.cuda.stream(s), graph capture)
+    fire(a)
+    assert cc.launches[-1][0] == ("s", 99)
+
+
+def test_prepare_launch_switches_device_when_another_is_current(fake_cuda, monkeypatch):
+    cc, state, torch = fake_cuda
+    fire = rt.prepare_launch("K", 1, 32, device=0)
+    entered = []
+
+    class Guard:
+        def __init__(self, d):
+            entered.append(d)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr(torch.cuda, "device", Guard)
+    state["dev"] = 1  # the caller made device 1 current
+    fire(torch.zeros(2))
+    assert entered == [0] and len(cc.launches) == 1 and cc.current[-1] == 0
+
+
+def test_prepared_launch_cpu_side_cost(fake_cuda):
+    """The Python path up to the launch (launch mocked): what a call adds on the host."""
+    cc, state, torch = fake_cuda
+    fire = rt.prepare_launch("K", (64, 64, 1), 256)
+    x, y = torch.zeros(64, 64), torch.zeros(64, 64)
+    args = (y, x, np.int32(64), np.int32(64), np.int32(1), np.int32(1))
+    cc.launch = lambda *a: None
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(2000):
+            fire(*args)
+        best = min(best, (time.perf_counter() - t) / 2000 * 1e6)
+    print(f"prepared launch, CPU side: {best:.2f} us per call")
+    assert best < 20  # ~1-3 us on an idle core; generous for a loaded CI machine
+
+
+FILL = (
+    'extern "C" __global__ void fill(int* o, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x;'
+    " if (i < n) o[i] = i * VALUE; }\n"
+)
+
+
+@pytest.mark.gpu
+def test_prepared_launch_on_a_side_stream_and_in_a_cuda_graph():
+    import torch
+
+    k = rt.load_kernel(FILL, "fill", {"VALUE": 5})
+    fire = rt.prepare_launch(k, 4, 256)
+    want = torch.arange(1000, device="cuda", dtype=torch.int32) * 5
+    out = torch.full((1000,), -1, dtype=torch.int32, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fire(out, np.int32(1000))
+    s.synchronize()
+    assert torch.equal(out, want)
+    g = torch.cuda.CUDAGraph()
+    out.fill_(-1)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g):
+        fire((out, np.int32(1000)))
+    torch.cuda.synchronize()
+    out.fill_(-1)
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, want)
+
+
+@pytest.mark.gpu
+def test_prepared_launch_with_large_dynamic_shared_memory_and_its_host_cost():
+    import torch
+
+    src = (
+        'extern "C" __global__ void big(int* o, int n) { extern __shared__ int s[];'
+        " for (int i = threadIdx.x; i < n; i += blockDim.x) s[i] = i;"
+        " __syncthreads(); if (threadIdx.x == 0) o[0] = s[n - 1]; }\n"
+    )
+    n = 150 * 1024 // 4
+    fire = rt.prepare_launch(rt.load_kernel(src, "big", {}), 1, 256, n * 4)
+    out = torch.zeros(1, dtype=torch.int32, device="cuda")
+    fire(out, np.int32(n))
+    torch.cuda.synchronize()
+    assert out.item() == n - 1
+    tiny = rt.prepare_launch(rt.load_kernel(FILL, "fill", {"VALUE": 1}), 1, 32)
+    o = torch.zeros(32, dtype=torch.int32, device="cuda")
+    for _ in range(100):
+        tiny(o, np.int32(32))
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(2000):
+        tiny(o, np.int32(32))
+    torch.cuda.synchronize()
+    us = (time.perf_counter() - t) / 2000 * 1e6
+    print(f"prepared launch of a 1-block kernel, back to back: {us:.2f} us per call")
+    assert us < 20

@@ -1,4 +1,4 @@
-"""autopad.ops without a GPU: argument checks, backend choice by dtype, each spec's own input form."""
+"""autopad.ops without a GPU: arguments checked and named, backends chosen by dtype, the lazy import."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import autopad  # noqa: E402
-from autopad.kernels_registry import builtin_spec  # noqa: E402
-from autopad.ops import _spec_for  # noqa: E402
+from autopad.ops import plans  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -25,16 +24,61 @@ def test_bad_tensors_are_named(call, match):
         call()
 
 
+def _cuda(*shape, dtype=torch.float32):
+    """A fake CUDA tensor: the checks run before anything touches a device."""
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+
+    return FakeTensor(
+        FakeTensorMode(), torch.empty(*shape, device="meta", dtype=dtype), torch.device("cuda", 0)
+    )
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: autopad.ops.transpose(_cuda(5)), "x: transpose takes a tensor of at least 2 dims"),
+        (lambda: autopad.ops.transpose(_cuda(3, 3), backend="gpu"), "backend: 'gpu' is not one of"),
+        (lambda: autopad.ops.histogram(_cuda(9, dtype=torch.int32), 0), "bins: must be a positive int"),
+        (lambda: autopad.ops.histogram(_cuda(9, dtype=torch.int32), True), "bins: must be a positive int"),
+        (lambda: autopad.ops.histogram(_cuda(3, 3, dtype=torch.int32), 4), "x: histogram takes a 1-D"),
+        (lambda: autopad.ops.histogram(_cuda(9), 4), "x: histogram counts integers"),
+        (lambda: autopad.ops.histogram(_cuda(9, dtype=torch.int32), 4, _cuda(8)), "weights: shape"),
+        (
+            lambda: autopad.ops.histogram(_cuda(9, dtype=torch.int32), 4, torch.ones(9)),
+            "weights: autopad.ops",
+        ),
+        (lambda: autopad.ops.matmul(_cuda(2, 3), _cuda(4, 2)), r"a, b: need \[M, K\] and \[K, N\]"),
+        (
+            lambda: autopad.ops.matmul(_cuda(2, 3), _cuda(3, 2, dtype=torch.float16)),
+            "a, b: dtypes differ",
+        ),
+    ],
+)
+def test_bad_arguments_are_named(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
 def test_auto_backend_follows_the_dtype():
-    assert _spec_for("matmul", "bfloat16", "auto").BACKEND == "triton"  # the CUDA GEMM is fp32 only
-    assert _spec_for("matmul", "float32", "cuda").BACKEND == "cuda"
-    assert "float32" in _spec_for("transpose", "float32", "auto").DTYPES
+    assert plans.plan_matmul(8, 8, 8, "bfloat16").spec.BACKEND == "triton"  # the CUDA GEMM is fp32 only
+    assert plans.plan_matmul(8, 8, 8, "float32").spec.BACKEND == "cuda"
+    assert plans.plan_matmul(8, 8, 8, "float32", "cuda").spec.BACKEND == "cuda"
+    t = plans.plan_transpose((4, 4), "float32")
+    assert t.spec.BACKEND == "cuda" and t.view is None and "float32" in t.spec.DTYPES
 
 
-def test_specs_take_ops_arguments_in_their_own_form():
-    a, b = torch.randn(5, 3), torch.randn(3, 7)
-    _, bt = builtin_spec("matmul", "triton").inputs_from(a, b)
-    assert bt.shape == (7, 3) and torch.equal(bt, b.t())  # the wgmma kernel reads B as [N, K]
-    x = torch.zeros(10, dtype=torch.int32)
-    _, marker = builtin_spec("histogram", "cuda").inputs_from(x, 300)
-    assert tuple(marker.shape) == (300, 0)  # the bin count rides on an empty tensor
+def test_transpose_moves_any_dtype_as_one_of_its_own_size():
+    for dtype, view in [("int32", "float32"), ("int64", "float64"), ("bool", "uint8"), ("int16", None)]:
+        p = plans.plan_transpose((4, 4), dtype)
+        size = plans.SIZES[dtype]
+        assert (p.view or p.dtype) in p.spec.DTYPES and plans.SIZES[p.dtype] == size
+        if view is not None:
+            assert p.view == view
+    with pytest.raises(ValueError, match="complex128 has 16"):
+        plans.plan_transpose((4, 4), "complex128")
+
+
+def test_tune_modes_and_reuse_tolerance_are_public():
+    assert autopad.ops.TUNE_MODES == ("first-use", "always", "never", "offline")
+    assert 0 < autopad.ops.REUSE_TOLERANCE <= 0.05
+    assert autopad.ops.decisions() == [] or isinstance(autopad.ops.decisions(), list)
