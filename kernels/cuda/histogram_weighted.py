@@ -230,6 +230,7 @@ def presets(bins: int = 256) -> dict[str, dict[str, int]]:
 SPEC = HistogramWeightedCuda()
 NAME, BACKEND, DTYPES, SPACE, DEFAULTS = SPEC.NAME, SPEC.BACKEND, SPEC.DTYPES, SPEC.SPACE, SPEC.DEFAULTS
 LAYOUT_KEYS, PATTERN_KEYS, RESTRICTIONS = SPEC.LAYOUT_KEYS, SPEC.PATTERN_KEYS, SPEC.RESTRICTIONS
+DISTS = H.DISTS
 legal, layout, smem_pattern, launch_info, traffic = (
     SPEC.legal, SPEC.layout, SPEC.smem_pattern, SPEC.launch_info, SPEC.traffic
 )  # fmt: skip

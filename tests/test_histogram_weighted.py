@@ -1,0 +1,105 @@
+"""Weighted histogram (counts and float sums per bin, AoS vs SoA): the model's view, legality, the inputs and
+outputs the ops layer relies on (CPU); exact counts and sums against torch on odd shapes (GPU)."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from autopad.kernels.cuda import histogram as H
+from autopad.kernels.cuda import histogram_weighted as W
+
+from autopad import cuda_runtime as rt
+from autopad.access import score
+from autopad.spec import KernelSpec
+
+S = W.SPEC
+
+
+def test_aos_conflicts_more_than_soa():
+    p = W.presets()
+    aos = score(S.smem_pattern(p["aos"]), S.layout(p["aos"])).wavefronts
+    soa = score(S.smem_pattern(p["soa"]), S.layout(p["soa"])).wavefronts
+    assert soa < aos  # 8-byte records put bins b and b + 16 in one bank
+    d = S.defines(p["soa"])
+    assert d["W_AOS"] == 0 and d["W_BASE1"] == 1024
+
+
+def test_float_sums_serialise_on_equal_bins_unless_aggregated():
+    p = W.presets()
+    plain = score(S.smem_pattern(p["soa"], "int32", "single"), S.layout(p["soa"]))
+    agg = score(S.smem_pattern(p["soa_agg"], "int32", "single"), S.layout(p["soa_agg"]))
+    assert agg.wavefronts == agg.ideal and plain.wavefronts > 10 * plain.ideal
+
+
+def test_pattern_is_count_then_sum_for_every_value():
+    c = W.presets()["aos"]
+    pat = list(S.smem_pattern(c, "int32", "uniform"))
+    assert len(pat) == 2 * (c["THREADS"] // 32) * c["ITEMS"] * 4
+    fields = [set(i.cols[i.rows >= 0].tolist()) for i in pat]
+    assert fields[0::2] == [{0}] * (len(pat) // 2) and fields[1::2] == [{1}] * (len(pat) // 2)
+    # the sum's CAS loop serves every lane; the count's POPC.INC only the distinct bins
+    assert all((s.rows >= 0).sum() >= (k.rows >= 0).sum() for k, s in zip(pat[0::2], pat[1::2]))
+
+
+def test_legal():
+    d = dict(S.DEFAULTS)
+    assert S.legal(d, (1000, 256))
+    assert not S.legal(dict(d, AOS=0, PAD=4), (1000, 256))
+    assert not S.legal(d, (1000, 256), "uint8")
+    assert not S.legal(dict(d, BINS_PER_PASS=65536), (1000, 256))
+    assert not S.legal(dict(d, THREADS=1024, BLOCKS_PER_SM=4), (1000, 256))
+    assert S.launch_info(d, (1000, 1000))["passes"] == 4
+    spec = KernelSpec(W)
+    spec.check_bench()
+    assert spec.NAME == "histogram_weighted" and spec.DISTS == H.DISTS
+
+
+def test_inputs_outputs_match_torch_bincount():
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([0, 3, 3, 9, -1, 12], dtype=torch.int32)
+    w = torch.tensor([0.5, 1.0, 2.0, 4.0, 8.0, 16.0])
+    inp = W.inputs_from(x, 10, w)
+    assert inp.shape == (6, 10) and inp[0] is x and inp[1] is w
+    sums, counts = W.alloc_output(inp)
+    keep = (x >= 0) & (x < 10)
+    ref = torch.bincount(x[keep].long(), weights=w[keep], minlength=10)
+    assert sums.dtype == ref.dtype == torch.float32 and counts.dtype == torch.int32
+    e_sums, e_counts = W.expected(inp)
+    assert torch.equal(e_sums, ref) and e_counts.tolist() == [1, 0, 0, 2, 0, 0, 0, 0, 0, 1]
+    with pytest.raises(ValueError, match="float32"):
+        W.inputs_from(x, 10, w.double())
+    ok, _ = S.check((e_sums, e_counts), (ref, e_counts))
+    assert ok and not S.check((e_sums + 1, e_counts), (ref, e_counts))[0]
+
+
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
+def test_compiles_for_sm90(monkeypatch):
+    monkeypatch.setenv("AUTOPAD_CUDA_COMPILER", "nvcc")
+    src = H._SOURCE.read_text()
+    for b in (256, 65536):
+        for c in W.presets(b).values():
+            assert b"\x7fELF" in rt.compile_cubin(src, S.defines(c), "sm_90", "whist_kernel")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dist", H.DISTS)
+def test_gpu_counts_and_sums(dist):
+    import torch
+
+    for bins in (256, 1000, 65536):
+        for c in W.presets(bins).values():
+            for n in (1, 33, 4097 * 37):
+                inputs = S.make_inputs((n, bins), "int32", "cuda", n, dist)
+                out = S.alloc_output(inputs, c)
+                out[0].fill_(float("nan"))
+                out[1].fill_(-7)
+                S.run(S.build(c, "int32"), inputs, out)
+                torch.cuda.synchronize()
+                ok, msg = S.check(out, S.expected(inputs))
+                assert ok, (c, n, bins, dist, msg)
+    x = inputs[0]
+    w = inputs[1]
+    ref = torch.bincount(x.long(), weights=w, minlength=bins)
+    assert np.allclose(out[0].cpu().numpy(), ref.cpu().numpy(), rtol=1e-4, atol=1e-3)
