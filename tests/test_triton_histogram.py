@@ -1,4 +1,5 @@
-"""Histogram: legality, interpreter runs on uniform, all-equal and skewed data, (gpu) exact counts."""
+"""Triton histogram: legality, the model's view of both paths, interpreter runs of tl.histogram, the Gluon
+shared-atomics kernel compiled for sm_90 (CPU); exact counts of every preset on odd shapes (GPU)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,26 @@ H = pytest.importorskip("autopad.kernels.triton.histogram")
 
 
 def test_legal():
-    assert H.legal(H.DEFAULTS, (1 << 20, 256), "int32")
-    assert not H.legal(H.DEFAULTS, (1 << 20, 100), "int32")  # tl.histogram needs power-of-two bins
-    assert not H.legal({**H.DEFAULTS, "R": 1, "PAD": 32}, (1 << 20, 256), "int32")
-    assert not H.legal(H.DEFAULTS, (1 << 20, 256), "float32")
-    assert H.smem_pattern(H.DEFAULTS, "int32") == ()
+    d = H.DEFAULTS
+    assert H.legal(d, (1 << 20, 256), "int32")
+    assert not H.legal(d, (1 << 20, 100), "int32")  # tl.histogram needs power-of-two bins
+    assert H.legal({**d, "PATH": 1, "BLOCK": 1024}, (1 << 20, 100), "int32")  # shared atomics do not
+    assert not H.legal({**d, "PATH": 1, "BLOCK": 1024, "WARPS": 8}, (1 << 20, 20000), "int32")
+    assert not H.legal({**d, "R": 1, "PAD": 32}, (1 << 20, 256), "int32")
+    assert not H.legal(d, (1 << 20, 256), "float32")
     assert H.layout(H.textbook((1, 256), "int32"), "int32").footprint == 8 * (256 + 32) * 4
+
+
+def test_model_sees_the_shared_atomics_and_the_ballot_cost():
+    d = H.DEFAULTS
+    assert H.smem_pattern(d, "int32") == ()
+    smem = {**d, "PATH": 1, "BLOCK": 4096}
+    assert len(H.smem_pattern(smem, "int32")) == 8 * 4 * 4  # warps x 4 chunks a thread x 4 values
+    e256 = H.launch_info(d, (1 << 26, 256), "int32")["dram_efficiency"]
+    e4096 = H.launch_info(d, (1 << 26, 4096), "int32")["dram_efficiency"]
+    assert e256 == pytest.approx(0.30) and e4096 < e256 / 10
+    assert "dram_efficiency" not in H.launch_info(smem, (1 << 26, 256), "int32")
+    assert H.launch_info(smem, (1 << 26, 100), "int32")["smem_bytes"] == 128 * 4
 
 
 _INTERP = r"""
@@ -25,9 +40,9 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"
 from autopad.kernels.triton import histogram as H
 for n, bins in [(1, 16), (4097, 16), (3000, 64)]:
-    for dist in ("uniform", "equal", "skewed"):
+    for dist in ("uniform", "single", "skewed", "sorted"):
         x = H.make_inputs((n, bins), "int32", "cpu", seed=n, dist=dist)
-        b = H.build({"BLOCK": 1024, "ITERS": 2, "WARPS": 4, "R": 4, "PAD": 32}, "int32")
+        b = H.build({"BLOCK": 1024, "ITERS": 2, "WARPS": 4, "R": 4, "PAD": 32, "PATH": 0}, "int32")
         for _ in range(2):  # the reduce kernel re-zeroes the replicas: a second call must not double count
             out = H.alloc_output(x).fill_(-7)
             H.run(b, x, out)
@@ -44,19 +59,43 @@ def test_histogram_under_interpreter():
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
 
 
+def test_gluon_shared_atomics_compile_for_sm90():
+    pytest.importorskip("triton")
+    from autopad.gluon_model import compile_sm90
+
+    sig = {"x_ptr": "*i32", "rep_ptr": "*i32", "n": "i32"}
+    for bins, warps in ((256, 8), (100, 4)):
+        k = compile_sm90(
+            H.histogram_smem,
+            sig,
+            {"BINS": bins, "BINS_P2": H._p2(bins), "BLOCK": 2048, "ITERS": 4, "R": 8, "STRIDE": bins + 32},
+            num_warps=warps,
+        )
+        # the buffer is the kernel's only allocation: the inline PTX's offset 0 from global_smem is its own
+        assert k.metadata.shared == 4 * H._p2(bins)
+        H._check_smem(k, bins)
+        ptx = k.asm["ptx"]
+        assert "red.shared.add.u32" in ptx and ".extern .shared .align 16 .b8 global_smem[]" in ptx
+    with pytest.raises(RuntimeError, match="offset 0"):
+        H._check_smem(k, 1000)
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("bins", [16, 256, 1024])
+@pytest.mark.parametrize("bins", [16, 100, 256, 1024])
 def test_histogram_exact_on_gpu(bins):
     import torch
 
-    for c in (H.DEFAULTS, H.textbook((1, bins), "int32"), {**H.DEFAULTS, "R": 32, "PAD": 32, "ITERS": 4}):
+    cands = list(H.presets(bins).values()) + [{**H.DEFAULTS, "R": 32, "PAD": 32, "ITERS": 4}]
+    cands = [c for c in cands if H.legal(c, (1, bins), "int32")]
+    assert cands
+    for c in cands:
         built = H.build(c, "int32")
         for n in (1, 31, 33, 1000 * 37, 4097 * 8191):
-            for dist in ("uniform", "equal", "skewed"):
+            for dist in H.DISTS:
                 x = H.make_inputs((n, bins), "int32", "cuda", seed=n % 97, dist=dist)
                 for _ in range(2):
                     out = H.alloc_output(x).fill_(-1)
                     H.run(built, x, out)
                     torch.cuda.synchronize()
-                    ok, why = H.check(out, H.reference(x))
+                    ok, why = H.check(out, H.expected(x))
                     assert ok, (c, n, bins, dist, why)
