@@ -143,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         load = ""
     print(f"autopad {autopad.__version__} model speed ({host}; {load})")
+    host = f"{host} {load.replace('load average', 'loadavg')}".strip()  # a busy machine reads slower
     if not args.no_first_call:
         for label, text in first_call().items():
             print(f"first call, fresh process, {label}: {text}")

@@ -168,3 +168,36 @@ def test_banks64_column_walk_and_padding():
     assert analyze([4 * 33 * lane for lane in range(64)], 4, "load", "banks64").wavefronts == 1
     assert analyze([4 * 65 * lane for lane in range(64)], 4, "load", "banks64").wavefronts == 1
     assert analyze([4 * 64 * lane for lane in range(64)], 4, "load", "banks64").wavefronts == 64
+
+
+# ---- which profiles have ldmatrix, stmatrix, cp.async (model.py: derived, not yet probed) ----------------
+
+ROWS = [16 * lane for lane in range(32)]
+
+
+@pytest.mark.parametrize(
+    "op,width,have",
+    [
+        ("ldmatrix.x4", 16, {"sm_75", "sm_80", "sm_89", "sm_90"}),  # PTX: ldmatrix needs sm_75
+        ("cp.async", 16, {"sm_80", "sm_89", "sm_90"}),  # cp.async needs sm_80
+        ("stmatrix.x4", 16, {"sm_90"}),  # stmatrix needs sm_90
+    ],
+)
+def test_new_ops_exist_only_where_the_hardware_has_them(op, width, have):
+    for name, arch in ARCHS.items():
+        addresses = ROWS + ROWS if arch.warp_size == 64 else ROWS
+        if name in have:
+            a = analyze(addresses, width, op, name)
+            assert (a.wavefronts, a.ideal) == (4, 4), name  # 4 phases of 8 lanes x 16 bytes, conflict-free
+        else:
+            with pytest.raises(ValueError, match=r"^op:.*" + name):
+                analyze(addresses, width, op, name)
+
+
+def test_matrix_rows_use_the_16_byte_phase_of_the_profile():
+    """A matrix is costed like the 8-lane phase of a 16-byte access: 128 bytes = every bank once."""
+    for name in ("sm_75", "sm_80", "sm_89", "sm_90"):
+        assert ARCHS[name].phase_lanes(16) == 8
+        assert (
+            analyze([128 * (lane % 8) for lane in range(32)], 16, "ldmatrix.x4", name).phase_costs == (8,) * 4
+        )
