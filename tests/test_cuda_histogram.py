@@ -96,6 +96,36 @@ def test_lane_replicas_are_one_wavefront_per_update_whatever_the_data(dist):
         assert score(p2, S.layout(plain)).wavefronts > 2.5 * len(p2)
 
 
+@pytest.mark.parametrize("dtype", H.DTYPES)
+def test_thread_bytes_are_a_conflict_free_load_and_store(dtype):
+    c = H.presets(dtype)["thread_bytes"]
+    pat = S.smem_pattern(c, dtype, "single")
+    s = score(pat, S.layout(c, dtype))
+    assert s.wavefronts == s.ideal == len(pat)  # word (b // 4) * THREADS + t: lane t in bank t % 32
+    assert {i.op for i in pat} == {"load", "store"}
+    assert S.smem_bytes(c, dtype) == 256 * c["THREADS"] + 4 * 256  # the bytes, then the block's totals
+
+
+def test_thread_byte_flush_arithmetic():
+    """histogram.cu's ap_flush8 in numpy: a row's bytes summed on two 16-bit lanes of a word per lane,
+    then split into four counts and summed across the warp, equal the plain sums and never carry."""
+    rng = np.random.default_rng(2)
+    for threads in (256, 1024):
+        b = rng.integers(0, 256, (threads, 4)).astype(np.uint64)  # byte k of thread t's word
+        b[rng.random(threads) < 0.1] = 255
+        words = b[:, 0] | b[:, 1] << 8 | b[:, 2] << 16 | b[:, 3] << 24
+        lanes = []
+        for lane in range(32):
+            e = o = 0
+            for t in range(lane, threads, 32):
+                v = int(words[t])
+                e += v & 0x00FF00FF
+                o += (v >> 8) & 0x00FF00FF
+            assert e < 2**32 and o < 2**32 and max(e & 0xFFFF, e >> 16, o & 0xFFFF, o >> 16) <= 255 * 32
+            lanes.append([e & 0xFFFF, o & 0xFFFF, e >> 16, o >> 16])
+        assert (np.sum(lanes, axis=0) == b.sum(axis=0)).all()
+
+
 def test_sixteen_bit_counters_need_their_aggregations():
     p = H.presets("int32", 65536)
     lay = S.layout(p["c16"])
@@ -148,8 +178,8 @@ def test_restriction_strings_match_the_python_rules():
     for r in H.RESTRICTIONS:
         vec &= np.broadcast_to(compile_expr(r)(env), vec.shape)
     for p, v in zip(pts, vec):
-        py = H._broken_rule(p) is None and S.layout(p).footprint <= H.ARCH.smem_per_block
-        py = py and (S.layout(p).footprint + 1024) * p["BLOCKS_PER_SM"] <= H.ARCH.smem_per_sm
+        py = H._broken_rule(p) is None and S.smem_bytes(p) <= H.ARCH.smem_per_block
+        py = py and (S.smem_bytes(p) + 1024) * p["BLOCKS_PER_SM"] <= H.ARCH.smem_per_sm
         assert py == bool(v), p
 
 
@@ -170,6 +200,8 @@ def test_legal_rejects_bad_candidates():
     assert not S.legal(dict(c16, BLOCKS_PER_SM=2), (1000, 65536), "int32")  # 2 x 128 KB
     assert not S.legal(dict(c16, AGG=1), (1000, 65536), "int32")
     assert not S.legal(dict(ok, PRIV=1), (1000, 256), "int32")  # one replica is PRIV 0
+    assert not S.legal(dict(ok, PRIV=2, THREADS=1024, BLOCKS_PER_SM=1), (1000, 256), "uint8")  # 257 KB
+    assert not S.legal(dict(ok, PRIV=2, REPLICAS=2), (1000, 256), "uint8")
     assert not S.legal(dict(ok, AGG=3), (1000, 256), "int32")  # runs are the 16-bit counters'
     assert not S.legal(dict(ok, COUNTER=16), (1000, 256), "uint8")
     assert not S.legal(ok, (0, 256), "int32") and not S.legal(ok, (2**31, 256), "int32")

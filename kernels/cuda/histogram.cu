@@ -9,6 +9,7 @@
 //           interleaved replicas (bin b's replicas at words 32b .. 32b+31) lane l always lands in bank l:
 //           each update instruction is one wavefront whatever the data (uniform, one hot bin, sorted),
 //           at 128 bytes of shared memory per bin.
+//   PRIV 2: each thread its own 8-bit counters, no atomics (hist8_kernel, below).
 // Replica-major puts replica r at r*(BINS+PAD); interleaved puts bin b's replicas side by side at
 // b*(REPLICAS+PAD). Values are read 16 bytes per thread per load (ITEMS loads in flight), a persistent
 // grid-stride loop, then each block adds its bins (summed over replicas) into the global histogram with one
@@ -186,6 +187,87 @@ hist_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n, 
         if (s) atomicAdd(&out[lo + b], s);
     }
 #endif
+}
+
+// ---- per-thread 8-bit counters (PRIV 2) -----------------------------------------------------------------
+// Thread t's counter of bin b is byte b % 4 of word (b / 4) * THREADS + t (THREADS is a multiple of 32, so
+// lane t always lands in bank t % 32): a plain load, add and store, conflict-free and with no atomic,
+// because no other thread touches the word. A byte holds 255: every FLUSH_EVERY grid-stride iterations
+// (at most 254 values a thread, and the tail adds at most one) the block stops and warp w sums rows
+// w, w + WARPS, ... of the counters into hb, a 32-bit block histogram after them, zeroing them as it goes.
+// The sum of one row over the threads is done on two 16-bit lanes of a word (bytes 0 and 2, 1 and 3: each
+// lane's share is at most 255 * THREADS / 32 <= 8160), then split and reduced across the warp by shuffles.
+#define H8_WORDS (BINS / 4 * THREADS)
+#define FLUSH_EVERY (254 / (ITEMS * PER))
+
+__device__ __forceinline__ void ap_flush8(ap_u32* h, ap_u32* hb, int tid) {
+    const int lane = tid & 31;
+    for (int j = tid >> 5; j < BINS / 4; j += THREADS / 32) {  // one row per warp at a time
+        ap_u32 e = 0, o = 0;
+        for (int t = lane; t < THREADS; t += 32) {
+            const ap_u32 v = h[j * THREADS + t];
+            h[j * THREADS + t] = 0;
+            e += v & 0x00ff00ffu;
+            o += (v >> 8) & 0x00ff00ffu;
+        }
+        ap_u32 c[4] = {e & 0xffffu, o & 0xffffu, e >> 16, o >> 16};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+#pragma unroll
+            for (int s = 16; s > 0; s >>= 1) c[k] += __shfl_xor_sync(FULL, c[k], s);
+        }
+        if (lane == 0) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) hb[4 * j + k] += c[k];  // row j is this warp's alone
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+hist8_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n, int lo, int total_bins) {
+    static_assert(FLUSH_EVERY >= 1 && THREADS % 32 == 0 && BINS % 4 == 0, "per-thread byte counters");
+    extern __shared__ __align__(16) ap_u32 h[];
+    ap_u32* hb = h + H8_WORDS;
+    const int tid = threadIdx.x, lane = tid & 31;
+    for (int i = tid; i < H8_WORDS + BINS; i += THREADS) h[i] = 0;
+    __syncthreads();
+
+    const u4* vin = reinterpret_cast<const u4*>(in);
+    const long long nvec = n / PER;
+    const long long step = (long long)gridDim.x * THREADS * ITEMS;
+    int since = 0;  // iterations since the last flush: the same in every thread of the block
+    for (long long base = (long long)blockIdx.x * THREADS * ITEMS; base < nvec; base += step) {
+        u4 v[ITEMS];
+        bool ok[ITEMS];
+#pragma unroll
+        for (int it = 0; it < ITEMS; ++it) {
+            const long long idx = base + it * THREADS + tid;
+            ok[it] = idx < nvec;
+            if (ok[it]) v[it] = vin[idx];
+        }
+#pragma unroll
+        for (int it = 0; it < ITEMS; ++it)
+#pragma unroll
+            for (int j = 0; j < PER; ++j) {
+                const int b = ap_bin(v[it], j, ok[it], lo, total_bins);
+                if (b >= 0) h[(b >> 2) * THREADS + tid] += 1u << ((b & 3) * 8);
+            }
+        if (++since == FLUSH_EVERY) {
+            since = 0;
+            __syncthreads();
+            ap_flush8(h, hb, tid);
+            __syncthreads();
+        }
+    }
+    if (blockIdx.x == 0 && tid < 32) {
+        const int b = ap_tail_bin(in, n, nvec, lane, lo, total_bins);
+        if (b >= 0) h[(b >> 2) * THREADS + tid] += 1u << ((b & 3) * 8);
+    }
+    __syncthreads();
+    ap_flush8(h, hb, tid);
+    __syncthreads();
+    for (int b = tid; b < BINS && lo + b < total_bins; b += THREADS)
+        if (hb[b]) atomicAdd(&out[lo + b], hb[b]);
 }
 
 // ---- 16-bit counters, one pass --------------------------------------------------------------------------

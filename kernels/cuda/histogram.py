@@ -216,6 +216,12 @@ def _pattern(key: tuple, dtype: str, dist: str, popc: bool) -> Pattern:
             return Pattern(groups, ("even", "odd"))
         # AGG 0: one ATOMS.ADD of a selected increment, every lane counts; AGG 2: lane 0 on a uniform warp
         return Pattern((_group("atomic", 4, aggregate(b, agg, False, uniform), 0, col),), ("update",))
+    if c["PRIV"] == 2:  # thread t's own word (b // 4) * THREADS + t: a load and a store, every lane its own
+        t = (np.repeat(np.arange(c["THREADS"] // 32), len(b) // (c["THREADS"] // 32)) * 32)[:, None] + lane
+        act = np.ones(b.shape, dtype=bool)
+        return Pattern(
+            (_group("load", 4, act, t, b >> 2), _group("store", 4, act, t, b >> 2)), ("load", "store")
+        )
     if c["PRIV"] == 1:  # lane l updates replica l % REPLICAS: equal bins of two replicas are two addresses
         rep = np.broadcast_to(lane % c["REPLICAS"], b.shape)
         act = aggregate(rep * c["BINS_PER_PASS"] + b, c["AGG"], True, uniform)
@@ -228,8 +234,8 @@ def _pattern(key: tuple, dtype: str, dist: str, popc: bool) -> Pattern:
 
 # bytes of shared memory per block (Replicated.footprint), as an expression over the constants
 _FOOTPRINT = (
-    "(BINS_PER_PASS * 2 if COUNTER == 16 else (BINS_PER_PASS * (REPLICAS + PAD) * 4 if INTERLEAVED "
-    "else REPLICAS * (BINS_PER_PASS + PAD) * 4))"
+    "(BINS_PER_PASS * 2 if COUNTER == 16 else (BINS_PER_PASS * (THREADS + 4) if PRIV == 2 else "
+    "(BINS_PER_PASS * (REPLICAS + PAD) * 4 if INTERLEAVED else REPLICAS * (BINS_PER_PASS + PAD) * 4)))"
 )
 
 
@@ -249,7 +255,7 @@ class HistogramCuda(CudaKernel):
         "THREADS": (256, 512, 1024),
         "ITEMS": (1, 2, 4),
         "BLOCKS_PER_SM": (1, 2, 4, 8),
-        "PRIV": (0, 1),
+        "PRIV": (0, 1, 2),
         "COUNTER": (32, 16),
     }
     DEFAULTS = {
@@ -267,7 +273,8 @@ class HistogramCuda(CudaKernel):
         "REPLICAS > 1 or (INTERLEAVED == 0 and PAD == 0)",  # one replica: nothing to interleave or pad
         "REPLICAS < 32 or PRIV == 1",
         "PRIV == 1 or REPLICAS * 32 <= THREADS",  # a replica per warp at most
-        "PRIV == 0 or (REPLICAS > 1 and AGG == 0 and COUNTER == 32)",  # one replica: PRIV 0 spells it
+        "PRIV != 1 or (REPLICAS > 1 and AGG == 0 and COUNTER == 32)",  # one replica: PRIV 0 spells it
+        "PRIV != 2 or (REPLICAS == 1 and AGG == 0 and COUNTER == 32)",  # a thread's own bytes
         "COUNTER == 32 or (REPLICAS == 1 and AGG != 1 and BINS_PER_PASS >= 16384)",
         "AGG < 3 or COUNTER == 16",  # runs and the even/odd split are the 16-bit counters' aggregations
         # the layout's footprint fits a block, and BLOCKS_PER_SM blocks (1 KB each reserved) fit an SM
@@ -281,10 +288,14 @@ class HistogramCuda(CudaKernel):
         c = constants
         if c.get("COUNTER", 32) == 16:
             return _replicated(c["BINS_PER_PASS"], 1, 2, 0, 0)
+        if c.get("PRIV", 0) == 2:  # word (b // 4) * THREADS + t: "replica" t of word-column b // 4
+            return _replicated(c["BINS_PER_PASS"] // 4, c["THREADS"], 4, 1, 0)
         return _replicated(c["BINS_PER_PASS"], c["REPLICAS"], 4, c["INTERLEAVED"], c["PAD"])
 
     def smem_bytes(self, constants: dict[str, int], dtype: str = "int32") -> int:
-        return self.layout(constants, dtype).footprint
+        """The layout's footprint; per-thread bytes add a 32-bit block histogram after them."""
+        extra = 4 * constants["BINS_PER_PASS"] if constants.get("PRIV", 0) == 2 else 0
+        return self.layout(constants, dtype).footprint + extra
 
     def check_shape(self, shape: tuple[int, ...]) -> None:
         """(n, bins) with 1 <= n < 2**31 and bins >= 1; a ValueError says what is allowed."""
@@ -310,12 +321,14 @@ class HistogramCuda(CudaKernel):
         if broken:
             return Legality(False, f"restriction {broken}")
         try:
-            lay = self.layout(c, dtype)
+            smem = self.smem_bytes(c, dtype)  # builds (and so validates) the layout
         except (ValueError, KeyError) as exc:
             return Legality(False, str(exc))
-        ok = lay.check(1, ARCH.smem_per_block)
-        if not ok:
-            return ok
+        if smem > ARCH.smem_per_block:
+            return Legality(
+                False,
+                f"footprint {smem} bytes exceeds the shared-memory budget of {ARCH.smem_per_block} bytes",
+            )
         bins = int(shape[1])
         if dtype == "uint8" and bins > 256:
             return Legality(False, "uint8 values cannot reach more than 256 bins")
@@ -324,8 +337,8 @@ class HistogramCuda(CudaKernel):
         if c["COUNTER"] == 16 and c["BINS_PER_PASS"] < bins:
             return Legality(False, "16-bit counters run in one pass: BINS_PER_PASS must cover the bins")
         bps = c["BLOCKS_PER_SM"]
-        if lay.footprint * bps > ARCH.smem_per_sm - 1024 * bps:
-            return Legality(False, f"{bps} blocks of {lay.footprint} bytes do not fit one SM")
+        if smem * bps > ARCH.smem_per_sm - 1024 * bps:
+            return Legality(False, f"{bps} blocks of {smem} bytes do not fit one SM")
         return Legality(True)
 
     def grid(self, constants: dict[str, int], shape: tuple[int, ...] = (), dtype: str = "int32") -> tuple:
@@ -358,6 +371,9 @@ class HistogramCuda(CudaKernel):
         }
         if passes > 1:  # every pass re-reads the input: 1/passes of the bytes are the useful ones
             info["dram_efficiency"] = 1.0 / passes
+        if c["PRIV"] == 2:  # the flushes: every counter word loaded and zeroed, 32 words a wavefront
+            flushes = math.ceil(iters / (254 // (c["ITEMS"] * per))) + 1
+            info["extra_wavefronts"] = flushes * 2 * c["BINS_PER_PASS"] // 4 * c["THREADS"] // 32
         if c["COUNTER"] == 16:
             # shared memory the pattern does not list: zeroing, the overflow scans (every word loaded once
             # per scan) and the copy to the workspace, 32 words a wavefront
@@ -408,6 +424,8 @@ class HistogramCuda(CudaKernel):
         d.update(VALUE_BYTES=DTYPE_BYTES[dtype], AGG=c["AGG"], THREADS=c["THREADS"], ITEMS=c["ITEMS"])
         if c.get("PRIV", 0):
             d["PRIV"] = c["PRIV"]
+        if c.get("PRIV", 0) == 2:  # the kernel's own macros: BINS bins of THREADS byte counters
+            d.update(BINS=c["BINS_PER_PASS"], REPLICAS=1, INTERLEAVED=0, PAD=0)
         return d
 
     def build(self, constants: dict[str, int], dtype: str = "int32") -> Built:
@@ -418,7 +436,8 @@ class HistogramCuda(CudaKernel):
         if constants.get("COUNTER", 32) == 16:
             ks = tuple(cuda_runtime.load_kernel(src, k, d) for k in ("hist16_kernel", "hist16_reduce"))
         else:
-            ks = (cuda_runtime.load_kernel(src, "hist_kernel", d),)
+            name = "hist8_kernel" if constants.get("PRIV", 0) == 2 else "hist_kernel"
+            ks = (cuda_runtime.load_kernel(src, name, d),)
         return Built(ks, dict(constants), dtype)
 
     def launcher(self, built: Built, shape: tuple[int, ...], dtype: str) -> Any:
@@ -469,7 +488,8 @@ def _broken_rule(c: dict[str, int]) -> str | None:
         c["REPLICAS"] > 1 or (c["INTERLEAVED"] == 0 and c["PAD"] == 0),
         c["REPLICAS"] < 32 or c["PRIV"] == 1,
         c["PRIV"] == 1 or c["REPLICAS"] * 32 <= c["THREADS"],
-        c["PRIV"] == 0 or (c["REPLICAS"] > 1 and c["AGG"] == 0 and c["COUNTER"] == 32),
+        c["PRIV"] != 1 or (c["REPLICAS"] > 1 and c["AGG"] == 0 and c["COUNTER"] == 32),
+        c["PRIV"] != 2 or (c["REPLICAS"] == 1 and c["AGG"] == 0 and c["COUNTER"] == 32),
         c["COUNTER"] == 32 or (c["REPLICAS"] == 1 and c["AGG"] != 1 and c["BINS_PER_PASS"] >= 16384),
         c["AGG"] < 3 or c["COUNTER"] == 16,
     )  # the two footprint rules last: legal() checks them on the layout itself
@@ -551,6 +571,7 @@ def presets(dtype: str = "int32", bins: int = 256) -> dict[str, dict[str, int]]:
         "agg_uniform_rep4": dict(base, AGG=2, REPLICAS=4, PAD=1),
         "agg_uniform_rep8_il": dict(base, AGG=2, REPLICAS=8, INTERLEAVED=1, PAD=1),
         "lane_rep32": dict(base, PRIV=1, REPLICAS=32, INTERLEAVED=1, THREADS=1024, BLOCKS_PER_SM=2, ITEMS=2),
+        "thread_bytes": dict(base, PRIV=2, THREADS=256, BLOCKS_PER_SM=2, ITEMS=4),
     }
     if _fit_pass(bins) >= 16384:
         c16 = dict(d, BINS_PER_PASS=_fit_pass(bins), COUNTER=16, THREADS=1024, BLOCKS_PER_SM=1, ITEMS=2)
