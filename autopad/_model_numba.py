@@ -129,12 +129,11 @@ def analyze_rows(addr, net, params, wave, ideal, costs, err):  # pragma: no cove
         nb = min(B, n - b0)
         # 1. checks and keys in one pass over the 32 lanes (vectorised), then the merge test
         for r in range(nb):
-            row = addr[b0 + r]
-            kr = keys[r]
+            rr = b0 + r  # 2-D indexing, not a row view: a view costs two atomic reference counts
             big = np.int64(0)
             bad = np.int64(0)
             for lane in range(32):
-                a = row[lane]
+                a = addr[rr, lane]
                 big |= np.int64(a >= _BIG)
                 if check:
                     bad |= np.int64(a < -1) | np.int64(a >= limit)
@@ -142,10 +141,10 @@ def analyze_rows(addr, net, params, wave, ideal, costs, err):  # pragma: no cove
                     bad |= np.int64(a < 0) & need_all & part[lane]
                 # the key in int32 (8 lanes per AVX2 instruction; AVX2 has no 64-bit arithmetic shift);
                 # wrong for an address of 2**31 or more, but such a row returns NEED_NUMPY below
-                kr[lane] = _key(a, ph0[lane], off[lane], us32, sb32, smask)
+                keys[r, lane] = _key(a, ph0[lane], off[lane], us32, sb32, smask)
             if bad:
                 for lane in range(32):
-                    a = row[lane]
+                    a = addr[rr, lane]
                     code = 0
                     if a < -1:
                         code = ERR_NEGATIVE
@@ -156,8 +155,8 @@ def analyze_rows(addr, net, params, wave, ideal, costs, err):  # pragma: no cove
                     elif a < 0 and need_all and lane < nl:
                         code = ERR_MISSING
                     if code:
-                        err[0], err[1], err[2] = b0 + r, lane, code
-                        return b0 + r
+                        err[0], err[1], err[2] = rr, lane, code
+                        return rr
             if big:
                 return NEED_NUMPY
             if merge:
@@ -165,20 +164,20 @@ def analyze_rows(addr, net, params, wave, ideal, costs, err):  # pragma: no cove
                 # every one what lane n^2 reads); an inactive partner never breaks the pairing (measured)
                 ok1 = True
                 for lane in range(0, 32, 2):  # stops at the first pair that differs (most rows: the first)
-                    a, b = row[lane], row[lane + 1]
+                    a, b = addr[rr, lane], addr[rr, lane + 1]
                     if a != b and a >= 0 and b >= 0:
                         ok1 = False
                         break
                 ok2 = not ok1
                 if ok2:
                     for lane in range(32):
-                        a, b = row[lane], row[lane ^ 2]
+                        a, b = addr[rr, lane], addr[rr, lane ^ 2]
                         if a != b and a >= 0 and b >= 0:
                             ok2 = False
                             break
                 if ok1 or ok2:  # merged: the keys again, with the phases of twice as many lanes
                     for lane in range(32):
-                        kr[lane] = _key(row[lane], ph1[lane], off[lane], us32, sb32, smask)
+                        keys[r, lane] = _key(addr[rr, lane], ph1[lane], off[lane], us32, sb32, smask)
         # 2. lane-major copy, then the sorting network: each compare-exchange is a vector min/max
         for lane in range(32):
             t = T[lane]
