@@ -854,3 +854,27 @@ def test_access_vocabulary_accepts_the_new_ops():
 
     for op in ("cp.async", "ldmatrix", "ldmatrix.x1", "ldmatrix.x4.trans", "stmatrix.x2", "stmatrix.trans"):
         assert op in OPS
+
+
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        {"banks": 16},  # 16 banks of 4 bytes: 4-byte phases of 16 lanes, 16-byte phases of 4 (numpy)
+        {"banks": 32, "bank_bytes": 8},  # 8-byte banks: 256-byte phases
+        {"banks": 64},  # 64 banks, 32 lanes: more unit-banks than the kernel packs (numpy)
+        {"merge_paired_loads": False},
+    ],
+)
+def test_backends_agree_on_other_32_lane_geometries(geometry):
+    """Custom profiles go through the compiled kernel where it serves them and numpy elsewhere; the numbers
+    are the same either way."""
+    pytest.importorskip("numba")
+    arch = autopad.Arch(name="toy", description="toy", status="unvalidated", **geometry)
+    rng = np.random.default_rng(5)
+    for op, width in [("load", 4), ("load", 8), ("load", 16), ("store", 2), ("atomic", 4), ("cp.async", 16)]:
+        if "bank_bytes" in geometry and width < 8 and op == "atomic":
+            continue
+        addr = _random_batch(rng, 3000, op, width)
+        fast = _with_backend("numba", lambda: analyze_batch(addr, width, op, arch))  # noqa: B023
+        slow = _with_backend("numpy", lambda: analyze_batch(addr, width, op, arch))  # noqa: B023
+        assert fast[0].tolist() == slow[0].tolist() and fast[1].tolist() == slow[1].tolist(), (op, width)
