@@ -1,18 +1,28 @@
-"""CUDA fp32 GEMM: legality, the model's view of the operand tiles, nvcc compiles (CPU), accuracy (GPU)."""
+"""CUDA fp32 GEMM: legality, the model's view of the operand tiles and thread maps, nvcc compiles (CPU),
+the kernel run on the host (every CUDA thread a std::thread: index arithmetic, guards, split-K), and
+accuracy on the GPU."""
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 from autopad.kernels.cuda import matmul as G
 
 from autopad import cuda_runtime as rt
 from autopad.access import score
+from autopad.arch import get_arch
+from autopad.search import enumerate_candidates, score_candidates
+from autopad.spec import KernelSpec
 
 needs_nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
+needs_gxx = pytest.mark.skipif(not shutil.which("g++"), reason="needs g++ (C++20) for the host emulation")
 SHAPE = (4096, 4096, 4096)
+DECODE = (128, 8192, 8192)
+SW = {"SW_VEC_A": 4, "SW_PER_PHASE_A": 1, "SW_MAX_PHASE_A": 8}
 
 
 def _store_a_degree(c: dict) -> int:
@@ -30,16 +40,52 @@ def test_transposed_a_store_conflicts_unpadded_and_not_padded_or_swizzled():
         assert s.wavefronts >= s.ideal > 0
 
 
+def _loads(c: dict, prefix: str) -> tuple[int, int]:
+    s = score(G.smem_pattern(c), G.layout(c))
+    rows = [(w, d) for n, _, w, d in s.per_instruction if n.startswith(prefix)]
+    return sum(w for w, _ in rows), len(rows)
+
+
+@pytest.mark.parametrize("bm,bn,tm,tn", [(128, 128, 8, 8), (128, 64, 8, 4), (64, 128, 8, 4), (64, 64, 4, 4)])
+def test_thread_map_is_a_bijection_and_pairs_every_fragment_load(bm, bn, tm, tn):
+    c = dict(G.DEFAULTS, BM=bm, BN=bn, TM=tm, TN=tn, BK=16, MIN_BLOCKS=1, **SW)
+    t = (bn // tn) * (bm // tm)
+    for m in (0, 1):
+        tx, ty = G.thread_xy({**c, "THREAD_MAP": m}, np.arange(t))
+        assert len(set(zip(tx.tolist(), ty.tolist()))) == t and tx.max() < bn // tn and ty.max() < bm // tm
+    # paired lanes: every 16-byte fragment load merges into two 16-lane phases (2 wavefronts); the
+    # row-major map leaves B's loads at 4 when a warp spans 8+ distinct columns of threads
+    wb0, nb = _loads({**c, "THREAD_MAP": 0}, "ldB")
+    wb1, _ = _loads({**c, "THREAD_MAP": 1}, "ldB")
+    wa1, na = _loads({**c, "THREAD_MAP": 1}, "ldA")
+    assert wb1 == 2 * nb and wa1 == 2 * na and wb0 >= wb1
+    if bn // tn >= 16:
+        assert wb0 == 4 * nb
+
+
 def test_operand_tiles_offsets_and_defines():
     c = G.presets()["textbook"]
     lay = G.layout(c)
     assert lay.footprint == 2 * (8 * 132 * 4 + 8 * 128 * 4)
-    import numpy as np
-
     off = lay.offsets(np.array([0, 1, 8, 9, -1]), np.array([0, 0, 0, 4, 0]))
     assert off.tolist() == [0, 132 * 4, lay.a_bytes, lay.a_bytes + (128 + 4) * 4, -1]
     d = G.defines(c)
     assert d["PAD_A"] == 4 and d["PAD_B"] == 0 and d["SW_MAX_PHASE_A"] == 1 and d["BK"] == 8
+    assert d["THREAD_MAP"] == 0 and d["SPLIT_K"] == 1
+
+
+SW_B = {"SW_VEC_B": 4, "SW_PER_PHASE_B": 2, "SW_MAX_PHASE_B": 4}
+
+
+@pytest.mark.parametrize("c", [G.DEFAULTS, dict(G.DEFAULTS, BK=16, THREAD_MAP=1, **SW),
+                               dict(G.DEFAULTS, BN=64, TN=4, **SW_B)])  # fmt: skip
+def test_batched_scoring_with_column_periods_equals_the_plain_score(c):
+    """The search shifts instructions by whole column periods of both tiles (row_period) and scores the
+    rest in one batch; that must equal scoring every instruction through the layout."""
+    spec = KernelSpec(G)
+    wave, ideal = score_candidates(spec, [c], [G.layout(c)], "float32", None, get_arch("sm_90"))
+    s = score(G.smem_pattern(c), G.layout(c))
+    assert (int(wave[0]), int(ideal[0])) == (s.wavefronts, s.ideal)
 
 
 def test_legal_rejects_bad_candidates():
@@ -54,6 +100,37 @@ def test_legal_rejects_bad_candidates():
     assert not G.legal(ok, SHAPE, "float16")
 
 
+def test_split_k_only_where_the_tiles_underfill_the_machine():
+    assert G.legal(dict(G.DEFAULTS, SPLIT_K=4), DECODE)  # 64 tiles x 4 = 256 blocks <= 2 per SM
+    assert not G.legal(dict(G.DEFAULTS, SPLIT_K=2), SHAPE)  # 1024 tiles already
+    assert not G.legal(dict(G.DEFAULTS, SPLIT_K=4), (128, 8192, 100))  # 13 steps of 8 for 4 splits
+    one = G.launch_info(G.DEFAULTS, DECODE)
+    four = G.launch_info(dict(G.DEFAULTS, SPLIT_K=4), DECODE)
+    assert four["blocks"] == 4 * one["blocks"] and four["tiles_per_block"] == one["tiles_per_block"] // 4
+    base = G.traffic(DECODE)["bytes"]
+    assert four["dram_efficiency"] == pytest.approx(base / (base + 2 * 4 * 128 * 8192 * 4))
+    assert G.k_per_split(dict(G.DEFAULTS, SPLIT_K=3), 1000) == 336  # ceil(1000 / 3) rounded up to BK
+
+
+def test_check_shape_rejects_other_ranks_at_once():
+    G.check_shape((4, 5, 6))
+    for bad in ((4096, 4096), (2, 3, 4, 5)):
+        with pytest.raises(ValueError, match=r"shape: matmul takes \(M, N, K\)"):
+            G.check_shape(bad)
+
+
+def test_restrictions_only_drop_illegal_points():
+    """RESTRICTIONS prune the space before legal(); every point they drop must be illegal anyway."""
+    spec = KernelSpec(G)
+    kept = {tuple(sorted(c.items())) for c in enumerate_candidates(spec, DECODE, "float32")}
+    rng = np.random.default_rng(1)
+    names = sorted(G.SPACE)
+    for _ in range(3000):
+        c = {n: int(rng.choice(G.SPACE[n])) for n in names}
+        if G.legal(c, DECODE):
+            assert tuple(sorted(c.items())) in kept, c
+
+
 def test_launch_info_and_traffic():
     info = G.launch_info(G.DEFAULTS, (1000, 37, 5))
     assert info == {
@@ -65,31 +142,151 @@ def test_launch_info_and_traffic():
     assert G.traffic((2, 3, 4))["flops"] == 48
 
 
+def test_inputs_from_copies_nothing():
+    torch = pytest.importorskip("torch")
+    a, b = torch.randn(5, 3), torch.randn(3, 7)
+    x = G.inputs_from(a, b)
+    assert x[0] is a and x[1] is b and x.shape == (5, 7, 3) and G.alloc_output(x).shape == (5, 7)
+
+
+_EXTRA = [
+    dict(G.DEFAULTS, BM=64, BN=64, BK=16, TM=4, TN=4, PAD_B=4),
+    dict(G.DEFAULTS, BM=128, BN=64, BK=16, TM=8, TN=4, SW_VEC_B=4, SW_PER_PHASE_B=2, SW_MAX_PHASE_B=4),
+    dict(G.DEFAULTS, BK=16, THREAD_MAP=1, SPLIT_K=4, **SW),
+    dict(G.DEFAULTS, BM=64, BN=128, TM=8, TN=4, BK=16, THREAD_MAP=1, SPLIT_K=2),
+]
+
+
 @needs_nvcc
 def test_compiles_for_sm90(monkeypatch):
     monkeypatch.setenv("AUTOPAD_CUDA_COMPILER", "nvcc")
-    extra = [
-        dict(G.DEFAULTS, BM=64, BN=64, BK=16, TM=4, TN=4, PAD_B=4),
-        dict(G.DEFAULTS, BM=128, BN=64, BK=16, TM=8, TN=4, SW_VEC_B=4, SW_PER_PHASE_B=2, SW_MAX_PHASE_B=4),
+    cands = list(G.presets().values()) + [c for c in _EXTRA if G.legal(c, SHAPE) or G.legal(c, DECODE)]
+    assert len(cands) >= 10
+    jobs = [
+        (c, k) for c in cands for k in ["matmul_kernel"] + (["matmul_splitk_reduce"] * (c["SPLIT_K"] > 1))
     ]
-    cands = list(G.presets().values()) + [c for c in extra if G.legal(c, SHAPE)]
-    assert len(cands) >= 7
     with ThreadPoolExecutor(8) as pool:
-        cubins = list(pool.map(lambda c: rt.compile_cubin(G.source(), G.defines(c), "sm_90", "mm"), cands))
+        cubins = list(pool.map(lambda j: rt.compile_cubin(G.source(), G.defines(j[0]), "sm_90", j[1]), jobs))
     assert all(b[:4] == b"\x7fELF" for b in cubins)
+
+
+# A CUDA kernel file run on the host: every thread of a block is a std::thread, __syncthreads a
+# std::barrier, blocks one after another; shared memory starts as NaN bytes, C and the workspace too.
+_HARNESS = r"""
+#include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+struct ap_dim3 { unsigned x = 0, y = 0, z = 0; };
+thread_local ap_dim3 threadIdx, blockIdx;
+ap_dim3 blockDim, gridDim;
+static std::barrier<>* ap_bar;
+#define __syncthreads() ap_bar->arrive_and_wait()
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+#define __align__(n) __attribute__((aligned(n)))
+#define __shared__
+using std::min;
+alignas(16) float smem[1 << 16];
+#include KERNEL_FILE
+static void launch(ap_dim3 grid, unsigned threads, const std::function<void()>& body) {
+    gridDim = grid;
+    blockDim = {threads, 1, 1};
+    for (unsigned z = 0; z < grid.z; ++z)
+        for (unsigned y = 0; y < grid.y; ++y)
+            for (unsigned x = 0; x < grid.x; ++x) {
+                std::memset(smem, 0xFF, sizeof(smem));
+                std::barrier<> bar(threads);
+                ap_bar = &bar;
+                std::vector<std::thread> ts;
+                for (unsigned t = 0; t < threads; ++t)
+                    ts.emplace_back([&, t] { threadIdx = {t, 0, 0}; blockIdx = {x, y, z}; body(); });
+                for (auto& th : ts) th.join();
+            }
+}
+int main(int argc, char** argv) {
+    const int M = atoi(argv[1]), N = atoi(argv[2]), K = atoi(argv[3]);
+    std::vector<float> A((size_t)M * K), B((size_t)K * N), C((size_t)M * N, NAN);
+    unsigned s = 12345;
+    auto rnd = [&] { s = s * 1103515245u + 12345u; return ((s >> 9) & 0xFFFF) / 32768.0f - 1.0f; };
+    for (auto& v : A) v = rnd();
+    for (auto& v : B) v = rnd();
+    const int KS = atoi(argv[4]);
+    ap_dim3 grid{(unsigned)((N + BN - 1) / BN), (unsigned)((M + BM - 1) / BM), (unsigned)SPLIT_K};
+    std::vector<float> W(SPLIT_K > 1 ? (size_t)SPLIT_K * M * N : 1, NAN);
+    float* out = SPLIT_K > 1 ? W.data() : C.data();
+    launch(grid, THREADS, [&] { matmul_kernel(out, A.data(), B.data(), M, N, K, KS); });
+    if (SPLIT_K > 1) {
+        const long long MN = (long long)M * N;
+        launch({(unsigned)((MN + 1023) / 1024), 1, 1}, 256,
+               [&] { matmul_splitk_reduce(C.data(), W.data(), MN, SPLIT_K); });
+    }
+    double err = 0, ref2 = 0;
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+            double r = 0;
+            for (int k = 0; k < K; ++k) r += (double)A[(size_t)i * K + k] * B[(size_t)k * N + j];
+            if (!std::isfinite(C[(size_t)i * N + j])) { printf("non-finite at %d %d\n", i, j); return 1; }
+            err += (C[(size_t)i * N + j] - r) * (C[(size_t)i * N + j] - r);
+            ref2 += r * r;
+        }
+    printf("rel_err %.3e\n", std::sqrt(err / std::max(ref2, 1e-300)));
+    return std::sqrt(err / std::max(ref2, 1e-300)) < 1e-5 ? 0 : 2;
+}
+"""
+
+
+@needs_gxx
+@pytest.mark.parametrize(
+    "c",
+    [
+        dict(G.DEFAULTS),
+        dict(G.DEFAULTS, THREAD_MAP=1, **SW),
+        dict(G.DEFAULTS, BK=16, THREAD_MAP=1, PAD_A=4, SPLIT_K=2),
+        dict(G.DEFAULTS, BM=64, BN=128, TM=8, TN=4, BK=16, THREAD_MAP=1, SPLIT_K=4,
+             SW_VEC_B=4, SW_PER_PHASE_B=2, SW_MAX_PHASE_B=4),
+    ],
+)  # fmt: skip
+def test_kernel_runs_correctly_on_the_host(c, tmp_path):
+    """Odd shapes (ragged tiles, K and N not multiples of 4, splits of unequal length) and a whole tile
+    (the unguarded load path), against an fp64 product; NaN-poisoned shared memory and outputs."""
+    (tmp_path / "k.cu").write_text(rt.expand_includes(G.source()))
+    (tmp_path / "h.cpp").write_text(_HARNESS)
+    exe = tmp_path / "emu"
+    defs = [f"-D{k}={v}" for k, v in G.defines(c).items()]
+    cmd = ["g++", "-std=c++20", "-O1", "-pthread", f'-DKERNEL_FILE="{tmp_path / "k.cu"}"', *defs]
+    r = subprocess.run([*cmd, str(tmp_path / "h.cpp"), "-o", str(exe)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[:3000]
+    for m, n, k in [(33, 31, 65), (128, 128, 64), (130, 260, 200), (5, 7, 3)]:
+        ks = G.k_per_split(c, k)
+        r = subprocess.run(
+            [str(exe), str(m), str(n), str(k), str(ks)], capture_output=True, text=True, timeout=600
+        )
+        assert r.returncode == 0, ((m, n, k), r.stdout, r.stderr[-500:])
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(1, 1, 1), (31, 33, 7), (33, 31, 65), (1000, 37, 129), (128, 128, 8),
-                                   (257, 515, 1001), (1024, 1024, 1024)])  # fmt: skip
+                                   (257, 515, 1001), (1024, 1024, 1024), (128, 1024, 2048)])  # fmt: skip
 def test_gpu_matches_float64(shape):
     import torch
 
-    for name, c in G.presets().items():
+    variants = dict(G.presets())
+    variants["split2_paired"] = dict(G.DEFAULTS, BK=16, THREAD_MAP=1, SPLIT_K=2, **SW)
+    variants["split4_64x128"] = dict(G.DEFAULTS, BM=64, BN=128, TM=8, TN=4, BK=16, THREAD_MAP=1, SPLIT_K=4)
+    for name, c in variants.items():
         inputs = G.make_inputs(shape, "float32", "cuda", seed=sum(shape))
         out = G.alloc_output(inputs, c)
         out.fill_(float("nan"))
         G.run(G.build(c), inputs, out)
         torch.cuda.synchronize()
-        ok, msg = G.check(out, G.reference(inputs))
+        ok, msg = G.check(out, G.expected(inputs))
         assert ok, f"{name} {shape}: {msg}"

@@ -1,17 +1,26 @@
 // fp32 SIMT GEMM: C[M, N] = A[M, K] @ B[K, N], all row-major, any M, N, K.
 //
-// A block computes a BM x BN tile of C, walking K in steps of BK with two shared-memory buffers (the
-// global loads of step k+1 are in flight while step k is computed; one barrier per step). A is staged
-// TRANSPOSED (As[k][m]): each thread loads 4 consecutive k of one A row as one 16-byte global load and
-// writes them as 4 single-word st.shared down column m of As; that column write is the bank-sensitive
-// access (rows of As are BM words apart: with BM = 128 all of a thread pair's k rows share a bank unless
-// PAD_A or the swizzle moves them). B is staged as is (Bs[k][n], one 16-byte st.shared per vector). The
-// inner product reads TM/4 16-byte vectors of As[k][.] and TN/4 of Bs[k][.] per k, for TM x TN FMAs.
-// Thread (tx, ty) owns rows ty*4 + i*(TY*4) + {0..3} and columns tx*4 + j*(TX*4) + {0..3}, so each
-// 16-byte fragment read is a contiguous, conflict-free row segment when the layout keeps 16-byte chunks.
+// A block computes a BM x BN tile of C, walking its K range in steps of BK with two shared-memory buffers
+// (the global loads of step k+1 are in flight in registers while step k is computed; one barrier per
+// step). A is staged TRANSPOSED (As[k][m]): each thread loads 4 consecutive k of one A row as one 16-byte
+// global load and writes them as 4 single-word st.shared down column m of As; that column write is the
+// bank-sensitive access (rows of As are BM words apart: with BM = 128 all of a thread pair's k rows share
+// a bank unless PAD_A or the swizzle moves them). B is staged as is (Bs[k][n], one 16-byte st.shared per
+// vector). The inner product reads TM/4 16-byte vectors of As[k][.] and TN/4 of Bs[k][.] per k, for
+// TM x TN FMAs. Thread (tx, ty) owns rows ty*4 + i*(TY*4) + {0..3} and columns tx*4 + j*(TX*4) + {0..3}.
 //
-// Macros: BM, BN, BK, TM, TN, MIN_BLOCKS and, per operand X in {A, B}, PAD_X, SW_VEC_X, SW_PER_PHASE_X,
-// SW_MAX_PHASE_X (the shared formula in common.cuh, one per tile).
+// THREAD_MAP places a warp's lanes on (tx, ty). 0: tx = tid % TX (a warp is 32 / TX rows of TX threads).
+// 1: lane bit 0 is ty's low bit and the next bits are tx, so lanes n and n^1 read the same Bs vector and
+// lanes n and n^2 the same As vector: every 16-byte fragment load pairs up, its 8-lane phases merge into
+// two of 16 lanes, 2 wavefronts instead of 4 for B (sm_90's rule; autopad.model counts it).
+//
+// SPLIT_K: blockIdx.z takes K range [z * KS, min(K, z * KS + KS)) and writes its partial tile to slice z
+// of a workspace [SPLIT_K, M, N]; matmul_splitk_reduce then sums the slices into C. Blocks whose tile and
+// K range are whole (interior tiles, K range a multiple of BK, rows 16-byte aligned) skip the per-element
+// bounds checks of the loads; edge blocks check every element.
+//
+// Macros: BM, BN, BK, TM, TN, MIN_BLOCKS, THREAD_MAP, SPLIT_K and, per operand X in {A, B}, PAD_X,
+// SW_VEC_X, SW_PER_PHASE_X, SW_MAX_PHASE_X (the shared formula in common.cuh, one per tile).
 #include "common.cuh"
 
 #ifndef BM
@@ -31,6 +40,12 @@
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 2
+#endif
+#ifndef THREAD_MAP
+#define THREAD_MAP 0
+#endif
+#ifndef SPLIT_K
+#define SPLIT_K 1
 #endif
 #ifndef PAD_A
 #define PAD_A 0
@@ -71,51 +86,69 @@
 // each buffer starts on a 128-byte boundary, so both buffers see the same banks (the model scores one)
 #define A_FLOATS (((BK * (BM + PAD_A)) + 31) / 32 * 32)
 #define B_FLOATS (((BK * (BN + PAD_B)) + 31) / 32 * 32)
+// THREAD_MAP 1: a warp is WY x WX threads (WX along N); lane bit 0 -> ty, bits 1..log2(WX) -> tx
+#define WX (TX < 16 ? TX : 16)
+#define WY (32 / WX)
+#define LOG2_WX (WX == 16 ? 4 : (WX == 8 ? 3 : (WX == 4 ? 2 : 1)))
 
 static_assert(BK % 4 == 0 && TM % 4 == 0 && TN % 4 == 0, "4-wide vectors");
 static_assert(BM % TM == 0 && BN % TN == 0, "thread tile must divide block tile");
 static_assert((BM * KV) % THREADS == 0 && A_LOADS >= 1, "A tile loads do not divide among threads");
 static_assert((BK * NV) % THREADS == 0 && B_LOADS >= 1, "B tile loads do not divide among threads");
+static_assert(THREAD_MAP == 0 || (TX % WX == 0 && TY % WY == 0 && WX >= 2), "warp shape must tile the block");
 
 struct __align__(16) f4 { float x, y, z, w; };
+template <bool B> struct ap_bool { static constexpr bool value = B; };
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 matmul_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int M, int N,
-              int K) {
+              int K, int KS) {
     extern __shared__ __align__(16) float smem[];
     const int tid = threadIdx.x;
+#if THREAD_MAP == 0
     const int tx = tid % TX, ty = tid / TX;
+#else
+    const int lane = tid & 31, warp = tid >> 5;
+    const int tx = (warp % (TX / WX)) * WX + ((lane >> 1) & (WX - 1));
+    const int ty = (warp / (TX / WX)) * WY + ((lane & 1) | ((lane >> (1 + LOG2_WX)) << 1));
+#endif
     const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    const int k_begin = blockIdx.z * KS;
+    const int k_end = min(K, k_begin + KS);
     const bool vec_a = (K % 4) == 0, vec_b = (N % 4) == 0;
+    // whole tile, whole steps, aligned rows: no per-element checks in the loads
+    const bool full = vec_a && vec_b && m0 + BM <= M && n0 + BN <= N && (k_end - k_begin) % BK == 0;
 
     f4 ra[A_LOADS], rb[B_LOADS];
-    auto load_global = [&](int k0) {
+    // FULL (a compile-time tag): the block's tile and K range are whole, so no load needs a bounds check
+    auto load_global = [&](int k0, auto full_tag) {
+        constexpr bool FULL = decltype(full_tag)::value;
 #pragma unroll
         for (int l = 0; l < A_LOADS; ++l) {
             const int idx = tid + l * THREADS;
             const int r = m0 + idx / KV, k = k0 + (idx % KV) * 4;
-            if (vec_a && r < M && k + 3 < K) {
-                ra[l] = *reinterpret_cast<const f4*>(A + (long long)r * K + k);
+            const float* p = A + (long long)r * K;
+            if (FULL || (vec_a && r < M && k + 3 < k_end)) {
+                ra[l] = *reinterpret_cast<const f4*>(p + k);
             } else {
-                const float* p = A + (long long)r * K;
-                ra[l].x = (r < M && k < K) ? p[k] : 0.f;
-                ra[l].y = (r < M && k + 1 < K) ? p[k + 1] : 0.f;
-                ra[l].z = (r < M && k + 2 < K) ? p[k + 2] : 0.f;
-                ra[l].w = (r < M && k + 3 < K) ? p[k + 3] : 0.f;
+                ra[l].x = (r < M && k < k_end) ? p[k] : 0.f;
+                ra[l].y = (r < M && k + 1 < k_end) ? p[k + 1] : 0.f;
+                ra[l].z = (r < M && k + 2 < k_end) ? p[k + 2] : 0.f;
+                ra[l].w = (r < M && k + 3 < k_end) ? p[k + 3] : 0.f;
             }
         }
 #pragma unroll
         for (int l = 0; l < B_LOADS; ++l) {
             const int idx = tid + l * THREADS;
             const int k = k0 + idx / NV, c = n0 + (idx % NV) * 4;
-            if (vec_b && k < K && c + 3 < N) {
-                rb[l] = *reinterpret_cast<const f4*>(B + (long long)k * N + c);
+            const float* p = B + (long long)k * N;
+            if (FULL || (vec_b && k < k_end && c + 3 < N)) {
+                rb[l] = *reinterpret_cast<const f4*>(p + c);
             } else {
-                const float* p = B + (long long)k * N;
-                rb[l].x = (k < K && c < N) ? p[c] : 0.f;
-                rb[l].y = (k < K && c + 1 < N) ? p[c + 1] : 0.f;
-                rb[l].z = (k < K && c + 2 < N) ? p[c + 2] : 0.f;
-                rb[l].w = (k < K && c + 3 < N) ? p[c + 3] : 0.f;
+                rb[l].x = (k < k_end && c < N) ? p[c] : 0.f;
+                rb[l].y = (k < k_end && c + 1 < N) ? p[c + 1] : 0.f;
+                rb[l].z = (k < k_end && c + 2 < N) ? p[c + 2] : 0.f;
+                rb[l].w = (k < k_end && c + 3 < N) ? p[c + 3] : 0.f;
             }
         }
     };
@@ -145,33 +178,45 @@ matmul_kernel(float* __restrict__ C, const float* __restrict__ A, const float* _
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
-    const int KT = (K + BK - 1) / BK;
-    load_global(0);
-    store_smem(0);
-    __syncthreads();
-    for (int kt = 0; kt < KT; ++kt) {
-        const int cur = kt & 1;
-        if (kt + 1 < KT) load_global((kt + 1) * BK);
-        const float* As = smem + cur * (A_FLOATS + B_FLOATS);
-        const float* Bs = As + A_FLOATS;
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            float a[TM], b[TN];
-#pragma unroll
-            for (int i = 0; i < TM / 4; ++i)
-                *reinterpret_cast<f4*>(&a[i * 4]) = *reinterpret_cast<const f4*>(As + SMEM_OFF_A(k, ty * 4 + i * TY * 4));
-#pragma unroll
-            for (int j = 0; j < TN / 4; ++j)
-                *reinterpret_cast<f4*>(&b[j * 4]) = *reinterpret_cast<const f4*>(Bs + SMEM_OFF_B(k, tx * 4 + j * TX * 4));
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    const int KT = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
+    auto mainloop = [&](auto full_tag) {
+        if (KT > 0) {
+            load_global(k_begin, full_tag);
+            store_smem(0);
         }
-        if (kt + 1 < KT) store_smem(cur ^ 1);
         __syncthreads();
-    }
+        for (int kt = 0; kt < KT; ++kt) {
+            const int cur = kt & 1;
+            if (kt + 1 < KT) load_global(k_begin + (kt + 1) * BK, full_tag);
+            const float* As = smem + cur * (A_FLOATS + B_FLOATS);
+            const float* Bs = As + A_FLOATS;
+#pragma unroll
+            for (int k = 0; k < BK; ++k) {
+                float a[TM], b[TN];
+#pragma unroll
+                for (int i = 0; i < TM / 4; ++i)
+                    *reinterpret_cast<f4*>(&a[i * 4]) =
+                        *reinterpret_cast<const f4*>(As + SMEM_OFF_A(k, ty * 4 + i * TY * 4));
+#pragma unroll
+                for (int j = 0; j < TN / 4; ++j)
+                    *reinterpret_cast<f4*>(&b[j * 4]) =
+                        *reinterpret_cast<const f4*>(Bs + SMEM_OFF_B(k, tx * 4 + j * TX * 4));
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+            }
+            if (kt + 1 < KT) store_smem(cur ^ 1);
+            __syncthreads();
+        }
+    };
+    if (full)
+        mainloop(ap_bool<true>{});
+    else
+        mainloop(ap_bool<false>{});
 
+    // split-K: slice z of the [SPLIT_K, M, N] workspace; otherwise C itself
+    float* Cz = C + (SPLIT_K > 1 ? (long long)blockIdx.z * M * N : 0LL);
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int r = m0 + ty * 4 + (i / 4) * TY * 4 + (i % 4);
@@ -179,7 +224,7 @@ matmul_kernel(float* __restrict__ C, const float* __restrict__ A, const float* _
 #pragma unroll
         for (int j = 0; j < TN / 4; ++j) {
             const int c = n0 + tx * 4 + j * TX * 4;
-            float* p = C + (long long)r * N + c;
+            float* p = Cz + (long long)r * N + c;
             if (vec_b && c + 3 < N) {
                 f4 v = {acc[i][j * 4], acc[i][j * 4 + 1], acc[i][j * 4 + 2], acc[i][j * 4 + 3]};
                 *reinterpret_cast<f4*>(p) = v;
@@ -188,6 +233,30 @@ matmul_kernel(float* __restrict__ C, const float* __restrict__ A, const float* _
                 for (int q = 0; q < 4; ++q)
                     if (c + q < N) p[q] = acc[i][j * 4 + q];
             }
+        }
+    }
+}
+
+// C = sum over z of W[z] (W: [S, M, N] partial products of the split-K kernel); 4 elements per thread
+extern "C" __global__ void __launch_bounds__(256)
+matmul_splitk_reduce(float* __restrict__ C, const float* __restrict__ W, long long MN, int S) {
+    const long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (i >= MN) return;
+    if (MN % 4 == 0) {  // every slice starts 16-byte aligned: vector loads
+        f4 s = *reinterpret_cast<const f4*>(W + i);
+        for (int z = 1; z < S; ++z) {
+            const f4 v = *reinterpret_cast<const f4*>(W + z * MN + i);
+            s.x += v.x;
+            s.y += v.y;
+            s.z += v.z;
+            s.w += v.w;
+        }
+        *reinterpret_cast<f4*>(C + i) = s;
+    } else {
+        for (long long e = i; e < i + 4 && e < MN; ++e) {
+            float s = 0.f;
+            for (int z = 0; z < S; ++z) s += W[z * MN + e];
+            C[e] = s;
         }
     }
 }
