@@ -27,7 +27,6 @@ import json
 import math
 import os
 import re
-import tempfile
 import time
 import warnings
 from collections.abc import Iterator
@@ -35,6 +34,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from .files import write_atomic
 from .results import Measurement, TuneResult
 
 try:  # POSIX; elsewhere writes stay atomic but concurrent writers are not serialised
@@ -143,43 +143,6 @@ class CacheKey:
     def filename(self) -> str:
         """Stable file name: the kernel (for people reading the folder) and a hash of the whole key."""
         return f"{_slug(self.kernel)}-{self.digest}.json"
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def write_atomic(path: str | Path, text: str, mode: int | None = None) -> Path:
-    """Write ``text`` to ``path`` via a fsynced temporary in the same folder and ``os.replace``.
-
-    The file keeps its existing permissions (or gets ``mode``, default 0o644 for a new file).
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if mode is None:
-        try:
-            mode = path.stat().st_mode & 0o777
-        except FileNotFoundError:
-            mode = 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-    return path
 
 
 @contextlib.contextmanager
