@@ -10,9 +10,11 @@ cp.async, ldmatrix and stmatrix) this times ``autopad.analyze_batch`` after a wa
   take the merge path) and 5% of the lanes are inactive (ldmatrix/stmatrix: paired, never inactive).
 
 Each backend is timed in turn (``AUTOPAD_MODEL_BACKEND``): numba, and the numpy fallback on fewer
-instructions (it is 20-40x slower). For numba the fast path ``validate=False`` is timed too. It also reports
-the first-call cost in a fresh process: compiling the kernel (empty numba cache) and loading it (warm cache).
-Results go to stdout and benchmarks/results/model_speed.csv.
+instructions (it is 20-40x slower). For numba the fast path ``validate=False`` is timed too. The rate is
+wall-clock; ``cpu_seconds`` (this process, all threads) says what a machine shared with other work hid:
+instructions per CPU-second times the cores is the rate of an idle machine. It also reports the first-call
+cost in a fresh process: compiling the kernel (empty numba cache) and loading it (warm cache). Results go to
+stdout and benchmarks/results/model_speed.csv; the load average is in the ``machine`` column.
 
     python benchmarks/bench_model_speed.py                 # the full run (about two minutes on 2 cores)
     python benchmarks/bench_model_speed.py -n 200000 --repeat 1 --backends numba --out /tmp/speed.csv
@@ -55,6 +57,7 @@ FIELDS = [
     "backend",
     "addresses",
     "validate",
+    "cpu_seconds",
 ]
 
 
@@ -83,16 +86,18 @@ def instructions(n: int, width: int, op: str, kind: str, seed: int) -> np.ndarra
     return addr
 
 
-def time_case(addr: np.ndarray, width: int, op: str, repeat: int, validate: bool) -> tuple[float, np.ndarray]:
-    """Median seconds of ``repeat`` runs of analyze_batch over the batch, after a warm-up."""
+def time_case(addr: np.ndarray, width: int, op: str, repeat: int, validate: bool) -> tuple[float, float]:
+    """Median wall-clock seconds of ``repeat`` runs of analyze_batch over the batch, after a warm-up, and the
+    median CPU seconds of this process during a run (every thread: what an idle machine would need)."""
     autopad.analyze_batch(addr[:100_000], width, op, validate=validate)  # compile/load, page faults
-    times = []
+    times, cpu = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         wave, ideal = autopad.analyze_batch(addr, width, op, validate=validate)
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
     assert wave.shape == (len(addr),) and (wave >= ideal).all()
-    return statistics.median(times), wave
+    return statistics.median(times), statistics.median(cpu)
 
 
 _FIRST_CALL = """
@@ -147,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_first_call:
         for label, text in first_call().items():
             print(f"first call, fresh process, {label}: {text}")
-    head = ("backend", "validate", "addresses", "op", "bytes", "instr", "instr/s")
-    print("{:<7} {:<8} {:<9} {:<12} {:>5} {:>9} {:>12}".format(*head))
+    head = ("backend", "validate", "addresses", "op", "bytes", "instr", "instr/s", "instr/CPU-s")
+    print("{:<7} {:<8} {:<9} {:<12} {:>5} {:>9} {:>12} {:>12}".format(*head))
     rows = []
     previous = os.environ.get("AUTOPAD_MODEL_BACKEND")
     try:
@@ -162,10 +167,10 @@ def main(argv: list[str] | None = None) -> int:
                 for op, width in CASES:
                     addr = instructions(n, width, op, kind, seed=width * 7 + len(op))
                     for validate in (True, False) if backend == "numba" and kind == "random" else (True,):
-                        seconds, wave = time_case(addr, width, op, args.repeat, validate)
+                        seconds, cpu = time_case(addr, width, op, args.repeat, validate)
                         rate = n / seconds
                         line = f"{backend:<7} {validate!s:<8} {kind:<9} {op:<12} {width:>5} {n:>9,}"
-                        print(f"{line} {rate:>12,.0f}")
+                        print(f"{line} {rate:>12,.0f} {n / max(cpu, 1e-9):>12,.0f}")
                         rows.append(
                             {
                                 "op": op,
@@ -178,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "backend": backend,
                                 "addresses": kind,
                                 "validate": validate,
+                                "cpu_seconds": f"{cpu:.4f}",
                             }
                         )
     finally:
