@@ -200,6 +200,7 @@ def _compile(c, dt):
         ("bfloat16", {**D, "SPLIT_K": 4}, DECODE),
         ("float16", {**D, "BN": 128, "WARPS": 4, "STAGES": 4, "SPLIT_K": 2}, DECODE),
         ("tf32", {**D, "BN": 128, "BK": 32, "STAGES": 4, "SPLIT_K": 2}, DECODE),
+        ("bfloat16", {**D, "BK": 32, "SWIZZLE": 64, "STAGES": 4, "SPLIT_K": 2}, DECODE),  # C tile > ring
     ],
 )
 def test_gluon_gemm_compiles_for_sm90(dt, c, shape):

@@ -89,13 +89,13 @@ def _wgmma_warps(bm: int, warps: int) -> tuple[int, int]:
 
 
 def smem_bytes(c: dict[str, int], dtype: str) -> int:
-    """A/B ring, then the C tile: reusing the dead ring (Triton's allocator does) or, persistent, beside
-    it (the ring stays live across tiles); plus one 8-byte mbarrier per stage."""
+    """A/B ring with one 8-byte mbarrier per stage, then the C tile: in the dead ring's place (Triton's
+    allocator reuses it) or, persistent, beside it (the ring stays live across tiles). Matches the
+    compiler's ``metadata.shared`` on every legal candidate (checked by compiling them for sm_90)."""
     eb = _EB[dtype]
-    ring = c["STAGES"] * (c["BM"] + c["BN"]) * c["BK"] * eb
+    ring = c["STAGES"] * (c["BM"] + c["BN"]) * c["BK"] * eb + 8 * c["STAGES"]
     ctile = c["BM"] * c["BN"] * c_bytes(c, dtype)
-    body = ring + ctile if c.get("PERSIST", 0) else max(ring, ctile)
-    return body + 8 * c["STAGES"]
+    return ring + ctile if c.get("PERSIST", 0) else max(ring, ctile)
 
 
 class MatmulGluon(TritonKernel):
@@ -345,15 +345,18 @@ class MatmulGluon(TritonKernel):
             "c_layout": nvmma(c["SWIZZLE"], "tf32" if c.get("SPLIT_K", 1) > 1 else dtype),
         }
 
-    def launcher(self, built: dict[str, Any], shape: tuple[int, ...], dtype: str) -> Any:
+    def launcher(
+        self, built: dict[str, Any], shape: tuple[int, ...], dtype: str, kn: bool | None = None
+    ) -> Any:
         """Everything shape-dependent done once (grid, block shapes, layouts, the workspace's shape); a call
-        makes the three host-side TMA descriptors (they hold the pointers) and launches."""
+        makes the three host-side TMA descriptors (they hold the pointers) and launches. ``kn`` overrides
+        B's form (False: a 16-bit B given as [N, K], to compare with the previous kernel)."""
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
         c = built["constants"]
         m, n, k = shape
         bm, bn, bk, s = c["BM"], c["BN"], c["BK"], c.get("SPLIT_K", 1)
-        kn = b_kn(dtype)
+        kn = b_kn(dtype) if kn is None else kn
         lay, c_lay = built["layout"], built["c_layout"]
         tiles = _cdiv(m, bm) * _cdiv(n, bn)
         kernel = built["kernel"]
