@@ -15,9 +15,10 @@
 // grid-stride loop, then each block adds its bins (summed over replicas) into the global histogram with one
 // atomic per non-zero bin.
 // Updates (one atom.shared.add.u32 per lane) are warp-aggregated when AGG says so:
-//   AGG 0: none; every lane with a bin in range adds 1. atomicAdd(&h[b], 1u) compiles to ATOMS.POPC.INC,
-//          which serves the lanes that share an address once (measured: equal values bin as fast as
-//          uniform ones on the H200);
+//   AGG 0: none; every lane with a bin in range adds 1. A +1 (red.shared.add of 1, see ap_inc) is
+//          ATOMS.POPC.INC, which serves the lanes that share an address once (measured: equal values bin
+//          as fast as uniform ones on the H200). uint8 values all counted in one pass (256 bins) take a
+//          path with no check at all: 3 instructions a value;
 //   AGG 1: __match_any_sync groups lanes with equal bins; each group's leader adds the group's popcount;
 //   AGG 2: cheap uniform test: if all 32 lanes hold the same bin, lane 0 adds 32, else AGG 0.
 //
@@ -97,45 +98,87 @@
 struct __align__(16) u4 { ap_u32 x, y, z, w; };
 struct __align__(16) f4w { float x, y, z, w; };
 
-// one lane's value j of a 16-byte vector, as a bin relative to lo (or -1: no update)
-__device__ __forceinline__ int ap_bin(const u4& v, int j, bool valid, int lo, int total_bins) {
+// A lane's value as a bin relative to lo, and whether it is counted. One unsigned compare against
+// limit = min(BINS, total_bins - lo) rejects x < 0, x >= total_bins and bins outside this pass at once.
+struct ApBin {
+    int b;
+    bool p;
+};
+
+__device__ __forceinline__ ApBin ap_bin(const u4& v, int j, bool valid, int lo, unsigned limit) {
     const ap_u32 w[4] = {v.x, v.y, v.z, v.w};
 #if VALUE_BYTES == 4
     const int x = (int)w[j];
 #else
-    const int x = (int)((w[j / 4] >> (8 * (j % 4))) & 0xffu);
+    const int x = (int)__byte_perm(w[j / 4], 0u, 0x4440u + (j % 4));  // byte j % 4, zero-extended: PRMT
 #endif
     const int b = x - lo;
-    return (valid && x >= 0 && x < total_bins && (unsigned)b < (unsigned)BINS) ? b : -1;
+    return {b, valid && (unsigned)b < limit};
 }
 
-// the < PER values after the last whole vector (block 0, warp 0 only), as a bin relative to lo or -1
-__device__ __forceinline__ int ap_tail_bin(const void* in, long long n, long long nvec, int lane, int lo,
-                                           int total_bins) {
+// the < PER values after the last whole vector (block 0, warp 0 only)
+__device__ __forceinline__ ApBin ap_tail_bin(const void* in, long long n, long long nvec, int lane, int lo,
+                                             unsigned limit) {
     const long long i = nvec * PER + lane;
-    if (i >= n) return -1;
+    int x = 0;
+    if (i < n) {
 #if VALUE_BYTES == 4
-    const int x = reinterpret_cast<const int*>(in)[i];
+        x = reinterpret_cast<const int*>(in)[i];
 #else
-    const int x = reinterpret_cast<const unsigned char*>(in)[i];
+        x = reinterpret_cast<const unsigned char*>(in)[i];
 #endif
-    return (x >= 0 && x < total_bins && (unsigned)(x - lo) < (unsigned)BINS) ? x - lo : -1;
+    }
+    const int b = x - lo;
+    return {b, i < n && (unsigned)b < limit};
 }
 
-// one warp-wide update instruction; every lane of the warp calls it (converged)
-__device__ __forceinline__ void ap_update(ap_u32* h, int rep, int b, int lane) {
-#if AGG == 1
-    const unsigned peers = __match_any_sync(FULL, b);
-    if (b >= 0 && lane == __ffs(peers) - 1) atomicAdd(&h[HOFF(rep, b)], (ap_u32)__popc(peers));
-#elif AGG == 2
-    const int b0 = __shfl_sync(FULL, b, 0);
-    if (__all_sync(FULL, b == b0)) {
-        if (b >= 0 && lane == 0) atomicAdd(&h[HOFF(rep, b)], 32u);
-    } else if (b >= 0) {
-        atomicAdd(&h[HOFF(rep, b)], 1u);
-    }
+// Shared-memory increments as one predicated PTX red.shared.add each, on a byte address in the shared
+// window. `red.shared.add.u32 [a], 1` becomes ATOMS.POPC.INC (lanes that share an address served once);
+// any other increment is ATOMS.ADD. Written as `if (p) atomicAdd(&h[i], 1u)` each value became a branch
+// (BSSY/BRA/BSYNC, the window base recomputed): ~15 instructions a value in the SASS, which bounded the
+// uint8 kernel by instruction issue (0.40 of the copy's read rate measured), where this is ~4.
+__device__ __forceinline__ void ap_inc(unsigned a, bool p) {
+    asm volatile("{ .reg .pred q; setp.ne.u32 q, %1, 0; @q red.shared.add.u32 [%0], 1; }" ::"r"(a),
+                 "r"((unsigned)p)
+                 : "memory");
+}
+__device__ __forceinline__ void ap_inc_always(unsigned a) {
+    asm volatile("red.shared.add.u32 [%0], 1;" ::"r"(a) : "memory");
+}
+__device__ __forceinline__ void ap_inc_hi(unsigned a, bool p) {  // +0x10000: the high 16-bit half
+    asm volatile("{ .reg .pred q; setp.ne.u32 q, %1, 0; @q red.shared.add.u32 [%0], 65536; }" ::"r"(a),
+                 "r"((unsigned)p)
+                 : "memory");
+}
+__device__ __forceinline__ void ap_add(unsigned a, unsigned v, bool p) {
+    asm volatile("{ .reg .pred q; setp.ne.u32 q, %2, 0; @q red.shared.add.u32 [%0], %1; }" ::"r"(a), "r"(v),
+                 "r"((unsigned)p)
+                 : "memory");
+}
+
+// byte offset of replica r's bin 0, and of one bin to the next, in the replicated layout
+#if INTERLEAVED
+#define HREP(r) (4u * (unsigned)(r))
+#define HSTEP (4u * (REPLICAS + PAD))
 #else
-    if (b >= 0) atomicAdd(&h[HOFF(rep, b)], 1u);
+#define HREP(r) (4u * (unsigned)(r) * (BINS + PAD))
+#define HSTEP 4u
+#endif
+
+// one warp-wide update instruction; every lane of the warp calls it (converged). hrep: the shared window
+// address of this lane's replica's bin 0
+__device__ __forceinline__ void ap_update(unsigned hrep, ApBin x, int lane) {
+    const unsigned a = hrep + (unsigned)x.b * HSTEP;  // not dereferenced where x.p is false
+#if AGG == 1
+    const unsigned peers = __match_any_sync(FULL, x.p ? x.b : -1);
+    ap_add(a, (unsigned)__popc(peers), x.p && lane == __ffs(peers) - 1);
+#elif AGG == 2
+    const int key = x.p ? x.b : -1;
+    const bool uni = __all_sync(FULL, key == __shfl_sync(FULL, key, 0));
+    ap_add(a, 32u, uni && x.p && lane == 0);
+    ap_inc(a, !uni && x.p);
+#else
+    ap_inc(a, x.p);
 #endif
 }
 
@@ -150,10 +193,15 @@ hist_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n, 
 #endif
     for (int i = tid; i < H_WORDS; i += THREADS) h[i] = 0;
     __syncthreads();
+    const unsigned hrep = (unsigned)__cvta_generic_to_shared(h) + HREP(rep);
+    const unsigned limit = (unsigned)min(BINS, total_bins - lo);
 
     const u4* vin = reinterpret_cast<const u4*>(in);
     const long long nvec = n / PER;
     const long long step = (long long)gridDim.x * THREADS * ITEMS;
+#if VALUE_BYTES == 1 && AGG == 0
+    const bool every_byte = lo == 0 && limit >= 256u;  // every uint8 value is a bin of this pass
+#endif
     for (long long base = (long long)blockIdx.x * THREADS * ITEMS; base < nvec; base += step) {
         u4 v[ITEMS];
         bool ok[ITEMS];
@@ -163,12 +211,25 @@ hist_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n, 
             ok[it] = idx < nvec;
             if (ok[it]) v[it] = vin[idx];
         }
+#if VALUE_BYTES == 1 && AGG == 0
+        if (every_byte && ok[ITEMS - 1]) {  // ok[] only turns false with it: all ITEMS vectors are here
+            // nothing to check: extract (PRMT), address (one multiply-add), increment: 3 instructions a value
+#pragma unroll
+            for (int it = 0; it < ITEMS; ++it) {
+                const ap_u32 w[4] = {v[it].x, v[it].y, v[it].z, v[it].w};
+#pragma unroll
+                for (int j = 0; j < PER; ++j)
+                    ap_inc_always(hrep + __byte_perm(w[j / 4], 0u, 0x4440u + (j % 4)) * HSTEP);
+            }
+            continue;
+        }
+#endif
 #pragma unroll
         for (int it = 0; it < ITEMS; ++it)
 #pragma unroll
-            for (int j = 0; j < PER; ++j) ap_update(h, rep, ap_bin(v[it], j, ok[it], lo, total_bins), lane);
+            for (int j = 0; j < PER; ++j) ap_update(hrep, ap_bin(v[it], j, ok[it], lo, limit), lane);
     }
-    if (blockIdx.x == 0 && tid < 32) ap_update(h, rep, ap_tail_bin(in, n, nvec, lane, lo, total_bins), lane);
+    if (blockIdx.x == 0 && tid < 32) ap_update(hrep, ap_tail_bin(in, n, nvec, lane, lo, limit), lane);
     __syncthreads();
 #if PRIV == 1
     // warp-cooperative flush: lane r reads replica r of bin b (interleaved: 32 consecutive words, no
@@ -223,6 +284,12 @@ __device__ __forceinline__ void ap_flush8(ap_u32* h, ap_u32* hb, int tid) {
     }
 }
 
+// thread tid's byte of bin x.b, +1 if counted: branch-free (an uncounted value adds 0 to its word 0)
+__device__ __forceinline__ void ap_update8(ap_u32* h, ApBin x, int tid) {
+    const int b = x.p ? x.b : 0;
+    h[(b >> 2) * THREADS + tid] += x.p ? 1u << ((b & 3) * 8) : 0u;
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS)
 hist8_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n, int lo, int total_bins) {
     static_assert(FLUSH_EVERY >= 1 && THREADS % 32 == 0 && BINS % 4 == 0, "per-thread byte counters");
@@ -231,6 +298,7 @@ hist8_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n,
     const int tid = threadIdx.x, lane = tid & 31;
     for (int i = tid; i < H8_WORDS + BINS; i += THREADS) h[i] = 0;
     __syncthreads();
+    const unsigned limit = (unsigned)min(BINS, total_bins - lo);
 
     const u4* vin = reinterpret_cast<const u4*>(in);
     const long long nvec = n / PER;
@@ -248,10 +316,7 @@ hist8_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n,
 #pragma unroll
         for (int it = 0; it < ITEMS; ++it)
 #pragma unroll
-            for (int j = 0; j < PER; ++j) {
-                const int b = ap_bin(v[it], j, ok[it], lo, total_bins);
-                if (b >= 0) h[(b >> 2) * THREADS + tid] += 1u << ((b & 3) * 8);
-            }
+            for (int j = 0; j < PER; ++j) ap_update8(h, ap_bin(v[it], j, ok[it], lo, limit), tid);
         if (++since == FLUSH_EVERY) {
             since = 0;
             __syncthreads();
@@ -259,10 +324,7 @@ hist8_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n,
             __syncthreads();
         }
     }
-    if (blockIdx.x == 0 && tid < 32) {
-        const int b = ap_tail_bin(in, n, nvec, lane, lo, total_bins);
-        if (b >= 0) h[(b >> 2) * THREADS + tid] += 1u << ((b & 3) * 8);
-    }
+    if (blockIdx.x == 0 && tid < 32) ap_update8(h, ap_tail_bin(in, n, nvec, lane, lo, limit), tid);
     __syncthreads();
     ap_flush8(h, hb, tid);
     __syncthreads();
@@ -279,38 +341,32 @@ hist8_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n,
 // values per block between scans, tail included
 #define SCAN_EVERY ((65536 - SPILL_AT - PER) / (THREADS * ITEMS * PER))
 
-// +1 / +0x10000 on a shared word through PTX red, kept as two instructions: written as two predicated
-// atomicAdds the compiler merges them into one ATOMS.ADD of a selected value (seen in the SASS), which loses
-// ATOMS.POPC.INC's aggregation of the even bins' equal lanes
-__device__ __forceinline__ void ap_red_inc_lo(ap_u32* p) {
-    asm volatile("red.shared.add.u32 [%0], 1;" ::"r"((unsigned)__cvta_generic_to_shared(p)) : "memory");
-}
-__device__ __forceinline__ void ap_red_inc_hi(ap_u32* p) {
-    asm volatile("red.shared.add.u32 [%0], 65536;" ::"r"((unsigned)__cvta_generic_to_shared(p)) : "memory");
-}
-
-__device__ __forceinline__ void ap_update16(ap_u32* h, int b, int lane) {
+// hs: the shared window address of h; bin b is half b & 1 of word b >> 1
+__device__ __forceinline__ void ap_update16(unsigned hs, ApBin x, int lane) {
+    const unsigned a = hs + 4u * (unsigned)(x.b >> 1), hi = (unsigned)(x.b & 1);
+    const int key = x.p ? x.b : -1;
 #if AGG == 3
-    const int prev = __shfl_up_sync(FULL, b, 1);
-    const bool lead = lane == 0 || b != prev;
+    const int prev = __shfl_up_sync(FULL, key, 1);
+    const bool lead = lane == 0 || key != prev;
     const unsigned after = __ballot_sync(FULL, lead) & (0xfffffffeu << lane);  // run starts above lane
     const int next = after ? __ffs(after) - 1 : 32;
-    if (lead && b >= 0) atomicAdd(&h[b >> 1], (ap_u32)(next - lane) << ((b & 1) * 16));
+    ap_add(a, (unsigned)(next - lane) << (hi * 16), lead && x.p);
 #else
 #if AGG == 2
-    const int b0 = __shfl_sync(FULL, b, 0);
-    if (__all_sync(FULL, b == b0)) {
-        if (b >= 0 && lane == 0) atomicAdd(&h[b >> 1], 32u << ((b & 1) * 16));
-        return;
-    }
+    const bool uni = __all_sync(FULL, key == __shfl_sync(FULL, key, 0));
+    ap_add(a, 32u << (hi * 16), uni && x.p && lane == 0);
+    const bool q = !uni && x.p;
+#else
+    const bool q = x.p;
 #endif
 #if AGG == 4
-    if (b >= 0 && !(b & 1)) ap_red_inc_lo(&h[b >> 1]);  // low half: ATOMS.POPC.INC, equal lanes once
-    if (b >= 0 && (b & 1)) ap_red_inc_hi(&h[b >> 1]);   // high half: ATOMS.ADD, every lane counts
+    ap_inc(a, q && !hi);   // low half: ATOMS.POPC.INC, equal lanes once
+    ap_inc_hi(a, q && hi);  // high half: ATOMS.ADD, every lane counts
 #else
-    if (b >= 0) atomicAdd(&h[b >> 1], 1u << ((b & 1) * 16));  // one ATOMS.ADD: every lane counts
+    ap_add(a, 1u << (hi * 16), q);  // one ATOMS.ADD: every lane counts
 #endif
 #endif
+    (void)key;  // unused by AGG 0 and 4
 }
 
 // every counter >= SPILL_AT goes to the global histogram and restarts at 0 (between two __syncthreads)
@@ -342,6 +398,8 @@ hist16_kernel(ap_u32* __restrict__ out, ap_u32* __restrict__ ws, const void* __r
     u4* h4 = reinterpret_cast<u4*>(h);
     for (int i = tid; i < WORDS16 / 4; i += THREADS) h4[i] = u4{0u, 0u, 0u, 0u};
     __syncthreads();
+    const unsigned hs = (unsigned)__cvta_generic_to_shared(h);
+    const unsigned limit = (unsigned)min(BINS, total_bins);
 
     const u4* vin = reinterpret_cast<const u4*>(in);
     const long long nvec = n / PER;
@@ -359,7 +417,7 @@ hist16_kernel(ap_u32* __restrict__ out, ap_u32* __restrict__ ws, const void* __r
 #pragma unroll
         for (int it = 0; it < ITEMS; ++it)
 #pragma unroll
-            for (int j = 0; j < PER; ++j) ap_update16(h, ap_bin(v[it], j, ok[it], 0, total_bins), lane);
+            for (int j = 0; j < PER; ++j) ap_update16(hs, ap_bin(v[it], j, ok[it], 0, limit), lane);
         if (++since == SCAN_EVERY) {
             since = 0;
             __syncthreads();
@@ -367,7 +425,7 @@ hist16_kernel(ap_u32* __restrict__ out, ap_u32* __restrict__ ws, const void* __r
             __syncthreads();
         }
     }
-    if (blockIdx.x == 0 && tid < 32) ap_update16(h, ap_tail_bin(in, n, nvec, lane, 0, total_bins), lane);
+    if (blockIdx.x == 0 && tid < 32) ap_update16(hs, ap_tail_bin(in, n, nvec, lane, 0, limit), lane);
     __syncthreads();
     u4* row = reinterpret_cast<u4*>(ws + (long long)blockIdx.x * WORDS16);
     for (int i = tid; i < WORDS16 / 4; i += THREADS) row[i] = h4[i];
