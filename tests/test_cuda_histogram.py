@@ -235,6 +235,10 @@ def _compile_jobs() -> dict[str, dict]:
             d = S.defines(c, dt)
             if d not in jobs.values():
                 jobs[f"{dt} {bins} {k}"] = d
+    # the widest block iteration of each dtype (every kernel of the file is compiled: their static checks
+    # must hold for every candidate's constants, not only their own kernel's)
+    for dt in H.DTYPES:
+        jobs[f"{dt} widest"] = S.defines(dict(H.DEFAULTS, THREADS=1024, ITEMS=4, BLOCKS_PER_SM=1), dt)
     return jobs
 
 
@@ -245,7 +249,7 @@ def test_compiles_for_sm90(monkeypatch, tmp_path):
     jobs = _compile_jobs()
     with ThreadPoolExecutor(4) as pool:
         cubins = dict(pool.map(lambda j: (j[0], rt.compile_cubin(src, j[1], "sm_90", "h")), jobs.items()))
-    assert len(cubins) >= 14 and all(b"\x7fELF" in b for b in cubins.values())
+    assert len(cubins) >= 16 and all(b"\x7fELF" in b for b in cubins.values())
     tool = Path(__import__("triton").__file__).parent / "backends/nvidia/bin/cuobjdump"
     if not tool.exists():
         return

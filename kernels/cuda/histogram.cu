@@ -74,6 +74,9 @@
 #ifndef PRIV
 #define PRIV 0
 #endif
+#ifndef COUNTER
+#define COUNTER 32
+#endif
 #ifndef W_AOS
 #define W_AOS 1
 #endif
@@ -250,6 +253,7 @@ hist_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n, 
 #endif
 }
 
+#if PRIV == 2  // only this build's kernel is compiled: its static checks hold for its constants
 // ---- per-thread 8-bit counters (PRIV 2) -----------------------------------------------------------------
 // Thread t's counter of bin b is byte b % 4 of word (b / 4) * THREADS + t (THREADS is a multiple of 32, so
 // lane t always lands in bank t % 32): a plain load, add and store, conflict-free and with no atomic,
@@ -332,6 +336,9 @@ hist8_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n,
         if (hb[b]) atomicAdd(&out[lo + b], hb[b]);
 }
 
+#endif  // PRIV == 2
+
+#if COUNTER == 16
 // ---- 16-bit counters, one pass --------------------------------------------------------------------------
 #define WORDS16 (BINS / 2)
 #ifndef SPILL_AT
@@ -447,6 +454,8 @@ hist16_reduce(ap_u32* __restrict__ out, const ap_u32* __restrict__ ws, int rows,
     if (a) atomicAdd(&out[2 * i], a);
     if (b && 2 * i + 1 < total_bins) atomicAdd(&out[2 * i + 1], b);
 }
+
+#endif  // COUNTER == 16
 
 // ---- weighted: count and sum per bin, AoS or SoA -------------------------------------------------------
 #define W_COFF(b) (W_AOS ? (b) * W_STRIDE : (b) * 4)

@@ -424,6 +424,8 @@ class HistogramCuda(CudaKernel):
         d.update(VALUE_BYTES=DTYPE_BYTES[dtype], AGG=c["AGG"], THREADS=c["THREADS"], ITEMS=c["ITEMS"])
         if c.get("PRIV", 0):
             d["PRIV"] = c["PRIV"]
+        if c.get("COUNTER", 32) == 16:  # builds hist16_kernel and hist16_reduce
+            d["COUNTER"] = 16
         if c.get("PRIV", 0) == 2:  # the kernel's own macros: BINS bins of THREADS byte counters
             d.update(BINS=c["BINS_PER_PASS"], REPLICAS=1, INTERLEAVED=0, PAD=0)
         return d
