@@ -290,3 +290,35 @@ def test_gpu_matches_float64(shape):
         torch.cuda.synchronize()
         ok, msg = G.check(out, G.expected(inputs))
         assert ok, f"{name} {shape}: {msg}"
+
+
+@pytest.mark.parametrize(
+    "c,shape", [(G.DEFAULTS, (1000, 37, 513)), (dict(G.DEFAULTS, SPLIT_K=4), (128, 1024, 2048))]
+)
+def test_launcher_passes_the_users_tensors_and_the_kernels_arguments(c, shape, monkeypatch):
+    """What the launcher hands the driver, without a GPU: the grid, block and shared bytes the kernel is
+    built for, A and B as given, 32-bit scalars, and under split-K the workspace and its reduction."""
+    torch = pytest.importorskip("torch")
+    calls = []
+    monkeypatch.delattr(rt, "prepare_launch", raising=False)
+    monkeypatch.setattr(
+        rt, "launch", lambda k, grid, block, args, smem=0: calls.append((k, grid, block, args, smem))
+    )
+    m, n, k = shape
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    x = G.inputs_from(a, b)
+    out = G.alloc_output(x)
+    built = G.Built("main", dict(c), "reduce" if c["SPLIT_K"] > 1 else None)
+    G.launcher(built, shape)(x, out)
+    kern, grid, block, args, smem = calls[0]
+    assert kern == "main" and grid == (-(-n // c["BN"]), -(-m // c["BM"]), c["SPLIT_K"]) and block == 256
+    assert smem == G.layout(c).footprint and args[1] is a and args[2] is b
+    assert [type(v) for v in args[3:]] == [np.int32] * 4 and args[3:] == (m, n, k, G.k_per_split(c, k))
+    if c["SPLIT_K"] == 1:
+        assert args[0] is out and len(calls) == 1
+    else:
+        ws = args[0]
+        assert tuple(ws.shape) == (c["SPLIT_K"], m, n) and ws.dtype == torch.float32
+        rk, rgrid, rblock, rargs, _ = calls[1]
+        assert rk == "reduce" and rargs[0] is out and rargs[1] is ws and rargs[2:] == (m * n, c["SPLIT_K"])
+        assert rgrid[0] * rblock * 4 >= m * n

@@ -283,3 +283,59 @@ def test_gluon_gemm_matches_fp64_on_gpu(dt):
                 G.run_tl(x, out, bm=64, bn=64, bk=32, stages=3, warps=4)
                 ok, why = G.check(out, G.expected(x))
                 assert ok, ("tl.dot", dt, shape, dist, why)
+
+
+class _Recorder:
+    """Stands in for a @gluon.jit / @triton.jit function: ``fn[grid](*args, **kw)`` records the call."""
+
+    def __init__(self) -> None:
+        self.calls: list = []
+
+    def __getitem__(self, grid):
+        return lambda *args, **kw: self.calls.append((grid, args, kw))
+
+
+@pytest.mark.parametrize(
+    "c,shape,dt",
+    [(D, (1000, 1032, 520), "bfloat16"), ({**D, "PERSIST": 1}, (3000, 5000, 1000), "float16"),
+     ({**D, "SPLIT_K": 4}, (136, 2056, 4104), "bfloat16"),
+     ({**D, "BN": 128, "BK": 32}, (64, 40, 24), "tf32")],
+)  # fmt: skip
+def test_launcher_hands_the_kernel_the_users_tensors_and_matching_descriptors(c, shape, dt, monkeypatch):
+    """What the launcher passes, checked without a GPU: descriptors over the user's own A and B (no copy),
+    block shapes and layouts as the compiled kernel was built for, the grid, the split-K workspace and its
+    reduction."""
+    torch = pytest.importorskip("torch")
+    rec = {n: _Recorder() for n in ("matmul_gluon", "matmul_gluon_persistent", "splitk_reduce")}
+    for n, r in rec.items():
+        monkeypatch.setattr(G, n, r)
+    m, n, k = shape
+    tdt = torch.float32 if dt == "tf32" else getattr(torch, dt)
+    a, b = torch.randn(m, k).to(tdt), torch.randn(k, n).to(tdt)
+    x = G.inputs_from(a, b)
+    out = G.alloc_output(x)
+    G.launcher(G.build(c, dt), shape, dt)(x, out)
+    kern = rec["matmul_gluon_persistent" if c["PERSIST"] else "matmul_gluon"]
+    ((grid, args, kw),) = kern.calls
+    a_desc, b_desc, c_desc = args[:3]
+    assert a_desc.base is a and args[3:6] == (m, n, k) and kw == {"num_warps": c["WARPS"]}
+    assert a_desc.block_shape == [c["BM"], c["BK"]]
+    if G.b_kn(dt):
+        assert b_desc.base is b and b_desc.block_shape == [c["BK"], c["BN"]]
+    else:
+        assert tuple(b_desc.base.shape) == (n, k) and b_desc.block_shape == [c["BN"], c["BK"]]
+    assert a_desc.layout.swizzle_byte_width == c["SWIZZLE"] == c_desc.layout.swizzle_byte_width
+    tiles = -(-m // c["BM"]) * -(-n // c["BN"])
+    s = c["SPLIT_K"]
+    if c["PERSIST"]:
+        assert grid == (min(tiles, G._sm_count()),) and args[6:] == (c["STAGES"], c["GROUP_M"], True)
+    else:
+        assert grid == (tiles * s,) and args[6:] == (c["STAGES"], c["GROUP_M"], s, G.b_kn(dt))
+    if s == 1:
+        assert c_desc.base is out and not rec["splitk_reduce"].calls
+    else:
+        mp = -(-m // c["BM"]) * c["BM"]
+        assert c_desc.base.dtype == torch.float32 and tuple(c_desc.base.shape) == (s * mp, n)
+        assert c_desc.layout.element_bitwidth == 32
+        ((rgrid, rargs, _),) = rec["splitk_reduce"].calls
+        assert rargs[0] is c_desc.base and rargs[1] is out and rargs[2:5] == (m * n, mp * n, s)

@@ -405,8 +405,11 @@ _SMS: dict[int, int] = {}
 
 
 def _sm_count() -> int:
+    """SMs of the current GPU (the persistent grid); the sm_90 profile's count where there is none."""
     import torch
 
+    if not torch.cuda.is_available():
+        return _ARCH.sm_count
     dev = torch.cuda.current_device()
     if dev not in _SMS:
         _SMS[dev] = torch.cuda.get_device_properties(dev).multi_processor_count

@@ -1,0 +1,378 @@
+"""GPU check of the matmul kernels on one H200 in at most ~150 s: correctness first, then time against cuBLAS.
+
+What it runs, in one worker process (replaced if a kernel faults and takes its CUDA context with it; the
+task it was on is recorded as failed and the rest go on):
+
+1. Correctness of every variant on odd shapes: fresh random inputs, the output poisoned (NaN bytes), the
+   relative Frobenius error against an fp64 product (bf16 1e-2, fp16 3e-3, fp32 1e-5). 16-bit shapes keep
+   N and K multiples of 8 (TMA needs 16-byte row strides); fp32 (the CUDA SIMT kernel, no TMA) takes any
+   shape, e.g. 1000x37x513.
+2. Timing, cell by cell, in the order of the issue's targets: cuBLAS (``torch.matmul(a, b)``, same dtype,
+   TF32 off for fp32, B as the user holds it, [K, N]) and the autopad variants, each through the path
+   ``autopad.ops.matmul`` takes (``spec.inputs_from(a, b)`` then ``spec.launcher(...)``: B read as [K, N],
+   no copy). Each timed output is checked again first. Timing: ``autopad.bench.benchmark`` (the tuner's
+   own: CUDA events, 256 MB L2 flush before every run, median). ``host_us``: wall time per call of 20
+   back-to-back calls (what the host spends; matters when it exceeds the kernel time).
+
+Output: ``OUT/gpu_check_matmul.csv`` (one row per check and per timing) and a summary table printed last,
+with each target's verdict (best correct autopad variant / cuBLAS of the same run).
+
+    python benchmarks/gpu_check_matmul.py --out $OUT [--budget-s 140] [--only bf16,decode]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import multiprocessing as mp
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+D16 = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 3, "WARPS": 8, "SWIZZLE": 128, "GROUP_M": 8, "SPLIT_K": 1,
+       "PERSIST": 0}  # fmt: skip
+D32 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "MIN_BLOCKS": 2, "PAD_A": 0, "SW_VEC_A": 1,
+       "SW_PER_PHASE_A": 1, "SW_MAX_PHASE_A": 1, "PAD_B": 0, "SW_VEC_B": 1, "SW_PER_PHASE_B": 1,
+       "SW_MAX_PHASE_B": 1, "THREAD_MAP": 0, "SPLIT_K": 1}  # fmt: skip
+SWA = {"SW_VEC_A": 4, "SW_PER_PHASE_A": 1, "SW_MAX_PHASE_A": 8}
+# name -> (backend, constants, B form): "kn" = the user's [K, N] (no copy); "nk" = pre-transposed [N, K]
+VARIANTS: dict[str, tuple[str, dict[str, int], str]] = {
+    "g 128x256x64 s3": ("triton", D16, "kn"),
+    "g 128x256x64 s4": ("triton", {**D16, "STAGES": 4}, "kn"),
+    "g 128x256x64 s3 [N,K]": ("triton", D16, "nk"),  # the previous kernel's B form, copy made untimed
+    "g persist 128x256x64 s3": ("triton", {**D16, "PERSIST": 1}, "kn"),
+    "g persist 128x128x64 s4 w4": ("triton", {**D16, "BN": 128, "STAGES": 4, "WARPS": 4, "PERSIST": 1}, "kn"),
+    "g 128x128x64 s3 w4": ("triton", {**D16, "BN": 128, "WARPS": 4}, "kn"),
+    "g 128x64x64 s4 w4": ("triton", {**D16, "BN": 64, "STAGES": 4, "WARPS": 4}, "kn"),
+    "g split4 128x256x64 s3": ("triton", {**D16, "SPLIT_K": 4}, "kn"),
+    "g split2 128x128x64 s4 w4": ("triton", {**D16, "BN": 128, "STAGES": 4, "WARPS": 4, "SPLIT_K": 2}, "kn"),
+    "c 128x128 bk8 mb2 (old pick)": ("cuda", D32, "kn"),
+    "c 128x128 bk8 mb2 paired swA": ("cuda", {**D32, "THREAD_MAP": 1, **SWA}, "kn"),
+    "c 128x128 bk16 mb2 paired swA": ("cuda", {**D32, "BK": 16, "THREAD_MAP": 1, **SWA}, "kn"),
+    "c 128x128 bk16 mb1 paired swA": (
+        "cuda", {**D32, "BK": 16, "MIN_BLOCKS": 1, "THREAD_MAP": 1, **SWA}, "kn"),
+    "c 128x128 bk8 mb2 paired": ("cuda", {**D32, "THREAD_MAP": 1}, "kn"),
+    "c split2 128x128 bk8 paired swA": ("cuda", {**D32, "THREAD_MAP": 1, "SPLIT_K": 2, **SWA}, "kn"),
+    "c split4 128x128 bk8 paired swA": ("cuda", {**D32, "THREAD_MAP": 1, "SPLIT_K": 4, **SWA}, "kn"),
+    "c split2 64x128 8x4 bk16 paired": (
+        "cuda", {**D32, "BM": 64, "TN": 4, "BK": 16, "THREAD_MAP": 1, "SPLIT_K": 2, "PAD_A": 4}, "kn"),
+    "c 64x64 4x4 bk16 paired": (
+        "cuda", {**D32, "BM": 64, "BN": 64, "TM": 4, "TN": 4, "BK": 16, "THREAD_MAP": 1, "PAD_A": 4}, "kn"),
+}  # fmt: skip
+G16 = [v for v, (b, _, _) in VARIANTS.items() if b == "triton"]
+GF16 = ["g 128x256x64 s3", "g 128x256x64 s4", "g persist 128x256x64 s3", "g persist 128x128x64 s4 w4",
+        "g 128x128x64 s3 w4"]  # fmt: skip
+C32 = [v for v, (b, _, _) in VARIANTS.items() if b == "cuda"]
+# odd shapes (all = 8 mod 16 for 16-bit, so they share one Triton specialization with 3000x5000x1000)
+CHECK_SHAPES = {"bfloat16": [(1000, 1032, 520), (136, 2056, 4104)], "float16": [(1000, 1032, 520)],
+                "float32": [(1000, 37, 513), (1, 1, 1), (257, 515, 1001), (136, 1032, 2056)]}  # fmt: skip
+BIG, MID, DEC = (4096, 4096, 4096), (8192, 8192, 8192), (128, 8192, 8192)
+ODD = (3000, 5000, 1000)
+BF = ["g 128x256x64 s3", "g 128x256x64 s4", "g persist 128x256x64 s3", "g 128x256x64 s3 [N,K]"]
+# (cell, dtype, shape, variants, target ratio to cuBLAS), in priority order (each row of the issue early)
+CELLS = [
+    ("bf16 4096^3", "bfloat16", BIG, BF, 0.95),
+    ("fp32 4096^3", "float32", BIG, C32[:5], 0.85),
+    ("bf16 3000x5000x1000", "bfloat16", ODD, GF16, 0.85),
+    ("bf16 decode 128x8192x8192", "bfloat16", DEC,
+     ["g 128x64x64 s4 w4", "g split4 128x256x64 s3", "g split2 128x128x64 s4 w4", "g 128x128x64 s3 w4",
+      "g 128x256x64 s3"], 0.7),
+    ("fp32 decode 128x8192x8192", "float32", DEC,
+     ["c split2 128x128 bk8 paired swA", "c split4 128x128 bk8 paired swA", "c split2 64x128 8x4 bk16 paired",
+      "c 64x64 4x4 bk16 paired", "c 128x128 bk8 mb2 (old pick)"], 0.7),
+    ("bf16 8192^3", "bfloat16", MID, BF, 0.95),
+    ("fp16 4096^3", "float16", BIG, GF16[:3], 0.95),
+    ("fp16 3000x5000x1000", "float16", ODD, GF16, 0.85),
+    ("fp32 8192^3", "float32", MID, ["c 128x128 bk8 mb2 (old pick)", "c 128x128 bk8 mb2 paired swA",
+                                     "c 128x128 bk16 mb1 paired swA"], 0.85),
+    ("fp16 8192^3", "float16", MID, GF16[:3], 0.95),
+]  # fmt: skip
+TOL = {"bfloat16": 1e-2, "float16": 3e-3, "float32": 1e-5}
+FIELDS = ["phase", "cell", "variant", "dtype", "shape", "ok", "rel_err", "ms", "tflops", "vs_cublas",
+          "host_us", "target", "constants", "error"]  # fmt: skip
+
+
+def tasks(only: str | None) -> list[dict[str, Any]]:
+    """Cell by cell, in priority order: the checks of its variants not checked yet (odd shapes), then its
+    timings (cuBLAS first). A variant is always checked before it is first timed."""
+    cells = [c for c in CELLS if not only or any(w in c[0] for w in only.split(","))]
+    out, seen = [], set()
+    for cell, dt, shape, variants, target in cells:
+        for v in variants:
+            for odd in CHECK_SHAPES[dt]:
+                if (v, dt, odd) not in seen:
+                    seen.add((v, dt, odd))
+                    out.append({"phase": "check", "cell": cell, "variant": v, "dtype": dt, "shape": odd})
+        peers = ["cuBLAS"] + (["cuBLAS (B as [N,K])"] if dt == "bfloat16" and shape != ODD else [])
+        for v in peers + variants:
+            out.append(
+                {"phase": "time", "cell": cell, "variant": v, "dtype": dt, "shape": shape, "target": target}
+            )
+    return out
+
+
+# ---- the worker ----------------------------------------------------------------------------------------
+
+
+class _State:
+    def __init__(self) -> None:
+        import torch
+
+        from autopad.kernels_registry import builtin_spec
+
+        self.torch = torch
+        self.specs = {b: builtin_spec("matmul", b) for b in ("triton", "cuda")}
+        self.built: dict[tuple, Any] = {}
+        self.data: dict[tuple, Any] = {}
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 cuBLAS is true fp32
+        torch.backends.cudnn.allow_tf32 = False
+
+    def inputs(self, dt: str, shape: tuple[int, int, int]) -> tuple[Any, Any, Any, Any]:
+        """A [M, K], B [K, N] (fresh randoms), B [N, K] (made here, outside any timing), the fp64 answer."""
+        key = (dt, shape)
+        if key not in self.data:
+            if len(self.data) > 4:  # keep memory bounded: large shapes come cell by cell
+                self.data.clear()
+                self.torch.cuda.empty_cache()
+            t = self.torch
+            m, n, k = shape
+            g = t.Generator(device="cuda").manual_seed(hash(key) % (1 << 31))
+            tdt = getattr(t, dt)
+            a = t.randn(m, k, device="cuda", generator=g).to(tdt)
+            b = t.randn(k, n, device="cuda", generator=g).to(tdt)
+            self.data[key] = (a, b, b.t().contiguous(), a.double() @ b.double())
+        return self.data[key]
+
+    def fn(self, v: str, dt: str, shape: tuple[int, int, int], out: Any) -> Any:
+        """The call to time: cuBLAS, or the variant through inputs_from + launcher (the ops path)."""
+        t = self.torch
+        a, b, b_nk, _ = self.inputs(dt, shape)
+        if v == "cuBLAS":
+            return lambda: t.matmul(a, b, out=out)
+        if v == "cuBLAS (B as [N,K])":
+            return lambda: t.matmul(a, b_nk.t(), out=out)
+        backend, c, form = VARIANTS[v]
+        spec = self.specs[backend]
+        key = (v, dt)
+        if key not in self.built:
+            self.built[key] = spec.build(dict(c), dt)
+        built = self.built[key]
+        if form == "nk":
+            from autopad.bases import Inputs
+
+            go = spec.impl.launcher(built, shape, dt, kn=False)
+            ins = Inputs([a, b_nk], shape)
+            return lambda: go(ins, out)
+        go = spec.impl.launcher(built, shape, dt)
+        inputs_from = spec.impl.inputs_from
+        return lambda: go(inputs_from(a, b), out)
+
+    def run(self, task: dict[str, Any]) -> dict[str, Any]:
+        from autopad.bench import benchmark, poison
+
+        t = self.torch
+        v, dt, shape = task["variant"], task["dtype"], tuple(task["shape"])
+        m, n, k = shape
+        res = {**task, "shape": "x".join(map(str, shape))}
+        if v in VARIANTS:
+            res["constants"] = ",".join(f"{x}={y}" for x, y in sorted(VARIANTS[v][1].items()))
+        out = t.empty((m, n), dtype=getattr(t, dt), device="cuda")
+        f = self.fn(v, dt, shape, out)
+        poison(out)
+        f()
+        t.cuda.synchronize()
+        ref = self.inputs(dt, shape)[3]
+        o = out.double()
+        if not t.isfinite(o).all():
+            return {**res, "ok": False, "error": "non-finite output (unwritten or overflowed)"}
+        err = float(t.linalg.vector_norm(o - ref) / max(float(t.linalg.vector_norm(ref)), 1e-300))
+        res.update(ok=err <= TOL[dt], rel_err=f"{err:.2e}")
+        if not res["ok"]:
+            return {**res, "error": f"relative error {err:.2e} > {TOL[dt]:.0e}"}
+        if task["phase"] == "check":
+            return res
+        tm = benchmark(f, reps=25, warmup=3, budget_ms=300.0)
+        t0 = time.perf_counter()
+        for _ in range(20):
+            f()
+        host = (time.perf_counter() - t0) / 20 * 1e6
+        t.cuda.synchronize()
+        return {
+            **res,
+            "ms": f"{tm.ms:.4f}",
+            "tflops": f"{2 * m * n * k / tm.ms / 1e9:.1f}",
+            "host_us": f"{host:.1f}",
+        }
+
+
+class _Fake:
+    """GPU_CHECK_FAKE=1: made-up results without a GPU, to exercise the worker protocol and the report; a
+    task whose variant contains GPU_CHECK_FAKE_DIE kills the worker (as a faulting kernel would)."""
+
+    torch = None
+
+    def run(self, task: dict[str, Any]) -> dict[str, Any]:
+        die = os.environ.get("GPU_CHECK_FAKE_DIE")
+        if die and die in task["variant"] and task["phase"] == "time":
+            os._exit(3)
+        ms = 1.0 if task["variant"].startswith("cuBLAS") else 1.0 + len(task["variant"]) / 100
+        return {**task, "shape": "x".join(map(str, task["shape"])), "ok": True, "rel_err": "1e-07",
+                "ms": f"{ms:.4f}", "tflops": "1.0", "host_us": "10.0"}  # fmt: skip
+
+
+def _child(todo: list[dict[str, Any]], conn: Any, deadline: float) -> None:
+    """The worker: runs the tasks in order, sending ("start", i), ("result", i, row) and ("done",) through
+    a pipe (a send is written at once, so a worker that dies mid-run loses nothing it reported)."""
+    q = conn
+    try:
+        state = _Fake() if os.environ.get("GPU_CHECK_FAKE") else _State()
+    except BaseException as exc:
+        q.send(("crash", f"{type(exc).__name__}: {exc}"))
+        return
+    for i, task in enumerate(todo):
+        if time.time() > deadline:
+            q.send(("result", i, {**task, "ok": False, "error": "skipped: time budget spent"}))
+            continue
+        q.send(("start", i))
+        try:
+            q.send(("result", i, state.run(task)))
+        except BaseException as exc:
+            msg = f"{type(exc).__name__}: {exc}"[:600]
+            q.send(("result", i, {**task, "ok": False, "error": msg, "trace": traceback.format_exc(limit=2)}))
+            try:  # a sticky CUDA error poisons the context: stop, the parent starts a fresh worker
+                if state.torch is not None:
+                    state.torch.cuda.synchronize()
+            except BaseException:
+                return
+    q.send(("done",))
+
+
+def run_all(todo: list[dict[str, Any]], budget_s: float) -> list[dict[str, Any]]:
+    """Run the tasks in a worker; a worker that dies or hangs costs the task it was on, then a fresh one
+    takes the rest."""
+    deadline = time.time() + budget_s
+    results: dict[int, dict[str, Any]] = {}
+    pending = list(range(len(todo)))
+    ctx = mp.get_context("spawn")
+    while pending:
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child, args=([todo[i] for i in pending], send, deadline), daemon=True)
+        proc.start()
+        send.close()  # the worker holds the only write end: its death is an EOF here
+        current, last, limit = None, time.time(), 300.0  # the first answer waits for imports and CUDA init
+        while True:
+            try:
+                if not recv.poll(1.0):
+                    if proc.is_alive() and time.time() - last < limit:
+                        continue
+                    raise EOFError(f"no answer in {limit:.0f} s (hung)" if proc.is_alive() else "")
+                msg = recv.recv()
+            except (EOFError, OSError) as exc:
+                msg = ("fault", str(exc) or "the worker died")
+            last, limit = time.time(), 120.0
+            if msg[0] == "start":
+                current = msg[1]
+            elif msg[0] == "result":
+                results[pending[msg[1]]] = msg[2]
+                current = None
+            elif msg[0] == "done":
+                break
+            elif msg[0] == "crash":  # the worker could not even start: nothing will run
+                for i in pending:
+                    results.setdefault(i, {**todo[i], "ok": False, "error": f"worker: {msg[1]}"})
+                break
+            else:  # died or hung: the task it was on failed; a sticky CUDA error also ends a worker
+                if current is not None:
+                    i = pending[current]
+                    results.setdefault(i, {**todo[i], "ok": False, "error": f"fault: {msg[1]}"})
+                break
+        if proc.is_alive():
+            proc.kill()
+        proc.join(timeout=10)
+        left = [i for i in pending if i not in results]
+        if left and len(left) == len(pending):  # no progress at all (a worker dying at start): give up one
+            results[left[0]] = {**todo[left[0]], "ok": False, "error": "fault: the worker stopped before it"}
+            left = left[1:]
+        pending = left
+    return [results[i] for i in range(len(todo))]
+
+
+# ---- report ----------------------------------------------------------------------------------------------
+
+
+def summarise(rows: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    cublas = {r["cell"]: float(r["ms"]) for r in rows if r["phase"] == "time" and r["variant"] == "cuBLAS"
+              and r.get("ms")}  # fmt: skip
+    for r in rows:
+        if r["phase"] == "time" and r.get("ms") and r["cell"] in cublas:
+            r["vs_cublas"] = f"{cublas[r['cell']] / float(r['ms']):.3f}"
+    bad = [r for r in rows if r["phase"] == "check" and not r.get("ok")]
+    good = sum(1 for r in rows if r["phase"] == "check" and r.get("ok"))
+    lines.append(f"correctness: {good} checks passed, {len(bad)} failed")
+    for r in bad:
+        lines.append(f"  FAILED {r['variant']} {r['dtype']} {r['shape']}: {r.get('error', '')[:160]}")
+    lines.append("")
+    lines.append(f"{'cell':28} {'variant':34} {'ms':>9} {'TFLOP/s':>8} {'vs cuBLAS':>9} {'host us':>8}  note")
+    for r in rows:
+        if r["phase"] != "time":
+            continue
+        note = "" if r.get("ok") else ("WRONG/FAILED: " + str(r.get("error", ""))[:60])
+        lines.append(f"{r['cell']:28} {r['variant'][:34]:34} {r.get('ms', '-'):>9} {r.get('tflops', '-'):>8} "
+                     f"{r.get('vs_cublas', '-'):>9} {r.get('host_us', '-'):>8}  {note}")  # fmt: skip
+    lines.append("")
+    lines.append("targets (best correct autopad variant / cuBLAS, same run):")
+    for cell, _, _, _, target in CELLS:
+        mine = [r for r in rows if r["cell"] == cell and r["phase"] == "time" and r.get("vs_cublas")
+                and r["variant"] in VARIANTS and VARIANTS[r["variant"]][2] == "kn"]  # fmt: skip
+        if not mine:
+            lines.append(f"  {cell:28} not measured")
+            continue
+        best = max(mine, key=lambda r: float(r["vs_cublas"]))
+        ratio = float(best["vs_cublas"])
+        verdict = "MET" if ratio >= target else "MISSED"
+        lines.append(f"  {cell:28} {ratio:.3f} (target {target}) {verdict}  by '{best['variant']}'")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="folder for gpu_check_matmul.csv")
+    ap.add_argument("--budget-s", type=float, default=140.0, help="stop starting tasks after this long")
+    ap.add_argument("--only", help="comma-separated words a cell name must contain (e.g. 'bf16,decode')")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    from autopad.kernels.triton import matmul as G
+
+    why = G.legal(G.DEFAULTS, (1000, 37, 513), "bfloat16").reason
+    print(
+        f"TMA path and 1000x37x513 bf16: {why} (the fp32 CUDA kernel takes it; the 16-bit ones are refused)"
+    )
+    started = time.time()
+    todo = tasks(args.only)
+    checks = sum(t["phase"] == "check" for t in todo)
+    print(f"{len(todo)} tasks ({checks} checks), budget {args.budget_s:.0f} s", flush=True)
+    rows = run_all(todo, args.budget_s)
+    lines = summarise(rows)
+    path = out / "gpu_check_matmul.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k, "") for k in FIELDS})
+    print(f"\nwrote {path} ({time.time() - started:.0f} s)\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TRITON_PRINT_AUTOTUNING", "0")
+    sys.exit(main())
