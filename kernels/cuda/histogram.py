@@ -442,44 +442,57 @@ class HistogramCuda(CudaKernel):
             ks = (cuda_runtime.load_kernel(src, name, d),)
         return Built(ks, dict(constants), dtype)
 
-    def launcher(self, built: Built, shape: tuple[int, ...], dtype: str) -> Any:
-        """A function (inputs, out) -> None with the grid, shared memory and scalars precomputed."""
-        from autopad import cuda_runtime
-
+    def launcher(self, built: Built, shape: tuple[int, ...], dtype: str = "int32") -> Any:
+        """A function (inputs, out) -> None with the grid, shared memory and scalars precomputed (through
+        ``cuda_runtime.prepare_launch``): a call zeroes ``out`` and launches."""
         c = built.constants
         n, bins = int(shape[0]), int(shape[1])
         blocks = _sm_count() * c["BLOCKS_PER_SM"]
         smem = self.smem_bytes(c, built.dtype)
-        launch = cuda_runtime.launch
         if c.get("COUNTER", 32) == 16:
-            main, red = built.kernels
             words = -(-bins // 2)
+            main = launch_fn(built.kernels[0], blocks, c["THREADS"], smem)
+            red = launch_fn(built.kernels[1], (-(-words // 256), RED_SPLIT), 256, 0)
             n64, b32, rows = np.int64(n), np.int32(bins), np.int32(blocks)
-            red_grid = (-(-words // 256), RED_SPLIT)
 
             def go16(inputs: Any, out: Any) -> None:
                 x = _aligned(inputs[0])
                 ws = built.workspace(x.device, blocks * c["BINS_PER_PASS"] // 2)
                 out.zero_()
-                launch(main, blocks, c["THREADS"], (out, ws, x, n64, b32), smem)
-                launch(red, red_grid, 256, (out, ws, rows, b32), 0)
+                main((out, ws, x, n64, b32))
+                red((out, ws, rows, b32))
 
             return go16
         args = [(np.int64(n), np.int32(lo), np.int32(bins)) for lo in range(0, bins, c["BINS_PER_PASS"])]
-        (kern,) = built.kernels
+        kern = launch_fn(built.kernels[0], blocks, c["THREADS"], smem)
 
         def go(inputs: Any, out: Any) -> None:
             x = _aligned(inputs[0])
             out.zero_()
             for a in args:
-                launch(kern, blocks, c["THREADS"], (out, x, *a), smem)
+                kern((out, x, *a))
 
         return go
 
     def run(self, built: Built, inputs: Any, out: Any) -> None:
         """Zero ``out`` (int32 [bins]) and add every pass's counts into it."""
         shape = getattr(inputs, "shape", ()) or (inputs[0].numel(), out.shape[0])
-        self.launcher(built, shape, built.dtype)(inputs, out)
+        built.launcher(self, tuple(shape))(inputs, out)
+
+
+def launch_fn(kernel: Any, grid: Any, block: Any, smem: int) -> Any:
+    """``args -> None`` launching ``kernel``: ``cuda_runtime.prepare_launch`` where it exists (the geometry
+    and the shared-memory opt-in done once), else ``cuda_runtime.launch``."""
+    from autopad import cuda_runtime
+
+    prep = getattr(cuda_runtime, "prepare_launch", None)
+    if prep is not None:
+        return prep(kernel, grid, block, smem)
+
+    def fire(args: tuple) -> None:
+        cuda_runtime.launch(kernel, grid, block, args, smem)
+
+    return fire
 
 
 def _broken_rule(c: dict[str, int]) -> str | None:
@@ -511,6 +524,15 @@ class Built:
     constants: dict
     dtype: str
     _work: dict = field(default_factory=dict)
+
+    def launcher(self, spec: Any, shape: tuple[int, ...]) -> Any:
+        """``spec.launcher`` for this shape and device, made once: ``run`` in a timing loop only launches."""
+        import torch
+
+        key = ("launcher", shape, torch.cuda.current_device())
+        if key not in self._work:
+            self._work[key] = spec.launcher(self, shape, self.dtype)
+        return self._work[key]
 
     def workspace(self, device: Any, words: int) -> Any:
         import torch

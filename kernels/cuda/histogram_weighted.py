@@ -185,15 +185,14 @@ class HistogramWeightedCuda(CudaKernel):
         k = cuda_runtime.load_kernel(_SOURCE.read_text(), "whist_kernel", self.defines(constants, dtype))
         return H.Built((k,), dict(constants), dtype)
 
-    def launcher(self, built: H.Built, shape: tuple[int, ...], dtype: str) -> Any:
-        from autopad import cuda_runtime
-
+    def launcher(self, built: H.Built, shape: tuple[int, ...], dtype: str = "int32") -> Any:
+        """Grid, shared memory and scalars computed once; a call zeroes both outputs and launches."""
         c = built.constants
         n, bins = int(shape[0]), int(shape[1])
-        blocks, smem = H._sm_count() * c["BLOCKS_PER_SM"], self.smem_bytes(c)
+        kern = H.launch_fn(
+            built.kernels[0], H._sm_count() * c["BLOCKS_PER_SM"], c["THREADS"], self.smem_bytes(c)
+        )
         scalars = [(np.int64(n), np.int32(lo), np.int32(bins)) for lo in range(0, bins, c["BINS_PER_PASS"])]
-        (kern,) = built.kernels
-        launch = cuda_runtime.launch
 
         def go(inputs: Any, out: Any) -> None:
             x, w = H._aligned(inputs[0]), H._aligned(inputs[1])
@@ -201,14 +200,14 @@ class HistogramWeightedCuda(CudaKernel):
             sums.zero_()
             counts.zero_()
             for s in scalars:
-                launch(kern, blocks, c["THREADS"], (counts, sums, x, w, *s), smem)
+                kern((counts, sums, x, w, *s))
 
         return go
 
     def run(self, built: H.Built, inputs: Any, out: Any) -> None:
         """Zero both outputs and add every pass's counts and sums into them."""
         shape = getattr(inputs, "shape", ()) or (inputs[0].numel(), out[0].shape[0])
-        self.launcher(built, shape, built.dtype)(inputs, out)
+        built.launcher(self, tuple(shape))(inputs, out)
 
 
 def presets(bins: int = 256) -> dict[str, dict[str, int]]:
