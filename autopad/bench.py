@@ -5,23 +5,24 @@ fresh random input into a poisoned output buffer and compare with the kernel's t
 if that is right, time it: the median of CUDA-event timings with the L2 flushed before every run (and the
 output zeroed first for kernels that accumulate). A wrong result is recorded, never timed.
 
-The work runs in a child process (``Worker``). A kernel that faults (a misaligned address, an out-of-bounds
-write) poisons its CUDA context for good, and one that hangs never returns; either way the parent records
-the candidate as failed with the reason, replaces the child, and carries on with the rest. Torch and the
-kernels are imported only in the child and only when a GPU path needs them.
+The work runs in a child process (``Worker``), started as ``python -m autopad.worker`` (``worker.py``), so
+the caller's main module is never imported again there: a script without a ``__main__`` guard runs once.
+A kernel that faults (a misaligned address, an out-of-bounds write) poisons its CUDA context for good, and
+one that hangs never returns; either way the parent records the candidate as failed with the reason,
+replaces the child, and carries on with the rest. A child that dies is noticed from its exit (within
+0.1 s), not from a timeout. Torch and the kernels are imported only in the child and only when a GPU path
+needs them.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-import multiprocessing as mp
 import os
-import queue
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
@@ -308,7 +309,15 @@ def measure_local(
 
 
 def _child(job: BenchJob, out: Any) -> None:
-    """Worker entry point: stream ("start", key), ("result", measurement, fatal) and ("done",)."""
+    """Worker entry point: stream ("start", key), ("result", measurement, fatal) and ("done",).
+
+    A spec that cannot be loaded here is ("fatal", why): every attempt would fail the same way.
+    """
+    try:
+        load_spec(job.spec)
+    except BaseException as exc:
+        out.put(("fatal", f"worker could not load the kernel spec: {_short(exc)}"))
+        return
     try:
         for m, fatal in measure_local(job, on_start=lambda k: out.put(("start", k))):
             out.put(("result", m.to_dict(), fatal))
@@ -320,46 +329,66 @@ def _child(job: BenchJob, out: Any) -> None:
 
 
 class Worker:
-    """One child process measuring one job; ``results`` yields measurements and survives a dying child."""
+    """One child process measuring one job; ``results`` yields measurements and survives a dying child.
+
+    The child is ``python -m autopad.worker`` (``worker.WorkerProcess``), never a re-import of the caller's
+    main module. ``target`` is what it runs, a "module:function" or a module-level function called with
+    ``(job, out)`` (tests swap in fake children). A child that exits is noticed at once (its pipe closes),
+    one that says nothing is killed after ``compile_timeout_s`` before its first candidate starts and
+    ``timeout_s`` after that; either way its candidate is recorded as failed and a fresh child takes the
+    rest. A child that cannot start at all (or load the spec) fails every candidate at once, with why.
+    """
 
     def __init__(
         self,
         job: BenchJob,
         timeout_s: float = 60.0,
         compile_timeout_s: float = 600.0,
-        target: Callable[[BenchJob, Any], None] | None = None,
+        target: Callable[[BenchJob, Any], None] | str | None = None,
     ):
+        from .worker import target_name
+
         self.job = job
         self.timeout_s = timeout_s
         self.compile_timeout_s = compile_timeout_s
-        self.target = target or _child  # what the child process runs (tests swap in fakes)
+        self.target = target_name(target or _child)
 
     def results(self) -> Iterator[Measurement]:
+        from .worker import TIMEOUT, WorkerDied, WorkerProcess
+
         todo = list(self.job.candidates)
         restarts = 0
         while todo:
-            job = BenchJob(**{**self.job.__dict__, "candidates": tuple(todo)})
-            ctx = mp.get_context("spawn")
-            q = ctx.Queue()
-            proc = ctx.Process(target=self.target, args=(job, q), daemon=True)
-            proc.start()
+            job = replace(self.job, candidates=tuple(todo))
+            child = WorkerProcess("job", {"target": self.target, "job": job})
             current: str | None = None
-            first = True
+            first, ready = True, False
             finished = False
             try:
                 while True:
                     wait = self.compile_timeout_s if first else self.timeout_s
+                    what = "compiling" if current is None else f"candidate {current}"
                     try:
-                        msg = q.get(timeout=wait)
-                    except queue.Empty:
-                        what = "compiling" if current is None else f"candidate {current}"
+                        msg = child.recv(wait)
+                    except WorkerDied as died:
+                        if not ready:  # it never got going: a fresh one would fail the same way
+                            for key, _ in todo:
+                                yield Measurement(key, False, error=f"worker could not start: {died}")
+                            return
+                        failed = current or todo[0][0]
+                        yield Measurement(failed, False, error=f"worker crashed while {what}: {died}")
+                        todo = [t for t in todo if t[0] != failed]
+                        break
+                    if msg is TIMEOUT:
                         failed = current or todo[0][0]
                         yield Measurement(
                             failed, False, error=f"timeout: no answer in {wait:.0f} s while {what}"
                         )
                         todo = [t for t in todo if t[0] != failed]
                         break
-                    if msg[0] == "start":
+                    if msg[0] == "ready":
+                        ready = True
+                    elif msg[0] == "start":
                         first = False
                         current = msg[1]
                     elif msg[0] == "result":
@@ -377,10 +406,12 @@ class Worker:
                         yield Measurement(failed, False, error=f"worker crashed: {msg[1]}")
                         todo = [t for t in todo if t[0] != failed]
                         break
+                    elif msg[0] == "fatal":
+                        for key, _ in todo:
+                            yield Measurement(key, False, error=msg[1])
+                        return
             finally:
-                if proc.is_alive():
-                    proc.kill()
-                proc.join(timeout=10)
+                child.close()
             if finished:
                 return
             restarts += 1

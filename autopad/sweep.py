@@ -1,7 +1,8 @@
 """Sweeps: tune kernels x shapes x dtypes, one worker process per GPU, to a CSV and a PNG.
 
 Items are handed out from one queue, so a GPU that finishes early takes the next item. Each worker is a
-process of its own pinned to one device; if it dies (a lost CUDA context, a crash), the parent starts a new
+process of its own (``python -m autopad.worker --sweep``: the caller's main module is never re-imported)
+pinned to one device; if it dies (a lost CUDA context, a crash), the parent starts a new
 one for that GPU and retries the item it was running once; a second failure is recorded as failed with the
 reason, and the sweep goes on. One GPU is the default. Without a GPU the sweep still runs, ranking each
 item by the model alone, and says so in every row.
@@ -10,10 +11,9 @@ item by the model alone, and says so in every row.
 from __future__ import annotations
 
 import csv
-import importlib
 import io
-import multiprocessing as mp
 import pickle
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -108,28 +108,39 @@ def tune_item(item: SweepItem, device: int, top_k: int = 6) -> dict[str, Any]:
 
 
 def _resolve(task: str) -> Callable[[SweepItem, int], dict[str, Any]]:
-    mod, _, name = task.rpartition(":")
-    return getattr(importlib.import_module(mod), name)
+    from .worker import resolve
+
+    return resolve(task)
 
 
-def _worker(device: int, task: str, todo: Any, done: Any) -> None:
-    """A GPU's worker: items arrive on ``todo`` (its own queue), rows leave on ``done`` (its own pipe).
+def _serve(hello: dict[str, Any], rx: Any, tx: Any) -> None:
+    """A GPU's worker (``python -m autopad.worker --sweep``): items arrive on ``rx``, rows leave on ``tx``.
 
-    ``done.send`` writes synchronously from this thread and the pipe is this worker's alone: a worker
-    that dies (``os._exit`` in a task, a lost CUDA context) cannot leave a lock held that another
-    worker's results would wait on, as a queue shared by all workers could (its writer lock is taken by a
-    feeder thread that may not have let go when the process ends).
+    Both are this worker's own pipes and every send is synchronous from this thread: a worker that dies
+    (``os._exit`` in a task, a lost CUDA context) cannot leave a lock held that another worker's results
+    would wait on, as a queue shared by all workers could. The end of ``rx`` (the parent closed it or
+    died) ends the worker.
     """
-    run = _resolve(task)
+    device = hello["device"]
+    try:
+        run = _resolve(hello["task"])
+    except Exception as exc:  # every item would fail the same way: say so for each, then stop
+        run, why = None, f"sweep task {hello['task']!r} cannot be imported: {type(exc).__name__}: {exc}"
     while True:
-        idx, item = todo.get()
+        try:
+            idx, item = rx.recv()
+        except EOFError:
+            return
         if idx < 0:
             return
+        if run is None:
+            tx.send(("error", idx, device, why))
+            continue
         try:
             row = run(item, device)
-            done.send(("row", idx, device, row))
+            tx.send(("row", idx, device, row))
         except Exception as exc:  # a Python-level failure is this item's, not the worker's
-            done.send(("error", idx, device, f"{type(exc).__name__}: {exc}"))
+            tx.send(("error", idx, device, f"{type(exc).__name__}: {exc}"))
 
 
 def run_sweep(
@@ -142,32 +153,30 @@ def run_sweep(
     """Run every item once across ``devices`` (one worker process each); rows in item order.
 
     ``task`` ("module:function") is what a worker calls per item with (item, device); tests pass fakes.
-    The parent hands each worker one item at a time, so it always knows what a worker was running: a
-    worker that dies mid-item is replaced and the item retried once, then recorded as failed.
+    Workers are ``python -m autopad.worker --sweep`` processes (``worker.WorkerProcess``): the caller's
+    main module is never imported in them. The parent hands each worker one item at a time, so it always
+    knows what a worker was running: a worker that dies mid-item (noticed from its exit, within 0.2 s) is
+    replaced and the item retried once, then recorded as failed with the worker's last output.
     """
+    from .worker import WorkerProcess
+
     if not devices:
         raise ValueError("devices: need at least one device index")
-    ctx = mp.get_context("spawn")
     pending = list(range(len(work)))
-    workers: dict[int, tuple[Any, Any, Any]] = {}  # device -> (process, its task queue, its result pipe)
+    workers: dict[int, WorkerProcess] = {}  # device -> its worker
     inflight: dict[int, tuple[int, float]] = {}  # device -> (item, started)
     attempts = [0] * len(work)
     rows: dict[int, dict[str, Any]] = {}
     t0 = time.perf_counter()
 
     def start(dev: int) -> None:
-        q = ctx.Queue()
-        recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=_worker, args=(dev, task, q, send))  # not daemonic: tune() starts workers
-        p.start()
-        send.close()  # the child holds the writing end; at its exit the pipe reads as closed
-        workers[dev] = (p, q, recv)
+        workers[dev] = WorkerProcess("sweep", {"task": task, "device": dev})
 
     def handle(msg: tuple) -> None:
         kind, idx, dev, payload = msg
         if inflight.get(dev, (None,))[0] == idx:
             inflight.pop(dev)
-        base = {"device": dev, "worker_pid": workers[dev][0].pid, "attempts": attempts[idx]}
+        base = {"device": dev, "worker_pid": workers[dev].pid, "attempts": attempts[idx]}
         if kind == "row":
             rows[idx] = {**base, **payload, "error": ""}
         else:
@@ -179,66 +188,69 @@ def run_sweep(
             )
             sys.stderr.flush()
 
-    def receive(conn: Any) -> bool:
+    def receive(w: WorkerProcess) -> bool:
         """Handle one message from a worker's pipe; False when the pipe is closed or the message cut."""
         try:
-            msg = conn.recv()
+            msg = w.rx.recv()
         except (EOFError, OSError, pickle.UnpicklingError):
+            try:
+                w.proc.wait(timeout=1.0)  # it closed its pipe: it is exiting
+            except subprocess.TimeoutExpired:
+                w.kill()
             return False
         handle(msg)
         return True
 
-    def drain(conn: Any) -> None:
-        while conn.poll() and receive(conn):
+    def drain(w: WorkerProcess) -> None:
+        while not w.rx.closed and w.rx.poll() and receive(w):
             pass
 
     for d in devices:
         start(d)
     try:
         while len(rows) < len(work):
-            for dev, (p, q, _) in workers.items():
-                if dev not in inflight and pending and p.is_alive():
+            for dev, w in workers.items():
+                if dev not in inflight and pending and w.alive():
                     idx = pending.pop(0)
                     attempts[idx] += 1
                     inflight[dev] = (idx, time.perf_counter())
-                    q.put((idx, work[idx]))
-            for conn in mp_connection.wait([w[2] for w in workers.values()], timeout=0.2):
-                receive(conn)
-            for dev, (p, _, conn) in list(workers.items()):
+                    w.send((idx, work[idx]))
+            by_conn = {id(w.rx): w for w in workers.values()}
+            for conn in mp_connection.wait([w.rx for w in workers.values()], timeout=0.2):
+                receive(by_conn[id(conn)])
+            for dev, w in list(workers.items()):
                 stuck = dev in inflight and time.perf_counter() - inflight[dev][1] > item_timeout_s
-                if p.is_alive() and not stuck:
+                if w.alive() and not stuck:
                     continue
                 if stuck:
-                    p.kill()
-                p.join(timeout=5)
-                drain(conn)  # whatever it finished before dying counts
-                conn.close()
+                    w.kill()
+                drain(w)  # whatever it finished before dying counts
+                code, tail = w.exitcode, w.tail()
+                w.close()
                 if dev in inflight:  # it died holding an item: retry once, then record the failure
                     idx, _ = inflight.pop(dev)
-                    why = "timed out" if stuck else f"worker died (exit code {p.exitcode})"
+                    why = "timed out" if stuck else f"worker died (exit code {code})"
                     if attempts[idx] < 2:
                         pending.insert(0, idx)
                     else:
                         rows[idx] = {
                             "device": dev,
-                            "worker_pid": p.pid,
+                            "worker_pid": w.pid,
                             "attempts": attempts[idx],
                             "mode": "failed",
-                            "error": f"{why} on both attempts",
+                            "error": f"{why} on both attempts"
+                            + (f"; its last output: {tail[-300:]}" if tail else ""),
                         }
                 if len(rows) < len(work):
                     start(dev)
                 else:
                     workers.pop(dev)
     finally:
-        for p, q, _ in workers.values():
-            if p.is_alive():
-                q.put((-1, None))
-        for p, _, conn in workers.values():
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
-            conn.close()
+        for w in workers.values():
+            if w.alive():
+                w.send((-1, None))
+        for w in workers.values():
+            w.close(grace_s=5.0)
         if progress:
             sys.stderr.write("\n")
     out = []
