@@ -339,3 +339,21 @@ def test_launcher_hands_the_kernel_the_users_tensors_and_matching_descriptors(c,
         assert c_desc.layout.element_bitwidth == 32
         ((rgrid, rargs, _),) = rec["splitk_reduce"].calls
         assert rargs[0] is c_desc.base and rargs[1] is out and rargs[2:5] == (m * n, mp * n, s)
+
+
+@pytest.mark.parametrize(
+    "shape,dt", [(DECODE, "bfloat16"), ((3000, 5000, 1000), "float16"), (DECODE, "tf32")]
+)
+def test_restrictions_only_drop_illegal_points(shape, dt):
+    """RESTRICTIONS prune the space before legal(): every legal point of the whole space must survive."""
+    import itertools
+
+    from autopad.search import enumerate_candidates
+    from autopad.spec import KernelSpec
+
+    kept = {tuple(sorted(c.items())) for c in enumerate_candidates(KernelSpec(G), shape, dt)}
+    names = sorted(G.SPACE)
+    legal = {
+        p for p in itertools.product(*(G.SPACE[n] for n in names)) if G.legal(dict(zip(names, p)), shape, dt)
+    }
+    assert legal and {tuple(zip(names, p)) for p in legal} == kept
