@@ -1,27 +1,42 @@
-"""The ``autopad`` command line: one subcommand per job, each in its own ``_add_<name>`` + ``_run_<name>``.
+"""The ``autopad`` command line: ``autopad COMMAND ...`` or ``python -m autopad COMMAND ...``.
 
-Exit codes: 0 success, 1 a failure while doing the work (a file that cannot be written, matplotlib
-missing), 2 bad arguments, reported as one line on stderr without a traceback. ``main(argv)`` returns the
-code instead of exiting, so tests call it in-process. Importing this module loads argparse and nothing
-heavy: each handler imports what it needs when it runs.
+Commands (each group in its own module, registered in ``build_parser``): ``tune`` and ``export``
+(cli_tune.py), ``sweep`` (cli_sweep.py), ``pretune`` and ``cache`` (cli_cache.py), ``explain``
+(cli_explain.py), ``validate`` (validate.py's own parser, wrapped in cli_tune.py). Every command that prints
+results takes ``--json``: one JSON document on stdout and nothing else there (notes go to stderr).
 
-To add a subcommand: write ``_add_<name>(subparsers)`` that creates its parser and sets
-``handler=_run_<name>``, write ``_run_<name>(args) -> int``, and call ``_add_<name>`` in ``build_parser``.
+Exit codes: 0 success; 1 the work failed (no candidate ran correctly, a file could not be written, a sweep
+item failed, a validation disagreed); 2 the command cannot run as asked: bad arguments, an input file that
+is not what it should be, a cache folder that is a file, or a GPU-only command on a machine without a GPU.
+Every error is one line on stderr, found before any work where it can be, never a traceback; an unexpected
+exception is reported in one line too (exit 1), and ``AUTOPAD_DEBUG=1`` shows its traceback.
+
+Why the handlers import lazily: ``autopad tune`` answered from the cache should take milliseconds, so
+building the parser loads argparse alone (validate's parser, which loads its probe machinery, is built only
+when ``validate`` is the command) and each handler imports what it needs when it runs.
+
+To add a command: write ``add_<name>(subparsers)`` that creates its parser and sets ``handler``, and a
+handler ``(args) -> int`` that raises ``UsageError`` (exit 2) or ``Failed`` (exit 1) with one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+from typing import Any
 
-__all__ = ["main", "build_parser", "UsageError"]
+__all__ = ["main", "build_parser", "UsageError", "Failed", "emit_json", "add_json"]
 
 
 class UsageError(Exception):
-    """Bad arguments: main() prints the message on one line and returns 2."""
+    """The command cannot run as asked: main() prints the message on one line and returns 2."""
+
+
+class Failed(Exception):
+    """The work failed: main() prints the message on one line and returns 1."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -31,140 +46,96 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
 
 
-# ---- autopad explain ---------------------------------------------------------------------------------------
-
-_EXPLAIN_EPILOG = """\
-layouts:  pad=N                    N elements of padding per row (pad=0: the plain tile)
-          swizzle=vecV,phaseP,maxM Gluon SwizzledSharedLayout(V, P, M): chunk j of V elements of row r
-                                   goes to j ^ ((r // P) % M); phase and max default to 1 and cols / V
-          cute=B,M,S               CuTe Swizzle<B,M,S> on the element offset r * cols + c
-patterns: row                      the tile read row by row, VEC elements per lane
-          column                   column by column (lane i reads row i)
-          transpose-read           a transpose's read-out: a (rows/VEC) x BLOCK_Y block walking columns
-          transpose-write          a transpose's fill: a (cols/VEC) x BLOCK_Y block storing rows
-          "tile BXxBY"             a BX x BY thread block loading rows with a j loop
-
-example:  autopad explain --tile 32x32 --dtype float32 --layout pad=1 --pattern column --png bank.png
-"""
+def add_json(p: argparse.ArgumentParser) -> None:
+    """The ``--json`` switch every command that prints results has."""
+    p.add_argument("--json", action="store_true", help="print one JSON document on stdout instead of text")
 
 
-def _add_explain(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "explain",
-        help="print (or draw) the bank map of a layout under an access pattern",
-        description="Show which shared-memory bank every element of a tile lands in under a layout, the "
-        "elements one warp instruction touches, and every instruction's wavefronts against the "
-        "conflict-free count (the analytical model, no GPU needed).",
-        epilog=_EXPLAIN_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--tile", default="32x32", help="ROWSxCOLS in elements (default 32x32)")
-    p.add_argument(
-        "--dtype", default="float32", help="element type: float32, float16, bfloat16, float64, int8, ..."
-    )
-    p.add_argument(
-        "--layout", default="pad=0", help="pad=N | swizzle=vecV,phaseP,maxM | cute=B,M,S (default pad=0)"
-    )
-    p.add_argument(
-        "--pattern", default="column", help="row | column | transpose-read | transpose-write | 'tile BXxBY'"
-    )
-    p.add_argument("--vec", type=int, default=1, help="elements per lane per access (default 1)")
-    p.add_argument("--block-y", type=int, default=8, help="thread rows of the transpose block (default 8)")
-    p.add_argument("--instruction", type=int, default=0, help="which instruction to mark (default 0)")
-    p.add_argument(
-        "--arch", default="sm_90", help="bank geometry: sm_90 (measured), sm_80, cdna3, ... (default sm_90)"
-    )
-    p.add_argument("--png", metavar="FILE", help="also draw the map to this PNG (needs matplotlib)")
-    p.add_argument(
-        "--color", choices=("auto", "always", "never"), default="auto", help="mark cells in colour"
-    )
-    p.set_defaults(handler=_run_explain)
+def emit_json(obj: Any) -> None:
+    """``obj`` as indented JSON with sorted keys on stdout (tuples as lists, anything else as text)."""
+    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def _run_explain(args: argparse.Namespace) -> int:
-    from . import explain
-    from .arch import get_arch
-
-    try:
-        arch = get_arch(args.arch)
-        rows, cols = explain.parse_tile(args.tile)
-        elem = explain.parse_dtype(args.dtype)
-        layout = explain.parse_layout(args.layout, rows, cols, elem)
-        pattern = explain.parse_pattern(
-            args.pattern, rows, cols, elem, args.vec, args.block_y, arch.warp_size
-        )
-        legal = layout.check(args.vec, budget=1 << 62)  # any size can be drawn; the budget is only a note
-        if not legal:
-            raise ValueError(f"layout: {args.layout} cannot take {args.vec}-element accesses: {legal.reason}")
-        fits = layout.check(args.vec, budget=arch.smem_per_block)
-        color = args.color == "always" or (
-            args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-        )
-        text = explain.explain_text(layout, pattern, arch, args.instruction, color=color)
-    except ValueError as err:
-        raise UsageError(f"autopad explain: error: {err}") from None
-    sys.stdout.write(text)
-    if not fits:
-        print(f"note: {fits.reason} on {arch.name}", file=sys.stderr)
-    if args.png:
-        if not Path(args.png).resolve().parent.is_dir():
-            print(f"autopad explain: error: cannot write {args.png}: no such directory", file=sys.stderr)
-            return 1
-        try:
-            path = explain.explain_png(layout, pattern, args.png, arch, args.instruction)
-        except ImportError:
-            print(
-                "autopad explain: error: --png needs matplotlib (pip install 'autopad[plot]')",
-                file=sys.stderr,
-            )
-            return 1
-        except OSError as err:
-            print(f"autopad explain: error: cannot write {args.png}: {err.strerror or err}", file=sys.stderr)
-            return 1
-        print(f"wrote {path}")
-    return 0
+_VALIDATE_HELP = "check the bank-conflict model against the GPU (ncu or timing)"
 
 
-# ---- the entry point ---------------------------------------------------------------------------------------
+def _command(argv: Sequence[str]) -> str | None:
+    """The command word: the first argument that is not an option (top-level options take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``autopad`` parser with every subcommand."""
+def build_parser(full: bool = True) -> argparse.ArgumentParser:
+    """The ``autopad`` parser with every command; ``full=False`` leaves validate's options out (they load
+    its probe machinery) and is what ``main`` uses for every other command."""
+    from . import __version__, cli_cache, cli_explain, cli_sweep, cli_tune
+
     parser = _Parser(
         prog="autopad",
-        description="Pick shared-memory layouts for GPU kernels with an analytical bank-conflict model.",
+        description="Pick shared-memory layouts for GPU kernels with an analytical bank-conflict model, "
+        "benchmark the best candidates on the GPU, export the winner's constants.",
+        epilog="exit codes: 0 success, 1 the work failed, 2 bad arguments or a GPU-only command without "
+        "a GPU (one line on stderr). Every command has --help.",
     )
-    from . import __version__
-
     parser.add_argument("--version", action="version", version=f"autopad {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    from . import cli_tune
-
     cli_tune.add_tune(sub)
-    cli_tune.add_sweep(sub)
+    cli_sweep.add_sweep(sub)
     cli_tune.add_export(sub)
-    cli_tune.add_cache(sub)
-    _add_explain(sub)
-    cli_tune.add_validate(sub)
+    cli_cache.add_pretune(sub)
+    cli_cache.add_cache(sub)
+    cli_explain.add_explain(sub)
+    if full:
+        cli_tune.add_validate(sub)
+    else:
+        sub.add_parser("validate", help=_VALIDATE_HELP, add_help=False)
     return parser
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``autopad`` with ``argv`` (default: sys.argv[1:]); returns the exit code."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser.parse_args(list(argv) if argv is not None else None)
+        parser = build_parser(full=_command(argv) == "validate")
+        args = parser.parse_args(argv)
         if getattr(args, "handler", None) is None:
             raise UsageError("autopad: error: choose a command (see 'autopad --help')")
         return int(args.handler(args))
     except UsageError as err:
-        print(str(err), file=sys.stderr)
+        print(_one_line(err), file=sys.stderr)
         return 2
+    except Failed as err:
+        print(_one_line(err), file=sys.stderr)
+        return 1
     except SystemExit as err:  # --help and --version exit through argparse
         return err.code if isinstance(err.code, int) else (0 if err.code is None else 2)
     except BrokenPipeError:  # e.g. `autopad explain | head`
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (the interpreter flushes it at exit)
+        except OSError:
+            pass
         return 0
+    except KeyboardInterrupt:
+        print("autopad: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # a bug or an environment problem: one line, unless debugging
+        if os.environ.get("AUTOPAD_DEBUG", "") not in ("", "0"):
+            raise
+        cmd = _command(argv) or ""
+        print(
+            _one_line(
+                f"autopad {cmd}: error: {type(err).__name__}: {err} "
+                "(AUTOPAD_DEBUG=1 shows the traceback; please report it)"
+            ),
+            file=sys.stderr,
+        )
+        return 1
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # python -m autopad.cli: run the imported module, whose exception classes the
+    from autopad.cli import main as _main  # handlers raise (this file as __main__ has copies of its own)
+
+    sys.exit(_main())

@@ -1,32 +1,96 @@
-"""The ``autopad`` subcommands around tuning: tune, sweep, export, cache, validate.
+"""``autopad tune``, ``autopad export`` and the ``autopad validate`` wrapper.
 
-Each is an ``add_<name>(subparsers)`` that sets ``handler``; ``cli.build_parser`` calls them. Exit codes
-are the CLI's: 0 success, 1 the work failed (no candidate ran correctly, a file could not be written, a
-validation disagreed), 2 bad arguments (one line on stderr, no traceback).
+tune: every argument is checked (``request.Request.make``, the export target, the cache folder) before any
+ranking, so a bad one is one line and exit 2. The report's first line says which backend runs and why
+(``--backend auto`` is a fixed rule of kernel and dtype: ``kernels_registry.auto_backend``). A cache hit is
+printed from the candidates the cache stored, never by re-ranking the whole space (``--all`` does that).
+A kernel is a built-in name or a user's spec file, ``my_kernel.py`` or ``my_kernel.py:Name``
+(``cli_spec.load_kernel`` says how the spec is found).
+
+export: from result JSON files (several merge into one header) or from the cache (``--kernel``), to a
+file or to stdout (``-o -`` with ``--format``). validate: needs an NVIDIA GPU; without one it is a
+one-line error, never the probe machinery's traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
-__all__ = ["add_tune", "add_sweep", "add_export", "add_cache", "add_validate"]
+from .cli import Failed, UsageError, add_json, emit_json
+
+__all__ = ["add_tune", "add_export", "add_validate", "cli_message", "check_cache_dir", "dtype_hint"]
+
+_FORMATS = ("json", "h", "py")
+_FLAGS = {  # tune()'s argument names as the CLI spells them, for error messages
+    "kernel": "KERNEL",
+    "shape": "--shape",
+    "dtype": "--dtype",
+    "backend": "--backend",
+    "top_k": "--top-k",
+    "budget": "--budget",
+    "refine": "--refine",
+    "dist": "--dist",
+    "arch": "--arch",
+    "device": "--device",
+    "export": "--export",
+}
 
 
-class _Bad(ValueError):
-    pass
+def cli_message(err: Exception) -> str:
+    """A library ValueError in the CLI's words: 'top_k: ...' -> '--top-k: ...', backend='x' -> --backend x."""
+    text = str(err)
+    name, sep, rest = text.partition(": ")
+    if sep and name in _FLAGS:
+        text = f"{_FLAGS[name]}: {rest}"
+    text = text.replace("backend='cuda' or 'triton'", "--backend cuda or --backend triton")
+    return re.sub(r"backend='(\w+)'", r"--backend \1", text)
 
 
-def _usage(cmd: str, err: Exception) -> int:
-    print(f"autopad {cmd}: error: {err}", file=sys.stderr)
-    return 2
+def dtype_hint(kernel: str, dtype: str) -> str:
+    """Which dtypes each backend of a built-in kernel takes, for an error about one it does not."""
+    from .kernels_registry import BUILTIN, builtin_spec
+
+    parts, takes = [], []
+    for name, backend in BUILTIN:
+        if name == kernel:
+            try:
+                dtypes = builtin_spec(name, backend).DTYPES
+            except (ValueError, ImportError):
+                continue
+            parts.append(f"{backend} takes {', '.join(dtypes)}")
+            takes += [backend] if dtype in dtypes else []
+    if takes:
+        return f"--backend {' or '.join(takes)} takes {dtype}"
+    return f"no {kernel} backend takes {dtype}: {'; '.join(parts)}" if parts else ""
 
 
-def _shapes(text: str) -> list[tuple[int, ...]]:
-    from .tune import normalize_shape
+def req_dtype(text: str) -> str:
+    """``text`` as a dtype name ('fp16' -> 'float16'), or as given when it is not one."""
+    from .request import normalize_dtype
 
-    return [normalize_shape(s) for s in text.split(",") if s]
+    try:
+        return normalize_dtype(text)
+    except ValueError:
+        return text
+
+
+def check_cache_dir(cmd: str) -> None:
+    """The cache folder, or the first existing folder above it, must be a folder: one line, exit 2."""
+    from .cache import cache_dir
+
+    root = cache_dir()
+    for p in (root / "tune", root, *root.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise UsageError(
+                    f"autopad {cmd}: error: cache: {p} is a file, not a folder (set AUTOPAD_CACHE_DIR to a "
+                    "folder" + (", or pass --no-cache)" if cmd == "tune" else ")")
+                )
+            return
 
 
 # ---- autopad tune ----------------------------------------------------------------------------------------
@@ -36,14 +100,22 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "tune",
         help="tune one kernel for one shape and dtype",
-        description="Enumerate legal layouts, rank them with the model, benchmark the shortlist on the "
-        "GPU (without one: rank by the model alone, and say so), print every candidate, optionally export.",
-        epilog="example: autopad tune transpose --shape 8192x8192 --dtype float32 --export transpose.h",
+        description="Enumerate legal layouts, rank them with the model, benchmark the shortlist on the GPU "
+        "(without one: rank by the model alone, and say so), print the candidates and the pick, optionally "
+        "export it. The first line says which backend runs and why.",
+        epilog="examples: autopad tune transpose --shape 8192x8192 --dtype float32 --export transpose.h\n"
+        "          autopad tune matmul --shape 4096x4096x4096 --dtype bfloat16 --json\n"
+        "          autopad tune my_kernel.py:Transpose --shape 4096x4096",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("kernel", help="transpose | matmul | histogram")
+    p.add_argument(
+        "kernel", help="transpose | matmul | histogram, or your spec file: my_kernel.py or my_kernel.py:Name"
+    )
     p.add_argument("--shape", required=True, help="e.g. 8192x8192 (histogram: Nxbins; matmul: MxNxK)")
-    p.add_argument("--dtype", default="float32")
-    p.add_argument("--backend", default="auto", choices=("auto", "cuda", "triton"))
+    p.add_argument("--dtype", default="float32", help="element type (default float32)")
+    p.add_argument(
+        "--backend", default="auto", choices=("auto", "cuda", "triton"), help="auto: a fixed rule per kernel"
+    )
     p.add_argument("--top-k", type=int, default=6, help="candidates to measure besides the baselines")
     p.add_argument("--budget", type=int, help="measure at most this many candidates")
     p.add_argument(
@@ -52,113 +124,184 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dist", help="histogram input class: uniform | skewed | single")
     p.add_argument("--device", type=int, default=0, help="CUDA device index")
     p.add_argument("--arch", help="bank geometry for the model (default: the GPU's, else sm_90)")
-    p.add_argument("--export", metavar="FILE", help="write the pick as .json, .h or .py")
+    p.add_argument("--export", metavar="FILE", help="write the pick as .json, .h or .py ('-': stdout)")
+    p.add_argument(
+        "--format", choices=_FORMATS, help="export format (default: from the suffix; needed for -)"
+    )
     p.add_argument("--overwrite", action="store_true", help="let --export replace a different file")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the tuning cache")
     p.add_argument("--retune", action="store_true", help="ignore a cached result (cached timings are reused)")
-    p.add_argument("--quiet", action="store_true", help="print only the pick")
-    p.set_defaults(handler=_run_tune)
+    p.add_argument("--limit", type=int, default=12, help="unmeasured candidates to list (default 12)")
+    p.add_argument("--all", action="store_true", help="list every legal candidate (re-ranks a cache hit)")
+    p.add_argument("--verbose", "-v", action="store_true", help="show the predictor's terms per candidate")
+    p.add_argument("--quiet", "-q", action="store_true", help="print only the pick, as NAME=VALUE words")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    add_json(p)
+    p.set_defaults(handler=run_tune)
 
 
-def _run_tune(args: argparse.Namespace) -> int:
-    from .tune import tune
+def _export_target(path: str | None, fmt: str | None, cmd: str) -> str | None:
+    """The export format ('.json', '.h', '.py') from --format or the suffix; a bad one is exit 2."""
+    if path is None:
+        if fmt is not None:
+            raise UsageError(f"autopad {cmd}: error: --format needs an export destination")
+        return None
+    if fmt is not None:
+        return "." + fmt
+    if path == "-":
+        raise UsageError(f"autopad {cmd}: error: exporting to stdout (-) needs --format json, h or py")
+    suffix = Path(path).suffix.lower()
+    if suffix not in tuple("." + f for f in _FORMATS):
+        raise UsageError(
+            f"autopad {cmd}: error: {'--export' if cmd == 'tune' else '-o'}: {path!r} does not end in .json, "
+            ".h or .py (or give --format)"
+        )
+    return suffix
+
+
+def _stored_candidates(req: Any, res: Any) -> list[Any] | None:
+    """The candidates a cache hit stored (measured ones, baselines, the best predicted), in ranking order;
+    None if the cache no longer holds this result."""
+    from .cache import Cache
+    from .device import device_info
+    from .results import CandidateResult
+    from .tune import cache_key
+
+    key = cache_key(req.spec, req.shape, req.dtype, req.dist, device_info(req.device))
+    stored = (Cache().load(key).get("result") or {}).get("result") or {}
+    try:
+        if {str(k): int(v) for k, v in stored["best"]["constants"].items()} != res.best.constants:
+            return None
+        return [CandidateResult.from_dict(c) for c in stored["candidates"]]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _request(args: argparse.Namespace, kernel: Any) -> Any:
+    from .device import device_count, device_info
+    from .request import Request
 
     try:
-        res = tune(
-            args.kernel,
+        return Request.make(
+            kernel,
             args.shape,
             args.dtype,
             backend=args.backend,
             top_k=args.top_k,
-            budget=args.budget,
-            refine=args.refine,
-            dist=args.dist,
             device=args.device,
-            arch=args.arch,
             cache=not args.no_cache,
+            budget=args.budget,
+            dist=args.dist,
+            arch=args.arch,
             retune=args.retune,
-            verbose=False,
+            refine=args.refine,
+            gpu_cc=device_info(args.device).get("cc", "") if args.device >= 0 else "",
+            device_count=device_count(),
         )
     except ValueError as err:
-        return _usage("tune", err)
-    if args.quiet:
-        print(res.best.constants)
+        msg = cli_message(err)
+        if msg.startswith("--dtype:") and isinstance(kernel, str) and "not a known" not in msg:
+            hint = dtype_hint(kernel, req_dtype(args.dtype))
+            if hint:  # the library's "try the other backend" is a guess; the hint knows
+                msg = msg.split("; try the other backend")[0] + f" ({hint})"
+        raise UsageError(f"autopad tune: error: {msg}") from None
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    """Handler of ``autopad tune``."""
+    from .cli_spec import load_kernel
+
+    if args.json and args.quiet:
+        raise UsageError("autopad tune: error: --json and --quiet: choose one")
+    if args.json and args.export == "-":
+        raise UsageError("autopad tune: error: --json and --export -: both would use stdout; choose one")
+    if args.limit < 0:
+        raise UsageError(f"autopad tune: error: --limit: must be >= 0, got {args.limit}")
+    fmt = _export_target(args.export, args.format, "tune")
+    if not args.no_cache:
+        check_cache_dir("tune")
+    kernel, source = load_kernel(args.kernel, "tune")
+    req = _request(args, kernel)
+    from .cli_progress import activity
+    from .report import backend_line, report_dict, report_text, trust_statement
+    from .tune import tune
+
+    first = backend_line(req.spec.NAME, args.backend, req.spec.BACKEND, req.dtype, source)
+    quiet_out = args.quiet or args.json
+    if args.export == "-" and not args.quiet:  # the export owns stdout: the report goes to stderr
+        print(first, file=sys.stderr)
+    elif not quiet_out:
+        print(first, flush=True)
+    show = not args.no_progress and sys.stderr.isatty()
+    try:
+        with activity(f"ranking the {req.spec.NAME} candidates with the model", enabled=show):
+            res = tune(
+                kernel if source is None else req.spec.impl,
+                req.shape,
+                req.dtype,
+                backend=args.backend,
+                top_k=req.top_k,
+                device=req.device,
+                cache=req.cache,
+                budget=req.budget,
+                dist=req.dist,
+                arch=args.arch,
+                retune=req.retune,
+                refine=req.refine,
+                progress=False if args.no_progress else None,
+            )
+    except ValueError as err:
+        raise UsageError(f"autopad tune: error: {cli_message(err)}") from None
+    cands, hidden = _listed(args, req, res)
+    trust = trust_statement(res)
+    if args.json:
+        choice = {"asked": args.backend, "chosen": res.backend, "line": first, "source": source}
+        out = report_dict(res, cands, backend=choice, hidden=hidden, trust=trust)
+        out["exported"] = _export(res, args, fmt) if args.export else None
+        emit_json(out)
     else:
-        print(res.table())
-        print(f"\npick: {res.best.layout}  {res.best.constants}")
-    if args.export:
-        try:
-            path = res.export(args.export, overwrite=args.overwrite)
-        except (FileExistsError, OSError, ValueError) as err:
-            print(f"autopad tune: error: {err}", file=sys.stderr)
-            return 1
-        print(f"wrote {path}")
+        if args.quiet:
+            if args.export != "-":
+                print(" ".join(f"{k}={v}" for k, v in sorted(res.best.constants.items())))
+        else:
+            text = report_text(res, cands, hidden=hidden, verbose=args.verbose, trust=trust)
+            print(text, file=sys.stderr if args.export == "-" else sys.stdout)
+        if args.export:
+            path = _export(res, args, fmt)
+            if path != "-" and not args.quiet:
+                print(f"wrote {path}")
     if res.mode == "measured" and res.best.measured is None:
-        print("autopad tune: no candidate ran correctly", file=sys.stderr)
-        return 1
+        raise Failed("autopad tune: no candidate ran correctly (see the FAILED notes above)")
     return 0
 
 
-# ---- autopad sweep ---------------------------------------------------------------------------------------
+def _listed(args: argparse.Namespace, req: Any, res: Any) -> tuple[list[Any], int | None]:
+    """The candidates to print and how many were left out (None: unknown, for a cache hit)."""
+    from .report import shown
+
+    if args.all:
+        return list(res.candidates), 0
+    if res.cache_hit:
+        stored = _stored_candidates(req, res)
+        if stored is not None:
+            return shown(stored, res.best.constants, args.limit)[0], None
+    return shown(res.candidates, res.best.constants, args.limit)
 
 
-def add_sweep(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "sweep",
-        help="tune kernels x shapes x dtypes to a CSV and a PNG",
-        description="Tune every combination, one worker process per GPU (a dying worker is replaced and "
-        "its item retried once), and write sweep.csv and sweep.png.",
-        epilog="example: autopad sweep --kernels transpose,histogram --shapes 4096x4096 --dtypes float32",
-    )
-    p.add_argument("--kernels", default="transpose", help="comma-separated kernel names")
-    p.add_argument("--shapes", default="4096x4096", help="comma-separated shapes")
-    p.add_argument("--dtypes", default="float32", help="comma-separated element types")
-    p.add_argument("--backend", default="auto", choices=("auto", "cuda", "triton"))
-    p.add_argument("--dist", help="histogram input class")
-    p.add_argument("--gpus", default="0", help="comma-separated device indices, or 'all'")
-    p.add_argument("--out", default="autopad-sweep", help="folder for sweep.csv and sweep.png")
-    p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(handler=_run_sweep)
-
-
-def _run_sweep(args: argparse.Namespace) -> int:
-    from .sweep import items, plot, run_sweep, write_csv
-    from .tune import normalize_dtype
+def _export(res: Any, args: argparse.Namespace, fmt: str | None) -> str:
+    """Write the pick to args.export (or stdout for '-'); a failure is one line and exit 1."""
+    from . import export
 
     try:
-        kernels = [k for k in args.kernels.split(",") if k]
-        from .kernels_registry import kernel_names
-
-        for k in kernels:
-            if k not in kernel_names():
-                raise _Bad(f"unknown kernel {k!r}; built-in: {', '.join(kernel_names())}")
-        dtypes = [normalize_dtype(d) for d in args.dtypes.split(",") if d]
-        shapes = _shapes(args.shapes)
-        if args.gpus == "all":
-            from .bench import gpu_available
-
-            n = 0
-            if gpu_available():
-                import torch
-
-                n = torch.cuda.device_count()
-            devices = list(range(max(n, 1)))
-        else:
-            devices = [int(g) for g in args.gpus.split(",") if g]
-    except ValueError as err:
-        return _usage("sweep", err)
-    work = items(kernels, shapes, dtypes, args.backend, args.dist)
-    rows = run_sweep(work, devices, progress=not args.no_progress)
-    out = Path(args.out)
-    try:
-        csv_path = write_csv(rows, out / "sweep.csv")
-        png_path = plot(rows, out / "sweep.png")
-    except (OSError, ImportError) as err:
-        print(f"autopad sweep: error: {err}", file=sys.stderr)
-        return 1
-    failed = sum(1 for r in rows if r.get("mode") == "failed")
-    print(f"wrote {csv_path} and {png_path}: {len(rows)} items, {failed} failed")
-    return 1 if failed else 0
+        if args.export == "-":
+            sys.stdout.write(export.render(res, fmt))
+            sys.stdout.flush()
+            return "-"
+        return str(export.export_result(res, args.export, fmt=fmt, overwrite=args.overwrite))
+    except FileExistsError as err:
+        raise Failed(f"autopad tune: error: {err}") from None
+    except (OSError, ValueError) as err:
+        raise Failed(f"autopad tune: error: cannot export to {args.export}: {err}") from None
 
 
 # ---- autopad export --------------------------------------------------------------------------------------
@@ -168,111 +311,125 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "export",
         help="write tuned constants as .json, .h or .py",
-        description="From saved results (autopad tune --export x.json) or from the cache. Several results "
-        "(one per device) merge into one header with an #if/#elif block per device and a default.",
+        description="From saved results (autopad tune --export x.json) or from the cache (--kernel, with "
+        "the same --shape/--dtype/--backend/--dist as the tune). Several results (one per device) merge into "
+        "one header in which host and device code always agree.",
         epilog="examples: autopad export h200.json h100.json -o transpose.h\n"
-        "          autopad export --kernel transpose --shape 8192x8192 --dtype float32 -o t.py",
+        "          autopad export --kernel transpose --shape 8192x8192 --dtype float32 -o t.py\n"
+        "          autopad export t.json -o - --format h",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("results", nargs="*", help="result .json files")
-    p.add_argument("-o", "--output", required=True, help="file to write; the suffix picks the format")
+    p.add_argument("-o", "--output", required=True, help="file to write ('-': stdout, with --format)")
+    p.add_argument("--format", choices=_FORMATS, help="output format (default: from the suffix)")
     p.add_argument("--kernel", help="take the result from the cache: kernel name")
     p.add_argument("--shape")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--backend", default="auto", choices=("auto", "cuda", "triton"))
     p.add_argument("--dist", help="histogram input class the result was tuned for (default uniform)")
+    p.add_argument("--device", type=int, default=0, help="the CUDA device whose result to take")
     p.add_argument("--overwrite", action="store_true", help="replace a different existing file")
-    p.set_defaults(handler=_run_export)
+    add_json(p)
+    p.set_defaults(handler=run_export)
 
 
-def _run_export(args: argparse.Namespace) -> int:
-    from .export import export_result, load_result, merge_header
+def run_export(args: argparse.Namespace) -> int:
+    """Handler of ``autopad export``."""
+    from . import export
 
+    fmt = _export_target(args.output, args.format, "export")
     try:
         if args.kernel:
             if args.results:
-                raise _Bad("give result files or --kernel, not both")
+                raise ValueError("give result files or --kernel, not both")
             if not args.shape:
-                raise _Bad("--kernel needs --shape")
-            results = [_from_cache(args.kernel, args.shape, args.dtype, args.backend, args.dist)]
+                raise ValueError("--kernel needs --shape")
+            results = [_from_cache(args)]
         elif args.results:
-            results = [load_result(p) for p in args.results]
+            missing = [p for p in args.results if not Path(p).is_file()]
+            if missing:
+                raise ValueError(f"RESULTS: no such file: {missing[0]}")
+            results = [export.load_result(p) for p in args.results]
         else:
-            raise _Bad("nothing to export: give result .json files or --kernel/--shape")
-        if len(results) > 1 and not args.output.endswith(".h"):
-            raise _Bad("several results merge only into a .h header")
+            raise ValueError("nothing to export: give result .json files or --kernel/--shape")
+        if len(results) > 1 and fmt != ".h":
+            raise ValueError("several results merge only into a .h header")
     except (ValueError, OSError) as err:
-        return _usage("export", err)
+        raise UsageError(f"autopad export: error: {cli_message(err)}") from None
+    sources = list(args.results) or None
     try:
+        if args.output == "-":
+            if len(results) > 1:
+                text = export.render_merged_header(results, "autopad.h", sources=sources)
+            else:
+                text = export.render(results[0], fmt)
+            sys.stdout.write(text)
+            return 0
         if len(results) > 1:
-            path = merge_header(results, args.output, overwrite=args.overwrite)
+            path = export.merge_header(results, args.output, overwrite=args.overwrite, sources=sources)
         else:
-            path = export_result(results[0], args.output, overwrite=args.overwrite)
-    except (FileExistsError, OSError, ValueError) as err:
-        print(f"autopad export: error: {err}", file=sys.stderr)
-        return 1
-    print(f"wrote {path}")
+            path = export.export_result(results[0], args.output, fmt=fmt, overwrite=args.overwrite)
+    except FileExistsError as err:
+        raise Failed(f"autopad export: error: {err}") from None
+    except ValueError as err:  # results that cannot go together, or a name that cannot be a constant
+        raise UsageError(f"autopad export: error: {err}") from None
+    except OSError as err:
+        raise Failed(f"autopad export: error: cannot write {args.output}: {err}") from None
+    if args.json:
+        emit_json({"wrote": str(path), "format": fmt, "results": len(results), "sources": sources})
+    else:
+        print(f"wrote {path}")
     return 0
 
 
-def _from_cache(kernel: str, shape: str, dtype: str, backend: str, dist: str | None = None):
-    from .bench import device_info
+def _from_cache(args: argparse.Namespace) -> Any:
+    """The cached result of the tune ``autopad tune KERNEL --shape --dtype --backend --dist`` made here,
+    looked up exactly as that tune keys it (same spec resolution, default input class and device)."""
     from .cache import Cache
-    from .kernels_registry import builtin_spec
-    from .tune import cache_key, normalize_dtype, normalize_shape
+    from .cli_spec import load_kernel
+    from .device import device_info
+    from .request import Request
+    from .tune import cache_key
 
-    spec = builtin_spec(kernel, backend)
-    if getattr(spec, "DISTS", None):
-        dist = dist or spec.DISTS[0]
-    key = cache_key(spec, normalize_shape(shape), normalize_dtype(dtype), dist, device_info(0))
+    check_cache_dir("export")
+    kernel, _ = load_kernel(args.kernel, "export")
+    req = Request.make(kernel, args.shape, args.dtype, backend=args.backend, dist=args.dist)
+    key = cache_key(req.spec, req.shape, req.dtype, req.dist, device_info(args.device))
     found = Cache().nearest(key)
     if found is None or found[0].shape != key.shape:
-        raise _Bad(f"no cached result for {kernel} {shape} {dtype} on this machine; run autopad tune first")
+        what = f"{req.spec.NAME} [{req.spec.BACKEND}] {args.shape} {req.dtype}" + (
+            f" {req.dist}" if req.dist else ""
+        )
+        raise ValueError(f"no cached result for {what} on this machine; run autopad tune first")
     return found[1]
-
-
-# ---- autopad cache ---------------------------------------------------------------------------------------
-
-
-def add_cache(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "cache",
-        help="list or clear the tuning cache",
-        description="The cache lives in $AUTOPAD_CACHE_DIR or ~/.cache/autopad.",
-    )
-    p.add_argument("action", choices=("list", "clear", "path"))
-    p.add_argument("--kernel", help="clear only this kernel's entries")
-    p.set_defaults(handler=_run_cache)
-
-
-def _run_cache(args: argparse.Namespace) -> int:
-    from .cache import Cache
-
-    cache = Cache()
-    if args.action == "path":
-        print(cache.dir)
-    elif args.action == "list":
-        entries = cache.entries()
-        if not entries:
-            print(f"no entries in {cache.dir}")
-        for e in entries:
-            shape = "x".join(map(str, e.get("shape", ()))) if e.get("shape") else "?"
-            note = ("  +result" if e.get("has_result") else "") + (
-                f"  PROBLEM: {e['problem']}" if e.get("problem") else ""
-            )
-            kernel, backend, dtype = (e.get(k) or "?" for k in ("kernel", "backend", "dtype"))
-            gpu = e.get("gpu") or "no GPU"
-            n = e.get("measurements", 0)
-            print(f"{kernel:10} {backend:7} {shape:16} {dtype:9} {gpu:14} {n:4} measured{note}")
-    else:
-        n = cache.clear(args.kernel)
-        print(f"removed {n} cache files from {cache.dir}")
-    return 0
 
 
 # ---- autopad validate ------------------------------------------------------------------------------------
 
 
 def add_validate(sub: argparse._SubParsersAction) -> None:
+    """validate.py's own parser, with a handler that needs a GPU first (one line and exit 2 without)."""
     from .validate import add_validate_parser
 
-    add_validate_parser(sub).set_defaults(handler=lambda args: int(args.func(args)))
+    add_validate_parser(sub).set_defaults(handler=run_validate)
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """Handler of ``autopad validate``: a GPU-only command."""
+    from .device import device_count, device_info, gpu_available, no_bench
+
+    if no_bench() or device_count() == 0:
+        why = "AUTOPAD_NO_BENCH is set" if no_bench() else "the CUDA driver shows no GPU on this machine"
+        raise UsageError(
+            f"autopad validate: error: needs an NVIDIA GPU ({why}); the model itself needs none: "
+            "try autopad explain"
+        )
+    if not gpu_available():
+        raise UsageError(
+            f"autopad validate: error: a GPU ({device_info(0).get('name', '?')}) is here but torch with CUDA "
+            "is not (pip install torch with CUDA)"
+        )
+    try:
+        return int(args.func(args))
+    except (ImportError, RuntimeError, OSError) as err:
+        raise Failed(f"autopad validate: error: {type(err).__name__}: {err}") from None

@@ -7,22 +7,32 @@ touched cells outlined, the degree in the title). Two pictures side by side make
 in a 32x32 fp32 tile a column is one colour (one bank, 32-way), in 32x33 it is every colour (1 wavefront).
 
 The model decides every number shown (``access.score`` and ``model.analyze``); this module only draws.
-``parse_layout``, ``parse_pattern``, ``parse_tile`` and ``parse_dtype`` turn the CLI's strings into objects.
-matplotlib is imported only inside ``explain_png``.
+``parse_layout``, ``parse_pattern``, ``parse_tile`` and ``parse_dtype`` turn the CLI's strings into objects;
+``explain_data`` gives the same numbers as a dict (``autopad explain --json``). matplotlib is imported only
+inside ``bank_map_figure``.
+
+Sizes: a shared-memory tile is at most 227 KiB (sm_90), so a tile of more than ``MAX_ELEMENTS`` (2**20)
+elements is refused with a ValueError before anything is computed (an 8192x8192 map once ran for 270 s and
+printed 420 MB). Above ``MAP_CELLS`` (256) rows or columns the text shows a corner of the map and lists the
+chosen instruction's elements instead of every cell, and above ``TABLE_ROWS`` instructions the table lists
+the first ones and the chosen one; the totals always count every instruction. ``explain_png`` renders to
+memory and writes through ``files.write_file`` (atomic, never through a symlink).
 """
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .access import Instruction, PatternCost, Stacked, addresses, block_tile, score
 from .arch import Arch, get_arch
+from .files import write_file
 from .layouts import Padded, Replicated, Structs, Swizzle, Tile
 from .model import analyze
 
@@ -31,8 +41,13 @@ if TYPE_CHECKING:  # matplotlib is optional and imported only when drawing
 
 __all__ = [
     "DTYPE_BYTES",
+    "MAX_ELEMENTS",
+    "MAP_CELLS",
     "PATTERNS",
+    "TABLE_ROWS",
     "bank_map_figure",
+    "check_tile",
+    "explain_data",
     "explain_text",
     "explain_png",
     "parse_dtype",
@@ -49,6 +64,10 @@ DTYPE_BYTES = {
 }  # fmt: skip
 PATTERNS = ("row", "column", "transpose-read", "transpose-write", "tile BXxBY")
 _ANSI_MARK, _ANSI_DIM, _ANSI_OFF = "\x1b[7m", "\x1b[2m", "\x1b[0m"
+MAX_ELEMENTS = 1 << 20  # 4 MiB of fp32: 18x the largest shared memory (227 KiB); beyond, refused
+MAP_CELLS = 256  # rows or columns above which the text map is summarised, not printed cell by cell
+CORNER = 32  # rows and columns of the corner shown in a summarised map
+TABLE_ROWS = 64  # instructions listed one per line; beyond, the first ones and the chosen one
 
 
 # ---- parsing the CLI's strings -----------------------------------------------------------------------------
@@ -62,11 +81,22 @@ def parse_dtype(name: str) -> int:
     return DTYPE_BYTES[key]
 
 
+def check_tile(rows: int, cols: int) -> None:
+    """A ValueError naming the tile when it has more than ``MAX_ELEMENTS`` elements (nothing to draw in
+    shared memory is that large, and its map would take minutes and hundreds of MB)."""
+    if rows * cols > MAX_ELEMENTS:
+        raise ValueError(
+            f"tile: {rows}x{cols} is {rows * cols:,} elements; explain draws tiles of up to "
+            f"{MAX_ELEMENTS:,} elements (shared memory holds at most 227 KiB, e.g. 256x256 fp32 is 256 KiB)"
+        )
+
+
 def parse_tile(spec: str) -> tuple[int, int]:
-    """ "32x32" -> (32, 32): rows x columns of the tile, in elements."""
+    """ "32x32" -> (32, 32): rows x columns of the tile, in elements (at most ``MAX_ELEMENTS`` of them)."""
     m = re.fullmatch(r"\s*(\d+)\s*[xX*]\s*(\d+)\s*", str(spec))
     if not m or int(m[1]) <= 0 or int(m[2]) <= 0:
         raise ValueError(f"tile: expected ROWSxCOLS such as 32x32, got {spec!r}")
+    check_tile(int(m[1]), int(m[2]))
     return int(m[1]), int(m[2])
 
 
@@ -262,6 +292,7 @@ def _instructions(pattern: Sequence[Instruction] | Stacked) -> Sequence[Instruct
 def _build(layout: object, pattern: Sequence[Instruction], arch: str | Arch, instruction: int) -> _Map:
     a = get_arch(arch)
     rows, cols, widths = _grid(layout)
+    check_tile(rows, cols)
     if not pattern:
         raise ValueError("pattern: no instructions to explain")
     if isinstance(instruction, bool) or not isinstance(instruction, (int, np.integer)):
@@ -304,21 +335,68 @@ def _degree(wave: int, ideal: int) -> str:
     return f"{d:.2f}".rstrip("0").rstrip(".") + "x"
 
 
+def _listed(n: int, chosen: int) -> list[int]:
+    """Which instructions the table lists: all up to ``TABLE_ROWS``, else the first ones and the chosen."""
+    if n <= TABLE_ROWS:
+        return list(range(n))
+    head = list(range(TABLE_ROWS - 2))
+    return head + ([chosen] if chosen >= len(head) else [])
+
+
 def _table(pattern: Sequence[Instruction], m: _Map) -> list[str]:
     width = max(len("total per tile"), *(len(ins.name) for ins in pattern))
     out = [f"  {'#':>4}  {'instruction':<{width}}  {'op':<6} {'bytes':>5} {'count':>5}  {'wavefronts':>10} "
            f"{'ideal':>6} {'degree':>7}"]  # fmt: skip
-    for i, (ins, (_, count, wave, ideal)) in enumerate(zip(pattern, m.cost.per_instruction, strict=True)):
+    listed = _listed(len(pattern), m.index)
+    for n, i in enumerate(listed):
+        if n and i != listed[n - 1] + 1:
+            out.append(f"  {'...':>4}")
+        ins, (_, count, wave, ideal) = pattern[i], m.cost.per_instruction[i]
         flag = " <" if i == m.index else ""
         out.append(
             f"  {i:>4}  {ins.name:<{width}}  {ins.op:<6} {ins.access_bytes:>5} {count:>5}  {wave:>10} "
             f"{ideal:>6} {_degree(wave, ideal):>7}{flag}"
         )
+    if len(listed) < len(pattern):
+        out.append(f"  ... {len(pattern) - len(listed)} more instructions, all counted in the total")
     c = m.cost
     out.append(
         f"  {'':>4}  {'total per tile':<{width}}  {'':<6} {'':>5} {'':>5}  {c.wavefronts:>10} {c.ideal:>6} "
         f"{_degree(c.wavefronts, c.ideal):>7}  ({c.conflicts} conflict wavefronts)"
     )
+    return out
+
+
+def _map_lines(m: _Map, color: bool) -> list[str]:
+    """The map cell by cell; above ``MAP_CELLS`` rows or columns only its top-left corner."""
+    rows, cols = m.banks.shape
+    big = rows > MAP_CELLS or cols > MAP_CELLS
+    show_r, show_c = (min(rows, CORNER), min(cols, CORNER)) if big else (rows, cols)
+    label = len(f"r{show_r - 1}")
+    out = [" " * (label + 1) + "".join(f"{c:>3} " for c in range(show_c)).rstrip()]
+    for r in range(show_r):
+        cells = []
+        for c in range(show_c):
+            b = int(m.banks[r, c])
+            if m.marked[r, c]:
+                cell = f"[{b:>2}]"
+                cells.append(f"{_ANSI_MARK}{cell}{_ANSI_OFF}" if color else cell)
+            else:
+                cells.append(f" {b:>2} ")
+        line = f"{'r' + str(r):>{label}} " + "".join(cells)
+        if m.pad_banks.shape[1] and not big:
+            padding = "".join(f" {int(b):>2} " for b in m.pad_banks[r])
+            line += " |" + (f"{_ANSI_DIM}{padding}{_ANSI_OFF}" if color else padding)
+        out.append(line.rstrip())
+    if big:
+        marked = np.argwhere(m.marked)
+        cells = ", ".join(f"({r},{c})->{int(m.banks[r, c])}" for r, c in marked[:64])
+        more = f", ... {len(marked) - 64} more" if len(marked) > 64 else ""
+        out += [
+            f"(map summarised: {rows}x{cols} is over {MAP_CELLS}x{MAP_CELLS} cells; the corner above is rows "
+            f"0-{show_r - 1}, columns 0-{show_c - 1}; --png draws the whole map)",
+            f"instruction {m.index} touches (row,col)->bank: {cells}{more}",
+        ]
     return out
 
 
@@ -338,32 +416,58 @@ def explain_text(
     pattern = _instructions(pattern)
     m = _build(layout, pattern, arch, instruction)
     a = m.arch
-    rows, cols = m.banks.shape
-    label = len(f"r{rows - 1}")
     out = [
         f"bank map: {m.title} ({a.name}: {a.banks} banks x {a.bank_bytes} bytes, "
         f"bank = byte offset // {a.bank_bytes} % {a.banks})",
         f"cell = bank of element (row, col); [nn] = touched by instruction {m.index}"
         + ("; after | = row padding" if m.pad_banks.shape[1] else ""),
         "",
-        " " * (label + 1) + "".join(f"{c:>3} " for c in range(cols)).rstrip(),
+        *_map_lines(m, color),
     ]
-    for r in range(rows):
-        cells = []
-        for c in range(cols):
-            b = int(m.banks[r, c])
-            if m.marked[r, c]:
-                cell = f"[{b:>2}]"
-                cells.append(f"{_ANSI_MARK}{cell}{_ANSI_OFF}" if color else cell)
-            else:
-                cells.append(f" {b:>2} ")
-        line = f"{'r' + str(r):>{label}} " + "".join(cells)
-        if m.pad_banks.shape[1]:
-            padding = "".join(f" {int(b):>2} " for b in m.pad_banks[r])
-            line += " |" + (f"{_ANSI_DIM}{padding}{_ANSI_OFF}" if color else padding)
-        out.append(line.rstrip())
     out += ["", *m.lines, "", *_table(pattern, m)]
     return "\n".join(out) + "\n"
+
+
+def explain_data(
+    layout: object,
+    pattern: Sequence[Instruction] | Stacked,
+    arch: str | Arch = "sm_90",
+    instruction: int = 0,
+) -> dict[str, Any]:
+    """``explain_text``'s numbers as a dict (``autopad explain --json``): the chosen instruction's phases,
+    every instruction's wavefronts (the first ``TABLE_ROWS`` * 64 of them), the totals, and the bank of
+    every cell when the tile has at most ``MAP_CELLS`` rows and columns."""
+    pattern = _instructions(pattern)
+    m = _build(layout, pattern, arch, instruction)
+    rows, cols = m.banks.shape
+    c = m.cost
+    keep = TABLE_ROWS * 64
+    small = rows <= MAP_CELLS and cols <= MAP_CELLS
+    return {
+        "title": m.title,
+        "arch": m.arch.name,
+        "rows": int(rows),
+        "cols": int(cols),
+        "instruction": m.index,
+        "chosen": list(m.lines),
+        "banks_touched": m.touched,
+        "instructions": [
+            {
+                "name": ins.name,
+                "op": ins.op,
+                "bytes": ins.access_bytes,
+                "count": int(count),
+                "wavefronts": int(wave),
+                "ideal": int(ideal),
+            }
+            for ins, (_, count, wave, ideal) in zip(pattern[:keep], c.per_instruction[:keep], strict=True)
+        ],  # fmt: skip
+        "instructions_total": len(pattern),
+        "total": {"wavefronts": int(c.wavefronts), "ideal": int(c.ideal), "conflicts": int(c.conflicts)},
+        "banks": m.banks.tolist() if small else None,
+        "padding_banks": m.pad_banks.tolist() if small else None,
+        "marked": [[int(r), int(col)] for r, col in np.argwhere(m.marked)],
+    }
 
 
 def bank_map_figure(
@@ -436,11 +540,14 @@ def explain_png(
     path: str | Path,
     arch: str | Arch = "sm_90",
     instruction: int = 0,
+    overwrite: bool = True,
 ) -> Path:
     """Draw the bank map (``bank_map_figure``) to a PNG at ``path`` and return the path.
 
-    Needs matplotlib (``pip install autopad[plot]``), imported only here.
+    The image is rendered in memory and written by ``files.write_file``: atomically, never through a
+    symlink, and (with ``overwrite=False``) never over a different existing file. Needs matplotlib
+    (``pip install autopad[plot]``).
     """
-    out = Path(path)
-    bank_map_figure(layout, pattern, arch, instruction).savefig(out, format="png")
-    return out
+    buf = io.BytesIO()
+    bank_map_figure(layout, pattern, arch, instruction).savefig(buf, format="png")
+    return write_file(Path(path), buf.getvalue(), overwrite=overwrite)

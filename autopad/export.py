@@ -41,6 +41,7 @@ from .results import TuneResult
 
 __all__ = [
     "FORMATS",
+    "render",
     "export_result",
     "load_result",
     "merge_header",
@@ -1204,23 +1205,36 @@ def _format(path: Path, fmt: str | None) -> str:
     return f
 
 
+def render(result: TuneResult, fmt: str, path: str | Path | None = None) -> str:
+    """The text ``export_result`` would write for ``fmt`` (".json", ".h", ".py", or without the dot);
+    ``path`` names a header's include guard (default ``autopad.h``)."""
+    f = _format(Path(path or "autopad"), fmt)
+    if f == ".h":
+        return render_header(result, Path(path or "autopad.h"))
+    return {".json": render_json, ".py": render_python}[f](result)
+
+
 def export_result(
     result: TuneResult, path: str | Path, fmt: str | None = None, overwrite: bool = False
 ) -> Path:
     """Write ``result`` to ``path`` as .json, .h or .py (by suffix unless ``fmt`` says); returns the path."""
     path = Path(path)
-    f = _format(path, fmt)
-    if f == ".h":
-        text = render_header(result, path)
-    else:
-        text = {".json": render_json, ".py": render_python}[f](result)
-    return write_file(path, text, overwrite)
+    return write_file(path, render(result, _format(path, fmt), path), overwrite)
 
 
 def load_result(path: str | Path) -> TuneResult:
     """A result exported as JSON, read back; a file that is not one is a ValueError naming it."""
+    want = "autopad tune --export x.json writes one"
     try:
-        return TuneResult.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise ValueError(f"{path}: not an autopad result: not JSON ({_comment(err, 200)}); {want}") from None
+    if not isinstance(data, dict) or not {"kernel", "best", "candidates"} <= set(data):
+        kind = type(data).__name__
+        what = "an empty object" if data == {} else f"a JSON {kind} without kernel/best/candidates"
+        raise ValueError(f"{path}: not an autopad result: {what}; {want}")
+    try:
+        return TuneResult.from_dict(data)
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
         raise ValueError(
             f"{path}: not an autopad result ({type(err).__name__}: {_comment(err, 200)})"

@@ -1,0 +1,187 @@
+"""``autopad sweep``: tune kernels x shapes x dtypes, one worker per GPU, to sweep.csv and sweep.png.
+
+Every combination is checked before the first is tuned, with the same checks ``autopad tune`` makes
+(``request.Request.make``). A combination a kernel does not take (histogram in float32: it counts integers;
+matmul given a 2-D shape) is not an error of the whole sweep: it is skipped, listed with its reason in the
+output and as a ``skipped`` row of the CSV, and the others run. The sweep exits 2 only when no
+combination can run, 1 when a tuned item failed, else 0. ``--dist`` goes to the kernels that take an input
+class (histogram) and is left out for the others. ``--gpus`` is ``all`` or distinct device indices that
+the driver shows (any index is refused on a machine without a GPU except 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from .cli import Failed, UsageError, add_json, emit_json
+
+__all__ = ["add_sweep", "plan_items", "parse_gpus"]
+
+
+def add_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="tune kernels x shapes x dtypes to a CSV and a PNG",
+        description="Tune every combination, one worker process per GPU (a dying worker is replaced and "
+        "its item retried once), and write sweep.csv and sweep.png. Combinations a kernel does not take "
+        "are skipped and listed with the reason.",
+        epilog="example: autopad sweep --kernels transpose,histogram --shapes 4096x4096 --dtypes int32",
+    )
+    p.add_argument("--kernels", default="transpose", help="comma-separated kernel names")
+    p.add_argument("--shapes", default="4096x4096", help="comma-separated shapes")
+    p.add_argument("--dtypes", default="float32", help="comma-separated element types")
+    p.add_argument("--backend", default="auto", choices=("auto", "cuda", "triton"))
+    p.add_argument("--dist", help="histogram input class (uniform, skewed, single)")
+    p.add_argument("--gpus", default="0", help="comma-separated device indices, or 'all'")
+    p.add_argument("--out", default="autopad-sweep", help="folder for sweep.csv and sweep.png")
+    p.add_argument("--no-png", action="store_true", help="write only the CSV")
+    p.add_argument("--no-progress", action="store_true")
+    add_json(p)
+    p.set_defaults(handler=run_sweep)
+
+
+def parse_gpus(text: str) -> list[int]:
+    """'all' or '0,1' -> device indices; a ValueError names --gpus and what is wrong."""
+    from .device import device_count
+
+    n = device_count()
+    if text == "all":
+        return list(range(max(n, 1)))
+    out = []
+    for part in text.split(","):
+        if not part.strip().isdigit():
+            raise ValueError(f"--gpus: {part!r} is not a device index; give e.g. 0,1 or all")
+        out.append(int(part))
+    if not out:
+        raise ValueError("--gpus: no device given")
+    if len(set(out)) != len(out):
+        raise ValueError(f"--gpus: {text!r} names a device twice")
+    limit = max(n, 1)
+    bad = [g for g in out if g >= limit]
+    if bad:
+        have = f"{n} GPU(s): 0..{n - 1}" if n else "no GPU (model-only sweeps use 0)"
+        raise ValueError(f"--gpus: {bad[0]} is not a device here; the driver shows {have}")
+    return out
+
+
+def plan_items(
+    kernels: list[str], shapes: list[Any], dtypes: list[str], backend: str, dist: str | None
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """(items to tune, rows of the skipped combinations with their reasons), checked as ``tune`` would."""
+    from .cli_tune import cli_message
+    from .request import Request, normalize_dtype
+    from .sweep import SweepItem
+
+    todo, skipped = [], []
+    for k in kernels:
+        for s in shapes:
+            for d in dtypes:
+                try:
+                    spec = Request.make(k, s, d, backend).spec  # no dist yet: its own check below
+                    item_dist = dist if getattr(spec, "DISTS", None) else None
+                    req = Request.make(k, s, d, backend, dist=item_dist)
+                except ValueError as err:
+                    skipped.append(
+                        {
+                            "kernel": k,
+                            "backend": backend,
+                            "shape": "x".join(map(str, s)),
+                            "dtype": normalize_dtype(d),
+                            "dist": "",
+                            "mode": "skipped",
+                            "error": cli_message(err),
+                        }
+                    )
+                    continue
+                todo.append(SweepItem(k, req.shape, req.dtype, backend, req.dist if dist else None))
+    return todo, skipped
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    """Handler of ``autopad sweep``."""
+    from .cli_tune import check_cache_dir, cli_message
+    from .kernels_registry import kernel_names
+    from .request import normalize_dtype, normalize_shape
+
+    try:
+        kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
+        for k in kernels:
+            if k not in kernel_names():
+                raise ValueError(f"--kernels: unknown kernel {k!r}; built-in: {', '.join(kernel_names())}")
+        dtypes = [normalize_dtype(d.strip()) for d in args.dtypes.split(",") if d.strip()]
+        shapes = [normalize_shape(s.strip()) for s in args.shapes.split(",") if s.strip()]
+        for name, vals in (("--kernels", kernels), ("--shapes", shapes), ("--dtypes", dtypes)):
+            if not vals:
+                raise ValueError(f"{name}: nothing given")
+        devices = parse_gpus(args.gpus)
+    except ValueError as err:
+        raise UsageError(f"autopad sweep: error: {cli_message(err)}") from None
+    check_cache_dir("sweep")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"autopad sweep: error: --out: {out} is a file, not a folder")
+    todo, skipped = plan_items(kernels, shapes, dtypes, args.backend, args.dist)
+    if not todo:
+        why = "; ".join(f"{r['kernel']} {r['shape']} {r['dtype']}: {r['error']}" for r in skipped[:3])
+        raise UsageError(f"autopad sweep: error: no combination can be tuned ({why})")
+    for r in skipped:
+        print(
+            f"autopad sweep: skipping {r['kernel']} {r['shape']} {r['dtype']}: {r['error']}", file=sys.stderr
+        )
+    from . import sweep
+
+    rows = sweep.run_sweep(todo, devices, progress=not args.no_progress and sys.stderr.isatty())
+    rows = _in_order(rows + skipped, kernels, shapes, dtypes)
+    try:
+        csv_path = sweep.write_csv(rows, out / "sweep.csv")
+    except OSError as err:
+        raise Failed(f"autopad sweep: error: cannot write {out / 'sweep.csv'}: {err}") from None
+    png_path = None
+    if not args.no_png:
+        try:
+            png_path = sweep.plot([r for r in rows if r.get("mode") != "skipped"], out / "sweep.png")
+        except ImportError:
+            print("autopad sweep: note: no matplotlib, so no sweep.png (pip install 'autopad[plot]')",
+                  file=sys.stderr)  # fmt: skip
+        except OSError as err:
+            raise Failed(f"autopad sweep: error: cannot write {out / 'sweep.png'}: {err}") from None
+    failed = sum(1 for r in rows if r.get("mode") == "failed")
+    if args.json:
+        emit_json({"csv": str(csv_path), "png": png_path and str(png_path), "rows": rows})
+    else:
+        for r in rows:
+            print(_row_line(r))
+        wrote = f"{csv_path}" + (f" and {png_path}" if png_path else "")
+        print(f"wrote {wrote}: {len(rows)} items, {failed} failed, {len(skipped)} skipped")
+    if failed:
+        raise Failed(f"autopad sweep: {failed} of {len(todo)} items failed (see the error column)")
+    return 0
+
+
+def _in_order(rows: list[dict[str, Any]], kernels: list[str], shapes: list[Any], dtypes: list[str]) -> list:
+    """Rows in the order of the combinations asked for (kernel, then shape, then dtype)."""
+    order = {
+        (k, "x".join(map(str, s)), d): i
+        for i, (k, s, d) in enumerate((k, s, d) for k in kernels for s in shapes for d in dtypes)
+    }
+    return sorted(rows, key=lambda r: order.get((r["kernel"], r["shape"], r["dtype"]), len(order)))
+
+
+def _row_line(r: dict[str, Any]) -> str:
+    from .report import safe_text
+
+    return safe_text(_row_text(r))
+
+
+def _row_text(r: dict[str, Any]) -> str:
+    what = f"{r['kernel']:10} {r['shape']:16} {r['dtype']:9}"
+    if r.get("mode") == "skipped":
+        return f"{what} skipped: {r['error']}"
+    if r.get("mode") == "failed":
+        return f"{what} FAILED: {r.get('error', '')}"
+    ms = r.get("best_ms")
+    t = f"{float(ms):.4f} ms" if ms not in (None, "") else f"predicted {float(r['predicted_us']):.1f} us"
+    return f"{what} {r.get('backend', ''):7} {r.get('mode', ''):10} {t:20} {r.get('best', '')}"
