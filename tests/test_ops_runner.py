@@ -208,3 +208,57 @@ def test_eager_fast_path_host_cost_with_the_kernel_mocked(monkeypatch):
     )
     ops.reset()
     assert ours < 25  # a few us on an idle core (dominated by torch.empty); loose for a loaded machine
+
+
+@pytest.mark.parametrize(
+    "op, args, backend",
+    [
+        ("transpose", lambda: (torch.randn(2, 3, 33, 65),), "cuda"),
+        ("transpose", lambda: (torch.randn(33, 65).half(),), "triton"),
+        ("histogram", lambda: (torch.randint(0, 300, (1001,)), 300), "cuda"),
+        ("histogram", lambda: (torch.randint(0, 256, (1001,), dtype=torch.int32), 256), "triton"),
+        (
+            "histogram",
+            lambda: (torch.randint(0, 300, (1001,), dtype=torch.int32), 300, torch.rand(1001)),
+            "auto",
+        ),
+        ("matmul", lambda: (torch.randn(33, 17), torch.randn(17, 65)), "cuda"),
+        ("matmul", lambda: (torch.randn(64, 32).bfloat16(), torch.randn(32, 48).bfloat16()), "auto"),
+    ],
+)
+def test_the_built_in_specs_outputs_match_the_fake_implementations(monkeypatch, op, args, backend):
+    """The real specs' inputs_from / alloc_output (on CPU tensors; the launch mocked) give what the
+    operators' fake implementations promise: the same shape and dtype."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    ops.reset()
+    seen = []
+
+    def bound(plan, device):
+        def run(ins, out):
+            seen.append((type(ins).__name__, tuple(getattr(ins, "shape", ()))))
+            for t in out if isinstance(out, tuple) else (out,):
+                t.zero_()
+
+        consts = dict(plan.spec.DEFAULTS)
+        return runner.Bound(plan.spec, plan.shape, plan.dtype, plan.dist, device,
+                            policy.Decision(tuple(sorted(consts.items())), "model"), None, run)  # fmt: skip
+
+    monkeypatch.setattr(runner, "bound", bound)
+    real = args()
+    impl = {
+        "transpose": runner.transpose_impl,
+        "histogram": runner.histogram_impl,
+        "matmul": runner.matmul_impl,
+    }
+    if op == "histogram" and len(real) == 3:
+        got = impl[op](real[0], real[1], real[2], None, backend)
+    else:
+        got = impl[op](*real, backend=backend)
+    mode = FakeTensorMode()
+    fakes = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in real]
+    with mode:
+        want = getattr(torch.ops.autopad, op)(*fakes, backend=backend)
+    assert tuple(got.shape) == tuple(want.shape) and got.dtype == want.dtype
+    assert seen and seen[0][0] == "Inputs" and seen[0][1]  # the kernel got Inputs carrying their shape
+    ops.reset()

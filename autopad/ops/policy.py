@@ -26,7 +26,6 @@ the hot path.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 import warnings
@@ -157,9 +156,7 @@ def _announce(spec: KernelSpec, shape: tuple[int, ...], dtype: str, where: str) 
         )
     else:
         msg = f"autopad: tuning {what} on its first use ({where}; about {TUNE_SECONDS})"
-    warnings.warn(msg, AutopadTuningWarning, stacklevel=4)
-    if sys.stderr.isatty():
-        sys.stderr.write(msg + "\n")
+    warnings.warn(msg, AutopadTuningWarning, stacklevel=4)  # then tune() draws its progress on a terminal
 
 
 def _untuned(spec: KernelSpec, shape: tuple[int, ...], dtype: str, dist: str | None, mode: str) -> None:
