@@ -2,10 +2,17 @@
 
 These are plain frozen records with a lossless dict form, so that the cache, the exporters and the CLI
 read and write the same thing. ``TuneResult.export(path)`` hands over to ``export.py``.
+
+The dict form is read strictly (``from_dict``): what comes back from a file (the cache, an exported JSON)
+is untrusted, and a value coerced on the way in did harm later: ``PAD: 1.0`` or ``true`` became 1, a
+cached ``ms: -1.0`` won the pick, ``ms: "fast"`` crashed a measured tune. Every field is type-checked and
+a bad one is a ValueError naming it; integers stay integers (no bools, no floats), times are finite
+numbers >= 0 or null.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -14,14 +21,92 @@ from typing import Any
 from .predict import Prediction
 from .search import Candidate
 
-__all__ = ["Measurement", "CandidateResult", "Best", "TuneResult", "LazyCandidates", "prediction_from_dict"]
+__all__ = [
+    "Measurement",
+    "CandidateResult",
+    "Best",
+    "TuneResult",
+    "LazyCandidates",
+    "prediction_from_dict",
+    "constants_from_dict",
+]
 
 
-def prediction_from_dict(d: dict[str, Any]) -> Prediction:
-    """A Prediction from its dict form (older results have no ``terms``)."""
-    d = dict(d)
-    d["terms"] = tuple((str(k), float(v)) for k, v in d.get("terms", ()))
-    return Prediction(**d)
+def _int(v: Any, field: str, low: int | None = None) -> int:
+    """``v`` if it is an int (a bool or a float is not: JSON's ``true`` and ``2.0`` are refused, never
+    coerced), else a ValueError naming ``field``."""
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise ValueError(f"{field}: expected an integer, got {v!r}")
+    if low is not None and v < low:
+        raise ValueError(f"{field}: expected an integer >= {low}, got {v!r}")
+    return v
+
+
+def _num(v: Any, field: str, none: bool = False, finite: bool = True) -> float | None:
+    """``v`` as a float if it is a number >= 0 (finite unless ``finite`` is False; never NaN); None if
+    ``none`` allows it; else a ValueError naming ``field``. A negative or NaN time would win every race."""
+    if v is None and none:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError(f"{field}: expected a number >= 0{' or null' if none else ''}, got {v!r}")
+    x = float(v)
+    if math.isnan(x) or x < 0 or (finite and math.isinf(x)):
+        raise ValueError(f"{field}: expected a {'finite ' if finite else ''}number >= 0, got {v!r}")
+    return x
+
+
+def _str(v: Any, field: str, none: bool = False) -> str | None:
+    if v is None and none:
+        return None
+    if not isinstance(v, str):
+        raise ValueError(f"{field}: expected a string{' or null' if none else ''}, got {v!r}")
+    return v
+
+
+def _bool(v: Any, field: str) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError(f"{field}: expected true or false, got {v!r}")
+    return v
+
+
+def _dict(v: Any, field: str) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise ValueError(f"{field}: expected an object, got {type(v).__name__}")
+    return v
+
+
+def constants_from_dict(d: Any, field: str = "constants") -> dict[str, int]:
+    """Kernel constants read from a file: names to integers, exactly (``legal()`` judges their values)."""
+    return {_str(k, f"{field} key"): _int(v, f"{field}[{k!r}]") for k, v in _dict(d, field).items()}
+
+
+def prediction_from_dict(d: dict[str, Any], field: str = "prediction") -> Prediction:
+    """A Prediction from its dict form (older results have no ``terms``), every field type-checked."""
+    d = _dict(d, field)
+    terms = d.get("terms", ())
+    if not isinstance(terms, (list, tuple)):
+        raise ValueError(f"{field}.terms: expected a list, got {terms!r}")
+    out = []
+    for t in terms:
+        if not isinstance(t, (list, tuple)) or len(t) != 2:
+            raise ValueError(f"{field}.terms: expected [name, number] pairs, got {t!r}")
+        name = _str(t[0], f"{field}.terms name")
+        if isinstance(t[1], bool) or not isinstance(t[1], (int, float)) or math.isnan(t[1]):
+            raise ValueError(f"{field}.terms[{name!r}]: expected a number, got {t[1]!r}")
+        out.append((name, float(t[1])))
+    unknown = set(d) - {"seconds", "bound", "wavefronts_per_tile", "ideal_per_tile", "occupancy"}
+    unknown -= {"footprint", "terms"}
+    if unknown:
+        raise ValueError(f"{field}: unknown fields {sorted(unknown)}")
+    return Prediction(
+        _num(d["seconds"], f"{field}.seconds", finite=False),
+        _str(d["bound"], f"{field}.bound"),
+        _int(d["wavefronts_per_tile"], f"{field}.wavefronts_per_tile", 0),
+        _int(d["ideal_per_tile"], f"{field}.ideal_per_tile", 0),
+        _num(d["occupancy"], f"{field}.occupancy"),
+        _int(d["footprint"], f"{field}.footprint", 0),
+        tuple(out),
+    )
 
 
 @dataclass(frozen=True)
@@ -39,8 +124,25 @@ class Measurement:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Measurement:
-        return cls(**{k: d[k] for k in ("key", "correct", "ms", "spread_ms", "runs", "error") if k in d})
+    def from_dict(cls, d: dict[str, Any], field: str = "measurement") -> Measurement:
+        """From the dict form, strictly: a wrong type or value is a ValueError naming the field, never
+        coerced (``runs: 2.5``, ``correct: "yes"``, ``ms: -1`` or ``"fast"`` are refused), and a correct
+        measurement must carry its time."""
+        d = _dict(d, field)
+        for name in ("key", "correct"):
+            if name not in d:
+                raise ValueError(f"{field}.{name}: missing")
+        m = cls(
+            _str(d["key"], f"{field}.key"),
+            _bool(d["correct"], f"{field}.correct"),
+            _num(d.get("ms"), f"{field}.ms", none=True),
+            _num(d.get("spread_ms"), f"{field}.spread_ms", none=True),
+            _int(d.get("runs", 0), f"{field}.runs", 0),
+            _str(d.get("error"), f"{field}.error", none=True),
+        )
+        if m.correct and m.ms is None:
+            raise ValueError(f"{field}.ms: a correct measurement needs its time, got null")
+        return m
 
 
 @dataclass(frozen=True)
@@ -91,15 +193,20 @@ class CandidateResult:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CandidateResult:
+    def from_dict(cls, d: dict[str, Any], field: str = "candidate") -> CandidateResult:
+        """From the dict form, every field type-checked (a ValueError names the field)."""
+        d = _dict(d, field)
         m = d.get("measurement")
+        roles = d.get("roles", [])
+        if not isinstance(roles, (list, tuple)):
+            raise ValueError(f"{field}.roles: expected a list, got {roles!r}")
         return cls(
-            {str(k): int(v) for k, v in d["constants"].items()},
-            d["layout"],
-            prediction_from_dict(d["prediction"]),
-            tuple(d.get("roles", ())),
-            None if m is None else Measurement.from_dict(m),
-            bool(d.get("cached", False)),
+            constants_from_dict(d["constants"], f"{field}.constants"),
+            _str(d["layout"], f"{field}.layout"),
+            prediction_from_dict(d["prediction"], f"{field}.prediction"),
+            tuple(_str(r, f"{field}.roles") for r in roles),
+            None if m is None else Measurement.from_dict(m, f"{field}.measurement"),
+            _bool(d.get("cached", False), f"{field}.cached"),
         )
 
 
@@ -190,26 +297,35 @@ class TuneResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TuneResult:
-        b = d["best"]
+        """From the dict form (a cache file, an exported JSON), strictly: a wrong type or value is a
+        ValueError naming the field (``best.constants['PAD']: expected an integer, got 1.5``)."""
+        d = _dict(d, "result")
+        b = _dict(d["best"], "best")
+        shape = d["shape"]
+        if not isinstance(shape, (list, tuple)) or not shape:
+            raise ValueError(f"shape: expected a list of integers, got {shape!r}")
+        cands = d["candidates"]
+        if not isinstance(cands, (list, tuple)):
+            raise ValueError(f"candidates: expected a list, got {type(cands).__name__}")
         return cls(
-            d["kernel"],
-            d["backend"],
-            tuple(d["shape"]),
-            d["dtype"],
-            d["arch"],
-            d["mode"],
-            d["message"],
+            _str(d["kernel"], "kernel"),
+            _str(d["backend"], "backend"),
+            tuple(_int(x, "shape", 1) for x in shape),
+            _str(d["dtype"], "dtype"),
+            _str(d["arch"], "arch"),
+            _str(d["mode"], "mode"),
+            _str(d["message"], "message"),
             Best(
-                {str(k): int(v) for k, v in b["constants"].items()},
-                b["layout"],
-                b["predicted"],
-                b["measured"],
-                dict(b.get("extra", {})),
+                constants_from_dict(b["constants"], "best.constants"),
+                _str(b["layout"], "best.layout"),
+                _num(b["predicted"], "best.predicted", finite=False),
+                _num(b["measured"], "best.measured", none=True),
+                dict(_dict(b.get("extra", {}), "best.extra")),
             ),
-            tuple(CandidateResult.from_dict(c) for c in d["candidates"]),
-            dict(d.get("device", {})),
-            dict(d.get("environment", {})),
-            d.get("dist"),
+            tuple(CandidateResult.from_dict(c, f"candidates[{i}]") for i, c in enumerate(cands)),
+            dict(_dict(d.get("device", {}), "device")),
+            dict(_dict(d.get("environment", {}), "environment")),
+            _str(d.get("dist"), "dist", none=True),
         )
 
     def table(self, limit: int = 12) -> str:
