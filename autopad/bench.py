@@ -392,7 +392,10 @@ class Worker:
                         first = False
                         current = msg[1]
                     elif msg[0] == "result":
-                        m = Measurement.from_dict(msg[1])
+                        try:
+                            m = Measurement.from_dict(msg[1])
+                        except ValueError as exc:  # a NaN time, say: recorded, never picked
+                            m = Measurement(current or todo[0][0], False, error=f"bad measurement: {exc}")
                         todo = [t for t in todo if t[0] != m.key]
                         current = None
                         yield m

@@ -3,7 +3,8 @@
 Candidate keys say what to do: "ok*" answers correctly, "wrong*" answers wrong, "fault*" reports a
 fatal fault (a lost CUDA context) and stops, "crash*" kills the process, "hang*" never answers, "die*"
 prints a last word to stderr, writes the time of its death to ``$AUTOPAD_TEST_MARKER/died`` and exits,
-"orphan*" starts a grandchild process (its pid in ``$AUTOPAD_TEST_MARKER/grandchild``) and hangs.
+"nan*" reports a NaN time, "orphan*" starts a grandchild process (its pid in
+``$AUTOPAD_TEST_MARKER/grandchild``) and hangs.
 ``spec_child`` loads the job's spec as the real worker does and answers every candidate; it writes what
 the worker process saw (its main module, environment) to ``$AUTOPAD_TEST_MARKER/worker``.
 With ``AUTOPAD_TEST_DIE_ON_IMPORT`` set, importing this module kills the process (a worker that cannot
@@ -36,6 +37,10 @@ def child(job, out):
         out.put(("start", key))
         if key.startswith("ok"):
             out.put(("result", Measurement(key, True, ms=1.0, spread_ms=0.01, runs=3).to_dict(), False))
+        elif key.startswith("nan"):  # a timing bug: a correct result with a NaN time
+            out.put(
+                ("result", {**Measurement(key, True, ms=1.0, runs=3).to_dict(), "ms": float("nan")}, False)
+            )
         elif key.startswith("wrong"):
             out.put(("result", Measurement(key, False, error="wrong result: 3 differ").to_dict(), False))
         elif key.startswith("fault"):

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import re
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from autopad.cache import FORMAT_VERSION, Cache, CacheKey, bucket, cache_dir, write_atomic
+from autopad.cache import _MEMO, FORMAT_VERSION, Cache, CacheKey, bucket, cache_dir, write_atomic
 from autopad.results import Best, CandidateResult, Measurement, TuneResult
 from autopad.search import Prediction
 
@@ -216,9 +218,9 @@ BAD_FILES = {
     "other-format": lambda good: _edit(good, lambda d: d.update(format_version=FORMAT_VERSION + 1)),
     "other-version": lambda good: good.replace('"0.1.0"', '"0.0.1"'),
     "other-key": lambda good: _edit(good, lambda d: d["key"].update(dtype="float16")),
-    "bad-measurement": lambda good: _edit(good, lambda d: d["measurements"]["PAD=1"].pop("correct")),
-    "misfiled": lambda good: _edit(good, lambda d: d["measurements"]["PAD=1"].update(key="PAD=2")),
-    "bad-result": lambda good: _edit(good, lambda d: d.update(result=[1])),
+    "float-shape-in-key": lambda good: _edit(good, lambda d: d["key"].update(shape=[1024.0, 1024])),
+    "measurements-not-a-dict": lambda good: _edit(good, lambda d: d.update(measurements=[1])),
+    "nesting-bomb": lambda good: "[" * 200_000 + "]" * 200_000,
 }
 
 
@@ -243,6 +245,100 @@ def test_bad_file_is_ignored_with_warning_and_replaced(kind):
         c.put_measurements(k, {"PAD=2": meas("PAD=2")})
     assert set(c.measurements(k)) == {"PAD=2"}
     assert json.loads(path.read_text())["key"] == k.to_dict()
+
+
+def _set(*where, value=None, drop=False):
+    """An edit of one field of a stored file: ``where`` is the path of keys into its JSON."""
+
+    def change(d):
+        for w in where[:-1]:
+            d = d[w]
+        if drop:
+            del d[where[-1]]
+        else:
+            d[where[-1]] = value
+
+    return change
+
+
+M = ("measurements", "PAD=1")
+BAD_MEASUREMENTS = {  # an edit of measurement PAD=1, and the field the warning must name
+    "correct missing": (_set(*M, "correct", drop=True), "measurements['PAD=1'].correct: missing"),
+    "correct 1": (_set(*M, "correct", value=1), "measurements['PAD=1'].correct: expected true or false"),
+    "ms -1": (_set(*M, "ms", value=-1.0), "measurements['PAD=1'].ms: expected a finite number >= 0"),
+    "ms fast": (_set(*M, "ms", value="fast"), "measurements['PAD=1'].ms: expected a number >= 0 or null"),
+    "ms NaN": (_set(*M, "ms", value=float("nan")), "measurements['PAD=1'].ms"),
+    "ms null but correct": (_set(*M, "ms", value=None), "measurements['PAD=1'].ms: a correct measurement"),
+    "spread inf": (_set(*M, "spread_ms", value=float("inf")), "measurements['PAD=1'].spread_ms"),
+    "runs 2.5": (_set(*M, "runs", value=2.5), "measurements['PAD=1'].runs: expected an integer"),
+    "runs true": (_set(*M, "runs", value=True), "measurements['PAD=1'].runs: expected an integer"),
+    "runs -3": (_set(*M, "runs", value=-3), "measurements['PAD=1'].runs: expected an integer >= 0"),
+    "error 7": (_set(*M, "error", value=7), "measurements['PAD=1'].error: expected a string"),
+    "misfiled": (_set(*M, "key", value="PAD=2"), "measurements['PAD=1'].key: 'PAD=2', another"),
+    "not an object": (_set(*M, value=[1]), "measurements['PAD=1']: expected an object"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_MEASUREMENTS))
+def test_a_bad_measurement_is_dropped_alone_naming_the_file_and_field(kind):
+    c, k = Cache(), make_key()
+    c.put_measurements(k, {"PAD=1": meas("PAD=1"), "PAD=2": meas("PAD=2", 0.3)})
+    c.put_result(k, make_result(), {"top_k": 1})
+    path = c.path(k)
+    change, field = BAD_MEASUREMENTS[kind]
+    path.write_text(_edit(path.read_text(), change))
+    with pytest.warns(UserWarning, match=re.escape(path.name) + ".*" + re.escape(field)):
+        got = c.measurements(k)
+    assert "PAD=1" not in got and got["PAD=2"] == meas("PAD=2", 0.3)  # the rest are kept, unchanged
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a hit reads the result only: no warning about a measurement
+        assert c.get_result(k, {"top_k": 1}) == make_result()
+    with pytest.warns(UserWarning, match="dropping"):
+        c.put_measurements(k, {"PAD=3": meas("PAD=3")})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the write removed it
+        assert set(c.measurements(k)) == {"PAD=2", "PAD=3"} | set(c.measurements(k))
+        assert "PAD=1" not in json.loads(path.read_text())["measurements"]
+
+
+R = ("result", "result")
+BAD_RESULTS = {  # an edit of the stored result, and the field the warning must name
+    "PAD 1.0": (
+        _set(*R, "best", "constants", "PAD", value=1.0),
+        "best.constants['PAD']: expected an integer",
+    ),
+    "PAD true": (_set(*R, "best", "constants", "PAD", value=True), "best.constants['PAD']: expected an int"),
+    "THREADS text": (_set(*R, "best", "constants", "THREADS", value="2048"), "best.constants['THREADS']"),
+    "measured -1": (_set(*R, "best", "measured", value=-1.0), "best.measured: expected a finite number"),
+    "best missing": (_set(*R, "best", drop=True), "missing field 'best'"),
+    "candidate PAD 2.5": (
+        _set(*R, "candidates", 1, "constants", "PAD", value=2.5),
+        "candidates[1].constants['PAD']: expected an integer",
+    ),
+    "candidate ms fast": (
+        _set(*R, "candidates", 1, "measurement", "ms", value="fast"),
+        "candidates[1].measurement.ms",
+    ),
+    "prediction text": (_set(*R, "candidates", 0, "prediction", "seconds", value="1"), "prediction.seconds"),
+    "another shape": (_set(*R, "shape", value=[2048, 2048]), "not of this file's key"),
+    "shape 0": (_set(*R, "shape", value=[0, 1024]), "shape: expected an integer >= 1"),
+    "not an object": (_set("result", value=[1]), "expected an object with params and result"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_RESULTS))
+def test_a_bad_stored_result_is_a_miss_naming_the_field_and_the_measurements_stay(kind):
+    c, k = Cache(), make_key()
+    c.put_result(k, make_result(), {"top_k": 1})
+    _MEMO.clear()
+    path = c.path(k)
+    change, field = BAD_RESULTS[kind]
+    path.write_text(_edit(path.read_text(), change))
+    with pytest.warns(UserWarning, match=re.escape(path.name) + ".*stored result.*" + re.escape(field)):
+        assert c.get_result(k, {"top_k": 1}) is None
+    assert c.nearest(k) is None
+    with pytest.warns(UserWarning, match="stored result"):
+        assert set(c.measurements(k)) == {"PAD=0,TILE=32", "PAD=1,TILE=32", "PAD=7,TILE=32"}
 
 
 def test_unreadable_stored_result_warns_and_misses():
@@ -372,3 +468,246 @@ def test_nearest_prefers_the_query_bucket_and_skips_bad_files():
     bad = c.path(make_key(shape=(1030, 1030)))
     bad.write_text(bad.read_text()[:-40])  # truncated: its key is still readable, the rest is not
     assert c.nearest(make_key(shape=(1025, 1025)))[0].shape == (1300, 1300)
+
+
+# ---- untrusted files, unusable folders, size ---------------------------------------------------------
+
+
+def test_a_hit_parses_only_the_head_of_the_file():
+    c, k = Cache(), make_key()
+    c.put_result(k, make_result(), {"top_k": 1})
+    text = c.path(k).read_text()
+    assert text.index('"result":') < text.index('"measurements":')  # the small part first
+    # garbage in the measurements: a hit does not read them; a full read sees the damage
+    c.path(k).write_text(text.replace('"measurements":{', '"measurements":{"x": nonsense, '))
+    _MEMO.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert c.get_result(k, {"top_k": 1}) == make_result()
+        assert c.nearest(make_key(shape=(1000, 1000)))[1] == make_result()
+    with pytest.warns(UserWarning, match="corrupt JSON"):
+        assert c.load(k) == {}
+
+
+def test_files_of_the_older_layout_are_still_read():
+    c, k = Cache(), make_key()
+    c.put_result(k, make_result(), {"top_k": 1})
+    data = json.loads(c.path(k).read_text())
+    c.path(k).write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")  # measurements first
+    _MEMO.clear()
+    assert c.get_result(k, {"top_k": 1}) == make_result()
+    assert len(c.measurements(k)) == 3
+
+
+def test_a_file_over_the_size_cap_is_refused_with_a_warning_and_replaced(monkeypatch):
+    c, k = Cache(), make_key()
+    c.put_measurements(k, {f"PAD={i}": meas(f"PAD={i}") for i in range(40)})
+    c.put_result(k, make_result(), {"top_k": 1})
+    _MEMO.clear()
+    monkeypatch.setenv("AUTOPAD_CACHE_MAX_MB", "0.001")  # ~1 KB
+    with pytest.warns(UserWarning, match=r"bytes, over the limit of 1,048 bytes .*AUTOPAD_CACHE_MAX_MB"):
+        assert c.get_result(k, {"top_k": 1}) is None
+    assert c.nearest(k) is None
+    with pytest.warns(UserWarning, match="limit"):
+        c.put_measurements(k, {"PAD=99": meas("PAD=99")})  # replaced by a small file
+    monkeypatch.setenv("AUTOPAD_CACHE_MAX_MB", "not a number")  # falls back to the default, 32 MiB
+    assert set(c.measurements(k)) == {"PAD=99"}
+
+
+def test_a_symlink_or_fifo_in_place_of_a_cache_file_is_not_followed(tmp_path):
+    c, k = Cache(), make_key()
+    c.put_result(k, make_result(), {"top_k": 1})
+    target = tmp_path / "elsewhere.json"
+    os.replace(c.path(k), target)
+    c.path(k).symlink_to(target)
+    _MEMO.clear()
+    with pytest.warns(UserWarning, match="symlink"):
+        assert c.get_result(k, {"top_k": 1}) is None
+    with pytest.warns(UserWarning, match="symlink"):
+        c.put_measurements(k, {"PAD=5": meas("PAD=5")})
+    assert not c.path(k).is_symlink() and json.loads(target.read_text())["measurements"].get("PAD=5") is None
+    c.path(k).unlink()
+    os.mkfifo(c.path(k))  # a reader opening a FIFO would wait for a writer forever
+    with pytest.warns(UserWarning, match="not a regular file"):
+        assert c.load(k) == {}
+
+
+def test_a_lock_file_that_is_a_symlink_is_not_followed(tmp_path):
+    c, k = Cache(), make_key()
+    c.dir.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    c.path(k).with_suffix(".lock").symlink_to(victim)
+    with pytest.warns(UserWarning, match="cannot write .*symlink") as rec:
+        c.put_measurements(k, {"PAD=1": meas("PAD=1")})
+        c.put_result(k, make_result(), {"top_k": 1})
+    assert len(rec) == 1  # once per folder
+    assert not victim.exists() and c.measurements(k) == {}
+
+
+def test_a_lock_file_that_is_a_folder_makes_the_cache_keep_nothing():
+    c, k = Cache(), make_key()
+    c.path(k).with_suffix(".lock").mkdir(parents=True)
+    with pytest.warns(UserWarning, match="cannot write") as rec:
+        c.put_measurements(k, {"PAD=1": meas("PAD=1")})
+        c.put_measurements(k, {"PAD=2": meas("PAD=2")})
+    assert len(rec) == 1 and c.measurements(k) == {}
+    assert c.clear() == 0
+
+
+def test_a_file_where_the_folder_should_be_makes_an_empty_cache_that_keeps_nothing(tmp_path):
+    root = tmp_path / "not-a-folder"
+    root.write_text("user data")
+    c, k = Cache(root), make_key()
+    with pytest.warns(UserWarning) as rec:
+        assert c.load(k) == {} and c.measurements(k) == {} and c.get_result(k, {}) is None
+        c.put_measurements(k, {"PAD=1": meas("PAD=1")})
+        c.put_result(k, make_result(), {})
+        assert c.nearest(k) is None and c.entries() == [] and c.clear() == 0
+    assert sorted(str(w.message).split(" (")[0] for w in rec) == [
+        f"autopad cache: cannot read {c.dir}",
+        f"autopad cache: cannot write to {c.dir}",
+    ]
+    assert root.read_text() == "user data"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes any folder")
+def test_a_folder_without_permission_makes_an_empty_cache(tmp_path):
+    c, k = Cache(tmp_path / "c"), make_key()
+    c.put_result(k, make_result(), {"top_k": 1})
+    os.chmod(c.dir, 0)
+    try:
+        with pytest.warns(UserWarning, match="cannot"):
+            assert c.get_result(k, {"top_k": 2}) is None
+            c.put_measurements(k, {"PAD=2": meas("PAD=2")})
+            assert c.entries() == []
+    finally:
+        os.chmod(c.dir, 0o755)
+
+
+def test_a_folder_without_permission_makes_an_empty_cache_simulated(monkeypatch):
+    """The same as root would meet it (root may read any folder): every open and listing refused."""
+    c, k = Cache(), make_key()
+    c.put_result(k, make_result(), {"top_k": 1})
+    _MEMO.clear()
+
+    def refuse(*a, **kw):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("autopad.cache._read_bytes", refuse)
+    monkeypatch.setattr("autopad.cache.open_lock", refuse)
+    monkeypatch.setattr("autopad.cache.os.access", lambda *a: False)
+    monkeypatch.setattr(Path, "iterdir", refuse)
+    with pytest.warns(UserWarning) as rec:
+        assert c.get_result(k, {"top_k": 1}) is None and c.measurements(k) == {}
+        c.put_measurements(k, {"PAD=2": meas("PAD=2")})
+        assert c.entries() == [] and c.nearest(k) is None and c.clear() == 0
+    assert [str(w.message).split(" (")[0] for w in rec] == [
+        f"autopad cache: cannot read {c.dir}",
+        f"autopad cache: cannot write to {c.dir}",
+    ]
+
+
+def test_a_read_only_folder_still_serves_hits_and_keeps_nothing_new(monkeypatch):
+    c, k = Cache(), make_key()
+    c.put_result(k, make_result(), {"top_k": 1})
+    _MEMO.clear()
+
+    def refuse(*a, **kw):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("autopad.cache.write_atomic", refuse)  # what a read-only folder does to a write
+    with pytest.warns(UserWarning, match="cannot write .*Permission denied") as rec:
+        c.put_measurements(k, {"PAD=2": meas("PAD=2")})
+        c.put_result(k, make_result(pad=2), {"top_k": 2})
+    assert len(rec) == 1
+    assert c.get_result(k, {"top_k": 1}) == make_result() and "PAD=2" not in c.measurements(k)
+
+
+class _Bench:
+    """A fake benchmarker: every candidate correct, 1 ms plus a little per key (no GPU)."""
+
+    def __init__(self):
+        self.asked = []
+
+    def measure(self, job):
+        for key, _ in job.candidates:
+            self.asked.append(key)
+            yield Measurement(key, True, 1.0 + sum(map(ord, key)) % 97 / 100, 0.0, 30)
+
+
+def _tune(**kw):
+    import fake_kernel
+
+    import autopad
+
+    return autopad.tune(fake_kernel, (4096, 4096), "float32", benchmarker=_Bench(), progress=False, **kw)
+
+
+@pytest.mark.parametrize("bad", [-1.0, "fast", True, None])
+def test_a_poisoned_cached_time_is_never_the_pick_nor_a_crash(bad):
+    first = _tune(top_k=2)
+    victim = next(
+        c for c in first.candidates if c.measurement is not None and c.constants != first.best.constants
+    )
+    c = Cache()
+    path = next(c.dir.glob("fake_transpose-*.json"))
+    path.write_text(_edit(path.read_text(), _set("measurements", victim.key, "ms", value=bad)))
+    with pytest.warns(UserWarning, match=re.escape(f"measurements[{victim.key!r}].ms")):
+        again = _tune(top_k=2, retune=True)
+    assert again.mode == "measured"
+    got = next(x for x in again.candidates if x.key == victim.key).measurement
+    assert (
+        got.ms == victim.measurement.ms
+        and not next(x for x in again.candidates if x.key == victim.key).cached
+    )
+
+
+def test_tune_runs_uncached_when_the_cache_folder_is_unusable(tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("AUTOPAD_CACHE_DIR", str(tmp_path / "file"))
+    with pytest.warns(UserWarning, match="autopad cache: cannot"):
+        res = _tune(top_k=2)
+    assert res.mode == "measured" and res.best.measured is not None
+
+
+# ---- writers killed mid-write --------------------------------------------------------------------
+
+
+def _endless_writer(root: str, worker: int, log: str) -> None:
+    c, key = Cache(Path(root)), make_key()
+    for i in range(1_000_000):
+        name = f"W={worker},I={i}"
+        c.put_measurements(key, {name: Measurement(name, True, 0.001 * i, 0.0, 1)})
+        with open(log, "a") as f:  # after put returns: this entry must survive any later kill
+            f.write(name + "\n")
+
+
+@pytest.mark.skipif("fork" not in mp.get_all_start_methods(), reason="needs fork")
+def test_writers_killed_at_random_moments_lose_nothing_acknowledged(tmp_path):
+    import random
+    import signal
+    import time
+
+    ctx, rng = mp.get_context("fork"), random.Random(7)
+    root, log = tmp_path / "c", tmp_path / "log"
+    running, n = [], 0
+    for _ in range(3):
+        running.append(ctx.Process(target=_endless_writer, args=(str(root), n, str(log))))
+        running[-1].start()
+        n += 1
+    for _ in range(30):  # 30 SIGKILLs, each replaced by a fresh writer
+        time.sleep(rng.uniform(0.02, 0.15))
+        victim = running.pop(rng.randrange(len(running)))
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.join()
+        running.append(ctx.Process(target=_endless_writer, args=(str(root), n, str(log))))
+        running[-1].start()
+        n += 1
+    for p in running:
+        os.kill(p.pid, signal.SIGKILL)
+        p.join()
+    acknowledged = set(log.read_text().split())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not one corrupt file or bad entry
+        got = Cache(root).measurements(make_key())
+    assert len(acknowledged) > 30 and acknowledged <= set(got)
