@@ -41,6 +41,12 @@ class Arch:
     smem_bytes_per_clk_per_sm: int = 128  # one wavefront per clock per SM
     clock_hz: float = 1.98e9
     fp32_flops: float = 51e12  # cuBLAS fp32 8192^3 (measured on H200)
+    # tensor-core rate by operand bytes: 2 (bf16/fp16) is cuBLAS bf16 8192^3 measured on the H200; 4 (tf32)
+    # and 1 (fp8) are that figure times the datasheet ratios (1/2, 2): assumed until measured
+    mma_flops: tuple[tuple[int, float], ...] = ((1, 1374e12), (2, 687e12), (4, 343e12))
+    # L2 -> SM rate of a tiled kernel's operand re-reads: fitted on the quality study's GEMMs
+    # (benchmarks/model_only_report.py), not a microbenchmark: an effective figure, ~1.2x the copy rate
+    l2_bytes_per_s: float = 5e12
 
     @property
     def phase_bytes(self) -> int:
@@ -56,6 +62,10 @@ class Arch:
         if access_bytes <= self.bank_bytes:
             return min(self.warp_size, self.banks)
         return min(self.warp_size, self.phase_bytes // access_bytes)
+
+    def mma_rate(self, operand_bytes: int) -> float:
+        """Tensor-core flops per second for operands of ``operand_bytes`` (the fp32 rate if none)."""
+        return dict(self.mma_flops).get(int(operand_bytes), self.fp32_flops)
 
     @property
     def smem_wavefronts_per_s(self) -> float:

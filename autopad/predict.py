@@ -1,16 +1,24 @@
 """The predicted run time of candidates: wavefronts, occupancy, bytes in flight, waves -> seconds.
 
 The score is a time, not a conflict count: a block's shared-memory instructions go through the layout into
-the model (wavefronts per tile), and the kernel's whole run is the slowest of three streams, each at the
-machine's measured ceiling (``arch.Arch``): global bytes at the copy bandwidth, shared-memory wavefronts
-at one per SM per clock, and arithmetic at the fp32 rate. Occupancy (from threads and the layout's
-footprint) scales how much of the memory bandwidth the kernel can keep in flight, and the last partial
-wave of blocks costs a whole wave. Among candidates free of conflicts, those terms are what separate a
-fast transpose from a slow one.
+the model (wavefronts per tile), and the kernel's whole run is the slowest of its streams, each at the
+machine's measured ceiling (``arch.Arch``): global bytes at the copy bandwidth (and, for tiled kernels that
+re-read their operands, L2 bytes at the L2 rate), shared-memory wavefronts at one per SM per clock,
+arithmetic at the fp32 or the tensor-core rate, and instruction issue (the index arithmetic of every shared
+access; a swizzle's XOR costs more than a pad's add). Occupancy (from threads and the layout's footprint)
+scales how much of the memory bandwidth the kernel can keep in flight, the last partial wave of blocks
+costs a whole wave, and every tile a block walks through (a GEMM's k-steps) costs a fixed barrier-and-loop
+overhead. Among candidates free of conflicts, those terms are what separate a fast kernel from a slow one.
+
+Every term is derived from what a spec already states (``launch_info``, ``traffic``, the layout), with
+optional keys a spec may add where it knows more (``KEYS``). The constants that are fitted rather than
+measured ceilings live in ``Constants``; ``benchmarks/model_only_report.py`` fits them on one recorded
+H200 study and tests them on the other (held out), and ``tests/test_predict.py`` holds each term to the
+measured effect it reproduces.
 
 Everything is computed for a whole batch of candidates at once (numpy arrays, one entry per candidate), so
-ranking a space of thousands costs one pass. ``Prediction`` records each term, so a verbose report can
-show why a candidate ranks where it does.
+ranking a space of thousands costs one pass. ``Prediction.terms`` records each term, so a verbose report
+can show why a candidate ranks where it does.
 """
 
 from __future__ import annotations
@@ -23,7 +31,17 @@ import numpy as np
 
 from .arch import Arch, get_arch
 
-__all__ = ["Prediction", "predict_batch", "LaunchInfoError", "check_launch_info", "check_traffic"]
+__all__ = [
+    "Prediction",
+    "Constants",
+    "CONSTANTS",
+    "KEYS",
+    "predict_batch",
+    "predict_arrays",
+    "LaunchInfoError",
+    "check_launch_info",
+    "check_traffic",
+]
 
 
 class LaunchInfoError(ValueError):
@@ -35,7 +53,7 @@ class Prediction:
     """What the model says of one candidate on one shape."""
 
     seconds: float
-    bound: str  # which stream limits it: "dram", "smem" or "flops"
+    bound: str  # which stream limits it: "dram", "l2", "smem", "flops", "issue" or "tiles"
     wavefronts_per_tile: int
     ideal_per_tile: int
     occupancy: float  # resident warps / the SM's maximum
@@ -47,8 +65,36 @@ class Prediction:
         return self.wavefronts_per_tile / self.ideal_per_tile if self.ideal_per_tile else 1.0
 
 
+@dataclass(frozen=True)
+class Constants:
+    """The predictor's fitted constants (not ceilings: those are measured, in ``arch.Arch``).
+
+    Each was fitted on the recorded H200 study (benchmarks/results/h200/quality, run 1 or run 2) by
+    ``benchmarks/model_only_report.py --fit`` and checked on the run it was not fitted on.
+    """
+
+    overlap: float = 0.195  # share of the non-limiting streams that still adds to the limiting one
+    issue_cycles: float = 0.5  # issue slots per shared-memory phase (its address arithmetic)
+    swizzle_cycles: float = 2.56  # extra issue slots per phase on an XOR-swizzled tile
+    tile_cycles: float = 18.75  # fixed cycles per tile a block walks through (barrier, loop, refill)
+    default_inflight_share: float = 0.8  # bytes in flight per thread = share x footprint / threads
+
+
+CONSTANTS = Constants()
+
 _REQUIRED = ("blocks", "threads")
-_OPTIONAL = ("smem_bytes", "tiles_per_block", "inflight_bytes", "dram_efficiency", "passes")
+# optional launch_info keys, all per candidate
+KEYS = {
+    "smem_bytes": "shared memory per block (default: the layout's footprint)",
+    "tiles_per_block": "tiles (k-steps) each block walks through; the pattern is one tile's (default 1)",
+    "inflight_bytes": "global bytes each thread keeps in flight (default: footprint / threads)",
+    "dram_efficiency": "share of the copy bandwidth its global accesses can reach, <= 1 (default 1)",
+    "passes": "launches over the input (informational)",
+    "mma_bytes": "operand bytes of tensor-core arithmetic (2: bf16/fp16, 4: tf32, 1: fp8); 0 = SIMT",
+    "l2_bytes": "bytes all blocks read and write through L2, operand re-reads included (default: traffic)",
+    "extra_wavefronts": "shared-memory wavefronts per block the pattern does not list (TMA, wgmma reads)",
+}
+_OPTIONAL = tuple(k for k in KEYS)
 
 
 def check_launch_info(info: Any, where: str) -> dict[str, float]:
@@ -74,6 +120,8 @@ def check_launch_info(info: Any, where: str) -> dict[str, float]:
         raise LaunchInfoError(f"{where}: 'blocks' and 'threads' must be >= 1, got {info!r}")
     if "dram_efficiency" in out and not 0 < out["dram_efficiency"] <= 1:
         raise LaunchInfoError(f"{where}: 'dram_efficiency' must be in (0, 1], got {out['dram_efficiency']}")
+    if out.get("mma_bytes", 0) not in (0, 1, 2, 4, 8):
+        raise LaunchInfoError(f"{where}: 'mma_bytes' must be 0, 1, 2, 4 or 8, got {out['mma_bytes']}")
     return out
 
 
@@ -100,19 +148,76 @@ def _knee(x: np.ndarray) -> np.ndarray:
         return np.where(x > 0, x / (1.0 + np.minimum(x, 1e6) ** 4) ** 0.25, 1e-9)
 
 
+def _swizzled(layouts: Sequence[Any] | None, n: int) -> np.ndarray:
+    """The share of a candidate's tiles that are XOR-swizzled: their index arithmetic costs a shift, mask
+    and XOR per access more than a padded tile's multiply-add. A layout of several operand tiles (the SIMT
+    GEMM's A and B, attributes ``a`` and ``b``) counts each tile as a share."""
+    out = np.zeros(n)
+    if layouts is None:
+        return out
+    for i, lay in enumerate(layouts):
+        parts = [getattr(lay, x) for x in ("a", "b") if hasattr(lay, x)] or [lay]
+        out[i] = sum(int(getattr(p, "max_phase", 1) or 1) > 1 for p in parts) / len(parts)
+    return out
+
+
 def predict_batch(
     infos: Sequence[Mapping[str, float]],
     traffic: Mapping[str, float],
     wavefronts: np.ndarray,
     ideal: np.ndarray,
     arch: str | Arch = "sm_90",
+    layouts: Sequence[Any] | None = None,
+    constants: Constants | None = None,
 ) -> list[Prediction]:
     """Predicted time of each candidate from its launch info, the shape's traffic and its wavefronts per
-    tile."""
-    a = get_arch(arch)
-    n = len(infos)
-    if n == 0:
+    tile (and, where given, its layout: a swizzle's index arithmetic costs issue slots)."""
+    if len(infos) == 0:
         return []
+    seconds, terms, bound_i, occupancy, smem, mem_eff, wave_factor, resident = predict_arrays(
+        infos, traffic, wavefronts, ideal, arch, layouts, constants
+    )
+    names = ("dram", "l2", "smem", "flops", "issue", "tiles")
+    out = []
+    for i in range(len(infos)):
+        out.append(
+            Prediction(
+                float(seconds[i]),
+                names[int(bound_i[i])],
+                int(wavefronts[i]),
+                int(ideal[i]),
+                float(occupancy[i]),
+                int(smem[i]),
+                (
+                    ("dram_s", float(terms[0, i])),
+                    ("l2_s", float(terms[1, i])),
+                    ("smem_s", float(terms[2, i])),
+                    ("flops_s", float(terms[3, i])),
+                    ("issue_s", float(terms[4, i])),
+                    ("tiles_s", float(terms[5, i])),
+                    ("mem_efficiency", float(mem_eff[i])),
+                    ("wave_factor", float(wave_factor[i])),
+                    ("resident_blocks", float(resident[i])),
+                ),
+            )
+        )
+    return out
+
+
+def predict_arrays(
+    infos: Sequence[Mapping[str, float]],
+    traffic: Mapping[str, float],
+    wavefronts: np.ndarray,
+    ideal: np.ndarray,
+    arch: str | Arch = "sm_90",
+    layouts: Sequence[Any] | None = None,
+    constants: Constants | None = None,
+) -> tuple[np.ndarray, ...]:
+    """``predict_batch`` as arrays (seconds, terms (6, n), bound index, occupancy, footprint, memory
+    efficiency, wave factor, resident blocks): what fitting the constants calls thousands of times."""
+    a = get_arch(arch)
+    k = constants or CONSTANTS
+    n = len(infos)
 
     def col(key: str, default: float) -> np.ndarray:
         return np.array([i.get(key, default) for i in infos], dtype=np.float64)
@@ -120,6 +225,9 @@ def predict_batch(
     blocks, threads = col("blocks", 1), col("threads", 32)
     smem, tiles = col("smem_bytes", 0), col("tiles_per_block", 1)
     inflight, dram_eff = col("inflight_bytes", np.nan), col("dram_efficiency", 1.0)
+    mma, l2_bytes, extra_wf = col("mma_bytes", 0), col("l2_bytes", np.nan), col("extra_wavefronts", 0)
+    wavefronts = np.asarray(wavefronts, dtype=np.float64)
+    ideal = np.asarray(ideal, dtype=np.float64)
 
     # blocks an SM can hold: limited by threads, shared memory (the runtime reserves 1 KB per block) and
     # the block-slot count ...
@@ -139,44 +247,41 @@ def predict_batch(
     # Little's law: to stream at the copy bandwidth an SM needs latency x its share of the bandwidth in
     # flight (~1 us x 32 GB/s = 32 KB on an H200). A spec that says how many bytes each thread has in
     # flight (``inflight_bytes``) is judged by that, on the smooth knee that gives 0.84 at exactly enough
-    # (the 32x33 fp32 transpose: 16 bytes x 2048 threads, measured 0.84 of copy); otherwise by occupancy
-    # alone (a quarter of the SM's threads taken as enough).
+    # (the 32x33 fp32 transpose: 16 bytes x 2048 threads, measured 0.84 of copy). Otherwise a kernel that
+    # stages a tile through shared memory has about one tile in flight per block: footprint / threads per
+    # thread; one with no tile falls back on occupancy (a quarter of the SM's threads taken as enough).
     need = a.dram_latency_s * a.dram_bytes_per_s / a.sm_count
-    x = np.where(np.isnan(inflight), occupancy / 0.25, resident * threads * np.nan_to_num(inflight) / need)
+    staged = k.default_inflight_share * smem / np.maximum(threads, 1)
+    per_thread = np.where(np.isnan(inflight), staged, inflight)
+    x = np.where(per_thread > 0, resident * threads * np.nan_to_num(per_thread) / need, occupancy / 0.25)
     # a spec may know its global accesses stream worse than a copy (a guarded scalar path for misaligned
     # rows, say): ``dram_efficiency`` scales the bandwidth it can reach
     mem_eff = _knee(x) * dram_eff
     t_dram = traffic["bytes"] / (a.dram_bytes_per_s * mem_eff)
-    t_smem = np.asarray(wavefronts, dtype=np.float64) * tiles * blocks / a.smem_wavefronts_per_s
+    # tiled kernels re-read operands through L2 (a GEMM reads A N/BN times and B M/BM times): where the
+    # spec counts those bytes (``l2_bytes``) they stream at the L2 rate, with the same bytes in flight
+    t_l2 = np.where(np.isnan(l2_bytes), 0.0, np.nan_to_num(l2_bytes) / (a.l2_bytes_per_s * _knee(x)))
+    t_smem = (wavefronts * tiles + extra_wf) * blocks / a.smem_wavefronts_per_s
     # arithmetic needs warps to hide its latencies (shared loads, the FMA pipeline): one resident warp per
     # scheduler (4 per SM) reaches ~0.84 of the peak on the same smooth knee, two ~0.97. A 1024^3 SIMT GEMM
     # of 128 blocks runs one block per SM: 4 warps measured 1.11x slower than 8 (quality study, H200).
+    # Tensor-core arithmetic (``mma_bytes``) runs at the measured tensor rate of its operand size.
     w = resident * threads / 32 / 4
-    t_flops = traffic.get("flops", 0.0) / (a.fp32_flops * _knee(w))
-    terms = np.stack([t_dram, t_smem, t_flops]) * wave_factor
+    rate = np.array([a.mma_rate(int(m)) if m else a.fp32_flops for m in mma])
+    t_flops = traffic.get("flops", 0.0) / (rate * _knee(w))
+    # instruction issue: every shared access costs its address arithmetic (one instruction per phase of
+    # 32 lanes, ``ideal``, on four schedulers per SM); an XOR swizzle's per-access shift-mask-XOR more.
+    # Conflict-free swizzled transposes measured a median 1.17x (fp32) and 1.37x (fp16) the time of the
+    # conflict-free padded tile of the same configuration (quality study, H200).
+    cyc = ideal * (k.issue_cycles + k.swizzle_cycles * _swizzled(layouts, n))
+    t_issue = cyc * tiles * blocks / (a.sm_count * a.clock_hz * 4 * _knee(w))
+    # every tile a block walks through costs a fixed overhead (barrier, loop, refilling the pipeline)
+    # that other resident blocks can hide: per SM, ceil(blocks / (SMs x resident)) rounds of tiles each
+    t_tiles = np.ceil(waves) * tiles * k.tile_cycles / a.clock_hz / np.maximum(resident, 1) ** 0.5
+    terms = np.stack([t_dram, t_l2, t_smem, t_flops, t_issue, t_tiles]) * wave_factor
+    terms[5] /= wave_factor  # the tile overhead already counts whole rounds
     bound_i = terms.argmax(axis=0)
     top = terms.max(axis=0)
     # the streams overlap imperfectly: the slowest dominates, the others add a little
-    seconds = top + 0.1 * (terms.sum(axis=0) - top)
-    names = ("dram", "smem", "flops")
-    out = []
-    for i in range(n):
-        out.append(
-            Prediction(
-                float(seconds[i]),
-                names[int(bound_i[i])],
-                int(wavefronts[i]),
-                int(ideal[i]),
-                float(occupancy[i]),
-                int(smem[i]),
-                (
-                    ("dram_s", float(terms[0, i])),
-                    ("smem_s", float(terms[1, i])),
-                    ("flops_s", float(terms[2, i])),
-                    ("mem_efficiency", float(mem_eff[i])),
-                    ("wave_factor", float(wave_factor[i])),
-                    ("resident_blocks", float(resident[i])),
-                ),
-            )
-        )
-    return out
+    seconds = top + k.overlap * (terms.sum(axis=0) - top)
+    return seconds, terms, bound_i, occupancy, smem, mem_eff, wave_factor, resident
