@@ -1,0 +1,127 @@
+"""How far to trust a model-only answer: the recorded figures of the model-only pick, per kernel family.
+
+Without a GPU, autopad's answer is the model's best-ranked candidate. How good that is was measured, not
+guessed: ``benchmarks/model_only_report.py`` ranks every configuration-shape of the exhaustive H200
+studies (benchmarks/results/h200/quality: every legal candidate timed) with the current model and writes,
+per kernel family (name, backend, dtype), how often the model-only pick was within 10% of the measured
+best, its median and worst distance, whether it was ever slower than the unpadded default, and Spearman's
+rank correlation of predicted with measured time. That file ships as ``trust_h200.json`` beside this
+module; ``statement`` turns it into the sentence that model-only output prints.
+
+A kernel the studies did not cover (a user's own spec, or a built-in one in another dtype) gets the
+figures over every recorded family and the plain advice to measure: a model that ranks the built-in
+kernels well has not been shown to rank a new one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Trust", "lookup", "statement", "TRUST_FILE"]
+
+TRUST_FILE = Path(__file__).with_name("trust_h200.json")
+
+
+@dataclass(frozen=True)
+class Trust:
+    """The recorded model-only figures of one kernel family (or of all of them: ``family == "all"``)."""
+
+    family: str  # "kernel/backend/dtype", or "all"
+    shapes: int
+    within_10pct: int
+    within_2pct: int
+    median: float  # model-only pick over the measured best, median over the shapes
+    worst: float
+    slower_than_default: int  # shapes where the pick measured slower than the unpadded default
+    spearman_min: float
+    spearman_median: float
+    gpu: str = "NVIDIA H200"
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> dict[str, Any]:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _trust(family: str, d: dict[str, Any], gpu: str) -> Trust:
+    return Trust(
+        family,
+        int(d["shapes"]),
+        int(d["within_10pct"]),
+        int(d["within_2pct"]),
+        float(d["median"]),
+        float(d["worst"]),
+        int(d["slower_than_default"]),
+        float(d["spearman_min"]),
+        float(d["spearman_median"]),
+        gpu,
+    )
+
+
+def _pooled(fams: dict[str, Any], gpu: str) -> Trust | None:
+    """Every family together: counts add up; the median is the shape-weighted median of the families'
+    medians (the per-shape figures are in the report's CSV), the worst the worst of all."""
+    if not fams:
+        return None
+    rows = list(fams.values())
+    medians = sorted((float(r["median"]), int(r["shapes"])) for r in rows)
+    half, acc, med = sum(n for _, n in medians) / 2, 0, medians[-1][0]
+    for m, n in medians:
+        acc += n
+        if acc >= half:
+            med = m
+            break
+    return Trust(
+        "all",
+        sum(int(r["shapes"]) for r in rows),
+        sum(int(r["within_10pct"]) for r in rows),
+        sum(int(r["within_2pct"]) for r in rows),
+        med,
+        max(float(r["worst"]) for r in rows),
+        sum(int(r["slower_than_default"]) for r in rows),
+        min(float(r["spearman_min"]) for r in rows),
+        sorted(float(r["spearman_median"]) for r in rows)[len(rows) // 2],
+        gpu,
+    )
+
+
+def lookup(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE) -> Trust | None:
+    """The recorded figures of ``kernel`` [``backend``] in ``dtype``, or None when no study covered it."""
+    data = _load(str(path))
+    d = data.get("families", {}).get(f"{kernel}/{backend}/{dtype}")
+    return None if d is None else _trust(f"{kernel}/{backend}/{dtype}", d, data.get("gpu", "NVIDIA H200"))
+
+
+def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE) -> str:
+    """One sentence for model-only output: how close the model-only pick came to the measured best for
+    this kernel family on the recorded studies, or, for a kernel no study covered, over all of them."""
+    t = lookup(kernel, backend, dtype, path)
+    if t is not None:
+        worse = (
+            f"; slower than the unpadded default in {t.slower_than_default}"
+            if t.slower_than_default
+            else "; never slower than the unpadded default"
+        )
+        return (
+            f"model-only picks for {kernel} [{backend}] {dtype} were within 10% of the measured best in "
+            f"{t.within_10pct} of {t.shapes} recorded {t.gpu} shapes (median {t.median:.2f}x, worst "
+            f"{t.worst:.2f}x{worse}; Spearman of predicted against measured time {t.spearman_min:.2f} to "
+            f"{t.spearman_median:.2f} median)"
+        )
+    data = _load(str(path))
+    pooled = _pooled(data.get("families", {}), data.get("gpu", "NVIDIA H200"))
+    if pooled is None:
+        return "model-only pick: no recorded study to say how far to trust it; measure it on a GPU"
+    return (
+        f"model-only pick: no recorded study covers {kernel} [{backend}] {dtype}; on the built-in kernels "
+        f"the model-only pick was within 10% of the measured best in {pooled.within_10pct} of "
+        f"{pooled.shapes} recorded {pooled.gpu} shapes (worst {pooled.worst:.2f}x), which says little about "
+        f"a new kernel: measure it on a GPU before relying on it"
+    )

@@ -1,0 +1,67 @@
+"""autopad.trust: the recorded model-only figures per kernel family, and the sentence printed beside them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autopad import trust
+
+FIGURES = {
+    "gpu": "NVIDIA H200",
+    "families": {
+        "transpose/cuda/float32": {
+            "shapes": 3, "within_10pct": 3, "within_2pct": 1, "median": 1.043, "worst": 1.071,
+            "slower_than_default": 0, "spearman_min": 0.56, "spearman_median": 0.62,
+        },
+        "matmul/triton/bfloat16": {
+            "shapes": 3, "within_10pct": 0, "within_2pct": 0, "median": 4.01, "worst": 4.69,
+            "slower_than_default": 3, "spearman_min": -0.17, "spearman_median": 0.0,
+        },
+    },
+}  # fmt: skip
+
+
+@pytest.fixture()
+def figures(tmp_path):
+    p = tmp_path / "trust.json"
+    p.write_text(json.dumps(FIGURES))
+    return p
+
+
+def test_a_recorded_family_gets_its_own_figures(figures):
+    t = trust.lookup("transpose", "cuda", "float32", figures)
+    assert t is not None and (t.shapes, t.within_10pct, t.worst) == (3, 3, 1.071)
+    s = trust.statement("transpose", "cuda", "float32", figures)
+    assert "within 10% of the measured best in 3 of 3 recorded NVIDIA H200 shapes" in s
+    assert "median 1.04x, worst 1.07x" in s and "never slower than the unpadded default" in s
+
+
+def test_a_family_the_model_ranks_badly_says_so(figures):
+    s = trust.statement("matmul", "triton", "bfloat16", figures)
+    assert "in 0 of 3" in s and "worst 4.69x" in s and "slower than the unpadded default in 3" in s
+
+
+def test_a_kernel_no_study_covered_gets_the_pooled_figures_and_the_advice_to_measure(figures):
+    assert trust.lookup("my_kernel", "cuda", "float32", figures) is None
+    s = trust.statement("my_kernel", "cuda", "float32", figures)
+    assert "no recorded study covers my_kernel [cuda] float32" in s
+    assert "in 3 of 6 recorded" in s and "worst 4.69x" in s and "measure it on a GPU" in s
+
+
+def test_a_missing_file_still_gives_a_sentence(tmp_path):
+    s = trust.statement("transpose", "cuda", "float32", tmp_path / "absent.json")
+    assert "measure it on a GPU" in s
+
+
+def test_the_shipped_figures_cover_every_recorded_family():
+    data = json.loads(trust.TRUST_FILE.read_text())
+    fams = data["families"]
+    assert {"transpose/cuda/float32", "transpose/cuda/float16", "histogram/cuda/int32",
+            "histogram/cuda/uint8", "matmul/cuda/float32", "matmul/triton/bfloat16"} <= set(fams)  # fmt: skip
+    assert sum(f["shapes"] for f in fams.values()) == 19
+    for name, f in fams.items():
+        assert 0 <= f["within_2pct"] <= f["within_10pct"] <= f["shapes"], name
+        assert 1.0 <= f["median"] <= f["worst"], name
+        assert "within 10%" in trust.statement(*name.split("/"))
