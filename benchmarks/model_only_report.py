@@ -1,0 +1,462 @@
+"""How good is autopad's answer without a GPU? The model-only pick, scored on the recorded H200 studies.
+
+Without a GPU, ``autopad.tune`` returns the model's best-ranked candidate. This script ranks every recorded
+configuration-shape of the exhaustive studies (``benchmarks/results/h200/quality/run{1,2}_quality_rows``:
+every legal candidate measured) with the current model, exactly as ``autopad.search.rank`` does, joins the
+ranking with the measurements by key, and reports per shape, per kernel family and overall:
+
+- the model-only pick over the exhaustive best (and how many shapes are within 2% and 10%);
+- the pick over the spec's unpadded default (``DEFAULTS``): is model-only advice ever worse than none?
+- Spearman's rank correlation of predicted with measured time over every correct candidate;
+- the best of the model's top 1 / 6 / 20 over the exhaustive best.
+
+``--fit run1 --test run2`` refits the predictor's constants (``autopad.predict.Constants``, and the L2
+rate) on one run and scores the other with them: the held-out figures. ``--proposed`` adds to each
+built-in spec's ``launch_info`` the keys listed in ``PROPOSED`` (what the lead is asked to add to the
+specs), so their effect is measured before anyone edits a spec. ``--trust FILE`` writes the per-family
+statement ``autopad.trust`` prints beside model-only output. ``--extra rows.csv.gz`` scores new shapes
+measured for the purpose (``benchmarks/gpu_new_shapes.py``), with the committed constants.
+
+    python benchmarks/model_only_report.py [--proposed] [--fit run1 --test run2] [--md F] [--csv F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import pickle
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quality_report import load_rows, parse_shape  # noqa: E402
+
+from autopad.arch import Arch, get_arch  # noqa: E402
+from autopad.predict import CONSTANTS, Constants, predict_arrays  # noqa: E402
+
+DIR = Path(__file__).resolve().parent / "results" / "h200" / "quality"
+RUNS = ("run1", "run2")
+
+
+# ---- what each built-in spec is asked to add to launch_info (the lead's edit; measured here first) ----
+
+
+def _gemm_l2(m: int, n: int, k: int, bm: int, bn: int, eb: int) -> int:
+    # A (m x k) is read once per column of blocks, B (k x n) once per row of blocks, C written once
+    return eb * (m * k * math.ceil(n / bn) + k * n * math.ceil(m / bm) + m * n)
+
+
+def _simt_gemm(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[str, float]:
+    m, n, k = shape
+    return {"l2_bytes": _gemm_l2(m, n, k, c["BM"], c["BN"], 4)}
+
+
+def _gluon_gemm(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[str, float]:
+    m, n, k = shape
+    eb = {"bfloat16": 2, "float16": 2, "tf32": 4}[dtype]
+    steps = math.ceil(k / c["BK"])
+    return {
+        "mma_bytes": eb,
+        # TMA keeps STAGES - 1 k-steps of A and B in flight while wgmma works on the current one
+        "inflight_bytes": (c["STAGES"] - 1) * (c["BM"] + c["BN"]) * c["BK"] * eb / (32 * c["WARPS"]),
+        "l2_bytes": _gemm_l2(m, n, k, c["BM"], c["BN"], eb),
+        # wgmma reads each k-step's A and B tiles from shared memory: (BM + BN) x BK x eb bytes in
+        # 128-byte wavefronts, times the ways an NVMMA swizzle of SWIZZLE bytes leaves 8 rows of a core
+        # matrix in the same banks (128 / SWIZZLE)
+        "extra_wavefronts": steps * (c["BM"] + c["BN"]) * c["BK"] * eb / 128 * (128 // c["SWIZZLE"]),
+    }
+
+
+PROPOSED: dict[tuple[str, str], Callable[[dict[str, int], tuple[int, ...], str], dict[str, float]]] = {
+    ("matmul", "cuda"): _simt_gemm,
+    ("matmul", "triton"): _gluon_gemm,
+}
+
+
+# ---- the model's inputs per recorded shape (as search.rank computes them), cached --------------------
+
+
+@dataclass
+class Shape:
+    """One recorded configuration-shape: the model's inputs for every legal candidate, and what was
+    measured."""
+
+    run: str
+    kernel: str
+    backend: str
+    dtype: str
+    shape: str
+    keys: list[str]
+    consts: list[dict[str, int]]
+    layouts: list[Any]
+    wave: np.ndarray
+    ideal: np.ndarray
+    infos: list[dict[str, float]]
+    traffic: dict[str, float]
+    ms: np.ndarray  # nan where the candidate failed or was not measured
+    default: int | None  # index of the spec's DEFAULTS, if legal
+
+    @property
+    def family(self) -> str:
+        return f"{self.kernel} [{self.backend}] {self.dtype}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.kernel} [{self.backend}] {self.dtype} {self.shape}"
+
+
+def _features(
+    kernel: str, backend: str, dtype: str, shape: str, rows: list[dict[str, Any]], run: str
+) -> Shape:
+    from autopad.kernels_registry import builtin_spec
+    from autopad.search import (
+        _freeze,
+        _launch_infos,
+        _layout,
+        _traffic,
+        baselines,
+        check_legal,
+        enumerate_candidates,
+        score_candidates,
+    )
+
+    spec = builtin_spec(kernel, backend)
+    s = parse_shape(shape)
+    dist = "uniform" if getattr(spec, "DISTS", None) else None
+    seen = {_freeze(c): c for c in enumerate_candidates(spec, s, dtype)}
+    for c in baselines(spec, s, dtype):  # what rank(extra=baselines) adds
+        f = _freeze(c)
+        if f not in seen and check_legal(spec, dict(c), s, dtype):
+            seen[f] = dict(c)
+    # the study measured the space of its day: a constant added to the spec since then is held at its
+    # default, and the ranking covers the recorded candidates (the rest were never measured)
+    meas = {r["key"]: r for r in rows}
+    names = {kv.split("=")[0] for kv in rows[0]["key"].split(",")}
+    defaults = dict(spec.DEFAULTS)
+    keep: dict[str, dict[str, int]] = {}
+    for c in seen.values():
+        if all(v == defaults.get(k) for k, v in c.items() if k not in names):
+            key = ",".join(f"{k}={v}" for k, v in sorted(c.items()) if k in names)
+            if key in meas:
+                keep[key] = c
+    keys, consts = list(keep), list(keep.values())
+    layouts = [_layout(spec, c, dtype) for c in consts]
+    wave, ideal = score_candidates(spec, consts, layouts, dtype, dist, get_arch("sm_90"))
+    infos = _launch_infos(spec, consts, layouts, s, dtype)
+    ms = np.array([meas[k]["ms"] if meas[k]["correct"] and meas[k]["ms"] else np.nan for k in keys])
+    dkey = ",".join(f"{k}={v}" for k, v in sorted(defaults.items()) if k in names)
+    default = keys.index(dkey) if dkey in keys else None
+    return Shape(run, kernel, backend, dtype, shape, keys, consts, layouts, wave, ideal, infos,
+                 _traffic(spec, s, dtype), ms, default)  # fmt: skip
+
+
+def load_shapes(paths: dict[str, Path], cache: Path | None = None) -> list[Shape]:
+    """Every configuration-shape of the given studies ({run name: rows.csv.gz}), model inputs computed
+    once and cached (scoring the histograms' atomics takes most of a minute per shape)."""
+    stamp = {name: (str(p), p.stat().st_mtime) for name, p in paths.items()}
+    if cache is not None and cache.is_file():
+        with open(cache, "rb") as f:
+            got = pickle.load(f)
+        if got.get("stamp") == stamp:
+            return [Shape(**d) for d in got["shapes"]]
+    out = []
+    for run, path in paths.items():
+        for (kernel, backend, dtype, shape), rows in load_rows(path).items():
+            t0 = time.perf_counter()
+            out.append(_features(kernel, backend, dtype, shape, rows, run))
+            print(f"  scored {run} {kernel} {dtype} {shape}: {len(rows)} rows, "
+                  f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
+    if cache is not None:
+        with open(cache, "wb") as f:
+            pickle.dump({"stamp": stamp, "shapes": [dict(vars(s)) for s in out]}, f)
+    return out
+
+
+# ---- ranking and figures -------------------------------------------------------------------------------
+
+
+def predicted(s: Shape, constants: Constants = CONSTANTS, arch: Arch | None = None, proposed: bool = False,
+              layouts: bool = True) -> np.ndarray:  # fmt: skip
+    """Predicted seconds of every candidate of ``s``; ``proposed`` adds the PROPOSED launch_info keys."""
+    infos = s.infos
+    add = PROPOSED.get((s.kernel, s.backend)) if proposed else None
+    if add is not None:
+        shp = parse_shape(s.shape)
+        infos = [{**i, **add(c, shp, s.dtype)} for i, c in zip(infos, s.consts)]
+    lays = s.layouts if layouts else None
+    return predict_arrays(infos, s.traffic, s.wave, s.ideal, arch or get_arch("sm_90"), lays, constants)[0]
+
+
+def order(s: Shape, seconds: np.ndarray) -> list[int]:
+    """The candidates in search.rank's order: (seconds, wavefronts per tile, footprint, key)."""
+    foot = [int(i.get("smem_bytes", 0)) for i in s.infos]
+    return sorted(range(len(seconds)), key=lambda i: (seconds[i], int(s.wave[i]), foot[i], s.keys[i]))
+
+
+def _rho(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman with average ranks for ties (vectorised; agrees with autopad.validate.spearman)."""
+
+    def ranks(v: np.ndarray) -> np.ndarray:
+        _, inv, cnt = np.unique(v, return_inverse=True, return_counts=True)
+        ends = np.cumsum(cnt)
+        return ((ends - cnt + 1 + ends) / 2.0)[inv.ravel()]
+
+    a, b = ranks(x), ranks(y)
+    a, b = a - a.mean(), b - b.mean()
+    den = math.sqrt(float((a * a).sum() * (b * b).sum()))
+    return float((a * b).sum() / den) if den else 0.0
+
+
+def figures(s: Shape, seconds: np.ndarray) -> dict[str, Any]:
+    """The model-only figures of one shape under the predicted ``seconds``."""
+    rank = order(s, seconds)
+    ok = ~np.isnan(s.ms)
+    best = float(np.nanmin(s.ms))
+    pick = rank[0]
+    out: dict[str, Any] = {
+        "run": s.run, "family": s.family, "shape": s.shape, "legal": len(s.keys), "correct": int(ok.sum()),
+        "pick": s.keys[pick], "pick_ms": float(s.ms[pick]), "best_ms": best,
+        "pick_over_best": float(s.ms[pick]) / best,
+        "tied_at_top": int((seconds == seconds[pick]).sum()),
+        "spearman": _rho(seconds[ok], s.ms[ok]),
+    }  # fmt: skip
+    if s.default is not None and not math.isnan(s.ms[s.default]):
+        out["default_ms"] = float(s.ms[s.default])
+        out["pick_over_default"] = out["pick_ms"] / out["default_ms"]
+    ranked_ok = [i for i in rank if ok[i]]
+    for k in (1, 6, 20):
+        out[f"top{k}_over_best"] = float(min(s.ms[i] for i in ranked_ok[:k])) / best
+    out["best_model_rank"] = next(n for n, i in enumerate(ranked_ok) if s.ms[i] == best)
+    return out
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Counts and spreads over shapes: within 2% / 10%, never slower than the default, Spearman."""
+    r = [x["pick_over_best"] for x in rows]
+    d = [x["pick_over_default"] for x in rows if "pick_over_default" in x]
+    rho = [x["spearman"] for x in rows]
+    return {
+        "shapes": len(rows),
+        "within_2pct": sum(v <= 1.02 for v in r),
+        "within_10pct": sum(v <= 1.10 for v in r),
+        "median_pick_over_best": float(np.median(r)),
+        "worst_pick_over_best": float(max(r)),
+        "with_default": len(d),
+        "slower_than_default": sum(v > 1.0 for v in d),
+        "spearman_min": float(min(rho)),
+        "spearman_median": float(np.median(rho)),
+    }
+
+
+# ---- fitting the constants -------------------------------------------------------------------------------
+
+
+def loss(rows: Sequence[dict[str, Any]]) -> float:
+    """What the fit minimises: the log of each pick's distance from the best, a penalty for a pick slower
+    than the default, and the rank correlation's shortfall."""
+    total = 0.0
+    for x in rows:
+        total += math.log(x["pick_over_best"]) + 0.2 * (1.0 - x["spearman"])
+        total += 2.0 * max(0.0, math.log(x.get("pick_over_default", 1.0)))
+    return total / max(1, len(rows))
+
+
+START = Constants(
+    overlap=0.1, issue_cycles=1.0, swizzle_cycles=1.0, tile_cycles=100.0, default_inflight_share=1.0
+)
+_FIT = ("overlap", "issue_cycles", "swizzle_cycles", "tile_cycles", "default_inflight_share")
+
+
+def fit(
+    shapes: Sequence[Shape], proposed: bool, rounds: int = 3, layouts: bool = True
+) -> tuple[Constants, Arch, list[str]]:
+    """Coordinate search over the fitted constants (and the L2 rate): each in turn is scaled by a few
+    factors and kept where the loss on ``shapes`` falls."""
+    # a neutral start, not the committed constants (those were fitted on both runs: starting there would
+    # leak the held-out run into the fit)
+    k, a = START, replace(get_arch("sm_90"), l2_bytes_per_s=10e12)
+    log: list[str] = []
+
+    def score(kk: Constants, aa: Arch) -> float:
+        return loss([figures(s, predicted(s, kk, aa, proposed, layouts)) for s in shapes])
+
+    cur = score(k, a)
+    log.append(f"start: loss {cur:.4f}")
+    for _ in range(rounds):
+        moved = False
+        for name in (*_FIT, "l2_bytes_per_s"):
+            for f in (0.25, 0.5, 0.8, 1.25, 2.0, 4.0):
+                if name == "l2_bytes_per_s":
+                    kk, aa = k, replace(a, l2_bytes_per_s=a.l2_bytes_per_s * f)
+                else:
+                    kk, aa = replace(k, **{name: getattr(k, name) * f}), a
+                v = score(kk, aa)
+                if v < cur - 1e-4:
+                    cur, k, a, moved = v, kk, aa, True
+                    log.append(f"{name} x{f}: loss {cur:.4f}")
+        if not moved:
+            break
+    return k, a, log
+
+
+# ---- output -----------------------------------------------------------------------------------------------
+
+
+def _f(v: Any, spec: str = ".3f") -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
+
+
+def table(rows: Sequence[dict[str, Any]]) -> str:
+    head = (
+        "| run | family | shape | legal | pick / best | pick / default | Spearman | top-6 / best | "
+        "tied at top |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+    )
+    body = [
+        f"| {x['run']} | {x['family']} | {x['shape']} | {x['legal']} | {_f(x['pick_over_best'])} | "
+        f"{_f(x.get('pick_over_default'))} | {_f(x['spearman'], '.2f')} | {_f(x['top6_over_best'])} | "
+        f"{x['tied_at_top']} |"
+        for x in rows
+    ]
+    return head + "\n".join(body) + "\n"
+
+
+def family_table(rows: Sequence[dict[str, Any]]) -> str:
+    fam: dict[str, list] = defaultdict(list)
+    for x in rows:
+        fam[x["family"]].append(x)
+    head = (
+        "| family | shapes | within 2% | within 10% | median | worst | slower than default | "
+        "Spearman min / median |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+    )
+    out = []
+    for name, xs in [*sorted(fam.items()), ("all", list(rows))]:
+        s = summarise(xs)
+        out.append(
+            f"| {name} | {s['shapes']} | {s['within_2pct']} | {s['within_10pct']} | "
+            f"{s['median_pick_over_best']:.3f} | {s['worst_pick_over_best']:.3f} | "
+            f"{s['slower_than_default']} of {s['with_default']} | "
+            f"{s['spearman_min']:.2f} / {s['spearman_median']:.2f} |"
+        )
+    return head + "\n".join(out) + "\n"
+
+
+def trust_json(rows: Sequence[dict[str, Any]], source: str) -> dict[str, Any]:
+    """Per family: the recorded figures ``autopad.trust`` turns into a sentence."""
+    fam: dict[str, list] = defaultdict(list)
+    for x in rows:
+        fam[x["family"]].append(x)
+    out: dict[str, Any] = {"arch": "sm_90", "gpu": "NVIDIA H200", "source": source, "families": {}}
+    for name, xs in sorted(fam.items()):
+        s = summarise(xs)
+        kernel, backend, dtype = name.replace("[", "").replace("]", "").split()
+        out["families"][f"{kernel}/{backend}/{dtype}"] = {
+            "shapes": s["shapes"],
+            "within_10pct": s["within_10pct"],
+            "within_2pct": s["within_2pct"],
+            "median": round(s["median_pick_over_best"], 3),
+            "worst": round(s["worst_pick_over_best"], 3),
+            "slower_than_default": s["slower_than_default"],
+            "spearman_min": round(s["spearman_min"], 2),
+            "spearman_median": round(s["spearman_median"], 2),
+            "shapes_list": [x["shape"] for x in xs],
+        }
+    return out
+
+
+def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    keys = list(dict.fromkeys(k for x in rows for k in x))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def rank_passes_layouts() -> bool:
+    """Whether autopad.search.rank hands the layouts to the predictor (the swizzle term needs them)."""
+    import inspect
+
+    from autopad import search
+
+    return "layouts=" in inspect.getsource(search.rank)
+
+
+def evaluate(shapes: Sequence[Shape], k: Constants, a: Arch, proposed: bool, layouts: bool = True) -> list:
+    return [figures(s, predicted(s, k, a, proposed, layouts)) for s in shapes]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", default=str(DIR), help="folder holding run{1,2}_quality_rows.csv.gz")
+    ap.add_argument("--proposed", action="store_true", help="add PROPOSED keys to the built-in specs")
+    ap.add_argument(
+        "--layouts",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="pass the layouts to the predictor (auto: as autopad.search.rank does)",
+    )
+    ap.add_argument("--baseline", action="store_true", help="the predictor before this work (no new terms)")
+    ap.add_argument("--fit", choices=RUNS, help="refit the constants on this run ...")
+    ap.add_argument("--test", choices=RUNS, help="... and score this one with them")
+    ap.add_argument("--held-out", action="store_true", help="both splits: run1 -> run2 and run2 -> run1")
+    ap.add_argument("--extra", nargs="*", default=[], help="rows of new shapes (gpu_new_shapes.py)")
+    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "autopad_model_only.pkl"))
+    ap.add_argument("--md", help="write the Markdown report here")
+    ap.add_argument("--csv", help="write the per-shape figures here")
+    ap.add_argument("--trust", help="write the per-family trust JSON here")
+    args = ap.parse_args(argv)
+    d = Path(args.dir)
+    paths = {r: d / f"{r}_quality_rows.csv.gz" for r in RUNS}
+    paths.update({Path(p).name.split("_")[0] or f"extra{i}": Path(p) for i, p in enumerate(args.extra)})
+    shapes = load_shapes(paths, Path(args.cache) if args.cache else None)
+    k, a = CONSTANTS, get_arch("sm_90")
+    if args.baseline:  # no new terms: the streams of the predictor before this work
+        k = Constants(issue_cycles=0.0, swizzle_cycles=0.0, tile_cycles=0.0, default_inflight_share=0.0)
+    layouts = {"on": True, "off": False}.get(args.layouts, rank_passes_layouts())
+    md = ["# Model-only picks on the recorded H200 studies\n"]
+    consts = ", ".join(f"{f.name}={getattr(k, f.name):g}" for f in fields(k))
+    md.append(f"Constants: {consts}; L2 {a.l2_bytes_per_s:.3g} B/s; proposed spec keys: {args.proposed}; ")
+    md.append(f"layouts: {layouts}\n")
+    rows = evaluate(shapes, k, a, args.proposed, layouts)
+    recorded = [x for x in rows if x["run"] in RUNS]
+    md.append("## Every recorded shape\n\n" + table(recorded))
+    md.append(f"\n## Per family ({len(recorded)} recorded configuration-shapes; uint8 2^24 x 256 was "
+              "recorded in both runs and counts in each)\n\n" + family_table(recorded))  # fmt: skip
+    extra = [x for x in rows if x["run"] not in RUNS]
+    if extra:
+        md.append("\n## New shapes measured for the purpose (held out from every fit)\n\n" + table(extra))
+        md.append("\n" + family_table(extra))
+    splits = [(args.fit, args.test)] if args.fit and args.test else []
+    if args.held_out:
+        splits = [("run1", "run2"), ("run2", "run1")]
+    for fit_run, test_run in splits:
+        kf, af, log = fit([s for s in shapes if s.run == fit_run], args.proposed, layouts=layouts)
+        held = evaluate([s for s in shapes if s.run == test_run], kf, af, args.proposed, layouts)
+        fitted = ", ".join(f"{f.name}={getattr(kf, f.name):.3g}" for f in fields(kf))
+        md.append(f"\n## Held out: constants fitted on {fit_run}, scored on {test_run}\n\n")
+        md.append(f"Fitted: {fitted}, L2 {af.l2_bytes_per_s:.3g} B/s (fit: {'; '.join(log)})\n\n")
+        md.append(table(held) + "\n" + family_table(held))
+    text = "".join(md)
+    print(text)
+    if args.md:
+        Path(args.md).write_text(text)
+    if args.csv:
+        write_csv(rows, Path(args.csv))
+    if args.trust:
+        src = "benchmarks/results/h200/quality run1+run2 (" + ("proposed spec keys" if args.proposed else
+                                                              "specs as committed") + ")"  # fmt: skip
+        Path(args.trust).write_text(json.dumps(trust_json(recorded, src), indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
