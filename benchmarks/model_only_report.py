@@ -162,23 +162,34 @@ def _features(
 
 def load_shapes(paths: dict[str, Path], cache: Path | None = None) -> list[Shape]:
     """Every configuration-shape of the given studies ({run name: rows.csv.gz}), model inputs computed
-    once and cached (scoring the histograms' atomics takes most of a minute per shape)."""
-    stamp = {name: (str(p), p.stat().st_mtime) for name, p in paths.items()}
+    once per study file and cached (scoring the histograms' atomics takes most of a minute per shape)."""
+    got: dict[str, Any] = {}
     if cache is not None and cache.is_file():
-        with open(cache, "rb") as f:
-            got = pickle.load(f)
-        if got.get("stamp") == stamp:
-            return [Shape(**d) for d in got["shapes"]]
+        try:
+            with open(cache, "rb") as f:
+                got = pickle.load(f)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+            got = {}
     out = []
+    changed = False
     for run, path in paths.items():
+        stamp = (str(path), path.stat().st_mtime)
+        hit = got.get(run)
+        if isinstance(hit, dict) and hit.get("stamp") == stamp:
+            out += [Shape(**d) for d in hit["shapes"]]
+            continue
+        mine = []
         for (kernel, backend, dtype, shape), rows in load_rows(path).items():
             t0 = time.perf_counter()
-            out.append(_features(kernel, backend, dtype, shape, rows, run))
+            mine.append(_features(kernel, backend, dtype, shape, rows, run))
             print(f"  scored {run} {kernel} {dtype} {shape}: {len(rows)} rows, "
                   f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
-    if cache is not None:
+        got[run] = {"stamp": stamp, "shapes": [dict(vars(s)) for s in mine]}
+        out += mine
+        changed = True
+    if cache is not None and changed:
         with open(cache, "wb") as f:
-            pickle.dump({"stamp": stamp, "shapes": [dict(vars(s)) for s in out]}, f)
+            pickle.dump(got, f)
     return out
 
 

@@ -1,0 +1,242 @@
+"""New shapes for the model-only study: measured for the purpose, never seen by any fit.
+
+The predictor's constants were fitted on the recorded exhaustive studies (benchmarks/results/h200/quality,
+runs 1 and 2). This script measures, on one GPU, four configuration-shapes no study recorded, each on a
+stratified sample of its legal space: the model's top 30 as the tuner ranks today, the top 30 with the
+proposed spec keys and layouts (``model_only_report.PROPOSED``), the unpadded default and the textbook
+pad, and a seeded random sample of the rest (about 150 candidates per shape). Every candidate goes through
+autopad's own harness in an isolated worker (``bench.WorkerBenchmarker``): fresh random input, a poisoned
+output checked against torch, then CUDA-event timing with the L2 flushed; a candidate that fails to
+compile, faults or is wrong is recorded with its reason and the script goes on. The torch peer of each
+kernel is timed the same way in the same run (``bench.benchmark``), for scale.
+
+Rows are written in the study's format (``quality_rows.csv.gz``), so the report scores them as held out:
+
+    python benchmarks/gpu_new_shapes.py --out $OUT                       # on the H200, about 2 minutes
+    python benchmarks/model_only_report.py --extra $OUT/new_quality_rows.csv.gz     # afterwards, no GPU
+    python benchmarks/gpu_new_shapes.py --write-sample FILE   # draw the sample (no GPU; committed)
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import random
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tuner_quality import ROW_FIELDS, shape_text  # noqa: E402
+
+from autopad.kernels_registry import builtin_spec  # noqa: E402
+from autopad.search import baselines, rank  # noqa: E402
+
+# (kernel, backend, dtype, dist, shape): sizes no study recorded, odd and batched among them
+SHAPES: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("transpose", "cuda", "float32", None, (6144, 3072)),
+    ("transpose", "cuda", "bfloat16", None, (4, 2048, 3000)),
+    ("histogram", "cuda", "int32", "uniform", (1 << 20, 1000)),
+    ("matmul", "cuda", "float32", None, (768, 1536, 1024)),
+]
+TOP = 30
+SAMPLE = (
+    Path(__file__).resolve().parent / "results" / "h200" / "quality" / "model_only_new_shapes_sample.json"
+)
+RANDOM = 90
+
+
+def sample(kernel: str, backend: str, dtype: str, dist: str | None, shape: tuple[int, ...], seed: int = 0):
+    """(ranked candidates, {key: why sampled}): the two model top-30s, the baselines and a random rest."""
+    import model_only_report as mo
+    import numpy as np
+
+    spec = builtin_spec(kernel, backend)
+    ranked = rank(spec, shape, dtype, extra=baselines(spec, shape, dtype), dist=dist)
+    why: dict[str, str] = {}
+    for c in ranked[:TOP]:
+        why.setdefault(c.key, "top_tuner")
+    # the same space ranked with the proposed spec keys and the layouts (what the report scores as "proposed")
+    from autopad.arch import get_arch
+    from autopad.predict import predict_arrays
+    from autopad.search import _launch_infos, _traffic, score_candidates
+
+    consts = [c.params for c in ranked]
+    lays = [c.layout for c in ranked]
+    infos = _launch_infos(spec, consts, lays, shape, dtype)
+    add = mo.PROPOSED.get((kernel, backend))
+    if add is not None:
+        infos = [{**i, **add(c, shape, dtype)} for i, c in zip(infos, consts)]
+    wave, ideal = score_candidates(spec, consts, lays, dtype, dist, get_arch("sm_90"))
+    sec = predict_arrays(infos, _traffic(spec, shape, dtype), wave, ideal, "sm_90", lays)[0]
+    for i in np.argsort(sec, kind="stable")[:TOP]:
+        why.setdefault(ranked[int(i)].key, "top_proposed")
+    for c in ranked:
+        if c.roles:
+            why.setdefault(c.key, "+".join(c.roles))
+    rest = [c.key for c in ranked if c.key not in why]
+    for k in random.Random(seed).sample(rest, min(RANDOM, len(rest))):
+        why[k] = "random"
+    return ranked, why
+
+
+def draw(cfg: tuple) -> dict[str, Any]:
+    """One shape's sample as plain records (what --write-sample commits and the GPU run reads)."""
+    kernel, backend, dtype, dist, shape = cfg
+    ranked, why = sample(kernel, backend, dtype, dist, shape)
+    rows = []
+    for i, c in enumerate(ranked):
+        if c.key in why:
+            p = c.prediction
+            rows.append({"key": c.key, "params": c.params, "why": why[c.key], "model_rank": i,
+                         "predicted_us": p.seconds * 1e6, "bound": p.bound,
+                         "conflict_degree": p.conflict_degree, "footprint": p.footprint})  # fmt: skip
+    return {"id": f"{kernel}/{backend}/{dtype}/{shape_text(shape)}", "legal": len(ranked), "rows": rows}
+
+
+def _peer(kernel: str, dtype: str, shape: tuple[int, ...]) -> tuple[str, float | None, str]:
+    """torch's own op on the same shape, timed as the tuner times a candidate (checked first)."""
+    import torch
+
+    from autopad import bench
+
+    try:
+        spec = builtin_spec(kernel, "cuda")
+        inputs = spec.make_inputs(shape, dtype, torch.device("cuda"), 1, "uniform")
+        ref = spec.reference(inputs)
+        if kernel == "transpose":
+            name, fn = "x.transpose(-1, -2).contiguous()", lambda: inputs[0].transpose(-1, -2).contiguous()
+        elif kernel == "histogram":
+            bins = shape[1]
+            name, fn = "torch.bincount", lambda: torch.bincount(inputs[0].long(), minlength=bins)
+        else:
+            name, fn = "torch.mm (TF32 off)", lambda: inputs[0] @ inputs[1]
+            torch.backends.cuda.matmul.allow_tf32 = False
+        out = fn()
+        ok = torch.allclose(out.double().reshape(ref.shape), ref.double(), rtol=1e-4, atol=1e-3)
+        if not ok:
+            return name, None, "wrong result"
+        return name, bench.benchmark(fn, reps=20).ms, "ok"
+    except Exception as exc:  # a peer that fails is reported, never fatal
+        return kernel, None, f"{type(exc).__name__}: {str(exc)[:120]}"
+
+
+def measure_shape(cfg: tuple, writer: Any, deadline: float, drawn: dict[str, Any] | None) -> dict[str, Any]:
+    """Sample (or take the committed sample), measure until ``deadline``, write the rows; a summary with the
+    torch peer's time."""
+    from autopad.bench import BenchJob, WorkerBenchmarker, spec_ref
+
+    kernel, backend, dtype, dist, shape = cfg
+    t0 = time.perf_counter()
+    if drawn is None:
+        drawn = draw(cfg)
+    spec = builtin_spec(kernel, backend)
+    rows = drawn["rows"]
+    by_key = {r["key"]: r for r in rows}
+    items = tuple((r["key"], r["params"]) for r in rows)
+    budget = max(10.0, deadline - time.perf_counter())
+    job = BenchJob(spec_ref(spec), items, shape, dtype, dist or "uniform", reps=10, warmup=2,
+                   options={"time_budget_ms": 40.0})  # fmt: skip
+    meas = {}
+    bench = WorkerBenchmarker(timeout_s=60, compile_timeout_s=300)
+    for m in bench.measure(job):
+        meas[m.key] = m
+        if time.perf_counter() - t0 > budget:
+            break
+    for k, _ in items:
+        r, m = by_key[k], meas.get(k)
+        writer.writerow({
+            "kernel": kernel, "backend": backend, "dtype": dtype, "shape": shape_text(shape), "key": k,
+            "predicted_us": f"{r['predicted_us']:.4f}", "bound": r["bound"],
+            "conflict_degree": f"{r['conflict_degree']:.4f}", "footprint": r["footprint"],
+            "roles": r["why"], "model_rank": r["model_rank"], "in_shortlist": int(r["why"].startswith("top")),
+            "correct": "" if m is None else int(m.correct),
+            "ms": "" if m is None or m.ms is None else f"{m.ms:.6f}",
+            "spread_ms": "" if m is None or m.spread_ms is None else f"{m.spread_ms:.6f}",
+            "error": "not measured (time budget)" if m is None else (m.error or "")[:300], "gpu": 0,
+        })  # fmt: skip
+    ok = {k: m.ms for k, m in meas.items() if m.correct and m.ms}
+    top = min(rows, key=lambda r: r["model_rank"])["key"]
+    peer, peer_ms, peer_note = _peer(kernel, dtype, shape)
+    return {
+        "shape": f"{kernel} [{backend}] {dtype} {shape_text(shape)}",
+        "legal": drawn["legal"],
+        "sampled": len(items),
+        "measured_ok": len(ok),
+        "failed": sum(1 for m in meas.values() if not m.correct),
+        "best_ms": min(ok.values()) if ok else None,
+        "model_pick_ms": ok.get(top),
+        "pick_over_best": ok[top] / min(ok.values()) if top in ok else None,
+        "peer": peer,
+        "peer_ms": peer_ms,
+        "peer_note": peer_note,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=".", help="folder for new_quality_rows.csv.gz and new_summary.json")
+    ap.add_argument("--time-budget-s", type=float, default=140.0, help="start no new shape after this")
+    ap.add_argument("--sample", default=str(SAMPLE), help="the committed sample (else drawn here)")
+    ap.add_argument("--write-sample", help="draw the samples (no GPU), write them here and stop")
+    args = ap.parse_args(argv)
+    if args.write_sample:
+        drawn = [draw(cfg) for cfg in SHAPES]
+        Path(args.write_sample).write_text(json.dumps(drawn) + "\n")
+        for d in drawn:
+            kinds = {
+                v: sum(1 for r in d["rows"] if r["why"] == v) for v in sorted({r["why"] for r in d["rows"]})
+            }
+            print(f"{d['id']}: {d['legal']} legal, {len(d['rows'])} sampled {kinds}")
+        return 0
+    samples: dict[str, Any] = {}
+    if args.sample and Path(args.sample).is_file():
+        samples = {d["id"]: d for d in json.loads(Path(args.sample).read_text())}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    per_shape = args.time_budget_s / len(SHAPES)
+    summaries = []
+    with gzip.open(out / "new_quality_rows.csv.gz", "wt", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=ROW_FIELDS)
+        writer.writeheader()
+        for i, cfg in enumerate(SHAPES):
+            if time.perf_counter() - started > args.time_budget_s:
+                print(f"time budget spent: skipping {cfg[:3]} {cfg[4]}", flush=True)
+                continue
+            deadline = started + per_shape * (i + 1)  # a shape may use what the ones before it left
+            try:
+                sid = f"{cfg[0]}/{cfg[1]}/{cfg[2]}/{shape_text(cfg[4])}"
+                s = measure_shape(cfg, writer, deadline, samples.get(sid))
+            except Exception as exc:  # one shape failing never stops the others
+                s = {
+                    "shape": f"{cfg[0]} {cfg[2]} {shape_text(cfg[4])}",
+                    "error": f"{type(exc).__name__}: {exc}",
+                }
+            summaries.append(s)
+            print(json.dumps(s), flush=True)
+            f.flush()
+    (out / "new_summary.json").write_text(json.dumps(summaries, indent=1))
+    print("\n| shape | legal | sampled | ok | failed | best (ms) | model's pick / best | torch peer (ms) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for s in summaries:
+        if "error" in s:
+            print(f"| {s['shape']} | failed: {s['error'][:80]} |")
+            continue
+        pick = "-" if s["pick_over_best"] is None else f"{s['pick_over_best']:.3f}"
+        best = "-" if s["best_ms"] is None else f"{s['best_ms']:.4f}"
+        peer = "-" if s["peer_ms"] is None else f"{s['peer_ms']:.4f} ({s['peer']})"
+        cells = [s["shape"], s["legal"], s["sampled"], s["measured_ok"], s["failed"], best, pick, peer]
+        print("| " + " | ".join(map(str, cells)) + " |")
+    print(f"done in {time.perf_counter() - started:.0f} s; rows in {out / 'new_quality_rows.csv.gz'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
