@@ -73,7 +73,11 @@ def test_triton_autotune_runs_with_the_hook():
     transpose[lambda meta: (triton.cdiv(999, meta["BM"]), triton.cdiv(1537, meta["BN"]))](x, y, 999, 1537)
     torch.cuda.synchronize()
     assert torch.equal(y, x.t())
-    assert transpose.best_config.kwargs["PAD"] == 1
+    # the kernel ignores PAD, so the measured best is noise among the model's top 2: it must be one of them
+    hook = th._hook(top_k=2)
+    meta = {"M": 999, "N": 1537}
+    ranked = sorted(th.CONFIGS, key=lambda c: hook["perf_model"](**meta, **c.all_kwargs()))
+    assert transpose.best_config in ranked[:2]
 
 
 def test_an_unguarded_script_tunes_and_exits(tmp_path):
