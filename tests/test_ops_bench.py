@@ -30,7 +30,7 @@ def test_cells_and_their_selection():
     assert bench_ops.select(bench_ops.FULL, "*4097x8191 float16") == ["transpose 4097x8191 float16"]
     from autopad.ops.plans import Item
 
-    for cell in bench_ops.FULL + bench_ops.QUICK + bench_ops.PRETUNE_QUICK:
+    for cell in bench_ops.FULL + bench_ops.QUICK + list(bench_ops.PRETUNE.values()):
         if cell != "checks":
             Item.parse(cell)  # every cell is an item the ops' planner reads
 
