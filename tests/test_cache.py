@@ -7,7 +7,7 @@ import multiprocessing as mp
 import os
 import re
 import warnings
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -711,3 +711,45 @@ def test_writers_killed_at_random_moments_lose_nothing_acknowledged(tmp_path):
         warnings.simplefilter("error")  # not one corrupt file or bad entry
         got = Cache(root).measurements(make_key())
     assert len(acknowledged) > 30 and acknowledged <= set(got)
+
+
+def _tuner(worker: int, rounds: int, out: str, start) -> None:
+    start.wait()
+    asked = []
+    for r in range(rounds):
+        bench = _Bench()
+        import fake_kernel
+
+        import autopad
+
+        autopad.tune(fake_kernel, (1024 * (1 + r), 4096), "float32", benchmarker=bench, progress=False,
+                     top_k=2 + worker % 3, refine=worker % 2, retune=True)  # fmt: skip
+        asked += [(r, k) for k in bench.asked]
+    Path(out).write_text(json.dumps(asked))
+
+
+@pytest.mark.skipif("fork" not in mp.get_all_start_methods(), reason="needs fork")
+def test_concurrent_tuners_lose_no_measurement(tmp_path):
+    """8 processes tune the same 2 shapes at once (different top_k, so they measure different sets)."""
+    _tune(top_k=1)  # warm before the fork (the model's first call compiles: seconds on a small machine)
+    ctx = mp.get_context("fork")
+    start = ctx.Event()
+    procs = [ctx.Process(target=_tuner, args=(w, 2, str(tmp_path / f"asked{w}"), start)) for w in range(8)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(240)
+        assert p.exitcode == 0
+    c = Cache()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        files = {f["shape"][0] // 1024 - 1: f for f in c.entries() if f["shape"][0] < 4096}
+        assert sorted(files) == [0, 1] and all(f["has_result"] and not f["problem"] for f in files.values())
+        for r in range(2):
+            key = CacheKey.from_dict({k: files[r][k] for k in (fl.name for fl in fields(CacheKey))})
+            stored = set(c.measurements(key))
+            asked = {
+                k for w in range(8) for rr, k in json.loads((tmp_path / f"asked{w}").read_text()) if rr == r
+            }
+            assert asked and asked <= stored
