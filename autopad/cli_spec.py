@@ -49,9 +49,9 @@ def _import(path: Path, cmd: str) -> ModuleType:
     sys.modules[name] = mod  # dataclasses and pickling look a class's module up by name
     try:
         spec.loader.exec_module(mod)
-    except BaseException as err:  # a user's file: any failure is theirs to see in one line
+    except BaseException as err:  # a user's file: any failure (a sys.exit at import too) is one line
         sys.modules.pop(name, None)
-        if isinstance(err, (KeyboardInterrupt, SystemExit)):
+        if isinstance(err, KeyboardInterrupt):
             raise
         raise UsageError(
             f"autopad {cmd}: error: KERNEL: importing {path} failed: {type(err).__name__}: {err}"

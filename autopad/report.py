@@ -212,9 +212,9 @@ def report_dict(
 def trust_statement(res: Any) -> str | None:
     """How far a model-only ranking of this kernel can be trusted, or None (a measured result needs none).
 
-    HOOK: autopad/trust.py (being written by another engineer) states this per kernel family from the
-    recorded studies. Until it exists this returns None; once it does, ``trust.statement(result)`` is
-    expected to return a sentence or None. A missing or failing trust module never breaks a report.
+    From autopad/trust.py (another engineer's: the recorded model-only figures per kernel family),
+    ``trust.statement(kernel, backend, dtype) -> str``. A missing or failing trust module never breaks a
+    report: the statement is then simply absent.
     """
     if getattr(res, "mode", "") != "model-only":
         return None
@@ -226,7 +226,7 @@ def trust_statement(res: Any) -> str | None:
     if not callable(fn):
         return None
     try:
-        text = fn(res)
+        text = fn(res.kernel, res.backend, res.dtype)
     except Exception:  # the statement is a courtesy: never fail a tune report over it
         return None
     return " ".join(str(text).split()) if text else None

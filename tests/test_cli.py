@@ -1,4 +1,5 @@
-"""Tests for the command line (autopad.cli): `autopad explain` in-process and as a real process.
+"""Tests for the command line (autopad.cli): `autopad explain` in-process and as a real process, the entry
+points (`autopad`, `python -m autopad`, `python -m autopad.cli`) and what the path to a cache hit imports.
 
 The degrees checked are the textbook ones (32x32 fp32 column: 32 wavefronts per column, 32x33: 1), derived
 in tests/test_model.py and the seeds, not copied from the CLI's output.
@@ -6,10 +7,12 @@ in tests/test_model.py and the seeds, not copied from the CLI's output.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -26,10 +29,12 @@ def total(out: str) -> list[str]:
     return line.split("total per tile")[1].split()[:3]
 
 
-def run_module(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_module(
+    *args: str, env: dict | None = None, module: str = "autopad.cli"
+) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "autopad.cli", *args],
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
         env=full_env,
@@ -194,3 +199,75 @@ def test_import_is_light():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_python_dash_m_autopad(tmp_path):
+    done = run_module(*EXPLAIN, "--layout", "pad=1", module="autopad")
+    assert done.returncode == 0, done.stderr
+    assert total(done.stdout) == ["32", "32", "1x"]
+    bad = run_module("explain", "--tile", "0x4", module="autopad")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "tile" in bad.stderr
+
+
+def test_explain_json(capsys):
+    assert main([*EXPLAIN, "--layout", "pad=1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["total"] == {"wavefronts": 32, "ideal": 32, "conflicts": 0}
+    assert doc["instructions_total"] == 32 and len(doc["instructions"]) == 32
+    assert doc["banks"][1][0] == 1  # row 1 of a 33-wide fp32 tile starts one bank along
+    assert len(doc["marked"]) == 32 and doc["png"] is None
+
+
+@pytest.mark.parametrize("tile", ["100000x100000", "8192x8192", "1025x1024"])
+def test_absurd_tiles_are_refused_before_any_work(tile, capsys):
+    t0 = time.perf_counter()
+    assert main(["explain", "--tile", tile]) == 2
+    assert time.perf_counter() - t0 < 5
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "tile" in err[0] and "1,048,576" in err[0]
+
+
+def test_big_tiles_are_summarised(capsys):
+    assert main(["explain", "--tile", "300x300", "--pattern", "column"]) == 0
+    out = capsys.readouterr().out
+    assert "map summarised: 300x300" in out and "instruction 0 touches (row,col)->bank: (0,0)->0" in out
+    assert len(out) < 20_000  # 32x32 corner, 64 table rows; the 300x300 map would be ~370 KB
+    assert "more instructions, all counted in the total" in out
+    assert main(["explain", "--tile", "256x256", "--pattern", "row"]) == 0
+    assert "map summarised" not in capsys.readouterr().out  # up to 256x256 every cell is printed
+
+
+def test_explain_png_refuses_symlinks_and_different_files(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    link = tmp_path / "bank.png"
+    link.symlink_to(victim)
+    assert main([*EXPLAIN, "--png", str(link)]) == 1
+    assert "symlink" in capsys.readouterr().err and victim.read_text() == "precious"
+    png = tmp_path / "real.png"
+    assert main([*EXPLAIN, "--png", str(png)]) == 0
+    assert main([*EXPLAIN, "--png", str(png)]) == 0  # the same picture again: nothing to do
+    assert main([*EXPLAIN, "--layout", "pad=1", "--png", str(png)]) == 1
+    assert "--overwrite" in capsys.readouterr().err
+    assert main([*EXPLAIN, "--layout", "pad=1", "--png", str(png), "--overwrite"]) == 0
+    assert main([*EXPLAIN, "--png", str(tmp_path / "bank.svg")]) == 2
+
+
+def test_a_cache_hit_imports_nothing_heavy(tmp_path):
+    """`autopad tune` answered from the cache in a fresh process loads no torch, triton, numba, scipy or
+    matplotlib (the GPU check is ctypes; the model is not run)."""
+    env = {"AUTOPAD_CACHE_DIR": str(tmp_path / "cache"), "AUTOPAD_NO_BENCH": "1"}
+    args = ["tune", "histogram", "--shape", "4096x256", "--dtype", "int32", "--quiet"]
+    first = run_module(*args, env=env, module="autopad")
+    assert first.returncode == 0, first.stderr
+    code = (
+        "import sys; from autopad.cli import main; rc = main(sys.argv[1:]); "
+        "heavy = ('torch', 'triton', 'numba', 'scipy', 'matplotlib', 'cuda'); "
+        "print(sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in heavy}), rc)"
+    )
+    hit = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), **env}, timeout=120)  # fmt: skip
+    assert hit.returncode == 0, hit.stderr
+    assert hit.stdout.splitlines()[0] == first.stdout.strip()
+    assert hit.stdout.splitlines()[1] == "[] 0"

@@ -1,14 +1,26 @@
-"""The tuning subcommands without a GPU: tune (model only), export, cache list/clear, sweep; exit codes."""
+"""`autopad tune` and `autopad export` without a GPU (model only): output forms, cache hits, exit codes.
+
+Most tests tune tests/fake_kernel.py (a spec module of 16 candidates, ranked in milliseconds) through the
+CLI's spec-file argument, and the Triton histogram (a small space) where a built-in kernel is needed.
+"""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import json
+import re
+from pathlib import Path
 
 import pytest
 
 from autopad.cli import main
 
-ARGS = ["histogram", "--shape", "1048576x256", "--dtype", "int32", "--backend", "triton", "--dist", "uniform"]
+tune_mod = importlib.import_module("autopad.tune")  # the module (autopad.tune is the function)
+
+TESTS = Path(__file__).resolve().parent
+FAKE = str(TESTS / "fake_kernel.py")
+HIST = ["histogram", "--shape", "1048576x256", "--dtype", "int32", "--backend", "triton", "--dist", "uniform"]
 
 
 @pytest.fixture(autouse=True)
@@ -16,90 +28,227 @@ def _no_bench(monkeypatch):
     monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
 
 
+def one_line_error(capsys) -> str:
+    captured = capsys.readouterr()
+    err = [ln for ln in captured.err.splitlines() if ln.strip()]
+    assert len(err) == 1, captured.err
+    assert "error" in err[0] and "Traceback" not in captured.err
+    return err[0]
+
+
 def test_tune_export_cache_round_trip(tmp_path, capsys):
     header = tmp_path / "hist.h"
-    assert main(["tune", *ARGS, "--export", str(header)]) == 0
+    assert main(["tune", *HIST, "--export", str(header)]) == 0
     out = capsys.readouterr()
+    assert out.out.splitlines()[0].startswith("backend: triton (asked for with --backend triton)")
     assert "model alone" in out.out and "pick:" in out.out and header.exists()
     assert "#define AUTOPAD_HISTOGRAM_" in header.read_text()
     # a second export onto a different existing file is refused without --overwrite (exit 1)
     header.write_text("// the user's own file\n")
-    assert main(["tune", *ARGS, "--export", str(header)]) == 1
+    assert main(["tune", *HIST, "--export", str(header)]) == 1
     assert header.read_text() == "// the user's own file\n"
+    assert "already exists" in one_line_error(capsys)
 
     assert main(["cache", "list"]) == 0
     assert "histogram" in capsys.readouterr().out
-
     module = tmp_path / "hist_consts.py"
-    rc = main(
-        [
-            "export",
-            "--kernel",
-            "histogram",
-            "--shape",
-            "1048576x256",
-            "--dtype",
-            "int32",
-            "--backend",
-            "triton",
-            "-o",
-            str(module),
-        ]
-    )
+    rc = main(["export", "--kernel", "histogram", "--shape", "1048576x256", "--dtype", "int32",
+               "--backend", "triton", "-o", str(module)])  # fmt: skip
     assert rc == 0 and "CONSTANTS" in module.read_text()
     assert main(["cache", "clear"]) == 0
     assert "removed" in capsys.readouterr().out
 
 
+def test_first_line_says_why_auto_chose_the_backend(capsys):
+    assert main(["tune", FAKE, "--shape", "64x64"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == f"kernel: fake_transpose [cuda] from {FAKE}"
+    from autopad.kernels_registry import auto_backend
+    from autopad.report import backend_line
+
+    line = backend_line("matmul", "auto", "triton", "bfloat16")
+    assert line.startswith("backend: triton (--backend auto: ") and "tensor cores" in line
+    assert auto_backend("matmul", "bfloat16")[0] == "triton"
+
+
+def test_export_from_the_cache_finds_what_tune_cached(tmp_path, capsys):
+    """The issue: `tune --backend cuda` then `export --kernel` (auto) missed; and a bf16 matmul's auto
+    backend (Triton) was looked up as CUDA. Both are keyed here exactly as tune keys them."""
+    assert main(["tune", *HIST]) == 0
+    out = tmp_path / "h.json"
+    args = ["export", "--kernel", "histogram", "--shape", "1048576x256", "--dtype", "int32"]
+    assert main([*args, "--backend", "triton", "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["backend"] == "triton"
+    capsys.readouterr()
+    assert main([*args, "--backend", "cuda", "-o", str(tmp_path / "c.json")]) == 2  # not tuned on cuda
+    assert "no cached result for histogram [cuda]" in one_line_error(capsys)
+
+
 def test_export_from_a_saved_result(tmp_path, capsys):
     saved = tmp_path / "r.json"
-    assert main(["tune", *ARGS, "--export", str(saved)]) == 0
+    assert main(["tune", *HIST, "--export", str(saved)]) == 0
     module = tmp_path / "consts.py"
     assert main(["export", str(saved), "-o", str(module)]) == 0
     spec = importlib.util.spec_from_file_location("consts", module)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.KERNEL == "histogram" and isinstance(mod.CONSTANTS, dict) and mod.CONSTANTS
+    capsys.readouterr()
+    assert main(["export", str(saved), "-o", "-", "--format", "h"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("// Generated by autopad") and "#define AUTOPAD_HISTOGRAM_" in text
+    assert main(["export", str(saved), "-o", str(tmp_path / "x.h"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["wrote"] == str(tmp_path / "x.h")
+
+
+def test_export_merge_names_the_files(tmp_path, capsys):
+    """Two results without a GPU cannot merge; the error names both files (merge_header's sources)."""
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    assert main(["tune", FAKE, "--shape", "64x64", "--export", str(a)]) == 0
+    assert main(["tune", FAKE, "--shape", "64x64", "--export", str(b), "--no-cache"]) == 0
+    capsys.readouterr()
+    assert main(["export", str(a), str(b), "-o", str(tmp_path / "m.h")]) == 2
+    line = one_line_error(capsys)
+    assert str(a) in line and str(b) in line
+
+
+def test_quiet_prints_name_value_words(capsys):
+    assert main(["tune", FAKE, "--shape", "64x64", "--quiet"]) == 0
+    out = capsys.readouterr().out.strip()
+    words = dict(w.split("=") for w in out.split())
+    assert set(words) == {"TILE", "PAD", "VEC"} and all(v.isdigit() for v in words.values())
+
+
+def test_json_is_one_document_with_the_pick_and_the_backend(capsys):
+    assert main(["tune", FAKE, "--shape", "64x64", "--json", "--limit", "2"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["kernel"] == "fake_transpose" and doc["mode"] == "model-only" and not doc["cache_hit"]
+    assert doc["backend_choice"]["source"] == FAKE
+    assert set(doc["best"]["constants"]) == {"TILE", "PAD", "VEC"}
+    roles = [r for c in doc["candidates"] for r in c["roles"]]
+    assert "unpadded" in roles and "textbook" in roles  # baselines are always listed
+    assert all("dram_s" in c["terms"] for c in doc["candidates"])
+    assert doc["candidates_left_out"] > 0
+    assert "trust" in doc
+    assert main(["tune", FAKE, "--shape", "64x64", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cache_hit"] is True
+
+
+def test_a_cache_hit_is_printed_without_re_ranking(monkeypatch, capsys):
+    assert main(["tune", FAKE, "--shape", "64x64"]) == 0
+    fresh = capsys.readouterr().out
+
+    def no_rank(*a, **k):
+        raise AssertionError("a cache hit must not re-rank the space to print it")
+
+    monkeypatch.setattr(tune_mod, "rank", no_rank)
+    assert main(["tune", FAKE, "--shape", "64x64"]) == 0
+    hit = capsys.readouterr().out
+    assert "cache hit in" in hit
+    pick = [ln for ln in fresh.splitlines() if ln.startswith("pick:")]
+    assert pick and pick == [ln for ln in hit.splitlines() if ln.startswith("pick:")]
+    starred = [ln for ln in hit.splitlines() if ln.startswith("* ")]
+    assert len(starred) == 1
+
+
+def test_verbose_shows_the_predictor_terms(capsys):
+    assert main(["tune", FAKE, "--shape", "64x64", "--verbose", "--limit", "1"]) == 0
+    out = capsys.readouterr().out
+    terms = [ln for ln in out.splitlines() if ln.strip().startswith("us: dram")]
+    rows = [ln for ln in out.splitlines() if ln[:2] in ("* ", "  ") and "TILE=" in ln]
+    assert len(terms) == len(rows) >= 3 and "bound:" in terms[0]
+    assert "largest term + 0.195" in out
+
+
+def test_all_lists_every_candidate(capsys):
+    def rows(out: str) -> int:
+        return sum("TILE=" in ln for ln in out.splitlines() if not ln.startswith("pick"))
+
+    assert main(["tune", FAKE, "--shape", "64x64", "--limit", "2"]) == 0
+    out = capsys.readouterr().out
+    more = int(re.search(r"and (\d+) more legal candidates", out)[1])
+    assert main(["tune", FAKE, "--shape", "64x64", "--all"]) == 0
+    assert rows(capsys.readouterr().out) == rows(out) + more
+
+
+def test_export_to_stdout_keeps_the_report_on_stderr(capsys):
+    assert main(["tune", FAKE, "--shape", "64x64", "--export", "-", "--format", "py"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith('"""Generated by autopad') and "CONSTANTS = " in captured.out
+    assert "pick:" in captured.err and "pick:" not in captured.out
+    compile(captured.out, "consts.py", "exec")
 
 
 @pytest.mark.parametrize(
-    "argv",
+    "argv,names",
     [
-        ["tune", "fft", "--shape", "8x8"],
-        ["tune", "transpose", "--shape", "0x8"],
-        ["tune", "transpose", "--shape", "8x8", "--dtype", "complex64"],
-        ["tune", "transpose", "--shape", "64x64", "--refine", "-1"],
-        ["tune", "transpose"],  # --shape is required
-        ["export", "-o", "x.h"],  # nothing to export
-        ["sweep", "--kernels", "fft"],
-        ["cache", "compact"],
+        (["tune", "fft", "--shape", "8x8"], "my_kernel.py"),  # the CLI takes what its error suggests
+        (["tune", "transpose", "--shape", "0x8"], "--shape"),
+        (["tune", "transpose", "--shape", "8x8", "--dtype", "complex64"], "--dtype"),
+        (["tune", "histogram", "--shape", "64x8", "--dtype", "float32"], "no histogram backend takes"),
+        (
+            ["tune", "histogram", "--shape", "64x8", "--dtype", "uint8", "--backend", "triton"],
+            "--backend cuda",
+        ),
+        (["tune", "transpose", "--shape", "64x64", "--refine", "-1"], "--refine"),
+        (["tune", "transpose", "--shape", "64x64", "--top-k", "0"], "--top-k"),
+        (["tune", "transpose"], "--shape"),  # required
+        (["tune", "transpose", "--shape", "64x64", "--export", "t.txt"], "--export"),
+        (["tune", "transpose", "--shape", "64x64", "--export", "-"], "--format"),
+        (["tune", "transpose", "--shape", "64x64", "--json", "--quiet"], "--quiet"),
+        (["tune", "matmul", "--shape", "64x64"], "--shape"),
+        (["tune", "missing_kernel.py", "--shape", "8x8"], "no such file"),
+        (["export", "-o", "x.h"], "nothing to export"),
+        (["export", "missing.json", "-o", "x.h"], "no such file"),
+        (["export", "--kernel", "transpose", "-o", "x.h"], "--shape"),
+        (["export", "--kernel", "transpose", "--shape", "8x8", "-o", "x.txt"], "-o"),
+        (["cache", "compact"], "compact"),
     ],
 )
-def test_bad_arguments_exit_2_with_one_line(argv, capsys):
+def test_bad_arguments_exit_2_with_one_line(argv, names, capsys, monkeypatch):
+    monkeypatch.setattr(tune_mod, "rank", lambda *a, **k: pytest.fail("checked before any work"))
     assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "error" in err[0] and "Traceback" not in err[0]
+    assert names in one_line_error(capsys)
 
 
-def test_sweep_model_only_writes_csv_and_png(tmp_path, capsys):
-    rc = main(
-        [
-            "sweep",
-            "--kernels",
-            "histogram",
-            "--shapes",
-            "65536x256",
-            "--dtypes",
-            "int32",
-            "--backend",
-            "triton",
-            "--dist",
-            "uniform",
-            "--out",
-            str(tmp_path),
-            "--no-progress",
-        ]
-    )
-    assert rc == 0, capsys.readouterr().err
-    assert (tmp_path / "sweep.csv").read_text().count("\n") == 2
-    assert (tmp_path / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+@pytest.mark.parametrize("content", ["{}", "not json", "[1, 2]", '{"kernel": "x"}'])
+def test_export_of_a_file_that_is_not_a_result(tmp_path, content, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    assert main(["export", str(bad), "-o", str(tmp_path / "x.h")]) == 2
+    line = one_line_error(capsys)
+    assert str(bad) in line and "not an autopad result" in line
+    assert not (tmp_path / "x.h").exists()
+
+
+def test_cache_folder_that_is_a_file(tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "cachefile"
+    blocker.write_text("")
+    monkeypatch.setenv("AUTOPAD_CACHE_DIR", str(blocker))
+    for argv in (["cache", "list"], ["tune", FAKE, "--shape", "64x64"], ["cache", "clear"]):
+        assert main(argv) == 2
+        line = one_line_error(capsys)
+        assert "is a file, not a folder" in line and "AUTOPAD_CACHE_DIR" in line
+    assert main(["tune", FAKE, "--shape", "64x64", "--no-cache", "--quiet"]) == 0  # the way out it names
+
+
+def test_validate_without_a_gpu_is_one_line(capsys):
+    assert main(["validate"]) == 2
+    line = one_line_error(capsys)
+    assert "needs an NVIDIA GPU" in line
+    assert main(["validate", "--help"]) == 0
+    assert "--no-ncu" in capsys.readouterr().out
+
+
+def test_an_unexpected_exception_is_one_line(monkeypatch, capsys):
+    def boom(*a, **k):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(tune_mod, "rank", boom)
+    assert main(["tune", FAKE, "--shape", "64x64", "--no-cache"]) == 1
+    line = one_line_error(capsys)
+    assert "RuntimeError: disk on fire" in line and "AUTOPAD_DEBUG" in line
+    monkeypatch.setenv("AUTOPAD_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        main(["tune", FAKE, "--shape", "64x64", "--no-cache"])

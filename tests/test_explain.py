@@ -15,7 +15,9 @@ import pytest
 
 from autopad.access import block_tile, field_read
 from autopad.explain import (
+    MAX_ELEMENTS,
     bank_map_figure,
+    explain_data,
     explain_png,
     explain_text,
     parse_dtype,
@@ -339,3 +341,55 @@ def test_explain_takes_the_stacked_form():
     walk = Pattern(block=32, accesses=[load(row="tid", col="c", loops={"c": 32}, name="column")])
     text = explain_text(Padded(32, 32, 4), walk.stacked({}, 4), instruction=3)
     assert "instruction 3 \"load 'column' w0 c=3\"" in text and total_line(text)[:3] == ["1024", "32", "32x"]
+
+
+# ---- sizes, the data form, safe PNG writing ----------------------------------------------------------------
+
+
+def test_too_big_to_explain_is_refused_by_the_library_too():
+    with pytest.raises(ValueError, match="tile: 2048x1024"):
+        parse_tile("2048x1024")
+    big = Padded(2048, 1024, 4)
+    assert 2048 * 1024 > MAX_ELEMENTS
+    with pytest.raises(ValueError, match="tile: 2048x1024 is 2,097,152 elements"):
+        explain_text(big, parse_pattern("row", 32, 32, 4))  # refused before the map is computed
+
+
+def test_summarised_map_keeps_the_banks_of_the_corner():
+    rows, cols = 260, 64  # over 256 rows: summarised, the corner is rows 0-31 x columns 0-31
+    text = explain_text(Padded(rows, cols, 4, pad=1), parse_pattern("column", rows, cols, 4))
+    banks, marked = grid(text, 32, 32)  # the corner is all the map there is
+    r, c = np.meshgrid(np.arange(32), np.arange(32), indexing="ij")
+    assert (banks == (r * 65 + c) % 32).all()  # bank of (r, c) in a [260][65] fp32 array
+    assert marked[:, 0].all() and not marked[:, 1:].any()  # instruction 0: column 0, rows 0-31
+    assert "map summarised: 260x64" in text
+
+
+def test_explain_data_matches_the_text():
+    layout, pattern = Padded(32, 32, 2, pad=1), parse_pattern("transpose-read", 32, 32, 2)
+    d = explain_data(layout, pattern)
+    assert total_line(explain_text(layout, pattern))[:3] == [
+        str(d["total"]["wavefronts"]),
+        str(d["total"]["ideal"]),
+        "1.5x",
+    ]
+    assert sum(i["wavefronts"] * i["count"] for i in d["instructions"]) == d["total"]["wavefronts"]
+    assert np.array(d["banks"]).shape == (32, 32)
+
+
+def test_png_is_written_atomically_and_never_through_a_symlink(tmp_path):
+    pytest.importorskip("matplotlib")
+    from autopad.files import UnsafePathError
+
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (tmp_path / "link.png").symlink_to(victim)
+    layout, pattern = Padded(32, 32, 4), parse_pattern("column", 32, 32, 4)
+    with pytest.raises(UnsafePathError):
+        explain_png(layout, pattern, tmp_path / "link.png")
+    assert victim.read_text() == "keep"
+    out = explain_png(layout, pattern, tmp_path / "a.png")
+    assert out.read_bytes()[:8] == PNG_MAGIC
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    with pytest.raises(FileExistsError):
+        explain_png(Padded(32, 32, 4, pad=1), pattern, out, overwrite=False)
