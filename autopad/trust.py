@@ -105,15 +105,15 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
     t = lookup(kernel, backend, dtype, path)
     if t is not None:
         worse = (
-            f"; slower than the unpadded default in {t.slower_than_default}"
+            f"; slower than the unpadded default in {t.slower_than_default} of them"
             if t.slower_than_default
             else "; never slower than the unpadded default"
         )
         return (
             f"model-only picks for {kernel} [{backend}] {dtype} were within 10% of the measured best in "
             f"{t.within_10pct} of {t.shapes} recorded {t.gpu} shapes (median {t.median:.2f}x, worst "
-            f"{t.worst:.2f}x{worse}; Spearman of predicted against measured time {t.spearman_min:.2f} to "
-            f"{t.spearman_median:.2f} median)"
+            f"{t.worst:.2f}x{worse}; rank correlation of predicted with measured time: min "
+            f"{t.spearman_min:.2f}, median {t.spearman_median:.2f})"
         )
     data = _load(str(path))
     pooled = _pooled(data.get("families", {}), data.get("gpu", "NVIDIA H200"))
