@@ -336,7 +336,8 @@ class Worker:
     ``(job, out)`` (tests swap in fake children). A child that exits is noticed at once (its pipe closes),
     one that says nothing is killed after ``compile_timeout_s`` before its first candidate starts and
     ``timeout_s`` after that; either way its candidate is recorded as failed and a fresh child takes the
-    rest. A child that cannot start at all (or load the spec) fails every candidate at once, with why.
+    rest. A child that cannot start at all (or load the spec) fails every candidate at once, with why; one
+    that fails before its first candidate starts (its set-up or builds) gets one more try, then the same.
     """
 
     def __init__(
@@ -357,7 +358,7 @@ class Worker:
         from .worker import TIMEOUT, WorkerDied, WorkerProcess
 
         todo = list(self.job.candidates)
-        restarts = 0
+        restarts = setup_failures = 0
         while todo:
             job = replace(self.job, candidates=tuple(todo))
             child = WorkerProcess("job", {"target": self.target, "job": job})
@@ -374,6 +375,13 @@ class Worker:
                         if not ready:  # it never got going: a fresh one would fail the same way
                             for key, _ in todo:
                                 yield Measurement(key, False, error=f"worker could not start: {died}")
+                            return
+                        if first:  # in its set-up or builds: once more, then every candidate fails
+                            setup_failures += 1
+                            if setup_failures < 2:
+                                break
+                            for key, _ in todo:
+                                yield Measurement(key, False, error=f"worker died before measuring: {died}")
                             return
                         failed = current or todo[0][0]
                         yield Measurement(failed, False, error=f"worker crashed while {what}: {died}")
@@ -405,6 +413,15 @@ class Worker:
                         finished = True
                         break
                     elif msg[0] == "crash":
+                        if first:  # in its set-up (no CUDA, a spec that cannot run): as above
+                            setup_failures += 1
+                            if setup_failures < 2:
+                                break
+                            for key, _ in todo:
+                                yield Measurement(
+                                    key, False, error=f"worker crashed before measuring: {msg[1]}"
+                                )
+                            return
                         failed = current or todo[0][0]
                         yield Measurement(failed, False, error=f"worker crashed: {msg[1]}")
                         todo = [t for t in todo if t[0] != failed]

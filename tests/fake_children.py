@@ -4,7 +4,8 @@ Candidate keys say what to do: "ok*" answers correctly, "wrong*" answers wrong, 
 fatal fault (a lost CUDA context) and stops, "crash*" kills the process, "hang*" never answers, "die*"
 prints a last word to stderr, writes the time of its death to ``$AUTOPAD_TEST_MARKER/died`` and exits,
 "nan*" reports a NaN time, "orphan*" starts a grandchild process (its pid in
-``$AUTOPAD_TEST_MARKER/grandchild``) and hangs.
+``$AUTOPAD_TEST_MARKER/grandchild``) and hangs. A first key "setupcrash*" or "setupdie*" fails the
+worker before any candidate starts (each start counted in ``$AUTOPAD_TEST_MARKER/starts``).
 ``spec_child`` loads the job's spec as the real worker does and answers every candidate; it writes what
 the worker process saw (its main module, environment) to ``$AUTOPAD_TEST_MARKER/worker``.
 With ``AUTOPAD_TEST_DIE_ON_IMPORT`` set, importing this module kills the process (a worker that cannot
@@ -33,6 +34,14 @@ def _marker(name: str) -> Path:
 
 
 def child(job, out):
+    first = job.candidates[0][0] if job.candidates else ""
+    if first.startswith("setup"):  # fails before any candidate starts, as a worker without CUDA does
+        with open(_marker("starts"), "a") as f:
+            f.write("start\n")
+        if first.startswith("setupcrash"):
+            out.put(("crash", "RuntimeError: no CUDA device"))
+            return
+        os._exit(11)
     for key, _ in job.candidates:
         out.put(("start", key))
         if key.startswith("ok"):

@@ -77,6 +77,17 @@ def test_a_worker_that_cannot_start_fails_every_candidate_at_once(monkeypatch):
     assert "dying on import as asked" in got[0].error
 
 
+@pytest.mark.parametrize("how", ["setupcrash", "setupdie"])
+def test_a_worker_failing_before_its_first_candidate_gets_one_more_try(tmp_path, monkeypatch, how):
+    """No CUDA in the worker, say: the same every time, so two tries, not one per candidate."""
+    monkeypatch.setenv("AUTOPAD_TEST_MARKER", str(tmp_path))
+    got = list(Worker(_job(how, "ok1", "ok2", "ok3"), 60, 600, target=fake_children.child).results())
+    assert [m.key for m in got] == [how, "ok1", "ok2", "ok3"]
+    assert all("before measuring" in m.error for m in got), got[0].error
+    assert ("no CUDA device" if how == "setupcrash" else "exit code 11") in got[0].error
+    assert (tmp_path / "starts").read_text().split() == ["start", "start"]
+
+
 def test_an_unimportable_target_is_reported_for_every_candidate():
     got = list(Worker(_job("a", "b"), 60, 600, target="no_such_module_xyz:child").results())
     assert [m.key for m in got] == ["a", "b"]
