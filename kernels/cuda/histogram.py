@@ -609,7 +609,7 @@ def __getattr__(name: str) -> Any:  # the weighted spec moved to histogram_weigh
     if name in ("WEIGHTED", "w_presets"):
         from . import histogram_weighted as w
 
-        return w.SPEC if name == "WEIGHTED" else w.presets
+        return w if name == "WEIGHTED" else w.presets  # the module: reference(inputs) as before
     raise AttributeError(name)
 
 
