@@ -11,9 +11,9 @@ is not what it should be, a cache folder that is a file, or a GPU-only command o
 Every error is one line on stderr, found before any work where it can be, never a traceback; an unexpected
 exception is reported in one line too (exit 1), and ``AUTOPAD_DEBUG=1`` shows its traceback.
 
-Why the handlers import lazily: ``autopad tune`` answered from the cache should take milliseconds, so
-building the parser loads argparse alone (validate's parser, which loads its probe machinery, is built only
-when ``validate`` is the command) and each handler imports what it needs when it runs.
+Why so lazy: ``autopad tune`` answered from the cache should take milliseconds, so only the parser of the
+command being run is built in full (the others are one-line stubs; validate's parser loads its probe
+machinery) and each handler imports what it needs when it runs.
 
 To add a command: write ``add_<name>(subparsers)`` that creates its parser and sets ``handler``, and a
 handler ``(args) -> int`` that raises ``UsageError`` (exit 2) or ``Failed`` (exit 1) with one line.
@@ -22,6 +22,7 @@ handler ``(args) -> int`` that raises ``UsageError`` (exit 2) or ``Failed`` (exi
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -56,7 +57,15 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
-_VALIDATE_HELP = "check the bank-conflict model against the GPU (ncu or timing)"
+_HELP = {  # the one-line help of each command, for stubs (see build_parser)
+    "tune": "tune one kernel for one shape and dtype",
+    "sweep": "tune kernels x shapes x dtypes to a CSV and a PNG",
+    "export": "write tuned constants as .json, .h or .py",
+    "pretune": "tune ahead of time the op calls a service will make (autopad.ops)",
+    "cache": "list, clear, pack or unpack the tuning cache",
+    "explain": "print (or draw) the bank map of a layout under an access pattern",
+    "validate": "check the bank-conflict model against the GPU (ncu or timing)",
+}
 
 
 def _command(argv: Sequence[str]) -> str | None:
@@ -64,10 +73,11 @@ def _command(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-def build_parser(full: bool = True) -> argparse.ArgumentParser:
-    """The ``autopad`` parser with every command; ``full=False`` leaves validate's options out (they load
-    its probe machinery) and is what ``main`` uses for every other command."""
-    from . import __version__, cli_cache, cli_explain, cli_sweep, cli_tune
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``autopad`` parser. With ``only`` (a command name), only that command's parser is built in
+    full and the others are one-line stubs: argparse spends milliseconds per parser, which a cache hit
+    should not pay, and validate's parser loads its probe machinery."""
+    from . import __version__
 
     parser = _Parser(
         prog="autopad",
@@ -78,17 +88,24 @@ def build_parser(full: bool = True) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"autopad {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    cli_tune.add_tune(sub)
-    cli_sweep.add_sweep(sub)
-    cli_tune.add_export(sub)
-    cli_cache.add_pretune(sub)
-    cli_cache.add_cache(sub)
-    cli_explain.add_explain(sub)
-    if full:
-        cli_tune.add_validate(sub)
-    else:
-        sub.add_parser("validate", help=_VALIDATE_HELP, add_help=False)
+    for name, help_text in _HELP.items():
+        if only is not None and only != name:
+            sub.add_parser(name, help=help_text, add_help=False)
+            continue
+        module, add = _ADD[name]
+        getattr(importlib.import_module(f"autopad.{module}"), add)(sub)
     return parser
+
+
+_ADD = {
+    "tune": ("cli_tune", "add_tune"),
+    "sweep": ("cli_sweep", "add_sweep"),
+    "export": ("cli_tune", "add_export"),
+    "pretune": ("cli_cache", "add_pretune"),
+    "cache": ("cli_cache", "add_cache"),
+    "explain": ("cli_explain", "add_explain"),
+    "validate": ("cli_tune", "add_validate"),
+}
 
 
 def _one_line(text: str) -> str:
@@ -99,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``autopad`` with ``argv`` (default: sys.argv[1:]); returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        parser = build_parser(full=_command(argv) == "validate")
+        cmd = _command(argv)
+        parser = build_parser(only=cmd if cmd in _HELP else "")  # "": every command a stub (help, typos)
         args = parser.parse_args(argv)
         if getattr(args, "handler", None) is None:
             raise UsageError("autopad: error: choose a command (see 'autopad --help')")

@@ -159,9 +159,10 @@ def _export_target(path: str | None, fmt: str | None, cmd: str) -> str | None:
     return suffix
 
 
-def _stored_candidates(req: Any, res: Any) -> list[Any] | None:
-    """The candidates a cache hit stored (measured ones, baselines, the best predicted), in ranking order;
-    None if the cache no longer holds this result."""
+def _stored_candidates(req: Any, res: Any, limit: int) -> list[Any] | None:
+    """What a cache hit stored (measured candidates, baselines, the best predicted ones, in ranking order),
+    cut to what a report lists, as ``report.shown`` would cut it; None if the cache no longer holds this
+    result. Only the listed candidates are converted from their dict form."""
     from .cache import Cache
     from .device import device_info
     from .results import CandidateResult
@@ -170,9 +171,16 @@ def _stored_candidates(req: Any, res: Any) -> list[Any] | None:
     key = cache_key(req.spec, req.shape, req.dtype, req.dist, device_info(req.device))
     stored = (Cache().load(key).get("result") or {}).get("result") or {}
     try:
-        if {str(k): int(v) for k, v in stored["best"]["constants"].items()} != res.best.constants:
+        best = {str(k): int(v) for k, v in stored["best"]["constants"].items()}
+        if best != res.best.constants:
             return None
-        return [CandidateResult.from_dict(c) for c in stored["candidates"]]
+        listed, others = [], 0
+        for c in stored["candidates"]:
+            keep = c.get("measurement") is not None or c.get("roles") or c["constants"] == best
+            if keep or others < limit:
+                others += not keep
+                listed.append(CandidateResult.from_dict(c))
+        return listed
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
@@ -282,9 +290,9 @@ def _listed(args: argparse.Namespace, req: Any, res: Any) -> tuple[list[Any], in
     if args.all:
         return list(res.candidates), 0
     if res.cache_hit:
-        stored = _stored_candidates(req, res)
+        stored = _stored_candidates(req, res, args.limit)
         if stored is not None:
-            return shown(stored, res.best.constants, args.limit)[0], None
+            return stored, None
     return shown(res.candidates, res.best.constants, args.limit)
 
 
