@@ -1,10 +1,14 @@
-"""CUDA transpose: legality, the model's view of its pattern, nvcc compiles (CPU), and exactness (GPU)."""
+"""CUDA transpose: legality, the model's view of its pattern, a lane-by-lane numpy emulation of the EDGE = 1
+kernel's index arithmetic (shifted rows, ldmatrix read-out, grouped raster), nvcc compiles and register
+budgets (CPU), and exactness against torch on odd shapes and misaligned pointers (GPU)."""
 
 from __future__ import annotations
 
 import itertools
 import random
+import re
 import shutil
+import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -13,6 +17,8 @@ from autopad.kernels.cuda import transpose as T
 
 from autopad import cuda_runtime as rt
 from autopad.access import score
+from autopad.kernels_registry import builtin_spec
+from autopad.search import enumerate_candidates
 
 needs_nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
 
@@ -25,9 +31,8 @@ def _degree_of(name_prefix: str, c: dict, dtype: str) -> int:
 def test_unpadded_fp32_readout_is_32_way_and_textbook_is_conflict_free():
     assert _degree_of("ld", T.DEFAULTS, "float32") == 32
     tb = T.textbook((4096, 4096), "float32")
-    assert tb is not None and tb["PAD"] == 1
-    s = score(T.smem_pattern(tb, "float32"), T.layout(tb, "float32"))
-    assert s.conflicts == 0
+    assert tb is not None and tb["PAD"] == 1 and tb["EDGE"] == 0
+    assert score(T.smem_pattern(tb, "float32"), T.layout(tb, "float32")).conflicts == 0
 
 
 @pytest.mark.parametrize("dtype", T.DTYPES)
@@ -38,25 +43,28 @@ def test_swizzled_presets_beat_unpadded(dtype):
     assert deg["vec_swizzled"] < deg["vec_unpadded"]
 
 
-def _space_sample(dtype: str, k: int, seed: int = 0) -> list[dict]:
+def _space_sample(dtype: str, k: int, seed: int = 0, shape: tuple = (1000, 1000)) -> list[dict]:
     rng = random.Random(seed)
-    keys = list(T.SPACE)
     out, tries = [], 0
     while len(out) < k and tries < 200000:
         tries += 1
-        c = {key: rng.choice(T.SPACE[key]) for key in keys}
+        c = {key: rng.choice(vals) for key, vals in T.SPACE.items()}
         if rng.random() < 0.5:
             c.update(SW_VEC=1, SW_PER_PHASE=1, SW_MAX_PHASE=1)
         else:
             c["PAD"] = 0
-        if T.legal(c, (1000, 1000), dtype):
+        if T.legal(c, shape, dtype):
             out.append(c)
     return out
 
 
+LDSM = dict(T.DEFAULTS, TILE_M=64, TILE_N=64, THREADS=128, VEC=8, READOUT=2, EDGE=1)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "int8", "float64", "bfloat16"])
 def test_pattern_touches_every_element_once(dtype):
-    for c in list(T.presets(dtype).values()) + _space_sample(dtype, 5):
+    extra = [dict(LDSM, SW_VEC=8, SW_MAX_PHASE=8)] if dtype == "bfloat16" else []
+    for c in list(T.presets(dtype).values()) + _space_sample(dtype, 6) + extra:
         stored, loaded = set(), []
         vec = c["VEC"]
         for ins in T.smem_pattern(c, dtype):
@@ -64,11 +72,20 @@ def test_pattern_touches_every_element_once(dtype):
             if ins.op == "store":
                 for r, col in pairs:
                     stored.update((r, col + v) for v in range(vec))
-            else:  # a READOUT=1 word load covers 4 / elem consecutive columns
+            else:  # a word load covers 4 / elem columns, an ldmatrix lane 8 (one 16-byte row)
                 span = ins.access_bytes // T.DTYPE_BYTES[dtype]
                 loaded.extend((r, col + g) for r, col in pairs for g in range(span))
         n = c["TILE_M"] * c["TILE_N"]
-        assert len(stored) == n and len(loaded) == n and len(set(loaded)) == n
+        assert len(stored) == n and len(loaded) == n and len(set(loaded)) == n, c
+
+
+def test_stacked_groups_match_the_instructions():
+    c = dict(LDSM, SW_VEC=8, SW_MAX_PHASE=8)
+    pat = T.smem_pattern(c, "float16")
+    ins = list(pat)
+    assert sum(len(g[2]) for g in pat.groups) == len(ins) == len(pat)
+    assert [(op, w) for op, w, *_ in pat.groups] == [("store", 16), ("load", 16)]
+    assert ins[0].name == "st w0 p0" and ins[-1].name.startswith("ldsm w3")
 
 
 def test_register_readout_quarters_the_int8_wavefronts():
@@ -77,6 +94,17 @@ def test_register_readout_quarters_the_int8_wavefronts():
     el = score(T.smem_pattern(p["vec_swizzled"], "int8"), T.layout(p["vec_swizzled"], "int8"))
     assert rt_.conflicts == 0 and rt_.wavefronts < el.wavefronts / 2
     assert not T.legal(dict(p["rt_swizzled"]), (64, 64), "float32")
+
+
+def test_ldmatrix_readout_is_conflict_free_under_a_row_mod_8_swizzle_or_a_16_byte_pad():
+    """Each 8-lane matrix of the ldmatrix read-out covers all 8 residues of the row mod 8."""
+    for lay in ({"SW_VEC": 8, "SW_PER_PHASE": 1, "SW_MAX_PHASE": 8}, {"PAD": 8}):
+        c = dict(LDSM, **lay)
+        assert T.legal(c, (4096, 4096), "float16")
+        s = score(T.smem_pattern(c, "float16"), T.layout(c, "float16"))
+        assert s.conflicts == 0, lay
+    plain = score(T.smem_pattern(LDSM, "float16"), T.layout(LDSM, "float16"))
+    assert plain.degree >= 4  # unpadded: 8 rows 128 bytes apart share 4 banks
 
 
 def test_legal_rejects_bad_candidates():
@@ -91,16 +119,232 @@ def test_legal_rejects_bad_candidates():
     assert not T.legal(ok, (64, 64), "int64")
     assert not T.legal(ok, (0, 64), "float32")
     assert not T.legal({"TILE_M": 32}, (64, 64), "float32")
+    assert T.legal(LDSM, (64, 64), "float16")
+    assert not T.legal(dict(LDSM, EDGE=0), (64, 64), "float16")  # ldmatrix is an EDGE 1 read-out
+    assert not T.legal(LDSM, (64, 64), "float32")
+    assert not T.legal(LDSM, (4097, 64), "float16")  # output rows of 4097 halves: not whole vectors
+    assert T.legal(LDSM, (64, 4097), "bfloat16")  # misaligned input rows are shifted in registers
+    assert T.legal(dict(ok, EDGE=1), (70000, 8, 8), "int8")  # batches go in the 1-D grid
 
 
-def test_launch_info_and_traffic():
+def test_old_candidates_keep_their_space_and_defaults():
+    """The study's candidates are the EDGE = 0 subset, unchanged (7151 legal fp16 at 16384^2)."""
+    spec = builtin_spec("transpose", "cuda")
+    cands = enumerate_candidates(spec, (16384, 16384), "float16")
+    old = [c for c in cands if c["EDGE"] == 0]
+    assert len(old) == 7151 and all(c["READOUT"] < 2 for c in old)
+    assert {k: v for k, v in T.DEFAULTS.items() if k != "EDGE"} == {
+        "TILE_M": 32,
+        "TILE_N": 32,
+        "THREADS": 256,
+        "VEC": 1,
+        "PAD": 0,
+        "SW_VEC": 1,
+        "SW_PER_PHASE": 1,
+        "SW_MAX_PHASE": 1,
+        "READOUT": 0,
+    }
+
+
+def test_launch_info_traffic_and_the_misaligned_model():
     c = T.presets("float32")["vec_swizzled"]
     info = T.launch_info(c, (3, 1000, 37), "float32")
-    assert info["threads"] == 256
-    assert info["blocks"] == 1 * 32 * 3
+    assert info["threads"] == 256 and info["blocks"] == 1 * 32 * 3
     assert info["smem_bytes"] == c["TILE_M"] * c["TILE_N"] * 4
+    assert info["dram_efficiency"] < 1  # the scalar path of EDGE 0 on rows of 37
+    e1 = T.launch_info(dict(c, EDGE=1), (3, 1000, 37), "float32")
+    assert (
+        e1["blocks"] == 96
+        and e1["dram_efficiency"] == 1.0
+        and T.grid(dict(c, EDGE=1), (3, 1000, 37)) == (96, 1, 1)
+    )
     assert T.traffic((3, 1000, 37), "float32")["bytes"] == 2 * 3 * 1000 * 37 * 4
     assert T.launch_info(T.DEFAULTS, (70000, 8, 8), "int8")["tiles_per_block"] == 2
+
+
+def test_check_shape_and_inputs_from():
+    T.check_shape((3, 5))
+    T.check_shape((2, 3, 5))
+    for bad in [(5,), (0, 3), (1, 2, 3, 4), (2.5, 3)]:
+        with pytest.raises(ValueError, match="shape"):
+            T.check_shape(bad)
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(2, 3, 5)
+    ins = T.inputs_from(x)
+    assert ins.shape == (2, 3, 5) and ins[0] is x
+    assert T.alloc_output(ins).shape == (2, 5, 3)
+
+
+def test_min_blocks_meets_the_model_where_registers_allow():
+    c = dict(T.DEFAULTS, TILE_M=64, TILE_N=64, THREADS=256, VEC=4, SW_VEC=4, SW_PER_PHASE=4, SW_MAX_PHASE=16)
+    assert T.min_blocks(c, "float32") == 8  # 16 KB tiles, 256 threads: 8 blocks, 32 registers
+    big = dict(T.DEFAULTS, TILE_M=128, TILE_N=128, THREADS=256, VEC=8, READOUT=2, SW_VEC=8, SW_MAX_PHASE=8)
+    assert 4 <= T.min_blocks(big, "float16") <= 6  # 32 KB tiles: at most 6 per SM
+    assert T.min_blocks(big, "float16", misaligned=True) < T.min_blocks(big, "float16")  # two vectors a load
+    huge = dict(big, THREADS=256, READOUT=0, VEC=2, SW_VEC=2, SW_MAX_PHASE=16)
+    assert T.legal(huge, (4096, 4096), "float32")
+    assert T.min_blocks(huge, "float32", misaligned=True) == 1  # 32 passes of two 8-byte vectors
+
+
+# ---- a lane-by-lane emulation of the EDGE = 1 kernel (numpy) ------------------------------------------
+
+_ROW = np.array([8 * ((t % 8) >> 1) + 2 * (((t >> 3) + ((t % 8) >> 1)) & 3) + (t & 1) for t in range(32)])
+
+
+def _tile_of_block(lin: int, gx: int, gy: int, group: int) -> tuple[int, int, int]:
+    """transpose.cu's block -> (batch, tile row, tile column)."""
+    b, lin = divmod(lin, gx * gy)
+    if group > 1:
+        band, idx = divmod(lin, group * gx)
+        rows = min(group, gy - band * group)
+        return b, band * group + idx % rows, idx // rows
+    return b, lin // gx, lin % gx
+
+
+def _ldmatrix_x4_trans(half: np.ndarray, rows: np.ndarray, col: int) -> np.ndarray:
+    """PTX ldmatrix.m8n8.x4.trans.b16: lane 8i + j addresses row j of matrix i; lane t receives, in register
+    i, matrix i's (row 2(t%4), col t/4) and (row 2(t%4) + 1, col t/4). Returns [32 lanes, 4 regs, 2]."""
+    mats = np.stack([half[rows[8 * i : 8 * i + 8], col : col + 8] for i in range(4)])
+    t = np.arange(32)
+    return np.stack(
+        [np.stack([mats[i, 2 * (t % 4), t // 4], mats[i, 2 * (t % 4) + 1, t // 4]], 1) for i in range(4)], 1
+    )
+
+
+def _emulate(x: np.ndarray, c: dict, in_off: int, out_off: int, group: int) -> tuple:
+    """Transpose ``x`` as transpose.cu's MISALIGNED build would, with input and output ``in_off`` /
+    ``out_off`` bytes past a 16-byte boundary: (result, writes per output byte, loaded byte ranges)."""
+    x3 = x.reshape((-1, *x.shape[-2:]))
+    nb, m_, n_ = x3.shape
+    e, (tm, tn, th, vec) = x.itemsize, (c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"])
+    vb, lx_, sx_ = vec * e, tn // vec, tm // vec
+    ly_, sy_ = th // lx_, th // sx_
+    gin = np.zeros(in_off + x3.nbytes + 64, np.uint8)
+    gin[in_off : in_off + x3.nbytes] = x3.reshape(-1).view(np.uint8)
+    gout = np.zeros(out_off + x3.nbytes + 64, np.uint8)
+    writes, loads = np.zeros(gout.shape, np.int64), []
+    tid = np.arange(th)
+    lane, lx, ly, sx, sy = tid & 31, tid % lx_, tid // lx_, tid % sx_, tid // sx_
+    gx, gy = -(-n_ // tn), -(-m_ // tm)
+    edge_lane, first, last = (
+        (lx == lx_ - 1) | (lane == 31),
+        (sx == 0) | (lane == 0),
+        (sx == sx_ - 1) | (lane == 31),
+    )
+
+    def next_lane(v: np.ndarray) -> np.ndarray:  # __shfl_down_sync(.., 1): lane 31 keeps its own
+        return np.where(lane[:, None] == 31, v, np.roll(v, -1, axis=0))
+
+    def store(addr: int, data: np.ndarray) -> None:
+        gout[addr : addr + len(data)] = data
+        writes[addr : addr + len(data)] += 1
+
+    for lin in range(nb * gx * gy):
+        b, tmi, tni = _tile_of_block(lin, gx, gy, group)
+        m0, n0, src, dst = tmi * tm, tni * tn, in_off + b * m_ * n_ * e, out_off + b * m_ * n_ * e
+        tile = np.zeros((tm, tn * e), np.uint8)
+        for p in range(tm // ly_):  # load: aligned vectors covering each row segment, funnel-shifted
+            m = m0 + ly + p * ly_
+            rowp = src + np.where(m < m_, m, 0) * n_ * e
+            sh = (rowp + n0 * e) % vb
+            a0, end = rowp + n0 * e - sh + lx * vb, rowp + min(n_, n0 + tn) * e
+            cur, ext = np.zeros((th, vb), np.uint8), np.zeros((th, vb), np.uint8)
+            for t in range(th):
+                for buf, a, want in ((cur, a0[t], True), (ext, a0[t] + vb, edge_lane[t])):
+                    if want and m[t] < m_ and a < end[t]:
+                        buf[t] = gin[a : a + vb]
+                        loads.append((a, a + vb))
+            win = np.concatenate([cur, np.where(edge_lane[:, None], ext, next_lane(cur))], 1)
+            for t in range(th):
+                tile[ly[t] + p * ly_, lx[t] * vb : lx[t] * vb + vb] = win[t, sh[t] : sh[t] + vb]
+        el, mvalid = tile.reshape(tm, tn, e), min(tm, m_ - m0)
+        if c.get("READOUT", 0) == 2:  # ldmatrix: check the lane mapping, then element stores
+            half, lq = el.view(np.uint16).reshape(tm, tn), np.arange(32) & 3
+            for u in range(tm * tn // 256):
+                a, cb = u % (tm // 32), u // (tm // 32)
+                d = _ldmatrix_x4_trans(half, 32 * a + _ROW, 8 * cb)
+                o = np.stack([d[np.arange(32), (k - lq) & 3] for k in range(4)], 1).reshape(32, 8)
+                want = np.stack(
+                    [half[32 * a + 8 * q : 32 * a + 8 * q + 8, 8 * cb + t // 4] for t, q in enumerate(lq)]
+                )
+                assert (o == want).all(), "ldmatrix lane mapping"
+                for t in range(32):
+                    n, e0 = n0 + 8 * cb + t // 4, 32 * a + 8 * lq[t]
+                    for v in range(vec):
+                        if n < n_ and e0 + v < mvalid:
+                            store(dst + (n * m_ + m0 + e0 + v) * e, o[t].view(np.uint8)[v * e : v * e + e])
+            continue
+        for p in range(tn // sy_):  # read-out: aligned output vectors funnel-shifted from two lanes
+            o = np.stack(
+                [el[sx[t] * vec : sx[t] * vec + vec, sy[t] + p * sy_].reshape(-1) for t in range(th)]
+            )
+            nx = next_lane(o)
+            for t in range(th):
+                n, e0 = n0 + sy[t] + p * sy_, sx[t] * vec
+                if n >= n_:
+                    continue
+                row = dst + (n * m_ + m0) * e
+                sh, s = row % vb, (row % vb) // e
+                if sh and not last[t]:
+                    w, e1 = np.concatenate([o[t], nx[t]])[vb - sh : 2 * vb - sh], e0 + vec - s
+                    assert (row + e1 * e) % vb == 0
+                    for v in range(vec):
+                        if e1 + v < mvalid:
+                            store(row + (e1 + v) * e, w[v * e : v * e + e])
+                for v in range(vec):
+                    mine = (first[t] if v < vec - s else last[t]) if sh else True
+                    if mine and e0 + v < mvalid:
+                        store(row + (e0 + v) * e, o[t][v * e : v * e + e])
+    res = gout[out_off : out_off + x3.nbytes].view(x.dtype).reshape((*x.shape[:-2], n_, m_))
+    return res, writes, loads, (in_off, in_off + x3.nbytes), (out_off, out_off + x3.nbytes)
+
+
+EMULATED = [
+    (dict(TILE_M=32, TILE_N=32, THREADS=128, VEC=4), np.int32),
+    (dict(TILE_M=32, TILE_N=64, THREADS=256, VEC=8), np.int16),
+    (dict(TILE_M=64, TILE_N=64, THREADS=128, VEC=8, READOUT=2), np.int16),
+    (dict(TILE_M=32, TILE_N=64, THREADS=128, VEC=16), np.int8),
+    (dict(TILE_M=32, TILE_N=32, THREADS=128, VEC=2), np.int8),
+    (dict(TILE_M=32, TILE_N=32, THREADS=256, VEC=2), np.int64),
+    (dict(TILE_M=128, TILE_N=32, THREADS=128, VEC=2), np.int32),  # output rows span 2 warps
+    (dict(TILE_M=32, TILE_N=128, THREADS=128, VEC=2), np.int32),  # input rows span 2 warps
+]
+
+
+@pytest.mark.parametrize("c,dt", EMULATED)
+def test_emulated_kernel_writes_every_byte_once_and_loads_only_safe_vectors(c, dt):
+    rng = np.random.default_rng(sum(c.values()))
+    e = np.dtype(dt).itemsize
+    for i, shape in enumerate([(1, 1), (31, 33), (33, 31), (37, 45), (2, 13, 70), (65, 67)]):
+        x = rng.integers(0, 256, size=(*shape[:-1], shape[-1] * e), dtype=np.uint8).view(dt)
+        in_off, out_off = [(0, 0), (e, 3 * e), (16 - e, e)][i % 3]
+        res, writes, loads, (ilo, ihi), (olo, ohi) = _emulate(x, c, in_off % 16, out_off % 16, 1 + i % 3)
+        assert (res == np.swapaxes(x, -1, -2)).all(), (shape, in_off, out_off)
+        assert (writes[olo:ohi] == 1).all() and writes.sum() == ohi - olo  # once each, nothing outside
+        for a, b in loads:  # each load is one aligned vector sharing its 16 bytes with a byte of the input
+            assert a // 16 == (b - 1) // 16 and a // 16 * 16 < ihi and a // 16 * 16 + 16 > ilo
+
+
+def test_grouped_raster_is_a_bijection():
+    for gx, gy, g in itertools.product((1, 3, 7), (1, 2, 5, 16, 17), (1, 2, 4, 16)):
+        seen = {_tile_of_block(lin, gx, gy, g) for lin in range(2 * gx * gy)}
+        assert len(seen) == 2 * gx * gy and all(0 <= t < gy and 0 <= u < gx for _, t, u in seen)
+
+
+# ---- nvcc: every variant compiles for sm_90, within its register budget -------------------------------
+
+
+def _ptxas(defines: dict) -> tuple[int, int]:
+    """(registers, spill bytes) that ptxas reports for the sm_90 build."""
+    src = rt.expand_includes(T.source())
+    with __import__("tempfile").TemporaryDirectory() as tmp:
+        path = f"{tmp}/t.cu"
+        open(path, "w").write(src)
+        cmd = ["nvcc", "-arch=sm_90", "--cubin", "-Xptxas", "-v", "-o", f"{tmp}/t.cubin", path]
+        r = subprocess.run(cmd + [f"-D{k}={v}" for k, v in defines.items()], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    spill = re.search(r"(\d+) bytes spill stores", r.stderr)
+    return int(re.search(r"Used (\d+) registers", r.stderr).group(1)), int(spill.group(1)) if spill else 0
 
 
 @needs_nvcc
@@ -108,62 +352,107 @@ def test_launch_info_and_traffic():
 def test_every_dtype_compiles_for_sm90(dtype, monkeypatch):
     monkeypatch.setenv("AUTOPAD_CUDA_COMPILER", "nvcc")
     cands = list(T.presets(dtype).values()) + _space_sample(dtype, 3, seed=T.DTYPES.index(dtype))
-    with ThreadPoolExecutor(8) as pool:
-        cubins = list(
-            pool.map(lambda c: rt.compile_cubin(T.source(), T.defines(c, dtype), "sm_90", "t"), cands)
-        )
+    jobs = [T.defines(c, dtype) for c in cands]
+    jobs += [T.defines(c, dtype, True) for c in cands if c["EDGE"] and c["VEC"] > 1]
+    with ThreadPoolExecutor(4) as pool:
+        cubins = list(pool.map(lambda d: rt.compile_cubin(T.source(), d, "sm_90", "t"), jobs))
     assert all(b[:4] == b"\x7fELF" for b in cubins)
+
+
+# the configurations the GPU check times, and the extremes of the space
+BUDGET = [
+    ("float16", dict(LDSM, TILE_M=128, TILE_N=128, THREADS=256, SW_VEC=8, SW_MAX_PHASE=8)),
+    ("float16", dict(T.DEFAULTS, TILE_M=128, TILE_N=128, THREADS=256, VEC=8, READOUT=1, EDGE=1, PAD=8)),
+    ("float32", dict(T.DEFAULTS, TILE_M=64, TILE_N=64, THREADS=256, VEC=4, EDGE=1, PAD=4)),
+    ("float64", dict(T.DEFAULTS, TILE_M=64, TILE_N=64, THREADS=256, VEC=2, EDGE=1, PAD=2)),
+    ("int8", dict(T.DEFAULTS, TILE_M=128, TILE_N=128, THREADS=256, VEC=16, READOUT=1, EDGE=1, PAD=16)),
+    ("float32", dict(T.DEFAULTS, TILE_M=128, TILE_N=128, THREADS=256, VEC=2, EDGE=1, PAD=2)),
+    ("float16", dict(T.DEFAULTS, TILE_M=64, TILE_N=128, THREADS=128, VEC=2, EDGE=1, PAD=2)),
+]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("dtype,c", BUDGET)
+def test_edge1_builds_fit_min_blocks_without_spilling(dtype, c):
+    """``__launch_bounds__(THREADS, MIN_BLOCKS)`` holds: no spills, registers within the budget (the
+    original path's 128 x 128 fp16 read-out took 128 to 182 registers, 1 to 2 blocks per SM)."""
+    assert T.legal(c, (4096, 4096), dtype)
+    for mis in (False, True):
+        regs, spill = _ptxas(T.defines(c, dtype, mis))
+        assert spill == 0, (c, mis)
+        assert regs * c["THREADS"] * T.min_blocks(c, dtype, mis) <= 65536, (regs, c, mis)
 
 
 # ---- GPU ------------------------------------------------------------------------------------------------
 SHAPES = [(1, 1), (1, 33), (31, 1), (31, 33), (33, 31), (1000, 37), (64, 128), (2, 65, 129), (5, 1, 7)]
 
 
-def _run_check(name: str, c: dict, shape: tuple, dtype: str, seed: int) -> None:
+def _run_check(name: str, c: dict, shape: tuple, dtype: str, seed: int, offset: int = 0, group: int = 1):
     import torch
 
     assert T.legal(c, shape, dtype), T.legal(c, shape, dtype)
-    inputs = T.make_inputs(shape, dtype, "cuda", seed)
-    out = T.alloc_output(inputs, c)
+    (x,) = T.make_inputs(shape, dtype, "cuda", seed)
+    if offset:  # the same values starting `offset` elements past the allocation: misaligned pointers
+        buf = torch.empty(x.numel() + offset, dtype=x.dtype, device="cuda")
+        buf[offset:].copy_(x.flatten())
+        x = buf[offset:].view(x.shape)
+    out = T.alloc_output((x,), c)
+    if offset:
+        obuf = torch.empty(out.numel() + offset, dtype=out.dtype, device="cuda")
+        out = obuf[offset:].view(out.shape)
     out.view(torch.uint8).fill_(0xA5)  # poison: every byte must be written
-    T.run(T.build(c, dtype), inputs, out)
+    T.run(T.build(dict(c, GROUP=group), dtype), (x,), out)
     torch.cuda.synchronize()
-    ok, msg = T.check(out, T.reference(inputs))
-    assert ok, f"{name} {dtype} {shape}: {msg}"
+    ok, msg = T.check(out, T.reference((x,)))
+    assert ok, f"{name} {dtype} {shape} offset {offset} group {group}: {msg}"
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", T.DTYPES)
 def test_gpu_matches_torch_odd_shapes(dtype):
     for seed, (name, c) in enumerate(T.presets(dtype).items()):
-        for shape in SHAPES:
-            _run_check(name, c, shape, dtype, seed)
+        for edge in (0, 1):
+            for shape in SHAPES:
+                _run_check(name, dict(c, EDGE=edge), shape, dtype, seed)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["float32", "int8", "float16", "float64"])
-def test_gpu_large_odd_and_random_space(dtype):
+@pytest.mark.parametrize("dtype", ["float32", "int8", "float16", "float64", "bfloat16"])
+def test_gpu_edge1_misaligned_rows_pointers_and_groups(dtype):
     p = T.presets(dtype)
-    for name in ("vec_swizzled", "textbook"):
-        _run_check(name, p[name], (4097, 8191), dtype, 1)
-    for i, c in enumerate(_space_sample(dtype, 4, seed=7)):
-        for shape in itertools.islice(SHAPES, 3, None):
-            _run_check(f"sample{i}", c, shape, dtype, 100 + i)
+    cands = [dict(p["vec_swizzled"], EDGE=1), dict(p["vec64_padded"], EDGE=1)]
+    if dtype in ("float16", "bfloat16"):
+        cands += [
+            dict(LDSM, SW_VEC=8, SW_MAX_PHASE=8),
+            dict(LDSM, TILE_M=128, TILE_N=128, THREADS=256, PAD=8),
+        ]
+    if "rt_swizzled" in p:
+        cands.append(dict(p["rt_swizzled"], EDGE=1))
+    for i, c in enumerate(cands):
+        for shape in [(4097, 8191), (37, 45), (3, 129, 67), (1000, 37)]:
+            if T.legal(c, shape, dtype):
+                _run_check(f"cand{i}", c, shape, dtype, i, group=1 + 15 * (i % 2))
+        for offset in (1, 3):  # odd pointers: the shifted build on both sides
+            _run_check(f"cand{i}", c, (64, 96), dtype, i, offset)
+    for i, c in enumerate(_space_sample(dtype, 4, seed=11, shape=(129, 67))):
+        _run_check(f"sample{i}", dict(c, EDGE=1, READOUT=min(c["READOUT"], 1)), (129, 67), dtype, 100 + i)
 
 
 @pytest.mark.gpu
-def test_gpu_batched_and_misaligned_view():
+def test_gpu_launcher_and_batched():
     import torch
 
-    c = T.presets("float32")["vec_swizzled"]
-    x = torch.randn(4, 200, 300, device="cuda")
-    out = torch.full((4, 300, 200), float("nan"), device="cuda")
-    T.run(T.build(c, "float32"), (x,), out)
-    assert torch.equal(out, x.transpose(-1, -2))
-    big = torch.randn(1 + 64 * 96, device="cuda")[1:].view(64, 96)  # 4-byte aligned only: scalar path
-    out = torch.empty(96, 64, device="cuda")
-    T.run(T.build(c, "float32"), (big,), out)
-    assert torch.equal(out, big.t()) and np.isfinite(out.cpu().numpy()).all()
+    for c in (T.presets("float32")["vec_swizzled"], dict(T.presets("float32")["vec_swizzled"], EDGE=1)):
+        built = T.build(c, "float32")
+        x = torch.randn(4, 200, 300, device="cuda")
+        out = torch.full((4, 300, 200), float("nan"), device="cuda")
+        T.launcher(built, tuple(x.shape), "float32")(T.inputs_from(x), out)
+        torch.cuda.synchronize()
+        assert torch.equal(out, x.transpose(-1, -2))
+        big = torch.randn(1 + 64 * 96, device="cuda")[1:].view(64, 96)  # 4-byte aligned only
+        out = torch.empty(96, 64, device="cuda")
+        T.run(built, (big,), out)
+        assert torch.equal(out, big.t()) and np.isfinite(out.cpu().numpy()).all()
 
 
 def test_check_is_bitwise_and_handles_size_one_dims():
@@ -173,6 +462,7 @@ def test_check_is_bitwise_and_handles_size_one_dims():
             (x,) = T.make_inputs(shape, dtype, "cpu", 0)
             ref = T.reference((x,))  # a [.., N, 1] result keeps a stride != 1 on its size-1 dim
             assert T.check(ref.clone(), ref)[0]
+            assert T.check(ref.clone(), T.expected((x,)))[0]
             bad = ref.contiguous().clone()
             bad.flatten().view(torch.uint8)[0] ^= 1
             assert not T.check(bad, ref)[0]

@@ -167,3 +167,37 @@ def test_narrow_types_read_back_whole_words(dtype, load):
         num_warps=c["WARPS"],
     )
     assert load in k.asm["ptx"]
+
+
+def test_spec_on_the_triton_base():
+    """The port onto autopad.TritonKernel: inputs, output, reference and the exact check come from SPEC."""
+    torch = pytest.importorskip("torch")
+    from autopad.bases import TritonKernel
+    from autopad.kernels_registry import builtin_spec
+
+    assert isinstance(T.SPEC, TritonKernel) and builtin_spec("transpose", "triton").DEFAULTS == T.DEFAULTS
+    (x,) = T.make_inputs((3, 5, 7), "bfloat16", "cpu", seed=1)
+    assert x.shape == (3, 5, 7) and x.dtype == torch.bfloat16
+    ins = T.inputs_from(x)
+    assert ins.shape == (3, 5, 7) and ins[0] is x
+    out = T.alloc_output(ins)
+    assert out.shape == (3, 7, 5)
+    (ref,) = T.expected(ins)
+    assert T.check(ref.clone(), ref)[0] and not T.check(torch.zeros_like(ref), ref)[0]
+    T.check_shape((4, 5))
+    for bad in [(5,), (0, 3), (70000, 2, 2)]:
+        with pytest.raises(ValueError, match="shape"):
+            T.check_shape(bad)
+
+
+@pytest.mark.gpu
+def test_launcher_matches_torch():
+    import torch
+
+    c = T.textbook((64, 64), "float16")
+    built = T.build(c, "float16")
+    x = torch.randn(3, 129, 65, device="cuda").half()
+    out = torch.full((3, 65, 129), float("nan"), device="cuda", dtype=torch.half)
+    T.launcher(built, tuple(x.shape), "float16")(T.inputs_from(x), out)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x.transpose(-1, -2))

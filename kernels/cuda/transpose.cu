@@ -6,16 +6,32 @@
 // tile column (VEC separate ELEM_BYTES-byte ld.shared, rows sx*VEC .. sx*VEC+VEC-1) into a register vector
 // and writes it as one vector to the output row. The column walk is where banks collide: in an unpadded
 // 32-wide fp32 tile, rows are 32 words apart, so all 32 lanes of a walk hit one bank; PAD or the XOR
-// swizzle (common.cuh) spread them. Edges and misaligned shapes take a guarded scalar global path but keep
-// exactly the same shared-memory instructions, so the model's pattern holds for every block.
+// swizzle (common.cuh) spread them.
 //
 // READOUT = 1 (1- and 2-byte elements, 16-byte vectors): instead of VEC single-element loads, a thread
 // reads VEC 4-byte words (tile rows sx*VEC + v, G = 4 / ELEM_BYTES consecutive columns each), transposes
 // the VEC x G block in registers with byte permutes, and writes G output rows of 16 bytes: a quarter (bytes)
 // or half (halves) of the shared-memory instructions.
+// READOUT = 2 (2-byte elements, 16-byte vectors, EDGE = 1): one ldmatrix.x4.trans per 32 x 8 block of the
+// tile gives each lane 8 consecutive tile rows of one column, a whole 16-byte output vector, in one
+// instruction (what Triton's tl.trans uses for 16-bit types). Lane 8i + j points matrix i's row j at tile
+// row 8(j / 2) + 2((i + j / 2) mod 4) + j mod 2: each 8-lane matrix then covers all 8 residues of the row
+// mod 8 (conflict-free under an r mod 8 swizzle or a 16-byte row pad), at the cost of a register rotation.
+//
+// EDGE = 0 (the original path): edge tiles and shapes whose rows are not a whole number of vectors take
+// a guarded scalar global path (VEC bounds-checked element loads per vector, all in flight at once; the
+// kernel's registers, and so its occupancy, are sized by that path). EDGE = 1: every global access is an
+// aligned vector. Edge tiles predicate whole vectors; rows that do not start on a vector boundary
+// (MISALIGNED = 1, a separate build chosen at launch) load the aligned vectors that cover each tile row
+// and shift them into place with funnel shifts, taking the neighbouring vector from the next lane
+// (__shfl_down_sync; the last lane of a row or warp loads it itself); output rows are written the same way
+// in reverse, with the partial vectors at a row segment's ends stored element by element. The shared-memory
+// instructions are the same on every path, so the model's pattern holds for every block. EDGE = 1 also
+// takes `group` (>= 1): blocks walk bands of `group` tile rows column by column (GEMM's grouped order), so
+// that the tiles in flight together cover a squarer region of both the input and the output.
 //
 // Macros (all injected with -D): ELEM_BYTES, TILE_M, TILE_N, THREADS, VEC, PAD, SW_VEC, SW_PER_PHASE,
-// SW_MAX_PHASE, READOUT.
+// SW_MAX_PHASE, READOUT, EDGE, MISALIGNED.
 #include "common.cuh"
 
 #ifndef ELEM_BYTES
@@ -47,6 +63,15 @@
 #endif
 #ifndef READOUT
 #define READOUT 0
+#endif
+#ifndef EDGE
+#define EDGE 0
+#endif
+#ifndef MISALIGNED
+#define MISALIGNED 0
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
 #endif
 
 #define SMEM_OFF(r, c) AP_SMEM_OFF(r, c, TILE_N, PAD, SW_VEC, SW_PER_PHASE, SW_MAX_PHASE)
@@ -89,6 +114,7 @@ static_assert(ELEM_BYTES <= 2 && VB == 16, "register read-out needs 1- or 2-byte
 static_assert(TILE_N % (SY * G) == 0, "register read-out does not tile");
 #endif
 
+#if EDGE == 0
 extern "C" __global__ void __launch_bounds__(THREADS)
 transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, int B, int aligned) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -185,3 +211,283 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
         if (b + gridDim.z < B) __syncthreads();  // the tile is reused by the next batch entry
     }
 }
+#else  // EDGE == 1
+
+#define NW ((VB + 3) / 4)  // 4-byte words per vector (one, partly used, below 4 bytes)
+union VecU {
+    W w;
+    T e[VEC];
+    ap_u32 u[NW];
+};
+
+#if READOUT == 2
+#define RM2 (TILE_M / 32)           // 32-row blocks per tile column
+#define UNITS2 (RM2 * (TILE_N / 8))  // 32 x 8 blocks per tile: one ldmatrix.x4 each
+#define WARPS (THREADS / 32)
+static_assert(ELEM_BYTES == 2 && VEC == 8, "ldmatrix read-out needs 2-byte elements in 16-byte vectors");
+static_assert(TILE_M % 32 == 0 && TILE_N % 8 == 0 && UNITS2 % WARPS == 0, "ldmatrix read-out does not tile");
+#endif
+
+// bytes [s, s + VB) of the 2 * VB-byte little-endian window lo ++ hi, 0 <= s < VB: the vector that starts s
+// bytes into lo. Word k of it is a funnel shift of window words k + s / 4 and k + s / 4 + 1; the word index
+// is picked with selects (a run-time index into a register array would go to local memory).
+__device__ __forceinline__ void ap_funnel(VecU& out, const VecU& lo, const VecU& hi, int s) {
+#if VB >= 4
+    ap_u32 win[2 * NW];
+#pragma unroll
+    for (int k = 0; k < NW; ++k) {
+        win[k] = lo.u[k];
+        win[NW + k] = hi.u[k];
+    }
+    const int q = s >> 2;
+    const unsigned r = (unsigned)(s & 3) * 8u;
+#pragma unroll
+    for (int k = 0; k < NW; ++k) {
+        ap_u32 a = win[k], b = win[k + 1];
+#pragma unroll
+        for (int j = 1; j < NW; ++j)
+            if (q == j) {
+                a = win[k + j];
+                b = win[k + j + 1];
+            }
+        out.u[k] = __funnelshift_r(a, b, r);
+    }
+#else  // two 1-byte elements: a 4-byte window
+    const ap_u32 win = (ap_u32)lo.w | ((ap_u32)hi.w << (8 * VB));
+    out.w = (W)(win >> (8 * s));
+#endif
+}
+
+// the next lane's vector (the warp's last lane gets its own back: callers replace it)
+__device__ __forceinline__ VecU ap_next_lane(const VecU& v) {
+    VecU o;
+#if VB >= 4
+#pragma unroll
+    for (int k = 0; k < NW; ++k) o.u[k] = __shfl_down_sync(0xffffffffu, v.u[k], 1);
+#else
+    o.w = (W)__shfl_down_sync(0xffffffffu, (ap_u32)v.w, 1);
+#endif
+    return o;
+}
+
+// one st.global of VB bytes. Inline PTX: NVVM split a plain 16-byte store of the union (or of a uint4 made
+// from it) into four 4-byte stores in this kernel, a quarter-filled sector per instruction
+__device__ __forceinline__ void ap_store(T* p, const VecU& o) {
+#if VB == 16
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(o.u[0]), "r"(o.u[1]), "r"(o.u[2]),
+                 "r"(o.u[3])
+                 : "memory");
+#elif VB == 8
+    asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(p), "r"(o.u[0]), "r"(o.u[1]) : "memory");
+#else
+    *reinterpret_cast<W*>(p) = o.w;
+#endif
+}
+
+// the elements of vector o at row[e0 ..] that fall below mvalid. Not inlined: merged into its caller,
+// the compiler would if-convert the caller's whole-vector store into VEC narrow stores
+__device__ __noinline__ void ap_put_part(T* row, int e0, int mvalid, VecU o) {
+#pragma unroll
+    for (int v = 0; v < VEC; ++v)
+        if (e0 + v < mvalid) row[e0 + v] = o.e[v];
+}
+
+// Store a lane's VEC elements: output row n, tile-relative columns e0 .. e0 + VEC - 1 (global m0 + e0 ..).
+// Every lane of the warp must call it (it shuffles). Aligned rows: one vector store. Rows that start sh
+// bytes past a vector boundary: the lane writes the aligned vector that begins inside its own elements,
+// funnel-shifted from its vector and the next lane's; the first lane of a row segment or a warp writes its
+// head, the last one its tail, element by element. Elements at or past M are never written.
+__device__ __forceinline__ void ap_put(T* __restrict__ dst, int n, int N, int M, int m0, int e0, bool first,
+                                       bool last, const VecU& o) {
+#if MISALIGNED && VEC > 1
+    const VecU nx = ap_next_lane(o);
+#endif
+    if (n >= N) return;
+    const int mvalid = min(TILE_M, M - m0);
+    T* row = dst + (long long)n * M + m0;
+#if MISALIGNED && VEC > 1
+    const int sh = (int)((size_t)row & (VB - 1));
+    if (sh != 0) {
+        const int s = sh / ELEM_BYTES;
+        if (!last) {
+            VecU w;
+            ap_funnel(w, o, nx, VB - sh);
+            const int e1 = e0 + VEC - s;  // the aligned vector after the one our row segment starts in
+            if (e1 + VEC <= mvalid)
+                ap_store(row + e1, w);
+            else
+                ap_put_part(row, e1, mvalid, w);
+        }
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) {
+            const bool mine = (v < VEC - s) ? first : last;  // head elements / tail elements
+            if (mine && e0 + v < mvalid) row[e0 + v] = o.e[v];
+        }
+        return;
+    }
+    if (e0 + VEC <= mvalid)
+        ap_store(row + e0, o);
+    else
+        ap_put_part(row, e0, mvalid, o);
+#else
+    // rows of whole vectors: a vector is wholly in or out. One guarded vector store, no element-wise
+    // fallback, which the compiler would otherwise merge with it into VEC narrow stores.
+    if (e0 < mvalid) ap_store(row + e0, o);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, int B, int group) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* tile = reinterpret_cast<T*>(smem_raw);
+    // a 1-D grid of B x tiles blocks, one tile each (no loop: nothing is hoisted across tiles to hold
+    // registers); within a plane, bands of `group` tile rows walked column by column (a bijection)
+    const unsigned gx = ((unsigned)N + TILE_N - 1) / TILE_N, gy = ((unsigned)M + TILE_M - 1) / TILE_M;
+    unsigned lin = blockIdx.x;
+    const unsigned b = lin / (gx * gy);
+    lin -= b * gx * gy;
+    unsigned tm, tn;
+    if (group > 1) {
+        const unsigned g = (unsigned)group, band = lin / (g * gx);
+        const unsigned rows = min(g, gy - band * g), idx = lin - band * g * gx;
+        tm = band * g + idx % rows;
+        tn = idx / rows;
+    } else {
+        tm = lin / gx;
+        tn = lin - tm * gx;
+    }
+    const int m0 = (int)tm * TILE_M, n0 = (int)tn * TILE_N;
+    const int tid = threadIdx.x;
+    const int lx = (unsigned)tid % LX, ly = (unsigned)tid / LX;
+    const int sx = (unsigned)tid % SX, sy = (unsigned)tid / SX;
+    const int lane = tid & 31;
+    {
+        const T* src = in + (long long)b * M * N;
+        T* dst = out + (long long)b * M * N;
+#if MISALIGNED && VEC > 1
+        {
+            // row m's tile segment starts sh bytes past a vector boundary: load the aligned vectors that
+            // cover it (lane lx: the lx-th; the next one from lane + 1, or loaded by the row's / warp's last
+            // lane), funnel-shift, store aligned to the tile. Vectors wholly past the segment stay unread.
+            const bool edge_lane = (lx == LX - 1) || (lane == 31);
+            const int nend = min(N, n0 + TILE_N);
+            VecU cur[LPASS], ext[LPASS];
+            int shs[LPASS];
+#pragma unroll
+            for (int p = 0; p < LPASS; ++p) {
+                const int m = m0 + ly + p * LY;
+                const bool rok = m < M;
+                const unsigned char* rowp = reinterpret_cast<const unsigned char*>(src + (long long)(rok ? m : 0) * N);
+                const unsigned char* seg = rowp + (long long)n0 * ELEM_BYTES;
+                const int sh = (int)((size_t)seg & (VB - 1));
+                const unsigned char* a0 = seg - sh + lx * VB;
+                const unsigned char* end = rowp + (long long)nend * ELEM_BYTES;
+                cur[p].w = (rok && a0 < end) ? *reinterpret_cast<const W*>(a0) : W();
+                ext[p].w = (edge_lane && rok && a0 + VB < end) ? *reinterpret_cast<const W*>(a0 + VB) : W();
+                shs[p] = sh;
+            }
+#pragma unroll
+            for (int p = 0; p < LPASS; ++p) {
+                VecU nx = ap_next_lane(cur[p]);
+                if (edge_lane) nx = ext[p];
+                VecU v;
+                ap_funnel(v, cur[p], nx, shs[p]);
+                *reinterpret_cast<W*>(tile + SMEM_OFF(ly + p * LY, lx * VEC)) = v.w;
+            }
+        }
+#else
+        {
+            // rows are whole vectors: one predicated vector load per pass, all passes in flight
+            const int n = n0 + lx * VEC;
+            const T* p0 = src + (long long)(m0 + ly) * N + n;
+            const long long step = (long long)LY * N;
+            W regs[LPASS];
+#pragma unroll
+            for (int p = 0; p < LPASS; ++p)
+                regs[p] = (n < N && m0 + ly + p * LY < M) ? *reinterpret_cast<const W*>(p0 + p * step) : W();
+            // st.shared of VB bytes: lane writes elements (ly + p*LY, lx*VEC .. +VEC)
+#pragma unroll
+            for (int p = 0; p < LPASS; ++p) *reinterpret_cast<W*>(tile + SMEM_OFF(ly + p * LY, lx * VEC)) = regs[p];
+        }
+#endif
+        __syncthreads();
+#if READOUT == 2
+        {
+            const int warp = tid >> 5, lq = lane & 3, li = lane >> 3, lj = lane & 7;
+            const int lrow = 8 * (lj >> 1) + 2 * ((li + (lj >> 1)) & 3) + (lj & 1);
+            const unsigned base = (unsigned)__cvta_generic_to_shared(tile);
+#pragma unroll
+            for (int p = 0; p < UNITS2 / WARPS; ++p) {
+                const int u = warp + p * WARPS;
+                const int a = u % RM2, cb = u / RM2;
+                const unsigned addr = base + (unsigned)(SMEM_OFF(32 * a + lrow, 8 * cb) * ELEM_BYTES);
+                ap_u32 d[4];
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                             : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                             : "r"(addr)
+                             : "memory");
+                // d[i] holds column 8cb + lane/4, rows 32a + 8lq + 2((i + lq) & 3) + {0, 1}: rotate so that
+                // word k holds rows 8lq + 2k, 2k + 1, the lane's 16-byte output vector in order
+                VecU o;
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    ap_u32 x = d[k];
+#pragma unroll
+                    for (int j = 1; j < 4; ++j)
+                        if (lq == j) x = d[(k - j) & 3];
+                    o.u[k] = x;
+                }
+                const int n = n0 + 8 * cb + (lane >> 2);
+                const int e0 = 32 * a + 8 * lq;
+                if (n < N) {
+                    T* row = dst + (long long)n * M + m0;
+                    const int mvalid = min(TILE_M, M - m0);
+#if MISALIGNED  // an output pointer off the vector grid (legal() asks for M % 8 == 0): element stores
+                    if (e0 + VEC <= mvalid && ((size_t)(row + e0) & (VB - 1)) == 0)
+                        ap_store(row + e0, o);
+                    else
+                        ap_put_part(row, e0, mvalid, o);
+#else
+                    if (e0 < mvalid) ap_store(row + e0, o);
+#endif
+                }
+            }
+        }
+#elif READOUT == 1
+#pragma unroll
+        for (int p = 0; p < RPASS; ++p) {
+            const int nn = (sy + p * SY) * G;
+            ap_u32 w[VEC];
+            // VEC ld.shared of 4 bytes: tile row sx*VEC + v, columns nn .. nn + G - 1
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) w[v] = *reinterpret_cast<const ap_u32*>(tile + SMEM_OFF(sx * VEC + v, nn));
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                VecU o;
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+#if ELEM_BYTES == 1  // byte g of rows 4k .. 4k+3
+                    const ap_u32 t0 = __byte_perm(w[4 * k], w[4 * k + 1], g | ((4 + g) << 4));
+                    const ap_u32 t1 = __byte_perm(w[4 * k + 2], w[4 * k + 3], g | ((4 + g) << 4));
+                    o.u[k] = __byte_perm(t0, t1, 0x5410);
+#else  // half g of rows 2k, 2k+1
+                    o.u[k] = __byte_perm(w[2 * k], w[2 * k + 1], g ? 0x7632 : 0x5410);
+#endif
+                }
+                ap_put(dst, n0 + nn + g, N, M, m0, sx * VEC, sx == 0 || lane == 0, sx == SX - 1 || lane == 31, o);
+            }
+        }
+#else
+#pragma unroll
+        for (int p = 0; p < SPASS; ++p) {
+            const int nn = sy + p * SY;
+            VecU o;
+            // VEC ld.shared of ELEM_BYTES each, down tile column nn: the bank-sensitive walk
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) o.e[v] = tile[SMEM_OFF(sx * VEC + v, nn)];
+            ap_put(dst, n0 + nn, N, M, m0, sx * VEC, sx == 0 || lane == 0, sx == SX - 1 || lane == 31, o);
+        }
+#endif
+    }
+}
+#endif  // EDGE

@@ -1,73 +1,53 @@
 """CUDA transpose kernel spec: in [B, M, N] (or [M, N]) -> out [B, N, M], any element type of 1 to 8 bytes.
 
 The kernel (transpose.cu) stages a TILE_M x TILE_N tile through shared memory: vectorised row-wise loads
-from global memory, one VEC-wide st.shared per vector, then a column walk of single-element ld.shared
-gathered into a vector for a wide global store. This module is the spec the tuner sees (autopad/spec.py):
-the constants, the one validity predicate ``legal``, the layout, and ``smem_pattern``: the exact list of
-shared-memory instructions one block issues for one tile, derived from the same constants as the
-kernel's index arithmetic, so that the model scores what the kernel does.
+from global memory, one VEC-wide st.shared per vector, then a column walk read-out (READOUT 0: one
+element per ld.shared; 1: 4-byte words transposed in registers; 2: ldmatrix.x4.trans, 16-bit only) and a
+wide global store. This module is the spec the tuner sees (autopad/spec.py), on ``autopad.CudaKernel``: the
+constants, the one validity predicate ``legal`` (vectorised ``RESTRICTIONS`` first), the layout, and
+``smem_pattern``: the exact shared-memory instructions one block issues for one tile, derived from the same
+constants as the kernel's index arithmetic (numpy over warps, passes and lanes), so that the model scores
+what the kernel does.
+
+EDGE chooses the global side. 0 is the original kernel (edge tiles and rows that are not whole vectors go
+through a guarded scalar path; the H200 quality study measured that path, hence ``SCALAR_PATH_COST``).
+1 keeps every global access an aligned vector: misaligned rows (4097 x 8191) are funnel-shifted in
+registers, edges are predicated whole vectors, and the kernel is built with ``__launch_bounds__(THREADS,
+MIN_BLOCKS)`` so that its registers allow the occupancy the model assumes (``min_blocks``); on sm_90 the
+original 128 x 128 fp16 read-outs took 128 to 182 registers (1 to 2 blocks per SM), EDGE = 1 fits 40.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from autopad.access import Instruction
+from autopad.arch import get_arch
+from autopad.bases import CudaKernel, Inputs, Out
 from autopad.layouts import Legality, Padded, Swizzled
 from autopad.spec import DTYPE_BYTES
 
-NAME = "transpose"
-BACKEND = "cuda"
-DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "int8", "uint8")
-SPACE: dict[str, tuple[int, ...]] = {
-    "TILE_M": (32, 64, 128),
-    "TILE_N": (32, 64, 128),
-    "THREADS": (128, 256, 512),
-    "VEC": (1, 2, 4, 8, 16),
-    "PAD": (0, 1, 2, 4, 8, 16),
-    "SW_VEC": (1, 2, 4, 8, 16),
-    "SW_PER_PHASE": (1, 2, 4, 8, 16),
-    "SW_MAX_PHASE": (1, 2, 4, 8, 16, 32),
-    "READOUT": (0, 1),
-}
-LAYOUT_KEYS = ("PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")  # the rest is the launch configuration
-# cheap necessary conditions of ``legal``, evaluated over the whole space at once (E = element bytes);
-# ``legal`` still decides every survivor
-RESTRICTIONS = (
-    "SW_MAX_PHASE > 1 or (SW_VEC == 1 and SW_PER_PHASE == 1)",
-    "SW_MAX_PHASE == 1 or (PAD == 0 and VEC <= SW_VEC and SW_VEC * SW_MAX_PHASE <= TILE_N)",
-    "VEC * E <= 16 and PAD % VEC == 0 and TILE_M % VEC == 0 and TILE_N % VEC == 0",
-    "THREADS % (TILE_N // VEC) == 0 and THREADS % (TILE_M // VEC) == 0",
-    "READOUT == 0 or (E <= 2 and VEC * E == 16)",
-)
-DEFAULTS: dict[str, int] = {
-    "TILE_M": 32,
-    "TILE_N": 32,
-    "THREADS": 256,
-    "VEC": 1,
-    "PAD": 0,
-    "SW_VEC": 1,
-    "SW_PER_PHASE": 1,
-    "SW_MAX_PHASE": 1,
-    "READOUT": 0,
-}
-# smem_pattern depends on these alone: candidates that differ only in PAD / SW_* share one pattern
-PATTERN_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "READOUT")
-SOURCE_FILES = (str(Path(__file__).with_name("transpose.cu")), str(Path(__file__).with_name("common.cuh")))
-SMEM_BUDGET = 227 * 1024
-MAX_VEC_REGS = 64  # 4-byte registers the load phase may hold per thread (LPASS x VEC x elem / 4)
+_ARCH = get_arch("sm_90")
 _SOURCE = Path(__file__).with_name("transpose.cu")
-
-
-def _elem(dtype: str) -> int:
-    if dtype not in DTYPES:
-        raise ValueError(f"transpose: dtype {dtype!r} is not one of {DTYPES}")
-    return DTYPE_BYTES[dtype]
+MAX_VEC_REGS = 64  # 4-byte registers the load phase may hold per thread (LPASS x VEC x elem / 4)
+# Rows that are not a whole number of VEC-element vectors (4097 x 8191) send every EDGE = 0 tile down the
+# guarded scalar path: VEC bounds-checked loads per vector, lanes VEC elements apart. The exhaustive study on
+# the H200 (benchmarks/results/h200/quality, 4097 x 8191 fp32 and fp16) measured the best tile of each width
+# at 1.00 / 1.10 / 1.35 / 2.25 x the VEC = 1 time for VEC = 1 / 2 / 4 / 8 (fp16), 1.0 / 1.0 / 1.27 (fp32):
+# about 12% of streaming rate lost per extra element of the vector. EDGE = 1 loads whole aligned vectors on
+# every shape; its efficiency on misaligned rows is taken as 1 (the same bytes and vector widths as an
+# aligned tile plus a few shuffles and funnel shifts per vector): an assumption until measured
+# (benchmarks/gpu_check_transpose.py measures it).
+SCALAR_PATH_COST = 0.12
+# registers a thread needs besides the loaded vectors (addresses, indices, the read-out): ptxas -v over the
+# EDGE = 1 space at sm_90, built at the model's occupancy and lowered until no spill; the largest overhead
+# seen, rounded up (see tests/test_cuda_transpose.py)
+_REG_OVERHEAD = {0: 16, 1: 40}  # aligned build, misaligned build (two vectors per load + the funnel)
 
 
 def _dims(shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -78,19 +58,8 @@ def _dims(shape: tuple[int, ...]) -> tuple[int, int, int]:
     raise ValueError(f"transpose: shape must be [M, N] or [B, M, N], got {shape!r}")
 
 
-def layout(constants: dict[str, int], dtype: str) -> Padded | Swizzled:
-    """The shared tile: Padded when SW_MAX_PHASE == 1, else Swizzled (same formula, see layouts.py)."""
-    c, e = constants, _elem(dtype)
-    if c["SW_MAX_PHASE"] == 1:
-        return Padded(c["TILE_M"], c["TILE_N"], e, pad=c["PAD"])
-    return Swizzled(
-        c["TILE_M"],
-        c["TILE_N"],
-        e,
-        sw_vec=c["SW_VEC"],
-        per_phase=c["SW_PER_PHASE"],
-        max_phase=c["SW_MAX_PHASE"],
-    )
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 def _phases(c: dict[str, int]) -> tuple[int, int, int, int, int, int]:
@@ -101,23 +70,428 @@ def _phases(c: dict[str, int]) -> tuple[int, int, int, int, int, int]:
     return lx, ly, c["TILE_M"] // ly, sx, sy, c["TILE_N"] // sy
 
 
-def legal(constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
-    """Can this candidate run? The layout's own check, then the kernel's thread and register arithmetic."""
-    missing = [k for k in SPACE if k not in constants]
-    if missing:
-        return Legality(False, f"missing constants {missing}")
-    if dtype not in DTYPES:
-        return Legality(False, f"dtype {dtype} not supported")
-    c, e = constants, DTYPE_BYTES[dtype]
+@lru_cache(maxsize=4096)
+def _layout(tm: int, tn: int, e: int, pad: int, sv: int, pp: int, mp: int) -> Padded | Swizzled:
+    if mp == 1:
+        return Padded(tm, tn, e, pad=pad)
+    return Swizzled(tm, tn, e, sw_vec=sv, per_phase=pp, max_phase=mp)
+
+
+def _lkey(c: dict[str, int], e: int) -> tuple[int, ...]:
+    return (c["TILE_M"], c["TILE_N"], e, c["PAD"], c["SW_VEC"], c["SW_PER_PHASE"], c["SW_MAX_PHASE"])
+
+
+# ---- the shared-memory pattern, vectorised ----------------------------------------------------------------
+
+_LANES = np.arange(32, dtype=np.int64)
+# READOUT 2: lane 8i + j points ldmatrix's matrix i, row j at this row of a 32 x 8 block (transpose.cu)
+_LDSM_ROW = 8 * ((_LANES % 8) >> 1) + 2 * (((_LANES >> 3) + ((_LANES % 8) >> 1)) & 3) + (_LANES & 1)
+
+
+class SmemPattern:
+    """One block's shared-memory instructions for one tile, kept stacked per (op, width).
+
+    ``groups`` is what the tuner's batched scorer reads: (op, width, rows [n, 32], cols [n, 32], counts).
+    Iterating gives ``autopad.access.Instruction`` objects in the kernel's order (built on demand, for
+    ``autopad.access.score``, ``explain`` and reports), named as the kernel's loops are.
+    """
+
+    def __init__(self, parts: list[tuple[str, str, int, np.ndarray, np.ndarray, list[str]]]) -> None:
+        self._parts = parts
+        merged: dict[tuple[str, int], list[tuple[np.ndarray, np.ndarray]]] = {}
+        for _, op, width, rows, cols, _names in parts:
+            merged.setdefault((op, width), []).append((rows, cols))
+        self.groups = tuple(
+            (
+                op,
+                w,
+                np.concatenate([r for r, _ in v]),
+                np.concatenate([c for _, c in v]),
+                np.ones(sum(len(r) for r, _ in v), dtype=np.int64),
+            )
+            for (op, w), v in merged.items()
+        )
+        self._ins: tuple[Instruction, ...] | None = None
+
+    def instructions(self) -> tuple[Instruction, ...]:
+        if self._ins is None:
+            self._ins = tuple(
+                Instruction(name, op, width, rows[i], cols[i])
+                for _, op, width, rows, cols, names in self._parts
+                for i, name in enumerate(names)
+            )
+        return self._ins
+
+    def __iter__(self) -> Any:
+        return iter(self.instructions())
+
+    def __len__(self) -> int:
+        return sum(len(p[3]) for p in self._parts)
+
+    def __getitem__(self, i: int) -> Instruction:
+        return self.instructions()[i]
+
+
+@lru_cache(maxsize=1024)
+def _pattern(tm: int, tn: int, threads: int, vec: int, readout: int, e: int) -> SmemPattern:
+    c = {"TILE_M": tm, "TILE_N": tn, "THREADS": threads, "VEC": vec}
+    lx, ly, lpass, sx, sy, spass = _phases(c)
+    warps = threads // 32
+    tid = (np.arange(warps, dtype=np.int64)[:, None] * 32 + _LANES)[:, None, :]  # [warp, 1, lane]
+    parts = []
+    for w in range(warps):
+        t = tid[w]
+        # store phase, pass p: lane writes VEC elements at (ly + p*LY, lx*VEC) in one VEC*elem st.shared
+        p = np.arange(lpass, dtype=np.int64)[:, None]
+        rows, cols = t // lx + p * ly, np.broadcast_to((t % lx) * vec, (lpass, 32))
+        parts.append(
+            (
+                f"st w{w}",
+                "store",
+                vec * e,
+                rows,
+                np.ascontiguousarray(cols),
+                [f"st w{w} p{i}" for i in range(lpass)],
+            )
+        )
+        if readout == 2:  # ldmatrix.x4.trans: unit u = w + p*WARPS is rows 32a.., columns 8cb..8cb+7
+            n = tm * tn // 256 // warps
+            u = w + warps * np.arange(n, dtype=np.int64)[:, None]
+            a, cb = u % (tm // 32), u // (tm // 32)
+            rows, cols = 32 * a + _LDSM_ROW, np.broadcast_to(8 * cb, (n, 32))
+            parts.append(
+                (
+                    f"ldsm w{w}",
+                    "load",
+                    16,
+                    rows,
+                    np.ascontiguousarray(cols),
+                    [f"ldsm w{w} p{i}" for i in range(n)],
+                )
+            )
+            continue
+        g = 4 // e if readout == 1 else 1  # READOUT 1: VEC 4-byte words of G columns per pass
+        npass = tn // (sy * g)
+        p = np.repeat(np.arange(npass, dtype=np.int64), vec)[:, None]
+        v = np.tile(np.arange(vec, dtype=np.int64), npass)[:, None]
+        rows, cols = (t % sx) * vec + v, (t // sx + p * sy) * g
+        tag = "ld4" if readout == 1 else "ld"
+        names = [f"{tag} w{w} p{i} v{j}" for i in range(npass) for j in range(vec)]
+        parts.append((f"{tag} w{w}", "load", 4 if readout == 1 else e, rows, cols, names))
+    return SmemPattern(parts)
+
+
+# ---- the spec ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Built:
+    """Compiled kernels: ``kernel`` (aligned rows), ``shifted`` (EDGE = 1, VEC > 1: any alignment)."""
+
+    kernel: Any
+    constants: dict
+    dtype: str
+    shifted: Any = None
+
+
+class TransposeCuda(CudaKernel):
+    """The CUDA transpose as the tuner sees it (see the module docstring)."""
+
+    NAME = "transpose"
+    DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "int8", "uint8")
+    SPACE: dict[str, tuple[int, ...]] = {
+        "TILE_M": (32, 64, 128),
+        "TILE_N": (32, 64, 128),
+        "THREADS": (128, 256, 512),
+        "VEC": (1, 2, 4, 8, 16),
+        "PAD": (0, 1, 2, 4, 8, 16),
+        "SW_VEC": (1, 2, 4, 8, 16),
+        "SW_PER_PHASE": (1, 2, 4, 8, 16),
+        "SW_MAX_PHASE": (1, 2, 4, 8, 16, 32),
+        "READOUT": (0, 1, 2),
+        "EDGE": (0, 1),
+    }
+    DEFAULTS = {  # the unpadded baseline of the study: 32 x 32, 256 threads, the original path
+        "TILE_M": 32,
+        "TILE_N": 32,
+        "THREADS": 256,
+        "VEC": 1,
+        "PAD": 0,
+        "SW_VEC": 1,
+        "SW_PER_PHASE": 1,
+        "SW_MAX_PHASE": 1,
+        "READOUT": 0,
+        "EDGE": 0,
+    }
+    LAYOUT_KEYS = ("PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")  # the rest is the launch configuration
+    # smem_pattern depends on these alone: candidates that differ only in PAD / SW_* / EDGE share one pattern
+    PATTERN_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "READOUT")
+    # cheap necessary conditions of ``legal``, evaluated over the whole space at once (E = element bytes);
+    # ``legal`` still decides every survivor
+    RESTRICTIONS = (
+        "SW_MAX_PHASE > 1 or (SW_VEC == 1 and SW_PER_PHASE == 1)",
+        "SW_MAX_PHASE == 1 or (PAD == 0 and VEC <= SW_VEC and SW_VEC * SW_MAX_PHASE <= TILE_N)",
+        "VEC * E <= 16 and PAD % VEC == 0 and TILE_M % VEC == 0 and TILE_N % VEC == 0",
+        "THREADS % (TILE_N // VEC) == 0 and THREADS % (TILE_M // VEC) == 0",
+        "READOUT != 1 or (E <= 2 and VEC * E == 16)",
+        "READOUT != 2 or (EDGE == 1 and E == 2 and VEC == 8 and TILE_M % 32 == 0"
+        " and TILE_M * TILE_N // 256 % (THREADS // 32) == 0)",
+    )
+    SOURCE_FILE = str(_SOURCE)
+    KERNEL = "transpose_kernel"
+    DYNAMIC_SMEM = True
+
+    # ---- the tuner's side (numpy only) ---------------------------------------------------------------
+
+    def check_shape(self, shape: tuple[int, ...]) -> None:
+        """Raise ValueError unless ``shape`` is [M, N] or [B, M, N] of positive sizes within the grid."""
+        if len(shape) not in (2, 3) or any(isinstance(d, bool) or int(d) != d for d in shape):
+            raise ValueError(
+                f"shape: transpose takes [M, N] or [B, M, N] integer sizes, got {tuple(shape)!r}"
+            )
+        b, m, n = _dims(tuple(int(d) for d in shape))
+        if min(b, m, n) < 1:
+            raise ValueError(f"shape: every size must be at least 1, got {tuple(shape)!r}")
+        if m >= 2**31 or n >= 2**31 or b * m * n >= 2**59:
+            raise ValueError(f"shape: {tuple(shape)!r} is too large (sizes below 2**31, 2**59 elements)")
+
+    def layout(self, constants: dict[str, int], dtype: str) -> Padded | Swizzled:
+        """The shared tile: Padded when SW_MAX_PHASE == 1, else Swizzled (same formula, see layouts.py)."""
+        return _layout(*_lkey(constants, self._e(dtype)))
+
+    def smem_bytes(self, constants: dict[str, int], dtype: str) -> int:
+        return int(self.layout(constants, dtype).footprint)
+
+    def legal(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
+        """Can this candidate run? The layout's own check, then the kernel's thread and register arithmetic,
+        then the grid for this shape."""
+        if dtype not in self.DTYPES:
+            return Legality(False, f"dtype {dtype} not supported")
+        try:
+            key = tuple([int(constants[k]) for k in _KEYS])
+        except KeyError:
+            return Legality(False, f"missing constants {[k for k in self.SPACE if k not in constants]}")
+        ok = _legal_static(key, DTYPE_BYTES[dtype])
+        if not ok:
+            return ok
+        c = dict(zip(_KEYS, key))
+        try:
+            b, m, n = _dims(tuple(shape))
+        except ValueError as exc:
+            return Legality(False, str(exc))
+        if min(b, m, n) < 1:
+            return Legality(False, f"empty shape {shape}")
+        e = DTYPE_BYTES[dtype]
+        if b * m * n >= 2**62 // e:
+            return Legality(False, "tensor too large")
+        if c.get("EDGE", 0) == 0:
+            if _cdiv(m, c["TILE_M"]) > 65535:
+                return Legality(False, f"{m} rows need more than 65535 tiles of {c['TILE_M']} in grid.y")
+        elif b * _cdiv(m, c["TILE_M"]) * _cdiv(n, c["TILE_N"]) >= 2**31:
+            return Legality(False, "more than 2**31 - 1 tiles in the 1-D grid")
+        if c.get("READOUT", 0) == 2 and m % c["VEC"]:
+            return Legality(False, f"ldmatrix read-out needs output rows of whole vectors ({m} % {c['VEC']})")
+        return Legality(True)
+
+    def smem_pattern(self, constants: dict[str, int], dtype: str, dist: str | None = None) -> SmemPattern:
+        """Every shared-memory instruction of one block over one tile, lane = threadIdx.x (block is 1-D).
+
+        Store phase: warp w, pass p: lane writes VEC elements at (ly + p*LY, lx*VEC) in one VEC*elem store.
+        Read-out 0: warp w, pass p, element v: lane reads (sx*VEC + v, sy + p*SY), elem bytes. Read-out 1:
+        4-byte words at (sx*VEC + v, (sy + p*SY) * G). Read-out 2: one ldmatrix.x4.trans per 32 x 8 block,
+        described as a 16-byte load from each lane's row address (its four 8-lane phases each read one 8x8
+        matrix: 8 rows of 16 bytes, as a 16-byte ld.shared's phases do; autopad.model has no ldmatrix op
+        of its own yet).
+        """
+        c = constants
+        return _pattern(c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"], c.get("READOUT", 0), self._e(dtype))
+
+    def grid(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "float32") -> tuple:
+        b, m, n = _dims(tuple(shape))
+        gx, gy = _cdiv(n, constants["TILE_N"]), _cdiv(m, constants["TILE_M"])
+        if constants.get("EDGE", 0):
+            return (b * gx * gy, 1, 1)
+        return (gx, gy, min(b, 65535))
+
+    def block(self, constants: dict[str, int], shape: tuple[int, ...] = (), dtype: str = "float32") -> tuple:
+        return (constants["THREADS"],)
+
+    def launch_info(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict:
+        c = constants
+        key = (c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"], c.get("EDGE", 0), self.smem_bytes(c, dtype))
+        return dict(_launch_info(key, tuple(shape), self._e(dtype)))
+
+    def traffic(self, shape: tuple[int, ...], dtype: str) -> dict:
+        b, m, n = _dims(tuple(shape))
+        return {"bytes": 2 * b * m * n * self._e(dtype), "flops": 0}
+
+    def textbook(self, shape: tuple[int, ...], dtype: str) -> dict[str, int] | None:
+        """The classic 32 x 33 tile: DEFAULTS with one element of padding per row."""
+        c = dict(self.DEFAULTS, PAD=1)
+        return c if self.legal(c, shape, dtype) else None
+
+    def min_blocks(self, constants: dict[str, int], dtype: str, misaligned: bool = False) -> int:
+        """The occupancy the EDGE = 1 build is compiled for (``__launch_bounds__`` min blocks): what threads
+        and shared memory allow (the model's assumption), lowered only where the loaded vectors plus the
+        measured register overhead would not fit (then the registers allow fewer blocks, not spills)."""
+        c, e = constants, self._e(dtype)
+        fit = min(
+            _ARCH.max_threads_per_sm // c["THREADS"],
+            _ARCH.smem_per_sm // (self.smem_bytes(c, dtype) + 1024),
+            _ARCH.max_blocks_per_sm,
+        )
+        lpass = _phases(c)[2]
+        words = lpass * max(1, c["VEC"] * e // 4)  # the loaded vectors, in 4-byte registers
+        # misaligned: the next vector too, and each pass's shift; READOUT 1 holds VEC words while permuting
+        need = words * (1 + misaligned) + lpass * misaligned + _REG_OVERHEAD[int(misaligned)]
+        need += c["VEC"] if c.get("READOUT", 0) == 1 else 0
+        need = min(255, -(-need // 8) * 8)
+        return max(1, min(fit, 65536 // (c["THREADS"] * need)))
+
+    # ---- the measuring side (torch) ------------------------------------------------------------------
+
+    def arguments(self, shape: tuple[int, ...], dtype: str) -> list:
+        import torch
+
+        b, m, n = _dims(tuple(shape))
+        td = getattr(torch, dtype)
+        if dtype in ("int8", "uint8"):
+            lo, hi = (-128, 128) if dtype == "int8" else (0, 256)
+            x = torch.randint(lo, hi, tuple(shape), dtype=torch.int16).to(td)
+        else:
+            x = torch.randn(tuple(shape)).clamp(-400, 400).to(td)
+        return [Out((*tuple(shape)[:-2], n, m), td), x]
+
+    def make_inputs(
+        self, shape: tuple[int, ...], dtype: str, device: Any = "cuda", seed: int = 0, dist: str = "uniform"
+    ) -> Inputs:
+        """``(x,)`` with the shape: fresh random values under ``seed`` (the output comes from
+        ``alloc_output``)."""
+        ins = super().make_inputs(shape, dtype, device, seed, dist)
+        return Inputs([a for a in ins if not isinstance(a, Out)], ins.shape)
+
+    def inputs_from(self, x: Any) -> Inputs:
+        """``autopad.ops.transpose(x)``'s arguments as the kernel's inputs: x itself, no copy."""
+        return Inputs((x,), tuple(x.shape))
+
+    def alloc_output(self, inputs: Any, constants: dict[str, int] | None = None) -> Any:
+        import torch
+
+        x = _x(inputs)
+        return torch.empty((*x.shape[:-2], x.shape[-1], x.shape[-2]), dtype=x.dtype, device=x.device)
+
+    def reference(self, x: Any) -> Any:
+        return _x(x).transpose(-1, -2).contiguous()
+
+    def expected(self, inputs: Any) -> tuple:
+        return (self.reference(_x(inputs)),)
+
+    def check(self, out: Any, ref: Any) -> tuple[bool, str]:
+        """Exact: a transpose moves bits, so compare them bit for bit."""
+        import torch
+
+        out = out[0] if isinstance(out, (tuple, list)) else out
+        ref = ref[0] if isinstance(ref, (tuple, list)) else ref
+        if out.shape != ref.shape:
+            return False, f"shape {tuple(out.shape)} != {tuple(ref.shape)}"
+        # flatten first: a contiguous [N, 1] tensor may keep a stride != 1 on its size-1 dim (view rejects it)
+        a = out.contiguous().flatten().view(torch.uint8)
+        b = ref.contiguous().flatten().view(torch.uint8)
+        bad = int((a != b).sum().item())
+        return (bad == 0), ("exact" if bad == 0 else f"{bad} bytes differ")
+
+    def defines(self, constants: dict[str, int], dtype: str, misaligned: bool = False) -> dict[str, int]:
+        """Every -D the template takes: the layout's own macros plus the tile and thread constants."""
+        c = constants
+        d = {k: int(c[k]) for k in ("TILE_M", "TILE_N", "THREADS", "VEC", "READOUT")}
+        d.update(self.layout(c, dtype).cuda_defines())
+        d["ELEM_BYTES"] = self._e(dtype)
+        if c.get("EDGE", 0):
+            d["EDGE"] = 1
+            d["MISALIGNED"] = int(misaligned)
+            d["MIN_BLOCKS"] = self.min_blocks(c, dtype, misaligned)
+        return d
+
+    def build(self, constants: dict[str, int], dtype: str) -> Built:
+        from autopad import cuda_runtime
+
+        src = self.source()
+        k = cuda_runtime.load_kernel(src, self.KERNEL, self.defines(constants, dtype))
+        shifted = None
+        if constants.get("EDGE", 0) and constants["VEC"] > 1:
+            shifted = cuda_runtime.load_kernel(src, self.KERNEL, self.defines(constants, dtype, True))
+        return Built(k, dict(constants), dtype, shifted)
+
+    def _plan(self, built: Built, shape: tuple[int, ...]) -> tuple[tuple, tuple, int, int]:
+        """(grid, the int32 arguments after the two pointers, shared bytes, vector bytes)."""
+        c = built.constants
+        b, m, n = _dims(tuple(shape))
+        i32 = np.int32
+        if c.get("EDGE", 0):
+            extra = (i32(m), i32(n), i32(b), i32(c.get("GROUP", 1)))
+        else:
+            extra = (i32(m), i32(n), i32(b))
+        return self.grid(c, shape), extra, self.smem_bytes(c, built.dtype), c["VEC"] * self._e(built.dtype)
+
+    def _pick(self, built: Built, x: Any, out: Any, m: int, n: int, vb: int) -> tuple[Any, tuple]:
+        """The kernel for these pointers, and EDGE = 0's trailing ``aligned`` flag."""
+        ok = m % built.constants["VEC"] == 0 and n % built.constants["VEC"] == 0
+        ok = ok and x.data_ptr() % vb == 0 and out.data_ptr() % vb == 0
+        if not built.constants.get("EDGE", 0):
+            return built.kernel, (np.int32(ok),)
+        return (built.kernel if ok or built.shifted is None else built.shifted), ()
+
+    def run(self, built: Built, inputs: Any, out: Any) -> None:
+        from autopad import cuda_runtime
+
+        x = _x(inputs)
+        x = x if x.is_contiguous() else x.contiguous()
+        b, m, n = _dims(tuple(x.shape))
+        grid, extra, smem, vb = self._plan(built, (b, m, n))
+        kernel, flag = self._pick(built, x, out, m, n, vb)
+        cuda_runtime.launch(kernel, grid, built.constants["THREADS"], (out, x, *extra, *flag), smem)
+
+    def launcher(self, built: Built, shape: tuple[int, ...], dtype: str) -> Any:
+        """A call that only picks the build for the pointers' alignment and launches: grid, shared memory
+        and the scalar arguments are fixed here (``cuda_runtime.prepare_launch`` where it exists)."""
+        from autopad import cuda_runtime
+
+        b, m, n = _dims(tuple(shape))
+        grid, extra, smem, vb = self._plan(built, (b, m, n))
+        threads = built.constants["THREADS"]
+        prepare = getattr(cuda_runtime, "prepare_launch", None)
+
+        def fire_for(kernel: Any) -> Any:
+            if prepare is not None:
+                return prepare(kernel, grid, threads, smem)
+            return lambda *args: cuda_runtime.launch(kernel, grid, threads, args, smem)
+
+        fires = {id(k): fire_for(k) for k in (built.kernel, built.shifted) if k is not None}
+
+        def go(inputs: Any, out: Any) -> None:
+            x = inputs[-1]
+            kernel, flag = self._pick(built, x, out, m, n, vb)
+            fires[id(kernel)](out, x, *extra, *flag)
+
+        return go
+
+
+@lru_cache(maxsize=1 << 17)
+def _legal_static(key: tuple[int, ...], e: int) -> Legality:
+    """The shape-independent part of ``legal`` for constants in ``_KEYS`` order (cached: the tuner asks it
+    for every shape)."""
+    c = dict(zip(_KEYS, key))
     if c["SW_MAX_PHASE"] == 1 and (c["SW_VEC"], c["SW_PER_PHASE"]) != (1, 1):
         return Legality(False, "no swizzle (SW_MAX_PHASE = 1) is spelt SW_VEC = SW_PER_PHASE = 1")
     if c["SW_MAX_PHASE"] > 1 and c["PAD"]:
         return Legality(False, "padding and swizzle are exclusive")
+    if c["VEC"] * e > 16:
+        return Legality(False, f"VEC {c['VEC']} x {e} bytes exceeds a 16-byte access")
     try:
-        lay = layout(c, dtype)
+        lay = _layout(*_lkey(c, e))
     except ValueError as exc:
         return Legality(False, str(exc))
-    ok = lay.check(c["VEC"], SMEM_BUDGET)
+    ok = lay.check(c["VEC"], _ARCH.smem_per_block)
     if not ok:
         return ok
     if c["TILE_M"] % c["VEC"]:
@@ -130,187 +504,51 @@ def legal(constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Lega
         return Legality(False, f"{t} threads cannot sweep {c['TILE_M']} rows in rows of {lx} vectors")
     if t % sx or sy == 0 or c["TILE_N"] % sy:
         return Legality(False, f"{t} threads cannot sweep {c['TILE_N']} columns in groups of {sx} vectors")
-    if c["READOUT"] not in (0, 1):
-        return Legality(False, f"READOUT {c['READOUT']} is not 0 (element gather) or 1 (register transpose)")
-    if c["READOUT"] == 1:
+    edge, readout = c.get("EDGE", 0), c.get("READOUT", 0)
+    if edge not in (0, 1):
+        return Legality(False, f"EDGE {edge} is not 0 (scalar edges) or 1 (vector edges, shifted rows)")
+    if readout not in (0, 1, 2):
+        return Legality(False, f"READOUT {readout} is not 0 (gather), 1 (register transpose), 2 (ldmatrix)")
+    if readout == 1:
         if e > 2 or c["VEC"] * e != 16:
             return Legality(False, "the register read-out needs 1- or 2-byte elements in 16-byte vectors")
         if c["TILE_N"] % (sy * (4 // e)):
             return Legality(False, f"{c['TILE_N']} columns: not whole {sy * 4 // e}-row passes")
+    if readout == 2:
+        if not edge or e != 2 or c["VEC"] != 8:
+            return Legality(
+                False, "the ldmatrix read-out needs EDGE 1 and 2-byte elements in 16-byte vectors"
+            )
+        if c["TILE_M"] % 32 or (c["TILE_M"] * c["TILE_N"] // 256) % (t // 32):
+            return Legality(False, f"{c['TILE_M']} x {c['TILE_N']}: not whole 32 x 8 blocks per warp")
     if lpass * c["VEC"] * e > 4 * MAX_VEC_REGS:
         return Legality(False, f"{lpass} passes of {c['VEC'] * e} bytes exceed {MAX_VEC_REGS} registers")
-    b, m, n = _dims(shape)
-    if min(b, m, n) < 1:
-        return Legality(False, f"empty shape {shape}")
-    if math.ceil(m / c["TILE_M"]) > 65535:
-        return Legality(False, f"{m} rows need more than 65535 tiles of {c['TILE_M']} in grid.y")
-    if b * m * n >= 2**62 // e:
-        return Legality(False, "tensor too large")
     return Legality(True)
 
 
-def smem_pattern(constants: dict[str, int], dtype: str) -> tuple[Instruction, ...]:
-    """Every shared-memory instruction of one block over one tile, lane = threadIdx.x (block is 1-D).
-
-    Store phase: warp w, pass p: lane writes VEC elements at (ly + p*LY, lx*VEC) in one VEC*elem store.
-    Read phase: warp w, pass p, element v: lane reads (sx*VEC + v, sy + p*SY), elem bytes.
-    """
-    c, e = constants, _elem(dtype)
-    lx, ly, lpass, sx, sy, spass = _phases(c)
-    vec = c["VEC"]
-    out: list[Instruction] = []
-    for w in range(c["THREADS"] // 32):
-        tid = np.arange(w * 32, w * 32 + 32, dtype=np.int64)
-        for p in range(lpass):
-            out.append(Instruction(f"st w{w} p{p}", "store", vec * e, tid // lx + p * ly, (tid % lx) * vec))
-        if c["READOUT"] == 1:  # VEC 4-byte loads per pass: rows sx*VEC + v, columns G*(sy + p*SY) ..
-            g = 4 // e
-            for p in range(c["TILE_N"] // (sy * g)):
-                for v in range(vec):
-                    rows, cols = (tid % sx) * vec + v, (tid // sx + p * sy) * g
-                    out.append(Instruction(f"ld4 w{w} p{p} v{v}", "load", 4, rows, cols))
-            continue
-        for p in range(spass):
-            for v in range(vec):
-                rows, cols = (tid % sx) * vec + v, tid // sx + p * sy
-                out.append(Instruction(f"ld w{w} p{p} v{v}", "load", e, rows, cols))
-    return tuple(out)
-
-
-def _grid(constants: dict[str, int], shape: tuple[int, ...]) -> tuple[int, int, int]:
+@lru_cache(maxsize=1 << 14)
+def _launch_info(key: tuple[int, ...], shape: tuple[int, ...], e: int) -> tuple[tuple[str, float], ...]:
+    tm, tn, threads, vec, edge, smem = key
     b, m, n = _dims(shape)
-    return math.ceil(n / constants["TILE_N"]), math.ceil(m / constants["TILE_M"]), min(b, 65535)
-
-
-def launch_info(constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict:
-    gx, gy, gz = _grid(constants, shape)
-    b = _dims(shape)[0]
-    lpass = _phases(constants)[2]
-    return {
-        "blocks": gx * gy * gz,
-        "threads": constants["THREADS"],
-        "smem_bytes": layout(constants, dtype).footprint,
-        "tiles_per_block": math.ceil(b / gz),
+    gx, gy = _cdiv(n, tn), _cdiv(m, tm)
+    lpass = tm // (threads // (tn // vec))
+    misaligned = m % vec != 0 or n % vec != 0
+    return (
+        ("blocks", b * gx * gy if edge else gx * gy * min(b, 65535)),
+        ("threads", threads),
+        ("smem_bytes", smem),
+        ("tiles_per_block", 1 if edge else _cdiv(b, min(b, 65535))),
         # the load loop issues all its passes before the first use: bytes each thread has in flight
-        "inflight_bytes": lpass * constants["VEC"] * _elem(dtype),
-        "dram_efficiency": _scalar_path_efficiency(constants, shape),
-    }
-
-
-# Rows that are not a whole number of VEC-element vectors (4097 x 8191) send every tile down the guarded
-# scalar path: VEC bounds-checked loads per vector, lanes VEC elements apart. The exhaustive study on the
-# H200 (benchmarks/results/h200/quality, 4097 x 8191 fp32 and fp16) measured the best tile of each width at
-# 1.00 / 1.10 / 1.35 / 2.25 x the VEC = 1 time for VEC = 1 / 2 / 4 / 8 (fp16), 1.0 / 1.0 / 1.27 (fp32):
-# about 12% of streaming rate lost per extra element of the vector.
-SCALAR_PATH_COST = 0.12
-
-
-def _scalar_path_efficiency(constants: dict[str, int], shape: tuple[int, ...]) -> float:
-    _, m, n = _dims(shape)
-    v = constants["VEC"]
-    return 1.0 if (m % v == 0 and n % v == 0) else 1.0 / (1.0 + SCALAR_PATH_COST * (v - 1))
-
-
-def traffic(shape: tuple[int, ...], dtype: str) -> dict:
-    b, m, n = _dims(shape)
-    return {"bytes": 2 * b * m * n * _elem(dtype), "flops": 0}
-
-
-def textbook(shape: tuple[int, ...], dtype: str) -> dict[str, int] | None:
-    """The classic 32 x 33 tile: DEFAULTS with one element of padding per row."""
-    c = dict(DEFAULTS, PAD=1)
-    return c if legal(c, shape, dtype) else None
-
-
-def make_inputs(
-    shape: tuple[int, ...], dtype: str, device: Any = "cuda", seed: int = 0, dist: str = "uniform"
-) -> tuple[Any, ...]:
-    import torch
-
-    g = torch.Generator(device=device).manual_seed(seed)
-    td = getattr(torch, dtype)
-    if dtype in ("int8", "uint8"):
-        lo, hi = (-128, 128) if dtype == "int8" else (0, 256)
-        x = torch.randint(lo, hi, shape, generator=g, device=device, dtype=torch.int16).to(td)
-    else:
-        x = torch.randn(shape, generator=g, device=device, dtype=torch.float32)
-        x = x.clamp(-400, 400).to(td)
-    return (x,)
-
-
-def alloc_output(inputs: tuple[Any, ...], constants: dict[str, int]) -> Any:
-    import torch
-
-    x = inputs[0]
-    return torch.empty((*x.shape[:-2], x.shape[-1], x.shape[-2]), dtype=x.dtype, device=x.device)
-
-
-@dataclass(frozen=True)
-class Built:
-    kernel: Any
-    constants: dict
-    dtype: str
-
-
-def defines(constants: dict[str, int], dtype: str) -> dict[str, int]:
-    """Every -D the template takes: the layout's own macros plus the tile and thread constants."""
-    d = {k: constants[k] for k in ("TILE_M", "TILE_N", "THREADS", "VEC", "READOUT")}
-    d.update(layout(constants, dtype).cuda_defines())
-    d["ELEM_BYTES"] = _elem(dtype)
-    return d
-
-
-def source() -> str:
-    return _SOURCE.read_text()
-
-
-def build(constants: dict[str, int], dtype: str) -> Built:
-    from autopad import cuda_runtime
-
-    k = cuda_runtime.load_kernel(source(), "transpose_kernel", defines(constants, dtype))
-    return Built(k, dict(constants), dtype)
-
-
-def run(built: Built, inputs: tuple[Any, ...], out: Any) -> None:
-    from autopad import cuda_runtime
-
-    x = inputs[0].contiguous()
-    b, m, n = _dims(tuple(x.shape))
-    vb = built.constants["VEC"] * _elem(built.dtype)
-    aligned = int(
-        n % built.constants["VEC"] == 0
-        and m % built.constants["VEC"] == 0
-        and x.data_ptr() % vb == 0
-        and out.data_ptr() % vb == 0
-    )
-    smem = layout(built.constants, built.dtype).footprint
-    i32 = np.int32
-    cuda_runtime.launch(
-        built.kernel,
-        _grid(built.constants, (b, m, n)),
-        built.constants["THREADS"],
-        (out, x, i32(m), i32(n), i32(b), i32(aligned)),
-        smem,
+        ("inflight_bytes", lpass * vec * e),
+        ("dram_efficiency", 1.0 / (1.0 + SCALAR_PATH_COST * (vec - 1)) if misaligned and not edge else 1.0),
     )
 
 
-def reference(inputs: tuple[Any, ...]) -> Any:
-    return inputs[0].transpose(-1, -2).contiguous()
-
-
-def check(out: Any, ref: Any) -> tuple[bool, str]:
-    """Exact: a transpose moves bits, so compare them bit for bit."""
-    import torch
-
-    if out.shape != ref.shape:
-        return False, f"shape {tuple(out.shape)} != {tuple(ref.shape)}"
-    # flatten first: a contiguous [N, 1] tensor may keep a stride != 1 on its size-1 dim, which view rejects
-    bad = (
-        (out.contiguous().flatten().view(torch.uint8) != ref.contiguous().flatten().view(torch.uint8))
-        .sum()
-        .item()
-    )
-    return (bad == 0), ("exact" if bad == 0 else f"{bad} bytes differ")
+def _x(inputs: Any) -> Any:
+    """The input tensor, from a tensor, ``(x,)``, or an argument list holding ``Out`` placeholders."""
+    if isinstance(inputs, (tuple, list)):
+        return next(a for a in inputs if not isinstance(a, Out))
+    return inputs
 
 
 # tile shapes whose swizzled read-out the model scores best at 256 threads (searched over 32/64/128 tiles,
@@ -320,16 +558,20 @@ _BEST_TILE = {8: (64, 128), 4: (32, 128), 2: (64, 128), 1: (128, 128)}
 
 def presets(dtype: str) -> dict[str, dict[str, int]]:
     """Named candidates: the baselines and 16-byte-vector tiles, swizzled and not (for the tuner's shortlist
-    and the benchmark). The swizzle permutes VEC-element chunks by the row's VEC-row group: the column walk's
-    lanes (rows sx*VEC + v) then land in distinct chunks, so in distinct banks."""
-    e = _elem(dtype)
+    and the benchmark), on the original path (EDGE 0). The swizzle permutes VEC-element chunks by the row's
+    VEC-row group: the column walk's lanes (rows sx*VEC + v) then land in distinct chunks, so in distinct
+    banks."""
+    if dtype not in SPEC.DTYPES:
+        raise ValueError(f"transpose: dtype {dtype!r} is not one of {SPEC.DTYPES}")
+    e = DTYPE_BYTES[dtype]
     vec = 16 // e
     tm, tn = _BEST_TILE[e]
     sw = {"SW_VEC": vec, "SW_PER_PHASE": vec, "SW_MAX_PHASE": 8}
-    base = dict(DEFAULTS, THREADS=256, VEC=vec)
+    d = SPEC.DEFAULTS
+    base = dict(d, THREADS=256, VEC=vec)
     out = {
-        "unpadded": dict(DEFAULTS),
-        "textbook": dict(DEFAULTS, PAD=1),
+        "unpadded": dict(d),
+        "textbook": dict(d, PAD=1),
         "vec_unpadded": dict(base, TILE_M=tm, TILE_N=tn),
         "vec_swizzled": dict(base, TILE_M=tm, TILE_N=tn, **sw),
         "vec64_unpadded": dict(base, TILE_M=64, TILE_N=64),
@@ -339,4 +581,42 @@ def presets(dtype: str) -> dict[str, dict[str, int]]:
     if e <= 2:  # word loads + register transpose of the read-out
         out["rt_unpadded"] = dict(base, TILE_M=tm, TILE_N=tn, READOUT=1)
         out["rt_swizzled"] = dict(base, TILE_M=tm, TILE_N=tn, READOUT=1, **sw)
-    return {k: v for k, v in out.items() if legal(v, (4096, 4096), dtype)}
+    return {k: v for k, v in out.items() if SPEC.legal(v, (4096, 4096), dtype)}
+
+
+_KEYS = tuple(TransposeCuda.SPACE)
+
+# the module is the spec the registry loads (autopad.kernels_registry.BUILTIN): expose SPEC's names
+SPEC = TransposeCuda()
+NAME, BACKEND, DTYPES, SPACE = SPEC.NAME, SPEC.BACKEND, SPEC.DTYPES, SPEC.SPACE
+DEFAULTS, LAYOUT_KEYS, PATTERN_KEYS, RESTRICTIONS = (
+    SPEC.DEFAULTS,
+    SPEC.LAYOUT_KEYS,
+    SPEC.PATTERN_KEYS,
+    SPEC.RESTRICTIONS,
+)
+SOURCE_FILES = (str(_SOURCE), str(_SOURCE.with_name("common.cuh")))
+legal, layout, smem_pattern, launch_info, traffic = (
+    SPEC.legal,
+    SPEC.layout,
+    SPEC.smem_pattern,
+    SPEC.launch_info,
+    SPEC.traffic,
+)
+textbook, check_shape, inputs_from, launcher, grid = (
+    SPEC.textbook,
+    SPEC.check_shape,
+    SPEC.inputs_from,
+    SPEC.launcher,
+    SPEC.grid,
+)
+make_inputs, alloc_output, expected, check = SPEC.make_inputs, SPEC.alloc_output, SPEC.expected, SPEC.check
+build, run, defines, source, min_blocks = SPEC.build, SPEC.run, SPEC.defines, SPEC.source, SPEC.min_blocks
+
+
+def reference(inputs: Any) -> Any:
+    """torch's answer from an inputs tuple or the tensor (the module-level form older scripts call)."""
+    return SPEC.reference(inputs)
+
+
+__all__ = ["TransposeCuda", "SPEC", "Built", "SmemPattern", "presets", "DTYPE_BYTES"]

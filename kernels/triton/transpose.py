@@ -18,6 +18,9 @@ full turn of the 32 four-byte banks), a 32-way conflict. autopad picks what fixe
 The constants a candidate carries: ``BM, BN`` (tile), ``VEC`` (elements per thread per global access),
 ``WARPS``, ``PAD``, ``SW_VEC``, ``PER_PHASE``, ``MAX_PHASE``. Baseline: ``transpose_tl`` uses ``tl.trans``
 and lets Triton's compiler choose (and swizzle) the shared layout.
+
+The spec is ``TransposeGluon`` on ``autopad.TritonKernel`` (inputs, output, reference and the exact check are
+the base's pattern; the module-level names below are the registry's view of ``SPEC``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import itertools
 from typing import Any
 
 from autopad.access import Instruction
+from autopad.arch import get_arch
+from autopad.bases import Inputs, Out, TritonKernel
 from autopad.gluon_model import Blocked, instructions
 from autopad.layouts import Legality, Padded, Swizzled
 from autopad.spec import DTYPE_BYTES
@@ -57,7 +62,7 @@ LAYOUT_KEYS = ("PAD", "SW_VEC", "PER_PHASE", "MAX_PHASE")
 DEFAULTS = {"BM": 64, "BN": 64, "VEC": 4, "WARPS": 8, "PAD": 0, "SW_VEC": 1, "PER_PHASE": 1, "MAX_PHASE": 1}
 BASELINE_TL = {"BM": 64, "BN": 64, "WARPS": 8}  # tl.trans baseline (hardware README: 64 blocks / 8 warps)
 
-_SMEM_BUDGET = 227 * 1024
+_SMEM_BUDGET = get_arch("sm_90").smem_per_block
 
 
 def _eb(dtype: str) -> int:
@@ -188,41 +193,11 @@ def _torch_dtype(dtype: str) -> Any:
     return getattr(torch, dtype)
 
 
-def make_inputs(
-    shape: tuple[int, ...], dtype: str, device: str = "cuda", seed: int = 0, dist: str = "uniform"
-) -> tuple[Any, ...]:
-    import torch
-
-    g = torch.Generator(device="cpu").manual_seed(seed)
-    if dist == "skewed":  # mostly one value, a few large outliers: catches a lane writing the wrong element
-        x = torch.full(shape, 3.0).masked_fill(torch.rand(shape, generator=g) < 0.01, 100.0)
-    else:
-        x = torch.randn(shape, generator=g) * 4
-    if dtype == "int8":
-        x = x.round().clamp(-128, 127)
-    return (x.to(_torch_dtype(dtype)).to(device),)
-
-
-def alloc_output(inputs: tuple[Any, ...], constants: dict[str, int] | None = None) -> Any:
-    import torch
-
-    x = inputs[0]
-    return torch.empty((*x.shape[:-2], x.shape[-1], x.shape[-2]), dtype=x.dtype, device=x.device)
-
-
-def reference(inputs: tuple[Any, ...]) -> Any:
-    return inputs[0].transpose(-1, -2).contiguous()
-
-
-def check(out: Any, ref: Any) -> tuple[bool, str]:
-    """Exact: a transpose moves bits (compared as raw bytes, so NaN payloads and -0.0 count too)."""
-    import torch
-
-    if out.shape != ref.shape:
-        return False, f"shape {tuple(out.shape)} != {tuple(ref.shape)}"
-    a, b = out.contiguous().view(torch.uint8), ref.contiguous().view(torch.uint8)
-    bad = int((a != b).sum())
-    return (bad == 0, "exact" if bad == 0 else f"{bad} bytes differ")
+def _x(inputs: Any) -> Any:
+    """The input tensor, from a tensor, ``(x,)``, or an argument list holding ``Out`` placeholders."""
+    if isinstance(inputs, (tuple, list)):
+        return next(a for a in inputs if not isinstance(a, Out))
+    return inputs
 
 
 if HAS_TRITON:
@@ -291,7 +266,7 @@ def build(c: dict[str, int], dtype: str) -> dict[str, Any]:
 
 
 def run(built: dict[str, Any], inputs: tuple[Any, ...], out: Any) -> None:
-    x = inputs[0]
+    x = _x(inputs)
     c = built["constants"]
     b, m, n = _mnb(tuple(x.shape))
     grid = (-(-m // c["BM"]) * -(-n // c["BN"]), b)
@@ -302,7 +277,7 @@ def run(built: dict[str, Any], inputs: tuple[Any, ...], out: Any) -> None:
 
 def run_tl(inputs: tuple[Any, ...], out: Any, bm: int = 64, bn: int = 64, warps: int = 8) -> None:
     """The plain-Triton baseline (``tl.trans``)."""
-    x = inputs[0]
+    x = _x(inputs)
     b, m, n = _mnb(tuple(x.shape))
     transpose_tl[(-(-m // bm) * -(-n // bn), b)](x, out, m, n, bm, bn, num_warps=warps)
 
@@ -316,3 +291,132 @@ def candidates(shape: tuple[int, ...], dtype: str) -> list[dict[str, int]]:
         if legal(c, shape, dtype):
             out.append(c)
     return out
+
+
+class TransposeGluon(TritonKernel):
+    """The Gluon transpose as the tuner sees it: the space, legality, layouts and pattern above; inputs,
+    output, reference and the bitwise check in the base's form."""
+
+    NAME = "transpose"
+    DTYPES = DTYPES
+    SPACE = SPACE
+    DEFAULTS = DEFAULTS
+    LAYOUT_KEYS = LAYOUT_KEYS
+    NUM_WARPS = "WARPS"
+    KERNEL = staticmethod(lambda: transpose_gluon)
+    BASELINE_TL = BASELINE_TL
+
+    def check_shape(self, shape: tuple[int, ...]) -> None:
+        """Raise ValueError unless ``shape`` is [M, N] or [B, M, N] of positive sizes (B <= 65535: grid.y)."""
+        if len(shape) not in (2, 3) or any(isinstance(d, bool) or int(d) != d or d < 1 for d in shape):
+            raise ValueError(
+                f"shape: transpose takes [M, N] or [B, M, N] positive sizes, got {tuple(shape)!r}"
+            )
+        b, m, n = _mnb(tuple(int(d) for d in shape))
+        if b > 65535 or m * n >= 2**31:
+            raise ValueError(f"shape: {tuple(shape)!r}: at most 65535 matrices of fewer than 2**31 elements")
+
+    def layout(self, c: dict[str, int], dtype: str) -> Padded | Swizzled:
+        return layout(c, dtype)
+
+    def legal(self, c: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
+        return legal(c, shape, dtype)
+
+    def smem_pattern(self, c: dict[str, int], dtype: str, dist: str | None = None) -> tuple[Instruction, ...]:
+        return smem_pattern(c, dtype)
+
+    def smem_bytes(self, c: dict[str, int], dtype: str) -> int:
+        return smem_bytes(c, dtype)
+
+    def launch_info(self, c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[str, int]:
+        return launch_info(c, shape, dtype)
+
+    def traffic(self, shape: tuple[int, ...], dtype: str) -> dict[str, int]:
+        return traffic(shape, dtype)
+
+    def textbook(self, shape: tuple[int, ...], dtype: str) -> dict[str, int]:
+        return textbook(shape, dtype)
+
+    def arguments(self, shape: tuple[int, ...], dtype: str, dist: str = "uniform") -> list:
+        import torch
+
+        if (
+            dist == "skewed"
+        ):  # mostly one value, a few large outliers: catches a lane writing the wrong element
+            x = torch.full(shape, 3.0).masked_fill(torch.rand(shape) < 0.01, 100.0)
+        else:
+            x = torch.randn(shape) * 4
+        if dtype == "int8":
+            x = x.round().clamp(-128, 127)
+        b, m, n = _mnb(tuple(shape))
+        td = _torch_dtype(dtype)
+        return [x.to(td), Out((*tuple(shape)[:-2], n, m), td)]
+
+    def make_inputs(
+        self, shape: tuple[int, ...], dtype: str, device: Any = "cuda", seed: int = 0, dist: str = "uniform"
+    ) -> Inputs:
+        """``(x,)`` with the shape (the output comes from ``alloc_output``)."""
+        ins = super().make_inputs(shape, dtype, device, seed, dist)
+        return Inputs([a for a in ins if not isinstance(a, Out)], ins.shape)
+
+    def inputs_from(self, x: Any) -> Inputs:
+        """``autopad.ops.transpose(x)``'s arguments as the kernel's inputs: x itself, no copy."""
+        return Inputs((x,), tuple(x.shape))
+
+    def alloc_output(self, inputs: Any, constants: dict[str, int] | None = None) -> Any:
+        import torch
+
+        x = _x(inputs)
+        return torch.empty((*x.shape[:-2], x.shape[-1], x.shape[-2]), dtype=x.dtype, device=x.device)
+
+    def reference(self, x: Any) -> Any:
+        return _x(x).transpose(-1, -2).contiguous()
+
+    def expected(self, inputs: Any) -> tuple:
+        return (self.reference(inputs),)
+
+    def check(self, out: Any, ref: Any) -> tuple[bool, str]:
+        """Exact: a transpose moves bits (compared as raw bytes, so NaN payloads and -0.0 count too)."""
+        import torch
+
+        out = out[0] if isinstance(out, (tuple, list)) else out
+        ref = ref[0] if isinstance(ref, (tuple, list)) else ref
+        if out.shape != ref.shape:
+            return False, f"shape {tuple(out.shape)} != {tuple(ref.shape)}"
+        a = out.contiguous().flatten().view(torch.uint8)
+        b = ref.contiguous().flatten().view(torch.uint8)
+        bad = int((a != b).sum())
+        return (bad == 0, "exact" if bad == 0 else f"{bad} bytes differ")
+
+    def build(self, c: dict[str, int], dtype: str) -> dict[str, Any]:
+        return build(c, dtype)
+
+    def run(self, built: dict[str, Any], inputs: Any, out: Any) -> None:
+        run(built, inputs, out)
+
+    def launcher(self, built: dict[str, Any], shape: tuple[int, ...], dtype: str) -> Any:
+        """Grid and launch options fixed once; a call is the Triton launch."""
+        c = built["constants"]
+        b, m, n = _mnb(tuple(shape))
+        grid = (-(-m // c["BM"]) * -(-n // c["BN"]), b)
+        k, args = (
+            built["kernel"][grid],
+            (m, n, c["BM"], c["BN"], built["L_IN"], built["L_OUT"], built["SMEM"]),
+        )
+        warps = c["WARPS"]
+
+        def go(inputs: Any, out: Any) -> None:
+            k(inputs[-1], out, *args, num_warps=warps)
+
+        return go
+
+
+# the module is the spec the registry loads (autopad.kernels_registry.BUILTIN): expose SPEC's names
+SPEC = TransposeGluon()
+check_shape, inputs_from, launcher = SPEC.check_shape, SPEC.inputs_from, SPEC.launcher
+make_inputs, alloc_output, expected, check = SPEC.make_inputs, SPEC.alloc_output, SPEC.expected, SPEC.check
+
+
+def reference(inputs: Any) -> Any:
+    """torch's answer from an inputs tuple or the tensor (the module-level form older scripts call)."""
+    return SPEC.reference(inputs)
