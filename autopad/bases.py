@@ -630,6 +630,46 @@ class TritonKernel(KernelBase):
     NUM_STAGES: Any = None
     LAYOUT_ARG: str | None = None
     REGISTER_LAYOUTS: dict[str, Any] = {}
+    # ("store" | "load", a REGISTER_LAYOUTS name): the kernel's smem.store(x) / smem.load(L) of the whole
+    # LAYOUT tile in that register layout. With these and no PATTERN, the model takes every lane's address
+    # from the layouts themselves (autopad.gluon_model): no hand-written pattern.
+    SMEM_ACCESSES: tuple[tuple[str, str], ...] = ()
+
+    def _gluon_pattern(self) -> Any:
+        cls = type(self)
+        cached = cls.__dict__.get("_derived_pattern")
+        if cached is not None:
+            return cached
+        from .pattern import Pattern, gluon_load, gluon_store
+
+        if not isinstance(self.LAYOUT, TileLayout):
+            raise SpecError("SMEM_ACCESSES: the shared tile must be an autopad.tile(...) LAYOUT")
+        shape = (self.LAYOUT.rows, self.LAYOUT.cols)
+        accesses = []
+        for op, name in self.SMEM_ACCESSES:
+            if op not in ("store", "load") or name not in self.REGISTER_LAYOUTS:
+                raise SpecError(
+                    f"SMEM_ACCESSES: ({op!r}, {name!r}) must be ('store' | 'load', one of "
+                    f"{sorted(self.REGISTER_LAYOUTS)})"
+                )
+            make = gluon_store if op == "store" else gluon_load
+            accesses.append(make(self.REGISTER_LAYOUTS[name], shape, name=f"{op} {name}"))
+        pat = Pattern(accesses=accesses)
+        cls._derived_pattern = pat
+        return pat
+
+    @property
+    def PATTERN_KEYS(self) -> tuple[str, ...] | None:  # noqa: N802
+        if self.PATTERN is None and self.SMEM_ACCESSES:
+            keys = set(self._gluon_pattern().keys) | set(self.LAYOUT.names())
+            return tuple(sorted(keys & set(self.SPACE)))
+        return super().PATTERN_KEYS
+
+    def smem_pattern(self, constants: Mapping[str, int], dtype: str, dist: str | None = None) -> Any:
+        if self.PATTERN is None and self.SMEM_ACCESSES:
+            lay = self.layout(constants, dtype)
+            return self._gluon_pattern().stacked(dict(constants), self._e(dtype), layout=lay)
+        return super().smem_pattern(constants, dtype, dist)
 
     def jit(self) -> Any:
         k = self.KERNEL

@@ -105,3 +105,13 @@ def test_an_unguarded_script_tunes_and_exits(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.count("PICK measured") == 1  # ran once: the worker did not re-run the script
+
+
+def test_readme_gluon_example_is_tuned_and_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOPAD_CACHE_DIR", str(tmp_path))
+    import own_kernel_gluon_example as ex
+
+    res = autopad.tune(ex.GluonTranspose, (4097, 8191), progress=False)
+    assert res.mode == "measured" and res.best.measured is not None
+    measured = [c for c in res.candidates if c.measurement is not None]
+    assert all(c.correct for c in measured), [c.error for c in measured if not c.correct]
