@@ -63,13 +63,54 @@ E = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1
 BASE = {"PAD": 0, "SW_VEC": 1, "SW_PER_PHASE": 1, "SW_MAX_PHASE": 1, "READOUT": 0, "EDGE": 0}
 
 
+class Env:
+    """Where this run happens: the GPU, or (``--dry-run``) the CPU with the kernels replaced by torch's
+    transpose and shrunken shapes, which exercises this script's own plumbing without a GPU."""
+
+    dev = "cuda"
+    dry = False
+
+
+ENV = Env()
+DRY_SHAPES = {
+    (4097, 8191): (65, 131),
+    (8, 4096, 1024): (2, 64, 32),
+    (16384, 16384): (128, 128),
+    (8192, 8192): (64, 64),
+}
+
+
+def kernels() -> tuple[Any, Any]:
+    """(the CUDA spec module, the Triton module), or stand-ins computing torch's answer in a dry run."""
+    from autopad.kernels.cuda import transpose as T
+    from autopad.kernels.triton import transpose as G
+
+    if not ENV.dry:
+        return T, G
+
+    def fake_run(built: Any, inputs: Any, out: Any) -> None:
+        out.copy_(inputs[-1].transpose(-1, -2))
+
+    ft = types.SimpleNamespace(**{k: getattr(T, k) for k in dir(T) if not k.startswith("__")})
+    ft.build, ft.run = (lambda c, dtype: dict(c)), fake_run
+    fg = types.SimpleNamespace(DTYPES=G.DTYPES, run_tl=lambda inputs, out, *a: fake_run(None, inputs, out))
+    return ft, fg
+
+
+def sync() -> None:
+    if not ENV.dry:
+        import torch
+
+        torch.cuda.synchronize()
+
+
 def cfg(tm: int, tn: int, threads: int, vec: int, **kw: int) -> dict[str, int]:
     return {**BASE, "TILE_M": tm, "TILE_N": tn, "THREADS": threads, "VEC": vec, **kw}
 
 
 def variants(group: str, shape: tuple[int, ...], dtype: str) -> list[tuple[str, str, dict[str, int]]]:
     """(name, kind, constants) for a cell: ``prev`` = the original path (EDGE 0), ``new`` = EDGE 1."""
-    from autopad.kernels.cuda import transpose as T
+    T, _ = kernels()
 
     e = E[dtype]
     v = 16 // e
@@ -339,7 +380,8 @@ MODEL_PICKS: dict[str, dict[str, int]] = {
 def canary_child(path: str) -> int:
     """Child: for each (dtype, constants) in the JSON file, print START / OK / BAD lines."""
     import torch
-    from autopad.kernels.cuda import transpose as T
+
+    T, _ = kernels()
 
     jobs = json.loads(Path(path).read_text())
     from concurrent.futures import ThreadPoolExecutor
@@ -356,12 +398,12 @@ def canary_child(path: str) -> int:
             for off in (0, 1) if c["EDGE"] else (0,):
                 if not T.legal(c, shape, dtype):
                     continue
-                (x0,) = T.make_inputs(shape, dtype, "cuda", seed=len(msg) + off)
+                (x0,) = T.make_inputs(shape, dtype, ENV.dev, seed=len(msg) + off)
                 x = _offset(x0, off)
-                out = _offset(torch.empty(T.alloc_output((x0,)).shape, dtype=x0.dtype, device="cuda"), off)
+                out = _offset(torch.empty(T.alloc_output((x0,)).shape, dtype=x0.dtype, device=ENV.dev), off)
                 out.view(torch.uint8).fill_(0xA5)
                 T.run(b, (x,), out)
-                torch.cuda.synchronize()
+                sync()
                 ok, why = T.check(out, T.reference((x,)))
                 if not ok:
                     msg = f"{shape} offset {off}: {why}"
@@ -401,7 +443,7 @@ def run_canary(jobs: list[tuple[int, str, dict]], log: Any) -> dict[int, str]:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(todo, f)
         proc = subprocess.Popen(
-            [sys.executable, __file__, "--canary", f.name],
+            [sys.executable, __file__, "--canary", f.name] + (["--dry-run"] if ENV.dry else []),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -439,12 +481,19 @@ class Timer:
         import torch
 
         self.torch = torch
-        self.flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        self.flush = torch.empty(256 << 20 if not ENV.dry else 1 << 20, dtype=torch.uint8, device=ENV.dev)
 
     def __call__(self, fn: Any, reps: int) -> tuple[float, float]:
         torch = self.torch
         for _ in range(3):
             fn()
+        if ENV.dry:  # wall clock on the CPU: the plumbing only
+            ms = []
+            for _ in range(reps):
+                t = time.perf_counter()
+                fn()
+                ms.append((time.perf_counter() - t) * 1e3)
+            return statistics.median(ms), min(ms)
         torch.cuda.synchronize()
         ev = [
             (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)
@@ -464,8 +513,8 @@ def make_input(shape: tuple[int, ...], dtype: str) -> Any:
 
     if dtype in ("int8", "uint8"):
         lo, hi = (-128, 128) if dtype == "int8" else (0, 256)
-        return torch.randint(lo, hi, shape, dtype=torch.int16, device="cuda").to(getattr(torch, dtype))
-    return torch.randn(shape, device="cuda").clamp(-400, 400).to(getattr(torch, dtype))
+        return torch.randint(lo, hi, shape, dtype=torch.int16, device=ENV.dev).to(getattr(torch, dtype))
+    return torch.randn(shape, device=ENV.dev).clamp(-400, 400).to(getattr(torch, dtype))
 
 
 def same_bits(a: Any, b: Any) -> bool:
@@ -480,8 +529,8 @@ def run_cell(
     group: str, shape: tuple, dtype: str, timer: Timer, status: dict, jobs_of: dict, row: Any, deadline: float
 ) -> dict:
     import torch
-    from autopad.kernels.cuda import transpose as T
-    from autopad.kernels.triton import transpose as G
+
+    T, G = kernels()
 
     nbytes = 2 * E[dtype] * int(torch.tensor(shape).prod())
     reps = 12 if nbytes > (1 << 30) else 20 if nbytes > (64 << 20) else 40
@@ -498,7 +547,7 @@ def run_cell(
             if check:
                 out.view(torch.uint8).fill_(0xA5)  # poison
                 fn()
-                torch.cuda.synchronize()
+                sync()
                 if not same_bits(out, ref):
                     row(res, name, kind, constants, None, "WRONG RESULT")
                     return None
@@ -565,9 +614,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cells", default="misaligned,batched,square,tiny", help="groups of cells to run")
     ap.add_argument("--budget-s", type=float, default=95.0, help="stop starting new work after this long")
     ap.add_argument("--skip-tune", action="store_true")
+    ap.add_argument(
+        "--dry-run", action="store_true", help="CPU, small shapes, torch for the kernels: plumbing"
+    )
     ap.add_argument("--canary", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     _kernels_path()
+    if args.dry_run:
+        ENV.dev, ENV.dry = "cpu", True
+        os.environ["AUTOPAD_NO_BENCH"] = "1"
     if args.canary:
         return canary_child(args.canary)
     if not args.out:
@@ -580,16 +635,16 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("AUTOPAD_TUNE", "never")
     import torch
 
-    if not torch.cuda.is_available():
-        print("no CUDA device: nothing to check")
+    if not ENV.dry and not torch.cuda.is_available():
+        print("no CUDA device: nothing to check (--dry-run exercises this script on the CPU)")
         return 2
 
     def log(msg: str) -> None:
         print(f"[{time.perf_counter() - t0:6.1f}s] {msg}", flush=True)
 
-    log(f"{torch.cuda.get_device_name()}  torch {torch.__version__}")
+    log(f"{'CPU dry run' if ENV.dry else torch.cuda.get_device_name()}  torch {torch.__version__}")
     groups = set(args.cells.split(","))
-    cells = [c for c in CELLS if c[0] in groups]
+    cells = [(g, DRY_SHAPES.get(s, s) if ENV.dry else s, d) for g, s, d in CELLS if g in groups]
     jobs, jobs_of = [], {}
     for g, shape, dtype in cells:
         for _, _, c in variants(g, shape, dtype):
@@ -637,7 +692,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         try:
             r = run_cell(g, shape, dtype, timer, status, jobs_of, row, deadline)
-            torch.cuda.empty_cache()
+            if not ENV.dry:
+                torch.cuda.empty_cache()
             results.append(r)
             log(f"{g} {'x'.join(map(str, shape))} {dtype}: done")
         except Exception:
@@ -645,6 +701,7 @@ def main(argv: list[str] | None = None) -> int:
     tunes = []
     if not args.skip_tune:
         for shape, dtype in (((8, 4096, 1024), "float16"), ((4097, 8191), "float16")):
+            shape = DRY_SHAPES.get(shape, shape) if ENV.dry else shape
             left = t0 + args.budget_s - time.perf_counter()
             if left < 8:
                 tunes.append((shape, dtype, "skipped: out of time"))
@@ -672,7 +729,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 ms = tr.best.measured
                 ratio = f"{copy / ms:.3f} of copy" if ms and copy else "no copy timing"
-                n_meas = sum(c.measured is not None for c in tr.candidates)
+                n_meas = sum(getattr(c, "measurement", None) is not None for c in tr.candidates)
                 tunes.append(
                     (shape, dtype, f"{ms} ms ({ratio}), {n_meas} measured, pick {tr.best.constants}")
                 )
