@@ -1,7 +1,7 @@
 """The ``autopad`` command line: ``autopad COMMAND ...`` or ``python -m autopad COMMAND ...``.
 
-Commands (each group in its own module, registered in ``build_parser``): ``tune`` and ``export``
-(cli_tune.py), ``sweep`` (cli_sweep.py), ``pretune`` and ``cache`` (cli_cache.py), ``explain``
+Commands (each group in its own module, registered in ``build_parser``): ``tune`` (cli_tune.py),
+``export`` (cli_export.py), ``sweep`` (cli_sweep.py), ``pretune`` and ``cache`` (cli_cache.py), ``explain``
 (cli_explain.py), ``validate`` (validate.py's own parser, wrapped in cli_tune.py). Every command that prints
 results takes ``--json``: one JSON document on stdout and nothing else there (notes go to stderr).
 
@@ -100,7 +100,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 _ADD = {
     "tune": ("cli_tune", "add_tune"),
     "sweep": ("cli_sweep", "add_sweep"),
-    "export": ("cli_tune", "add_export"),
+    "export": ("cli_export", "add_export"),
     "pretune": ("cli_cache", "add_pretune"),
     "cache": ("cli_cache", "add_cache"),
     "explain": ("cli_explain", "add_explain"),

@@ -1,4 +1,4 @@
-"""``autopad tune``, ``autopad export`` and the ``autopad validate`` wrapper.
+"""``autopad tune`` and the ``autopad validate`` wrapper (``autopad export`` is in cli_export.py).
 
 tune: every argument is checked (``request.Request.make``, the export target, the cache folder) before any
 ranking, so a bad one is one line and exit 2. The report's first line says which backend runs and why
@@ -7,9 +7,7 @@ printed from the candidates the cache stored, never by re-ranking the whole spac
 A kernel is a built-in name or a user's spec file, ``my_kernel.py`` or ``my_kernel.py:Name``
 (``cli_spec.load_kernel`` says how the spec is found).
 
-export: from result JSON files (several merge into one header) or from the cache (``--kernel``), to a
-file or to stdout (``-o -`` with ``--format``). validate: needs an NVIDIA GPU; without one it is a
-one-line error, never the probe machinery's traceback.
+validate needs an NVIDIA GPU; without one it is a one-line error, never the probe machinery's traceback.
 """
 
 from __future__ import annotations
@@ -22,9 +20,17 @@ from typing import Any
 
 from .cli import Failed, UsageError, add_json, emit_json
 
-__all__ = ["add_tune", "add_export", "add_validate", "cli_message", "check_cache_dir", "dtype_hint"]
+__all__ = [
+    "EXPORT_FORMATS",
+    "add_tune",
+    "add_validate",
+    "cli_message",
+    "check_cache_dir",
+    "dtype_hint",
+    "export_target",
+]
 
-_FORMATS = ("json", "h", "py")
+EXPORT_FORMATS = ("json", "h", "py")
 _FLAGS = {  # tune()'s argument names as the CLI spells them, for error messages
     "kernel": "KERNEL",
     "shape": "--shape",
@@ -126,7 +132,7 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--arch", help="bank geometry for the model (default: the GPU's, else sm_90)")
     p.add_argument("--export", metavar="FILE", help="write the pick as .json, .h or .py ('-': stdout)")
     p.add_argument(
-        "--format", choices=_FORMATS, help="export format (default: from the suffix; needed for -)"
+        "--format", choices=EXPORT_FORMATS, help="export format (default: from the suffix; needed for -)"
     )
     p.add_argument("--overwrite", action="store_true", help="let --export replace a different file")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the tuning cache")
@@ -140,7 +146,7 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run_tune)
 
 
-def _export_target(path: str | None, fmt: str | None, cmd: str) -> str | None:
+def export_target(path: str | None, fmt: str | None, cmd: str) -> str | None:
     """The export format ('.json', '.h', '.py') from --format or the suffix; a bad one is exit 2."""
     if path is None:
         if fmt is not None:
@@ -151,7 +157,7 @@ def _export_target(path: str | None, fmt: str | None, cmd: str) -> str | None:
     if path == "-":
         raise UsageError(f"autopad {cmd}: error: exporting to stdout (-) needs --format json, h or py")
     suffix = Path(path).suffix.lower()
-    if suffix not in tuple("." + f for f in _FORMATS):
+    if suffix not in tuple("." + f for f in EXPORT_FORMATS):
         raise UsageError(
             f"autopad {cmd}: error: {'--export' if cmd == 'tune' else '-o'}: {path!r} does not end in .json, "
             ".h or .py (or give --format)"
@@ -225,7 +231,7 @@ def run_tune(args: argparse.Namespace) -> int:
         raise UsageError("autopad tune: error: --json and --export -: both would use stdout; choose one")
     if args.limit < 0:
         raise UsageError(f"autopad tune: error: --limit: must be >= 0, got {args.limit}")
-    fmt = _export_target(args.export, args.format, "tune")
+    fmt = export_target(args.export, args.format, "tune")
     if not args.no_cache:
         check_cache_dir("tune")
     kernel, source = load_kernel(args.kernel, "tune")
@@ -310,106 +316,6 @@ def _export(res: Any, args: argparse.Namespace, fmt: str | None) -> str:
         raise Failed(f"autopad tune: error: {err}") from None
     except (OSError, ValueError) as err:
         raise Failed(f"autopad tune: error: cannot export to {args.export}: {err}") from None
-
-
-# ---- autopad export --------------------------------------------------------------------------------------
-
-
-def add_export(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "export",
-        help="write tuned constants as .json, .h or .py",
-        description="From saved results (autopad tune --export x.json) or from the cache (--kernel, with "
-        "the same --shape/--dtype/--backend/--dist as the tune). Several results (one per device) merge into "
-        "one header in which host and device code always agree.",
-        epilog="examples: autopad export h200.json h100.json -o transpose.h\n"
-        "          autopad export --kernel transpose --shape 8192x8192 --dtype float32 -o t.py\n"
-        "          autopad export t.json -o - --format h",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("results", nargs="*", help="result .json files")
-    p.add_argument("-o", "--output", required=True, help="file to write ('-': stdout, with --format)")
-    p.add_argument("--format", choices=_FORMATS, help="output format (default: from the suffix)")
-    p.add_argument("--kernel", help="take the result from the cache: kernel name")
-    p.add_argument("--shape")
-    p.add_argument("--dtype", default="float32")
-    p.add_argument("--backend", default="auto", choices=("auto", "cuda", "triton"))
-    p.add_argument("--dist", help="histogram input class the result was tuned for (default uniform)")
-    p.add_argument("--device", type=int, default=0, help="the CUDA device whose result to take")
-    p.add_argument("--overwrite", action="store_true", help="replace a different existing file")
-    add_json(p)
-    p.set_defaults(handler=run_export)
-
-
-def run_export(args: argparse.Namespace) -> int:
-    """Handler of ``autopad export``."""
-    from . import export
-
-    fmt = _export_target(args.output, args.format, "export")
-    try:
-        if args.kernel:
-            if args.results:
-                raise ValueError("give result files or --kernel, not both")
-            if not args.shape:
-                raise ValueError("--kernel needs --shape")
-            results = [_from_cache(args)]
-        elif args.results:
-            missing = [p for p in args.results if not Path(p).is_file()]
-            if missing:
-                raise ValueError(f"RESULTS: no such file: {missing[0]}")
-            results = [export.load_result(p) for p in args.results]
-        else:
-            raise ValueError("nothing to export: give result .json files or --kernel/--shape")
-        if len(results) > 1 and fmt != ".h":
-            raise ValueError("several results merge only into a .h header")
-    except (ValueError, OSError) as err:
-        raise UsageError(f"autopad export: error: {cli_message(err)}") from None
-    sources = list(args.results) or None
-    try:
-        if args.output == "-":
-            if len(results) > 1:
-                text = export.render_merged_header(results, "autopad.h", sources=sources)
-            else:
-                text = export.render(results[0], fmt)
-            sys.stdout.write(text)
-            return 0
-        if len(results) > 1:
-            path = export.merge_header(results, args.output, overwrite=args.overwrite, sources=sources)
-        else:
-            path = export.export_result(results[0], args.output, fmt=fmt, overwrite=args.overwrite)
-    except FileExistsError as err:
-        raise Failed(f"autopad export: error: {err}") from None
-    except ValueError as err:  # results that cannot go together, or a name that cannot be a constant
-        raise UsageError(f"autopad export: error: {err}") from None
-    except OSError as err:
-        raise Failed(f"autopad export: error: cannot write {args.output}: {err}") from None
-    if args.json:
-        emit_json({"wrote": str(path), "format": fmt, "results": len(results), "sources": sources})
-    else:
-        print(f"wrote {path}")
-    return 0
-
-
-def _from_cache(args: argparse.Namespace) -> Any:
-    """The cached result of the tune ``autopad tune KERNEL --shape --dtype --backend --dist`` made here,
-    looked up exactly as that tune keys it (same spec resolution, default input class and device)."""
-    from .cache import Cache
-    from .cli_spec import load_kernel
-    from .device import device_info
-    from .request import Request
-    from .tune import cache_key
-
-    check_cache_dir("export")
-    kernel, _ = load_kernel(args.kernel, "export")
-    req = Request.make(kernel, args.shape, args.dtype, backend=args.backend, dist=args.dist)
-    key = cache_key(req.spec, req.shape, req.dtype, req.dist, device_info(args.device))
-    found = Cache().nearest(key)
-    if found is None or found[0].shape != key.shape:
-        what = f"{req.spec.NAME} [{req.spec.BACKEND}] {args.shape} {req.dtype}" + (
-            f" {req.dist}" if req.dist else ""
-        )
-        raise ValueError(f"no cached result for {what} on this machine; run autopad tune first")
-    return found[1]
 
 
 # ---- autopad validate ------------------------------------------------------------------------------------
