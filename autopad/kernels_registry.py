@@ -1,7 +1,8 @@
 """Where the built-in kernels live, which backend ``auto`` means, and the source hash that keys the cache.
 
 "transpose", "matmul" and "histogram" exist as raw CUDA (kernels/cuda) and as Triton/Gluon
-(kernels/triton) specs; "histogram_weighted" (counts and float sums per bin, AoS or SoA) as CUDA. ``backend="auto"`` is a fixed rule of kernel and dtype, the same on every machine
+(kernels/triton) specs; "histogram_weighted" (counts and float sums per bin, AoS or SoA) as CUDA.
+``backend="auto"`` is a fixed rule of kernel and dtype, the same on every machine
 (so the same command gives the same constant names everywhere): the CUDA kernels for transpose and
 histogram, and for matmul the Gluon (wgmma) kernel in 16-bit and tf32, the CUDA SIMT kernel in fp32.
 ``auto_backend`` says which and why, for the first line of a report.
