@@ -15,8 +15,25 @@ writes and deletes only its own files there: ``<kernel>-<24 hex>.json``, their `
 Reliability: every write is read-merge-write under an exclusive ``fcntl.flock`` on the file's ``.lock``
 sidecar, to a temporary file in the same folder that is fsynced and then ``os.replace``d over the old
 one, so readers see the old file or the new one, never half of one, and two processes tuning at once lose
-nothing. A truncated, corrupt, foreign or other-version file is ignored with a warning (naming the file
-and the problem) and replaced by the next write; it never raises.
+nothing (tested: 4 writers x 50 entries, 8 tuners at once, 30 writers SIGKILLed mid-write). A truncated,
+corrupt, foreign or other-version file is ignored with a warning (naming the file and the problem) and
+replaced by the next write; it never raises.
+
+Untrusted contents: a file is read without following a symlink, only if it is a regular file (a FIFO
+would block) and no larger than ``$AUTOPAD_CACHE_MAX_MB`` (32 MiB, some 250,000 measurements; a 198 MiB
+file cost 3.2 s and 829 MB per hit). Every value is checked on the way in (``results.*.from_dict``): a
+constant that is a float or a bool, a time that is negative, NaN or text, is never coerced; the entry
+(one measurement, or the stored result) is dropped with one warning naming the file and the field, and
+the next write leaves it out. Whether cached constants are *legal* for the kernel is the tuner's check.
+
+Speed of a hit: the file is written with the small result before the bulky measurements, and a hit
+parses only the file's head (header, key, result): 0.5 ms on a file of 100,000 measurements (15 MiB),
+which took 2.1 s and 84 MiB when the whole file was parsed. Files of the older layout are still read.
+
+Unusable folders (read-only, a file where the folder should be, no permission, a lock file that is a
+folder or a symlink): one warning per process and folder; a folder that cannot be read acts as empty, one
+that cannot be written keeps nothing new (a read-only folder still serves what it holds), so ``tune``
+runs uncached rather than failing.
 """
 
 from __future__ import annotations
@@ -391,8 +408,8 @@ class Cache:
     """The tuning cache under ``root / "tune"`` (``root`` defaults to ``cache_dir()``).
 
     No method raises on a bad file or an unusable folder (read-only, a file where the folder should be, a
-    lock file that is a folder or a symlink, no permission): the folder is warned about once per process
-    and acts as an empty cache that keeps nothing, so ``tune`` runs uncached.
+    lock file that is a folder or a symlink, no permission): the folder is warned about once per process;
+    what cannot be read reads as empty and what cannot be written is not kept, so ``tune`` runs uncached.
     """
 
     def __init__(self, root: str | Path | None = None) -> None:
