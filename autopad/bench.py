@@ -361,7 +361,12 @@ class Worker:
         restarts = setup_failures = 0
         while todo:
             job = replace(self.job, candidates=tuple(todo))
-            child = WorkerProcess("job", {"target": self.target, "job": job})
+            try:
+                child = WorkerProcess("job", {"target": self.target, "job": job})
+            except Exception as exc:  # an unpicklable job, no interpreter to start: say so for each
+                for key, _ in todo:
+                    yield Measurement(key, False, error=f"worker could not start: {_short(exc)}")
+                return
             current: str | None = None
             first, ready = True, False
             finished = False

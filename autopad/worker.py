@@ -37,6 +37,7 @@ import sys
 import threading
 import time
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,11 @@ def _package_root() -> str | None:
     """The folder holding this autopad package, when the child's default ``sys.path`` may not have it
     (a repository checkout put on ``sys.path`` by a script); None where Python finds it anyway."""
     root = str(Path(__file__).resolve().parent.parent)
-    known = set(site.getsitepackages()) | {site.getusersitepackages()}
+    known: set[str] = set()
+    try:  # some virtual environments' site module lacks these
+        known |= set(site.getsitepackages()) | {site.getusersitepackages()}
+    except AttributeError:
+        pass
     known |= set(filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)))
     return None if root in known else root
 
@@ -98,6 +103,8 @@ class WorkerProcess:
     """The parent's handle on one ``python -m autopad.worker`` child: send, receive with a timeout, kill."""
 
     def __init__(self, mode: str, hello: dict[str, Any]) -> None:
+        # pickled before anything starts: an unpicklable job is this caller's error, raised here at once
+        first = [ForkingPickler.dumps(list(sys.path)), ForkingPickler.dumps(hello)]
         in_r, in_w = os.pipe()  # parent -> child
         out_r, out_w = os.pipe()  # child -> parent
         env = dict(os.environ)
@@ -133,8 +140,8 @@ class WorkerProcess:
         self._outbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._sender = threading.Thread(target=self._send_loop, daemon=True)
         self._sender.start()
-        self.send(list(sys.path))  # first, alone: the hello may need the parent's imports to unpickle
-        self.send(hello)
+        for buf in first:  # the path first, alone: unpickling the hello may need the parent's imports
+            self._outbox.put(buf)
 
     @property
     def pid(self) -> int:
@@ -174,13 +181,14 @@ class WorkerProcess:
             if msg is _STOP:
                 return
             try:
-                self.tx.send(msg)
+                self.tx.send_bytes(msg)
             except (OSError, ValueError):  # the child is gone: recv() reports it
                 return
 
     def send(self, msg: Any) -> None:
-        """Queue one message for the worker (never blocks; a dead worker shows in ``recv``)."""
-        self._outbox.put(msg)
+        """Queue one message for the worker (pickled now, so an unpicklable one raises here; sending never
+        blocks; a dead worker shows in ``recv``)."""
+        self._outbox.put(ForkingPickler.dumps(msg))
 
     def _died(self) -> WorkerDied:
         try:

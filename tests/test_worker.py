@@ -94,6 +94,14 @@ def test_an_unimportable_target_is_reported_for_every_candidate():
     assert all("could not import its target 'no_such_module_xyz:child'" in m.error for m in got)
 
 
+def test_an_unpicklable_job_fails_every_candidate_before_any_process_starts():
+    job = BenchJob(("object", lambda: None), (("a", {}), ("b", {})), (16,), "float32")
+    t0 = time.perf_counter()
+    got = list(Worker(job, 60, 600, target=fake_children.child).results())
+    assert time.perf_counter() - t0 < 2
+    assert [m.key for m in got] == ["a", "b"] and all("worker could not start" in m.error for m in got)
+
+
 def test_a_function_of_main_cannot_be_a_target():
     def local(job, out):
         pass
