@@ -251,7 +251,12 @@ def predict_arrays(
     # stages a tile through shared memory has about one tile in flight per block: footprint / threads per
     # thread; one with no tile falls back on occupancy (a quarter of the SM's threads taken as enough).
     need = a.dram_latency_s * a.dram_bytes_per_s / a.sm_count
-    staged = k.default_inflight_share * smem / np.maximum(threads, 1)
+    # the bytes a tile holds, not its footprint: padding takes shared memory but carries no data
+    data = smem.copy()
+    for i, lay in enumerate(layouts or ()):
+        if all(isinstance(getattr(lay, f, None), int) for f in ("rows", "cols", "elem_bytes")):
+            data[i] = min(smem[i], lay.rows * lay.cols * lay.elem_bytes) if smem[i] else 0.0
+    staged = k.default_inflight_share * data / np.maximum(threads, 1)
     per_thread = np.where(np.isnan(inflight), staged, inflight)
     x = np.where(per_thread > 0, resident * threads * np.nan_to_num(per_thread) / need, occupancy / 0.25)
     # a spec may know its global accesses stream worse than a copy (a guarded scalar path for misaligned

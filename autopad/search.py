@@ -237,6 +237,43 @@ class _Group:
         merged = np.bincount(inverse, weights=self.counts, minlength=len(first)).astype(np.int64)
         return r, c, merged
 
+    def canonical_many(self, periods: Sequence[tuple[int, int] | None]) -> list[tuple]:
+        """``canonical`` for several periods at once: one sort of the (period, hash) table instead of one
+        ``np.unique`` per period."""
+        known = sorted({p for p in periods if p is not None})
+        if len(known) < 2 or len(self.rows) < 2:
+            return [self.canonical(p) for p in periods]
+        n = len(self.rows)
+        p = np.array([x[0] for x in known], dtype=np.int64)[:, None]
+        q = np.array([x[1] for x in known], dtype=np.int64)[:, None]
+        sr, sc = (self.lo_r[None, :] // p) * p, (self.lo_c[None, :] // q) * q  # (K, n)
+        with np.errstate(over="ignore"):
+            h1 = self.h[0][None, :] - sr * self.a[0][0][None, :] - sc * self.a[0][1][None, :]
+            h2 = self.h[1][None, :] - sr * self.a[1][0][None, :] - sc * self.a[1][1][None, :]
+        order = np.argsort(h1, axis=1, kind="stable")
+        hs = np.take_along_axis(h1, order, axis=1)
+        new = np.ones(hs.shape, dtype=bool)
+        new[:, 1:] = hs[:, 1:] != hs[:, :-1]
+        gid_sorted = np.cumsum(new, axis=1) - 1  # distinct-hash index of each sorted entry, per period
+        first_pos = np.maximum.accumulate(np.where(new, np.arange(n)[None, :], 0), axis=1)
+        rep = np.empty_like(order)  # each instruction's representative (first of its hash), per period
+        np.put_along_axis(rep, order, np.take_along_axis(order, first_pos, axis=1), axis=1)
+        exact = (np.take_along_axis(h2, rep, axis=1) == h2).all(axis=1)  # a second hash confirms the first
+        out: dict[tuple[int, int], tuple] = {}
+        for k, per in enumerate(known):
+            if not exact[k]:
+                out[per] = self.canonical(per)
+                continue
+            firsts = order[k][new[k]]
+            gid = np.empty(n, dtype=np.int64)
+            gid[order[k]] = gid_sorted[k]
+            merged = np.bincount(gid, weights=self.counts, minlength=len(firsts)).astype(np.int64)
+            act = self.active[firsts]
+            r = np.where(act, self.rows[firsts] - sr[k, firsts][:, None], -1)
+            c = np.where(act, self.cols[firsts] - sc[k, firsts][:, None], 0)
+            out[per] = (r, c, merged)
+        return [out[x] if x is not None else self.canonical(None) for x in periods]
+
 
 def _check_bounds(name: str, layout: Any, rows: np.ndarray, cols: np.ndarray) -> None:
     """A pattern that reaches outside its layout's tile is a spec mistake, not a layout to score."""
@@ -299,6 +336,16 @@ def _addresses(parts: Sequence[tuple[int, Any, np.ndarray, np.ndarray, np.ndarra
     return np.concatenate(out) if len(out) > 1 else out[0]
 
 
+_UNIT_SCORES: dict[tuple, tuple[int, int]] = {}  # (spec, dtype, dist, arch, pattern memo, layout) -> score
+_UNIT_SCORES_MAX = 1 << 19
+
+
+def _spec_id(spec: KernelSpec) -> tuple:
+    from .kernels_registry import source_hash
+
+    return (spec.NAME, spec.BACKEND, source_hash(spec))
+
+
 def score_candidates(
     spec: KernelSpec,
     consts: Sequence[Mapping[str, int]],
@@ -307,14 +354,38 @@ def score_candidates(
     dist: str | None,
     arch: Arch,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Wavefronts and ideal wavefronts per tile of every candidate, in one model call per access width."""
+    """Wavefronts and ideal wavefronts per tile of every candidate, in one model call per access width.
+
+    A (pattern, layout) pair's score does not depend on the problem's shape, so it is kept for the rest of
+    the process: ranking a second shape of the same kernel (the ops' shape policy does) scores nothing new.
+    """
     n = len(consts)
     keys = getattr(spec, "PATTERN_KEYS", None)
+    sid = _spec_id(spec) + (dtype, dist, arch.name) if keys is not None else None
     patterns: dict[Any, list] = {}
     units: dict[tuple[Any, Any], list[int]] = {}  # (pattern memo, layout) -> candidate indices
     for i, (c, lay) in enumerate(zip(consts, layouts)):
         memo = tuple(c[k] for k in keys) if keys is not None else i
+        try:
+            units.setdefault((memo, lay), []).append(i)
+        except TypeError:  # an unhashable layout: score it on its own
+            units.setdefault((memo, i), []).append(i)
+    unit_list = list(units.items())
+    wave_u = np.zeros(len(unit_list), dtype=np.int64)
+    ideal_u = np.zeros(len(unit_list), dtype=np.int64)
+    todo: list[int] = []
+    for u, ((memo, lay_key), _) in enumerate(unit_list):
+        hit = _UNIT_SCORES.get(sid + (memo, lay_key)) if sid is not None else None
+        if hit is not None:
+            wave_u[u], ideal_u[u] = hit
+        else:
+            todo.append(u)
+    # the patterns and periods the unscored units need
+    need: dict[Any, set] = {}
+    for u in todo:
+        (memo, _), members = unit_list[u]
         if memo not in patterns:
+            c = consts[members[0]]
             pat = (
                 spec.smem_pattern(dict(c), dtype, dist=dist)
                 if dist is not None
@@ -323,29 +394,24 @@ def score_candidates(
             if pat is None:
                 raise SpecError(f"smem_pattern: returned None for {dict(c)}; return the block's instructions")
             patterns[memo] = _stacked(pat, arch.warp_size)
-        try:
-            units.setdefault((memo, lay), []).append(i)
-        except TypeError:  # an unhashable layout: score it on its own
-            units.setdefault((memo, i), []).append(i)
-    # per (op, width): the canonical instructions of every unit, concatenated; then one model call each
-    batches: dict[tuple[str, int], list[tuple[int, Any, np.ndarray, np.ndarray, np.ndarray]]] = {}
-    unit_list = list(units.items())
+            for _op, _width, grp in patterns[memo]:
+                _check_bounds(f"{spec.NAME} {dict(c)}", layouts[members[0]], grp.rows, grp.cols)
+        need.setdefault(memo, set()).add(_periods(layouts[members[0]]))
     canon: dict[tuple[Any, Any, int], tuple] = {}
-    checked: set[tuple[Any, int]] = set()
-    for u, ((memo, _), members) in enumerate(unit_list):
+    for memo, pers in need.items():
+        pers_l = sorted(pers, key=lambda x: (x is None, x or (0, 0)))
+        for g, (_, _, grp) in enumerate(patterns[memo]):
+            for per, out in zip(pers_l, grp.canonical_many(pers_l)):
+                canon[(memo, per, g)] = out
+    # per (op, width): the canonical instructions of every unscored unit, concatenated; one model call each
+    batches: dict[tuple[str, int], list[tuple[int, Any, np.ndarray, np.ndarray, np.ndarray]]] = {}
+    for u in todo:
+        (memo, _), members = unit_list[u]
         lay = layouts[members[0]]
-        period = _periods(lay)
-        for g, (op, width, grp) in enumerate(patterns[memo]):
-            ck = (memo, period, g)
-            if ck not in canon:
-                if (memo, g) not in checked:
-                    checked.add((memo, g))
-                    _check_bounds(f"{spec.NAME} {dict(consts[members[0]])}", lay, grp.rows, grp.cols)
-                canon[ck] = grp.canonical(period)
-            r, c, k = canon[ck]
+        per = _periods(lay)
+        for g, (op, width, _) in enumerate(patterns[memo]):
+            r, c, k = canon[(memo, per, g)]
             batches.setdefault((op, width), []).append((u, lay, r, c, k))
-    wave_u = np.zeros(len(unit_list), dtype=np.int64)
-    ideal_u = np.zeros(len(unit_list), dtype=np.int64)
     for (op, width), parts in batches.items():
         addr = _addresses(parts)
         counts = np.concatenate([p[4] for p in parts])
@@ -357,6 +423,11 @@ def score_candidates(
             w[sl], d[sl] = analyze_batch(addr[sl], width, op, arch)
         wave_u += np.bincount(owner, weights=w * counts, minlength=len(unit_list)).astype(np.int64)
         ideal_u += np.bincount(owner, weights=d * counts, minlength=len(unit_list)).astype(np.int64)
+    if sid is not None and todo:
+        if len(_UNIT_SCORES) + len(todo) > _UNIT_SCORES_MAX:
+            _UNIT_SCORES.clear()
+        for u in todo:
+            _UNIT_SCORES[sid + (unit_list[u][0][0], unit_list[u][0][1])] = (int(wave_u[u]), int(ideal_u[u]))
     wave = np.zeros(n, dtype=np.int64)
     ideal = np.zeros(n, dtype=np.int64)
     for u, (_, members) in enumerate(unit_list):
@@ -409,7 +480,7 @@ def predict(
     lay = _layout(spec, constants, dtype)
     wave, ideal = score_candidates(spec, [constants], [lay], dtype, dist, a)
     infos = _launch_infos(spec, [constants], [lay], shape, dtype)
-    return predict_batch(infos, _traffic(spec, shape, dtype), wave, ideal, a)[0]
+    return predict_batch(infos, _traffic(spec, shape, dtype), wave, ideal, a, layouts=[lay])[0]
 
 
 def baselines(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> list[dict[str, int]]:
@@ -449,7 +520,7 @@ def rank(
     layouts = [_layout(spec, c, dtype) for c in consts]
     wave, ideal = score_candidates(spec, consts, layouts, dtype, dist, a)
     infos = _launch_infos(spec, consts, layouts, shape, dtype)
-    preds = predict_batch(infos, _traffic(spec, shape, dtype), wave, ideal, a)
+    preds = predict_batch(infos, _traffic(spec, shape, dtype), wave, ideal, a, layouts=layouts)
     roles_of: dict[tuple, list[str]] = {}
     if getattr(spec, "DEFAULTS", None) is not None:
         roles_of.setdefault(_freeze(spec.DEFAULTS), []).append("unpadded")
