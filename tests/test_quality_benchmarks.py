@@ -38,7 +38,8 @@ def test_shortlist_keys_follow_search_shortlist():
     assert [r["key"] for r in recs] == [c.key for c in ranked]
     assert tq.shortlist_keys(recs) == [c.key for c in shortlist(ranked, tq.TOP_K)]
     assert tq.shortlist_keys(recs, spec) == [c.key for c in shortlist(ranked, tq.TOP_K, spec)]
-    configs = {launch_config(spec, r["params"]) for r in recs if r["key"] in tq.shortlist_keys(recs, spec)}
+    short = set(tq.shortlist_keys(recs, spec))
+    configs = {launch_config(spec, r["params"]) for r in recs if r["key"] in short}
     assert len(configs) >= tq.TOP_K  # at least one layout of each of the best launch configurations
     assert any(r["roles"] for r in recs)  # the unpadded baseline is in the space
 
