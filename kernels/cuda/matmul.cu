@@ -98,7 +98,107 @@ static_assert((BK * NV) % THREADS == 0 && B_LOADS >= 1, "B tile loads do not div
 static_assert(THREAD_MAP == 0 || (TX % WX == 0 && TY % WY == 0 && WX >= 2), "warp shape must tile the block");
 
 struct __align__(16) f4 { float x, y, z, w; };
-template <bool B> struct ap_bool { static constexpr bool value = B; };
+
+// Device functions, not lambdas: NVRTC (the GPU machine's run-time compiler) treats an unannotated lambda
+// as host code and rejects it ("host functions are not allowed in JIT mode"); nvcc accepted it.
+
+// One BK step of A and B from global memory into registers (16-byte vectors). FULL: the block's tile and
+// K range are whole and the rows 16-byte aligned, so no load needs a bounds check.
+template <bool FULL>
+__device__ __forceinline__ void load_global(f4 (&ra)[A_LOADS], f4 (&rb)[B_LOADS], const float* __restrict__ A,
+                                            const float* __restrict__ B, int tid, int m0, int n0, int k0,
+                                            int k_end, int M, int N, int K, bool vec_a, bool vec_b) {
+#pragma unroll
+    for (int l = 0; l < A_LOADS; ++l) {
+        const int idx = tid + l * THREADS;
+        const int r = m0 + idx / KV, k = k0 + (idx % KV) * 4;
+        const float* p = A + (long long)r * K;
+        if (FULL || (vec_a && r < M && k + 3 < k_end)) {
+            ra[l] = *reinterpret_cast<const f4*>(p + k);
+        } else {
+            ra[l].x = (r < M && k < k_end) ? p[k] : 0.f;
+            ra[l].y = (r < M && k + 1 < k_end) ? p[k + 1] : 0.f;
+            ra[l].z = (r < M && k + 2 < k_end) ? p[k + 2] : 0.f;
+            ra[l].w = (r < M && k + 3 < k_end) ? p[k + 3] : 0.f;
+        }
+    }
+#pragma unroll
+    for (int l = 0; l < B_LOADS; ++l) {
+        const int idx = tid + l * THREADS;
+        const int k = k0 + idx / NV, c = n0 + (idx % NV) * 4;
+        const float* p = B + (long long)k * N;
+        if (FULL || (vec_b && k < k_end && c + 3 < N)) {
+            rb[l] = *reinterpret_cast<const f4*>(p + c);
+        } else {
+            rb[l].x = (k < k_end && c < N) ? p[c] : 0.f;
+            rb[l].y = (k < k_end && c + 1 < N) ? p[c + 1] : 0.f;
+            rb[l].z = (k < k_end && c + 2 < N) ? p[c + 2] : 0.f;
+            rb[l].w = (k < k_end && c + 3 < N) ? p[c + 3] : 0.f;
+        }
+    }
+}
+
+// The registers of one step into shared buffer ``buf``: A transposed (4 single-word stores down column r
+// of As: the bank-sensitive write), B as is (one 16-byte store per vector).
+__device__ __forceinline__ void store_smem(float* smem, int buf, const f4 (&ra)[A_LOADS], const f4 (&rb)[B_LOADS],
+                                           int tid) {
+    float* As = smem + buf * (A_FLOATS + B_FLOATS);
+    float* Bs = As + A_FLOATS;
+#pragma unroll
+    for (int l = 0; l < A_LOADS; ++l) {
+        const int idx = tid + l * THREADS;
+        const int r = idx / KV, k = (idx % KV) * 4;
+        As[SMEM_OFF_A(k + 0, r)] = ra[l].x;
+        As[SMEM_OFF_A(k + 1, r)] = ra[l].y;
+        As[SMEM_OFF_A(k + 2, r)] = ra[l].z;
+        As[SMEM_OFF_A(k + 3, r)] = ra[l].w;
+    }
+#pragma unroll
+    for (int l = 0; l < B_LOADS; ++l) {
+        const int idx = tid + l * THREADS;
+        *reinterpret_cast<f4*>(Bs + SMEM_OFF_B(idx / NV, (idx % NV) * 4)) = rb[l];
+    }
+}
+
+// The K loop of one block: the loads of step k+1 are in flight in registers while step k is computed from
+// shared buffer k & 1; one barrier per step.
+template <bool FULL>
+__device__ __forceinline__ void mainloop(float (&acc)[TM][TN], float* smem, const float* __restrict__ A,
+                                         const float* __restrict__ B, int tid, int tx, int ty, int m0, int n0,
+                                         int k_begin, int k_end, int M, int N, int K, bool vec_a, bool vec_b) {
+    f4 ra[A_LOADS], rb[B_LOADS];
+    const int KT = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
+    if (KT > 0) {
+        load_global<FULL>(ra, rb, A, B, tid, m0, n0, k_begin, k_end, M, N, K, vec_a, vec_b);
+        store_smem(smem, 0, ra, rb, tid);
+    }
+    __syncthreads();
+    for (int kt = 0; kt < KT; ++kt) {
+        const int cur = kt & 1;
+        if (kt + 1 < KT)
+            load_global<FULL>(ra, rb, A, B, tid, m0, n0, k_begin + (kt + 1) * BK, k_end, M, N, K, vec_a, vec_b);
+        const float* As = smem + cur * (A_FLOATS + B_FLOATS);
+        const float* Bs = As + A_FLOATS;
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            float a[TM], b[TN];
+#pragma unroll
+            for (int i = 0; i < TM / 4; ++i)
+                *reinterpret_cast<f4*>(&a[i * 4]) =
+                    *reinterpret_cast<const f4*>(As + SMEM_OFF_A(k, ty * 4 + i * TY * 4));
+#pragma unroll
+            for (int j = 0; j < TN / 4; ++j)
+                *reinterpret_cast<f4*>(&b[j * 4]) =
+                    *reinterpret_cast<const f4*>(Bs + SMEM_OFF_B(k, tx * 4 + j * TX * 4));
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        if (kt + 1 < KT) store_smem(smem, cur ^ 1, ra, rb, tid);
+        __syncthreads();
+    }
+}
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 matmul_kernel(float* __restrict__ C, const float* __restrict__ A, const float* __restrict__ B, int M, int N,
@@ -119,101 +219,16 @@ matmul_kernel(float* __restrict__ C, const float* __restrict__ A, const float* _
     // whole tile, whole steps, aligned rows: no per-element checks in the loads
     const bool full = vec_a && vec_b && m0 + BM <= M && n0 + BN <= N && (k_end - k_begin) % BK == 0;
 
-    f4 ra[A_LOADS], rb[B_LOADS];
-    // FULL (a compile-time tag): the block's tile and K range are whole, so no load needs a bounds check
-    auto load_global = [&](int k0, auto full_tag) {
-        constexpr bool FULL = decltype(full_tag)::value;
-#pragma unroll
-        for (int l = 0; l < A_LOADS; ++l) {
-            const int idx = tid + l * THREADS;
-            const int r = m0 + idx / KV, k = k0 + (idx % KV) * 4;
-            const float* p = A + (long long)r * K;
-            if (FULL || (vec_a && r < M && k + 3 < k_end)) {
-                ra[l] = *reinterpret_cast<const f4*>(p + k);
-            } else {
-                ra[l].x = (r < M && k < k_end) ? p[k] : 0.f;
-                ra[l].y = (r < M && k + 1 < k_end) ? p[k + 1] : 0.f;
-                ra[l].z = (r < M && k + 2 < k_end) ? p[k + 2] : 0.f;
-                ra[l].w = (r < M && k + 3 < k_end) ? p[k + 3] : 0.f;
-            }
-        }
-#pragma unroll
-        for (int l = 0; l < B_LOADS; ++l) {
-            const int idx = tid + l * THREADS;
-            const int k = k0 + idx / NV, c = n0 + (idx % NV) * 4;
-            const float* p = B + (long long)k * N;
-            if (FULL || (vec_b && k < k_end && c + 3 < N)) {
-                rb[l] = *reinterpret_cast<const f4*>(p + c);
-            } else {
-                rb[l].x = (k < k_end && c < N) ? p[c] : 0.f;
-                rb[l].y = (k < k_end && c + 1 < N) ? p[c + 1] : 0.f;
-                rb[l].z = (k < k_end && c + 2 < N) ? p[c + 2] : 0.f;
-                rb[l].w = (k < k_end && c + 3 < N) ? p[c + 3] : 0.f;
-            }
-        }
-    };
-    auto store_smem = [&](int buf) {
-        float* As = smem + buf * (A_FLOATS + B_FLOATS);
-        float* Bs = As + A_FLOATS;
-#pragma unroll
-        for (int l = 0; l < A_LOADS; ++l) {
-            const int idx = tid + l * THREADS;
-            const int r = idx / KV, k = (idx % KV) * 4;
-            // the transposing write: 4 single-word stores down column r of As
-            As[SMEM_OFF_A(k + 0, r)] = ra[l].x;
-            As[SMEM_OFF_A(k + 1, r)] = ra[l].y;
-            As[SMEM_OFF_A(k + 2, r)] = ra[l].z;
-            As[SMEM_OFF_A(k + 3, r)] = ra[l].w;
-        }
-#pragma unroll
-        for (int l = 0; l < B_LOADS; ++l) {
-            const int idx = tid + l * THREADS;
-            *reinterpret_cast<f4*>(Bs + SMEM_OFF_B(idx / NV, (idx % NV) * 4)) = rb[l];
-        }
-    };
-
     float acc[TM][TN];
 #pragma unroll
     for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
-    const int KT = k_end > k_begin ? (k_end - k_begin + BK - 1) / BK : 0;
-    auto mainloop = [&](auto full_tag) {
-        if (KT > 0) {
-            load_global(k_begin, full_tag);
-            store_smem(0);
-        }
-        __syncthreads();
-        for (int kt = 0; kt < KT; ++kt) {
-            const int cur = kt & 1;
-            if (kt + 1 < KT) load_global(k_begin + (kt + 1) * BK, full_tag);
-            const float* As = smem + cur * (A_FLOATS + B_FLOATS);
-            const float* Bs = As + A_FLOATS;
-#pragma unroll
-            for (int k = 0; k < BK; ++k) {
-                float a[TM], b[TN];
-#pragma unroll
-                for (int i = 0; i < TM / 4; ++i)
-                    *reinterpret_cast<f4*>(&a[i * 4]) =
-                        *reinterpret_cast<const f4*>(As + SMEM_OFF_A(k, ty * 4 + i * TY * 4));
-#pragma unroll
-                for (int j = 0; j < TN / 4; ++j)
-                    *reinterpret_cast<f4*>(&b[j * 4]) =
-                        *reinterpret_cast<const f4*>(Bs + SMEM_OFF_B(k, tx * 4 + j * TX * 4));
-#pragma unroll
-                for (int i = 0; i < TM; ++i)
-#pragma unroll
-                    for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-            }
-            if (kt + 1 < KT) store_smem(cur ^ 1);
-            __syncthreads();
-        }
-    };
     if (full)
-        mainloop(ap_bool<true>{});
+        mainloop<true>(acc, smem, A, B, tid, tx, ty, m0, n0, k_begin, k_end, M, N, K, vec_a, vec_b);
     else
-        mainloop(ap_bool<false>{});
+        mainloop<false>(acc, smem, A, B, tid, tx, ty, m0, n0, k_begin, k_end, M, N, K, vec_a, vec_b);
 
     // split-K: slice z of the [SPLIT_K, M, N] workspace; otherwise C itself
     float* Cz = C + (SPLIT_K > 1 ? (long long)blockIdx.z * M * N : 0LL);
