@@ -2,10 +2,10 @@
 
 What it answers (issue "Kernels: beat the best peer in every cell of the ops matrix", transpose rows):
 
-- EDGE = 1 (every global access an aligned vector: predicated edges, misaligned rows funnel-shifted in
+- SCALAR_EDGE = 0 (every global access an aligned vector: predicated edges, misaligned rows funnel-shifted in
   registers, ``__launch_bounds__`` sized so that registers allow the modelled occupancy) against the
-  original path (EDGE = 0, named ``prev:*``) with the same tile and layout;
-- READOUT = 2 (ldmatrix.x4.trans read-out, 16-bit) and the grouped block order (``group``, EDGE 1 only);
+  original path (SCALAR_EDGE = 1, named ``prev:*``) with the same tile and layout;
+- READOUT = 2 (ldmatrix.x4.trans read-out, 16-bit) and the grouped block order (``group``, vector path only);
 - per cell: ``copy`` (``dst.copy_(x)``, the ceiling), torch eager ``x.transpose(-1, -2).contiguous()``,
   plain Triton ``tl.trans`` (best of BM = BN in {32, 64, 128} x {4, 8} warps at 16384^2; its two usual
   winners elsewhere), then each autopad variant; ratios are to the copy and the best tl.trans of this run.
@@ -60,7 +60,7 @@ TL_ALL = [(b, w) for b in (32, 64, 128) for w in (4, 8)]
 TL_USUAL = [(64, 8), (128, 8)]
 CANARY_SHAPES = [(1, 1), (37, 45), (2, 33, 70), (129, 67), (1000, 37), (64, 96)]
 E = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "int8": 1, "uint8": 1}
-BASE = {"PAD": 0, "SW_VEC": 1, "SW_PER_PHASE": 1, "SW_MAX_PHASE": 1, "READOUT": 0, "EDGE": 0}
+BASE = {"PAD": 0, "SW_VEC": 1, "SW_PER_PHASE": 1, "SW_MAX_PHASE": 1, "READOUT": 0, "SCALAR_EDGE": 1}
 
 
 class Env:
@@ -109,7 +109,7 @@ def cfg(tm: int, tn: int, threads: int, vec: int, **kw: int) -> dict[str, int]:
 
 
 def variants(group: str, shape: tuple[int, ...], dtype: str) -> list[tuple[str, str, dict[str, int]]]:
-    """(name, kind, constants) for a cell: ``prev`` = the original path (EDGE 0), ``new`` = EDGE 1."""
+    """(name, kind, constants) for a cell: ``prev`` = the original path, ``new`` = the vector path."""
     T, _ = kernels()
 
     e = E[dtype]
@@ -128,18 +128,18 @@ def variants(group: str, shape: tuple[int, ...], dtype: str) -> list[tuple[str, 
     if e in study:
         out.append(("prev:study_best", "prev", study[e]))
     for n in names:
-        out.append((f"new:{n}", "new", dict(p[n], EDGE=1)))
+        out.append((f"new:{n}", "new", dict(p[n], SCALAR_EDGE=0)))
     if e in study:
-        out.append(("new:study_best", "new", dict(study[e], EDGE=1)))
-    out.append(("new:vec64_pad", "new", cfg(64, 64, 256, v, PAD=v, EDGE=1)))
+        out.append(("new:study_best", "new", dict(study[e], SCALAR_EDGE=0)))
+    out.append(("new:vec64_pad", "new", cfg(64, 64, 256, v, PAD=v, SCALAR_EDGE=0)))
     if e == 2:
         sw = {"SW_VEC": 8, "SW_PER_PHASE": 1, "SW_MAX_PHASE": 8}
-        out.append(("new:ldsm128", "new", cfg(128, 128, 256, 8, READOUT=2, EDGE=1, **sw)))
-        out.append(("new:ldsm64", "new", cfg(64, 64, 128, 8, READOUT=2, EDGE=1, **sw)))
-        out.append(("new:ldsm64x128_pad", "new", cfg(64, 128, 128, 8, READOUT=2, EDGE=1, PAD=8)))
+        out.append(("new:ldsm128", "new", cfg(128, 128, 256, 8, READOUT=2, SCALAR_EDGE=0, **sw)))
+        out.append(("new:ldsm64", "new", cfg(64, 64, 128, 8, READOUT=2, SCALAR_EDGE=0, **sw)))
+        out.append(("new:ldsm64x128_pad", "new", cfg(64, 128, 128, 8, READOUT=2, SCALAR_EDGE=0, PAD=8)))
     if group == "tiny":
-        out.append(("new:small32", "new", cfg(32, 32, 128, 1, PAD=1, EDGE=1)))
-        out.append(("new:small32v", "new", cfg(32, 32, 128, v, PAD=v, EDGE=1)))
+        out.append(("new:small32", "new", cfg(32, 32, 128, 1, PAD=1, SCALAR_EDGE=0)))
+        out.append(("new:small32v", "new", cfg(32, 32, 128, v, PAD=v, SCALAR_EDGE=0)))
         out.append(("prev:textbook", "prev", dict(p.get("textbook", cfg(32, 32, 256, 1, PAD=1)))))
     pick = MODEL_PICKS.get(f"{'x'.join(map(str, shape))} {dtype}")
     if pick:
@@ -153,36 +153,36 @@ def variants(group: str, shape: tuple[int, ...], dtype: str) -> list[tuple[str, 
     return uniq
 
 
-# the model's best EDGE 1 candidate per cell (autopad.search.rank on this commit, CPU)
+# the model's best vector-path candidate per cell (autopad.search.rank on this commit, CPU)
 MODEL_PICKS: dict[str, dict[str, int]] = {
     "16384x16384 float64": {
-        "EDGE": 1,
-        "PAD": 0,
+        "PAD": 1,
         "READOUT": 0,
-        "SW_MAX_PHASE": 16,
+        "SCALAR_EDGE": 0,
+        "SW_MAX_PHASE": 1,
         "SW_PER_PHASE": 1,
         "SW_VEC": 1,
         "THREADS": 256,
-        "TILE_M": 128,
-        "TILE_N": 32,
+        "TILE_M": 32,
+        "TILE_N": 128,
         "VEC": 1,
     },
     "16384x16384 float32": {
-        "EDGE": 1,
-        "PAD": 0,
+        "PAD": 1,
         "READOUT": 0,
-        "SW_MAX_PHASE": 32,
+        "SCALAR_EDGE": 0,
+        "SW_MAX_PHASE": 1,
         "SW_PER_PHASE": 1,
         "SW_VEC": 1,
         "THREADS": 256,
-        "TILE_M": 128,
-        "TILE_N": 64,
+        "TILE_M": 64,
+        "TILE_N": 128,
         "VEC": 1,
     },
     "16384x16384 bfloat16": {
-        "EDGE": 1,
         "PAD": 8,
         "READOUT": 2,
+        "SCALAR_EDGE": 0,
         "SW_MAX_PHASE": 1,
         "SW_PER_PHASE": 1,
         "SW_VEC": 1,
@@ -192,9 +192,9 @@ MODEL_PICKS: dict[str, dict[str, int]] = {
         "VEC": 8,
     },
     "16384x16384 float16": {
-        "EDGE": 1,
         "PAD": 8,
         "READOUT": 2,
+        "SCALAR_EDGE": 0,
         "SW_MAX_PHASE": 1,
         "SW_PER_PHASE": 1,
         "SW_VEC": 1,
@@ -204,9 +204,9 @@ MODEL_PICKS: dict[str, dict[str, int]] = {
         "VEC": 8,
     },
     "16384x16384 int8": {
-        "EDGE": 1,
         "PAD": 0,
         "READOUT": 1,
+        "SCALAR_EDGE": 0,
         "SW_MAX_PHASE": 8,
         "SW_PER_PHASE": 8,
         "SW_VEC": 16,
@@ -216,9 +216,9 @@ MODEL_PICKS: dict[str, dict[str, int]] = {
         "VEC": 16,
     },
     "16384x16384 float8_e4m3fn": {
-        "EDGE": 1,
         "PAD": 0,
         "READOUT": 1,
+        "SCALAR_EDGE": 0,
         "SW_MAX_PHASE": 8,
         "SW_PER_PHASE": 8,
         "SW_VEC": 16,
@@ -228,46 +228,46 @@ MODEL_PICKS: dict[str, dict[str, int]] = {
         "VEC": 16,
     },
     "8x4096x1024 float16": {
-        "EDGE": 1,
-        "PAD": 0,
-        "READOUT": 1,
-        "SW_MAX_PHASE": 16,
-        "SW_PER_PHASE": 4,
-        "SW_VEC": 8,
+        "PAD": 8,
+        "READOUT": 2,
+        "SCALAR_EDGE": 0,
+        "SW_MAX_PHASE": 1,
+        "SW_PER_PHASE": 1,
+        "SW_VEC": 1,
         "THREADS": 128,
         "TILE_M": 32,
         "TILE_N": 128,
         "VEC": 8,
     },
     "8x4096x1024 bfloat16": {
-        "EDGE": 1,
-        "PAD": 0,
-        "READOUT": 1,
-        "SW_MAX_PHASE": 16,
-        "SW_PER_PHASE": 4,
-        "SW_VEC": 8,
+        "PAD": 8,
+        "READOUT": 2,
+        "SCALAR_EDGE": 0,
+        "SW_MAX_PHASE": 1,
+        "SW_PER_PHASE": 1,
+        "SW_VEC": 1,
         "THREADS": 128,
         "TILE_M": 32,
         "TILE_N": 128,
         "VEC": 8,
     },
     "8x4096x1024 float32": {
-        "EDGE": 1,
-        "PAD": 0,
+        "PAD": 1,
         "READOUT": 0,
-        "SW_MAX_PHASE": 16,
-        "SW_PER_PHASE": 2,
-        "SW_VEC": 2,
+        "SCALAR_EDGE": 0,
+        "SW_MAX_PHASE": 1,
+        "SW_PER_PHASE": 1,
+        "SW_VEC": 1,
         "THREADS": 128,
         "TILE_M": 32,
         "TILE_N": 64,
-        "VEC": 2,
+        "VEC": 1,
     },
     "4097x8191 float64": {
-        "EDGE": 1,
-        "PAD": 0,
+        "PAD": 1,
         "READOUT": 0,
-        "SW_MAX_PHASE": 16,
+        "SCALAR_EDGE": 0,
+        "SW_MAX_PHASE": 1,
         "SW_PER_PHASE": 1,
         "SW_VEC": 1,
         "THREADS": 512,
@@ -276,10 +276,10 @@ MODEL_PICKS: dict[str, dict[str, int]] = {
         "VEC": 1,
     },
     "4097x8191 float32": {
-        "EDGE": 1,
-        "PAD": 0,
+        "PAD": 1,
         "READOUT": 0,
-        "SW_MAX_PHASE": 32,
+        "SCALAR_EDGE": 0,
+        "SW_MAX_PHASE": 1,
         "SW_PER_PHASE": 1,
         "SW_VEC": 1,
         "THREADS": 256,
@@ -288,9 +288,9 @@ MODEL_PICKS: dict[str, dict[str, int]] = {
         "VEC": 1,
     },
     "4097x8191 float16": {
-        "EDGE": 1,
         "PAD": 0,
         "READOUT": 1,
+        "SCALAR_EDGE": 0,
         "SW_MAX_PHASE": 8,
         "SW_PER_PHASE": 16,
         "SW_VEC": 8,
@@ -300,9 +300,9 @@ MODEL_PICKS: dict[str, dict[str, int]] = {
         "VEC": 8,
     },
     "4097x8191 bfloat16": {
-        "EDGE": 1,
         "PAD": 0,
         "READOUT": 1,
+        "SCALAR_EDGE": 0,
         "SW_MAX_PHASE": 8,
         "SW_PER_PHASE": 16,
         "SW_VEC": 8,
@@ -312,9 +312,9 @@ MODEL_PICKS: dict[str, dict[str, int]] = {
         "VEC": 8,
     },
     "4097x8191 float8_e4m3fn": {
-        "EDGE": 1,
         "PAD": 0,
         "READOUT": 1,
+        "SCALAR_EDGE": 0,
         "SW_MAX_PHASE": 8,
         "SW_PER_PHASE": 16,
         "SW_VEC": 16,
@@ -324,9 +324,9 @@ MODEL_PICKS: dict[str, dict[str, int]] = {
         "VEC": 16,
     },
     "4097x8191 int8": {
-        "EDGE": 1,
         "PAD": 0,
         "READOUT": 1,
+        "SCALAR_EDGE": 0,
         "SW_MAX_PHASE": 8,
         "SW_PER_PHASE": 16,
         "SW_VEC": 16,
@@ -336,9 +336,9 @@ MODEL_PICKS: dict[str, dict[str, int]] = {
         "VEC": 16,
     },
     "4097x8191 uint8": {
-        "EDGE": 1,
         "PAD": 0,
         "READOUT": 1,
+        "SCALAR_EDGE": 0,
         "SW_MAX_PHASE": 8,
         "SW_PER_PHASE": 16,
         "SW_VEC": 16,
@@ -348,24 +348,24 @@ MODEL_PICKS: dict[str, dict[str, int]] = {
         "VEC": 16,
     },
     "1000x37 float32": {
-        "EDGE": 1,
-        "PAD": 0,
+        "PAD": 1,
         "READOUT": 0,
-        "SW_MAX_PHASE": 16,
-        "SW_PER_PHASE": 2,
-        "SW_VEC": 2,
+        "SCALAR_EDGE": 0,
+        "SW_MAX_PHASE": 1,
+        "SW_PER_PHASE": 1,
+        "SW_VEC": 1,
         "THREADS": 512,
         "TILE_M": 32,
         "TILE_N": 128,
-        "VEC": 2,
+        "VEC": 1,
     },
     "1000x37 float16": {
-        "EDGE": 1,
-        "PAD": 0,
+        "PAD": 8,
         "READOUT": 2,
-        "SW_MAX_PHASE": 16,
+        "SCALAR_EDGE": 0,
+        "SW_MAX_PHASE": 1,
         "SW_PER_PHASE": 1,
-        "SW_VEC": 8,
+        "SW_VEC": 1,
         "THREADS": 512,
         "TILE_M": 32,
         "TILE_N": 128,
@@ -395,7 +395,7 @@ def canary_child(path: str) -> int:
             continue
         msg = ""
         for shape in CANARY_SHAPES:
-            for off in (0, 1) if c["EDGE"] else (0,):
+            for off in (0, 1) if not c["SCALAR_EDGE"] else (0,):
                 if not T.legal(c, shape, dtype):
                     continue
                 (x0,) = T.make_inputs(shape, dtype, ENV.dev, seed=len(msg) + off)

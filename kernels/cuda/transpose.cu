@@ -12,26 +12,27 @@
 // reads VEC 4-byte words (tile rows sx*VEC + v, G = 4 / ELEM_BYTES consecutive columns each), transposes
 // the VEC x G block in registers with byte permutes, and writes G output rows of 16 bytes: a quarter (bytes)
 // or half (halves) of the shared-memory instructions.
-// READOUT = 2 (2-byte elements, 16-byte vectors, EDGE = 1): one ldmatrix.x4.trans per 32 x 8 block of the
-// tile gives each lane 8 consecutive tile rows of one column, a whole 16-byte output vector, in one
+// READOUT = 2 (2-byte elements, 16-byte vectors, SCALAR_EDGE = 0): one ldmatrix.x4.trans per 32 x 8 block
+// of the tile gives each lane 8 consecutive tile rows of one column, a whole 16-byte output vector, in one
 // instruction (what Triton's tl.trans uses for 16-bit types). Lane 8i + j points matrix i's row j at tile
 // row 8(j / 2) + 2((i + j / 2) mod 4) + j mod 2: each 8-lane matrix then covers all 8 residues of the row
 // mod 8 (conflict-free under an r mod 8 swizzle or a 16-byte row pad), at the cost of a register rotation.
 //
-// EDGE = 0 (the original path): edge tiles and shapes whose rows are not a whole number of vectors take
-// a guarded scalar global path (VEC bounds-checked element loads per vector, all in flight at once; the
-// kernel's registers, and so its occupancy, are sized by that path). EDGE = 1: every global access is an
-// aligned vector. Edge tiles predicate whole vectors; rows that do not start on a vector boundary
-// (MISALIGNED = 1, a separate build chosen at launch) load the aligned vectors that cover each tile row
-// and shift them into place with funnel shifts, taking the neighbouring vector from the next lane
+// SCALAR_EDGE = 1 (the original path): edge tiles and shapes whose rows are not a whole number of vectors
+// take a guarded scalar global path (VEC bounds-checked element loads per vector, all in flight at once;
+// the kernel's registers, and so its occupancy, are sized by that path). SCALAR_EDGE = 0: every global
+// access is an aligned vector. Edge tiles predicate whole vectors; rows that do not start on a vector
+// boundary (MISALIGNED = 1, a separate build chosen at launch) load the aligned vectors that cover each
+// tile row and shift them into place with funnel shifts, taking the neighbouring vector from the next lane
 // (__shfl_down_sync; the last lane of a row or warp loads it itself); output rows are written the same way
 // in reverse, with the partial vectors at a row segment's ends stored element by element. The shared-memory
-// instructions are the same on every path, so the model's pattern holds for every block. EDGE = 1 also
-// takes `group` (>= 1): blocks walk bands of `group` tile rows column by column (GEMM's grouped order), so
-// that the tiles in flight together cover a squarer region of both the input and the output.
+// instructions are the same on every path, so the model's pattern holds for every block. This path runs a
+// 1-D grid of one tile per block, is built with __launch_bounds__(THREADS, MIN_BLOCKS), and takes `group`
+// (>= 1): blocks walk bands of `group` tile rows column by column (GEMM's grouped order), so that the tiles
+// in flight together cover a squarer region of both the input and the output.
 //
 // Macros (all injected with -D): ELEM_BYTES, TILE_M, TILE_N, THREADS, VEC, PAD, SW_VEC, SW_PER_PHASE,
-// SW_MAX_PHASE, READOUT, EDGE, MISALIGNED.
+// SW_MAX_PHASE, READOUT, SCALAR_EDGE, MISALIGNED, MIN_BLOCKS.
 #include "common.cuh"
 
 #ifndef ELEM_BYTES
@@ -64,8 +65,8 @@
 #ifndef READOUT
 #define READOUT 0
 #endif
-#ifndef EDGE
-#define EDGE 0
+#ifndef SCALAR_EDGE
+#define SCALAR_EDGE 1
 #endif
 #ifndef MISALIGNED
 #define MISALIGNED 0
@@ -114,7 +115,7 @@ static_assert(ELEM_BYTES <= 2 && VB == 16, "register read-out needs 1- or 2-byte
 static_assert(TILE_N % (SY * G) == 0, "register read-out does not tile");
 #endif
 
-#if EDGE == 0
+#if SCALAR_EDGE
 extern "C" __global__ void __launch_bounds__(THREADS)
 transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, int B, int aligned) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -211,7 +212,7 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
         if (b + gridDim.z < B) __syncthreads();  // the tile is reused by the next batch entry
     }
 }
-#else  // EDGE == 1
+#else  // SCALAR_EDGE == 0: aligned vectors everywhere
 
 #define NW ((VB + 3) / 4)  // 4-byte words per vector (one, partly used, below 4 bytes)
 union VecU {
@@ -490,4 +491,4 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
 #endif
     }
 }
-#endif  // EDGE
+#endif  // SCALAR_EDGE

@@ -9,12 +9,15 @@ constants, the one validity predicate ``legal`` (vectorised ``RESTRICTIONS`` fir
 constants as the kernel's index arithmetic (numpy over warps, passes and lanes), so that the model scores
 what the kernel does.
 
-EDGE chooses the global side. 0 is the original kernel (edge tiles and rows that are not whole vectors go
-through a guarded scalar path; the H200 quality study measured that path, hence ``SCALAR_PATH_COST``).
-1 keeps every global access an aligned vector: misaligned rows (4097 x 8191) are funnel-shifted in
-registers, edges are predicated whole vectors, and the kernel is built with ``__launch_bounds__(THREADS,
-MIN_BLOCKS)`` so that its registers allow the occupancy the model assumes (``min_blocks``); on sm_90 the
-original 128 x 128 fp16 read-outs took 128 to 182 registers (1 to 2 blocks per SM), EDGE = 1 fits 40.
+SCALAR_EDGE chooses the global side. 1 is the original kernel (edge tiles and rows that are not whole
+vectors go through a guarded scalar path; the H200 quality study measured that path, hence
+``SCALAR_PATH_COST``). 0 keeps every global access an aligned vector: misaligned rows (4097 x 8191) are
+funnel-shifted in registers, edges are predicated whole vectors, and the kernel is built with
+``__launch_bounds__(THREADS, MIN_BLOCKS)`` so that its registers allow the occupancy the model assumes
+(``min_blocks``); at sm_90 the original 128 x 128 fp16 read-outs took 128 to 182 registers (1 to 2 blocks
+per SM), the vector path 40 to 48. The model cannot see registers, so on aligned shapes the two paths tie;
+0 is the value that sorts first among ties, so the tuner's first round measures the vector path and its
+local search the original one.
 """
 
 from __future__ import annotations
@@ -35,18 +38,23 @@ from autopad.spec import DTYPE_BYTES
 _ARCH = get_arch("sm_90")
 _SOURCE = Path(__file__).with_name("transpose.cu")
 MAX_VEC_REGS = 64  # 4-byte registers the load phase may hold per thread (LPASS x VEC x elem / 4)
-# Rows that are not a whole number of VEC-element vectors (4097 x 8191) send every EDGE = 0 tile down the
-# guarded scalar path: VEC bounds-checked loads per vector, lanes VEC elements apart. The exhaustive study on
-# the H200 (benchmarks/results/h200/quality, 4097 x 8191 fp32 and fp16) measured the best tile of each width
-# at 1.00 / 1.10 / 1.35 / 2.25 x the VEC = 1 time for VEC = 1 / 2 / 4 / 8 (fp16), 1.0 / 1.0 / 1.27 (fp32):
-# about 12% of streaming rate lost per extra element of the vector. EDGE = 1 loads whole aligned vectors on
-# every shape; its efficiency on misaligned rows is taken as 1 (the same bytes and vector widths as an
-# aligned tile plus a few shuffles and funnel shifts per vector): an assumption until measured
+# Rows that are not a whole number of VEC-element vectors (4097 x 8191) send every SCALAR_EDGE = 1 tile down
+# the guarded scalar path: VEC bounds-checked loads per vector, lanes VEC elements apart. The exhaustive study
+# on the H200 (benchmarks/results/h200/quality, 4097 x 8191 fp32 and fp16) measured the best tile of each
+# width at 1.00 / 1.10 / 1.35 / 2.25 x the VEC = 1 time for VEC = 1 / 2 / 4 / 8 (fp16), 1.0 / 1.0 / 1.27
+# (fp32): about 12% of streaming rate lost per extra element of the vector. SCALAR_EDGE = 0 loads whole
+# aligned vectors on every shape; its efficiency on misaligned rows is taken as 1 (the same bytes and vector
+# widths as an aligned tile plus a few shuffles and funnel shifts per vector): an assumption until measured
 # (benchmarks/gpu_check_transpose.py measures it).
 SCALAR_PATH_COST = 0.12
+# Global accesses narrower than 4 bytes stream worse on any path: the same study measured the best VEC = 1
+# (2-byte) fp16 tile at 1.142 (8192^2) and 1.152 (16384^2) x the best of all, while VEC >= 2 (4 bytes and
+# more) came within 1.04 (fp32 VEC = 1, 4-byte: 1.02-1.03). Taken as the same for 1-byte accesses (int8,
+# fp8: not measured). On misaligned rows the scalar path's accesses are single elements whatever VEC is.
+NARROW_ACCESS_COST = 0.147
 # registers a thread needs besides the loaded vectors (addresses, indices, the read-out): ptxas -v over the
-# EDGE = 1 space at sm_90, built at the model's occupancy and lowered until no spill; the largest overhead
-# seen, rounded up (see tests/test_cuda_transpose.py)
+# vector path's space at sm_90, built at the model's occupancy and lowered until no spill; the largest
+# overhead seen, rounded up (see tests/test_cuda_transpose.py)
 _REG_OVERHEAD = {0: 16, 1: 40}  # aligned build, misaligned build (two vectors per load + the funnel)
 
 
@@ -91,33 +99,34 @@ _LDSM_ROW = 8 * ((_LANES % 8) >> 1) + 2 * (((_LANES >> 3) + ((_LANES % 8) >> 1))
 class SmemPattern:
     """One block's shared-memory instructions for one tile, kept stacked per (op, width).
 
-    ``groups`` is what the tuner's batched scorer reads: (op, width, rows [n, 32], cols [n, 32], counts).
-    Iterating gives ``autopad.access.Instruction`` objects in the kernel's order (built on demand, for
-    ``autopad.access.score``, ``explain`` and reports), named as the kernel's loops are.
+    ``groups`` is what the tuner's batched scorer reads: (op, width, rows [n, 32], cols [n, 32], counts),
+    built with numpy over warps, passes and lanes at once. Iterating gives ``autopad.access.Instruction``
+    objects in the kernel's order (warp by warp: its stores, then its loads), named as the kernel's loops
+    are; they are made only when asked for (``autopad.access.score``, ``explain``, reports).
     """
 
-    def __init__(self, parts: list[tuple[str, str, int, np.ndarray, np.ndarray, list[str]]]) -> None:
-        self._parts = parts
-        merged: dict[tuple[str, int], list[tuple[np.ndarray, np.ndarray]]] = {}
-        for _, op, width, rows, cols, _names in parts:
-            merged.setdefault((op, width), []).append((rows, cols))
+    def __init__(self, phases: list[tuple[str, str, int, np.ndarray, np.ndarray, tuple[str, ...]]]) -> None:
+        # each phase: (tag, op, width, rows [warps, n, 32], cols [warps, n, 32], loop names of the n)
+        self._phases = phases
         self.groups = tuple(
             (
                 op,
                 w,
-                np.concatenate([r for r, _ in v]),
-                np.concatenate([c for _, c in v]),
-                np.ones(sum(len(r) for r, _ in v), dtype=np.int64),
+                rows.reshape(-1, rows.shape[-1]),
+                cols.reshape(-1, cols.shape[-1]),
+                np.ones(rows.shape[0] * rows.shape[1], dtype=np.int64),
             )
-            for (op, w), v in merged.items()
+            for _, op, w, rows, cols, _ in phases
         )
         self._ins: tuple[Instruction, ...] | None = None
 
     def instructions(self) -> tuple[Instruction, ...]:
         if self._ins is None:
+            warps = self._phases[0][3].shape[0]
             self._ins = tuple(
-                Instruction(name, op, width, rows[i], cols[i])
-                for _, op, width, rows, cols, names in self._parts
+                Instruction(f"{tag} w{w} {name}", op, width, rows[w, i], cols[w, i])
+                for w in range(warps)
+                for tag, op, width, rows, cols, names in self._phases
                 for i, name in enumerate(names)
             )
         return self._ins
@@ -126,7 +135,7 @@ class SmemPattern:
         return iter(self.instructions())
 
     def __len__(self) -> int:
-        return sum(len(p[3]) for p in self._parts)
+        return sum(p[3].shape[0] * p[3].shape[1] for p in self._phases)
 
     def __getitem__(self, i: int) -> Instruction:
         return self.instructions()[i]
@@ -137,48 +146,27 @@ def _pattern(tm: int, tn: int, threads: int, vec: int, readout: int, e: int) -> 
     c = {"TILE_M": tm, "TILE_N": tn, "THREADS": threads, "VEC": vec}
     lx, ly, lpass, sx, sy, spass = _phases(c)
     warps = threads // 32
-    tid = (np.arange(warps, dtype=np.int64)[:, None] * 32 + _LANES)[:, None, :]  # [warp, 1, lane]
-    parts = []
-    for w in range(warps):
-        t = tid[w]
-        # store phase, pass p: lane writes VEC elements at (ly + p*LY, lx*VEC) in one VEC*elem st.shared
-        p = np.arange(lpass, dtype=np.int64)[:, None]
-        rows, cols = t // lx + p * ly, np.broadcast_to((t % lx) * vec, (lpass, 32))
-        parts.append(
-            (
-                f"st w{w}",
-                "store",
-                vec * e,
-                rows,
-                np.ascontiguousarray(cols),
-                [f"st w{w} p{i}" for i in range(lpass)],
-            )
-        )
-        if readout == 2:  # ldmatrix.x4.trans: unit u = w + p*WARPS is rows 32a.., columns 8cb..8cb+7
-            n = tm * tn // 256 // warps
-            u = w + warps * np.arange(n, dtype=np.int64)[:, None]
-            a, cb = u % (tm // 32), u // (tm // 32)
-            rows, cols = 32 * a + _LDSM_ROW, np.broadcast_to(8 * cb, (n, 32))
-            parts.append(
-                (
-                    f"ldsm w{w}",
-                    "load",
-                    16,
-                    rows,
-                    np.ascontiguousarray(cols),
-                    [f"ldsm w{w} p{i}" for i in range(n)],
-                )
-            )
-            continue
-        g = 4 // e if readout == 1 else 1  # READOUT 1: VEC 4-byte words of G columns per pass
+    w = np.arange(warps, dtype=np.int64)[:, None, None]
+    t = w * 32 + _LANES  # [warp, 1, lane]: threadIdx.x
+    # store phase, pass p: lane writes VEC elements at (ly + p*LY, lx*VEC) in one VEC*elem st.shared
+    p = np.arange(lpass, dtype=np.int64)[:, None]
+    rows, cols = np.broadcast_arrays(t // lx + p * ly, (t % lx) * vec)
+    phases = [("st", "store", vec * e, rows, cols, tuple(f"p{i}" for i in range(lpass)))]
+    if readout == 2:  # ldmatrix.x4.trans: unit u = w + p*WARPS is rows 32a.., columns 8cb..8cb+7
+        n = tm * tn // 256 // warps
+        u = w + warps * np.arange(n, dtype=np.int64)[:, None]
+        a, cb = u % (tm // 32), u // (tm // 32)
+        rows, cols = np.broadcast_arrays(32 * a + _LDSM_ROW, 8 * cb)
+        phases.append(("ldsm", "load", 16, rows, cols, tuple(f"p{i}" for i in range(n))))
+    else:  # READOUT 0: VEC element loads per pass; 1: VEC 4-byte words of G columns per pass
+        g = 4 // e if readout == 1 else 1
         npass = tn // (sy * g)
         p = np.repeat(np.arange(npass, dtype=np.int64), vec)[:, None]
         v = np.tile(np.arange(vec, dtype=np.int64), npass)[:, None]
-        rows, cols = (t % sx) * vec + v, (t // sx + p * sy) * g
-        tag = "ld4" if readout == 1 else "ld"
-        names = [f"{tag} w{w} p{i} v{j}" for i in range(npass) for j in range(vec)]
-        parts.append((f"{tag} w{w}", "load", 4 if readout == 1 else e, rows, cols, names))
-    return SmemPattern(parts)
+        rows, cols = np.broadcast_arrays((t % sx) * vec + v, (t // sx + p * sy) * g)
+        names = tuple(f"p{i} v{j}" for i in range(npass) for j in range(vec))
+        phases.append(("ld4" if readout == 1 else "ld", "load", 4 if readout == 1 else e, rows, cols, names))
+    return SmemPattern(phases)
 
 
 # ---- the spec ------------------------------------------------------------------------------------------
@@ -186,7 +174,7 @@ def _pattern(tm: int, tn: int, threads: int, vec: int, readout: int, e: int) -> 
 
 @dataclass(frozen=True)
 class Built:
-    """Compiled kernels: ``kernel`` (aligned rows), ``shifted`` (EDGE = 1, VEC > 1: any alignment)."""
+    """Compiled kernels: ``kernel`` (aligned rows), ``shifted`` (vector path, VEC > 1: any alignment)."""
 
     kernel: Any
     constants: dict
@@ -209,7 +197,7 @@ class TransposeCuda(CudaKernel):
         "SW_PER_PHASE": (1, 2, 4, 8, 16),
         "SW_MAX_PHASE": (1, 2, 4, 8, 16, 32),
         "READOUT": (0, 1, 2),
-        "EDGE": (0, 1),
+        "SCALAR_EDGE": (0, 1),
     }
     DEFAULTS = {  # the unpadded baseline of the study: 32 x 32, 256 threads, the original path
         "TILE_M": 32,
@@ -221,10 +209,10 @@ class TransposeCuda(CudaKernel):
         "SW_PER_PHASE": 1,
         "SW_MAX_PHASE": 1,
         "READOUT": 0,
-        "EDGE": 0,
+        "SCALAR_EDGE": 1,
     }
     LAYOUT_KEYS = ("PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")  # the rest is the launch configuration
-    # smem_pattern depends on these alone: candidates that differ only in PAD / SW_* / EDGE share one pattern
+    # smem_pattern depends on these alone: candidates differing in PAD / SW_* / SCALAR_EDGE share a pattern
     PATTERN_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "READOUT")
     # cheap necessary conditions of ``legal``, evaluated over the whole space at once (E = element bytes);
     # ``legal`` still decides every survivor
@@ -234,7 +222,7 @@ class TransposeCuda(CudaKernel):
         "VEC * E <= 16 and PAD % VEC == 0 and TILE_M % VEC == 0 and TILE_N % VEC == 0",
         "THREADS % (TILE_N // VEC) == 0 and THREADS % (TILE_M // VEC) == 0",
         "READOUT != 1 or (E <= 2 and VEC * E == 16)",
-        "READOUT != 2 or (EDGE == 1 and E == 2 and VEC == 8 and TILE_M % 32 == 0"
+        "READOUT != 2 or (SCALAR_EDGE == 0 and E == 2 and VEC == 8 and TILE_M % 32 == 0"
         " and TILE_M * TILE_N // 256 % (THREADS // 32) == 0)",
     )
     SOURCE_FILE = str(_SOURCE)
@@ -284,7 +272,7 @@ class TransposeCuda(CudaKernel):
         e = DTYPE_BYTES[dtype]
         if b * m * n >= 2**62 // e:
             return Legality(False, "tensor too large")
-        if c.get("EDGE", 0) == 0:
+        if _scalar(c):
             if _cdiv(m, c["TILE_M"]) > 65535:
                 return Legality(False, f"{m} rows need more than 65535 tiles of {c['TILE_M']} in grid.y")
         elif b * _cdiv(m, c["TILE_M"]) * _cdiv(n, c["TILE_N"]) >= 2**31:
@@ -309,7 +297,7 @@ class TransposeCuda(CudaKernel):
     def grid(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "float32") -> tuple:
         b, m, n = _dims(tuple(shape))
         gx, gy = _cdiv(n, constants["TILE_N"]), _cdiv(m, constants["TILE_M"])
-        if constants.get("EDGE", 0):
+        if not _scalar(constants):
             return (b * gx * gy, 1, 1)
         return (gx, gy, min(b, 65535))
 
@@ -318,7 +306,7 @@ class TransposeCuda(CudaKernel):
 
     def launch_info(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict:
         c = constants
-        key = (c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"], c.get("EDGE", 0), self.smem_bytes(c, dtype))
+        key = (c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"], _scalar(c), self.smem_bytes(c, dtype))
         return dict(_launch_info(key, tuple(shape), self._e(dtype)))
 
     def traffic(self, shape: tuple[int, ...], dtype: str) -> dict:
@@ -331,9 +319,9 @@ class TransposeCuda(CudaKernel):
         return c if self.legal(c, shape, dtype) else None
 
     def min_blocks(self, constants: dict[str, int], dtype: str, misaligned: bool = False) -> int:
-        """The occupancy the EDGE = 1 build is compiled for (``__launch_bounds__`` min blocks): what threads
-        and shared memory allow (the model's assumption), lowered only where the loaded vectors plus the
-        measured register overhead would not fit (then the registers allow fewer blocks, not spills)."""
+        """The occupancy the vector path (SCALAR_EDGE 0) is built for (``__launch_bounds__`` min blocks):
+        what threads and shared memory allow (the model's assumption), lowered only where the loaded vectors
+        plus the measured register overhead would not fit (then registers allow fewer blocks, not spills)."""
         c, e = constants, self._e(dtype)
         fit = min(
             _ARCH.max_threads_per_sm // c["THREADS"],
@@ -406,8 +394,8 @@ class TransposeCuda(CudaKernel):
         d = {k: int(c[k]) for k in ("TILE_M", "TILE_N", "THREADS", "VEC", "READOUT")}
         d.update(self.layout(c, dtype).cuda_defines())
         d["ELEM_BYTES"] = self._e(dtype)
-        if c.get("EDGE", 0):
-            d["EDGE"] = 1
+        if not _scalar(c):
+            d["SCALAR_EDGE"] = 0
             d["MISALIGNED"] = int(misaligned)
             d["MIN_BLOCKS"] = self.min_blocks(c, dtype, misaligned)
         return d
@@ -418,7 +406,7 @@ class TransposeCuda(CudaKernel):
         src = self.source()
         k = cuda_runtime.load_kernel(src, self.KERNEL, self.defines(constants, dtype))
         shifted = None
-        if constants.get("EDGE", 0) and constants["VEC"] > 1:
+        if not _scalar(constants) and constants["VEC"] > 1:
             shifted = cuda_runtime.load_kernel(src, self.KERNEL, self.defines(constants, dtype, True))
         return Built(k, dict(constants), dtype, shifted)
 
@@ -427,17 +415,17 @@ class TransposeCuda(CudaKernel):
         c = built.constants
         b, m, n = _dims(tuple(shape))
         i32 = np.int32
-        if c.get("EDGE", 0):
+        if not _scalar(c):
             extra = (i32(m), i32(n), i32(b), i32(c.get("GROUP", 1)))
         else:
             extra = (i32(m), i32(n), i32(b))
         return self.grid(c, shape), extra, self.smem_bytes(c, built.dtype), c["VEC"] * self._e(built.dtype)
 
     def _pick(self, built: Built, x: Any, out: Any, m: int, n: int, vb: int) -> tuple[Any, tuple]:
-        """The kernel for these pointers, and EDGE = 0's trailing ``aligned`` flag."""
+        """The kernel for these pointers, and the scalar path's trailing ``aligned`` flag."""
         ok = m % built.constants["VEC"] == 0 and n % built.constants["VEC"] == 0
         ok = ok and x.data_ptr() % vb == 0 and out.data_ptr() % vb == 0
-        if not built.constants.get("EDGE", 0):
+        if _scalar(built.constants):
             return built.kernel, (np.int32(ok),)
         return (built.kernel if ok or built.shifted is None else built.shifted), ()
 
@@ -504,9 +492,9 @@ def _legal_static(key: tuple[int, ...], e: int) -> Legality:
         return Legality(False, f"{t} threads cannot sweep {c['TILE_M']} rows in rows of {lx} vectors")
     if t % sx or sy == 0 or c["TILE_N"] % sy:
         return Legality(False, f"{t} threads cannot sweep {c['TILE_N']} columns in groups of {sx} vectors")
-    edge, readout = c.get("EDGE", 0), c.get("READOUT", 0)
-    if edge not in (0, 1):
-        return Legality(False, f"EDGE {edge} is not 0 (scalar edges) or 1 (vector edges, shifted rows)")
+    scalar, readout = c.get("SCALAR_EDGE", 1), c.get("READOUT", 0)
+    if scalar not in (0, 1):
+        return Legality(False, f"SCALAR_EDGE {scalar} is not 0 (vector edges, shifted rows) or 1 (scalar)")
     if readout not in (0, 1, 2):
         return Legality(False, f"READOUT {readout} is not 0 (gather), 1 (register transpose), 2 (ldmatrix)")
     if readout == 1:
@@ -515,9 +503,9 @@ def _legal_static(key: tuple[int, ...], e: int) -> Legality:
         if c["TILE_N"] % (sy * (4 // e)):
             return Legality(False, f"{c['TILE_N']} columns: not whole {sy * 4 // e}-row passes")
     if readout == 2:
-        if not edge or e != 2 or c["VEC"] != 8:
+        if scalar or e != 2 or c["VEC"] != 8:
             return Legality(
-                False, "the ldmatrix read-out needs EDGE 1 and 2-byte elements in 16-byte vectors"
+                False, "the ldmatrix read-out needs SCALAR_EDGE 0 and 2-byte elements in 16-byte vectors"
             )
         if c["TILE_M"] % 32 or (c["TILE_M"] * c["TILE_N"] // 256) % (t // 32):
             return Legality(False, f"{c['TILE_M']} x {c['TILE_N']}: not whole 32 x 8 blocks per warp")
@@ -528,20 +516,29 @@ def _legal_static(key: tuple[int, ...], e: int) -> Legality:
 
 @lru_cache(maxsize=1 << 14)
 def _launch_info(key: tuple[int, ...], shape: tuple[int, ...], e: int) -> tuple[tuple[str, float], ...]:
-    tm, tn, threads, vec, edge, smem = key
+    tm, tn, threads, vec, scalar, smem = key
     b, m, n = _dims(shape)
     gx, gy = _cdiv(n, tn), _cdiv(m, tm)
     lpass = tm // (threads // (tn // vec))
     misaligned = m % vec != 0 or n % vec != 0
+    width = e if (scalar and misaligned) else vec * e  # bytes per global access
+    eff = 1.0 / (1.0 + NARROW_ACCESS_COST) if width < 4 else 1.0
+    if misaligned and scalar:
+        eff /= 1.0 + SCALAR_PATH_COST * (vec - 1)
     return (
-        ("blocks", b * gx * gy if edge else gx * gy * min(b, 65535)),
+        ("blocks", gx * gy * min(b, 65535) if scalar else b * gx * gy),
         ("threads", threads),
         ("smem_bytes", smem),
-        ("tiles_per_block", 1 if edge else _cdiv(b, min(b, 65535))),
+        ("tiles_per_block", _cdiv(b, min(b, 65535)) if scalar else 1),
         # the load loop issues all its passes before the first use: bytes each thread has in flight
         ("inflight_bytes", lpass * vec * e),
-        ("dram_efficiency", 1.0 / (1.0 + SCALAR_PATH_COST * (vec - 1)) if misaligned and not edge else 1.0),
+        ("dram_efficiency", eff),
     )
+
+
+def _scalar(c: dict[str, int]) -> bool:
+    """Does the candidate take the original guarded scalar path (SCALAR_EDGE 1, the default when absent)?"""
+    return bool(c.get("SCALAR_EDGE", 1))
 
 
 def _x(inputs: Any) -> Any:
@@ -558,9 +555,9 @@ _BEST_TILE = {8: (64, 128), 4: (32, 128), 2: (64, 128), 1: (128, 128)}
 
 def presets(dtype: str) -> dict[str, dict[str, int]]:
     """Named candidates: the baselines and 16-byte-vector tiles, swizzled and not (for the tuner's shortlist
-    and the benchmark), on the original path (EDGE 0). The swizzle permutes VEC-element chunks by the row's
-    VEC-row group: the column walk's lanes (rows sx*VEC + v) then land in distinct chunks, so in distinct
-    banks."""
+    and the benchmark), on the original path (SCALAR_EDGE 1). The swizzle permutes VEC-element chunks by the
+    row's VEC-row group: the column walk's lanes (rows sx*VEC + v) then land in distinct chunks, so in
+    distinct banks."""
     if dtype not in SPEC.DTYPES:
         raise ValueError(f"transpose: dtype {dtype!r} is not one of {SPEC.DTYPES}")
     e = DTYPE_BYTES[dtype]
@@ -619,4 +616,4 @@ def reference(inputs: Any) -> Any:
     return SPEC.reference(inputs)
 
 
-__all__ = ["TransposeCuda", "SPEC", "Built", "SmemPattern", "presets", "DTYPE_BYTES"]
+__all__ = ["TransposeCuda", "SPEC", "Built", "SmemPattern", "presets", "DTYPE_BYTES", "NARROW_ACCESS_COST"]
