@@ -21,6 +21,7 @@ from __future__ import annotations
 import platform
 import sys
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from types import ModuleType
@@ -266,6 +267,18 @@ def _rerank(req: Request, stored: TuneResult) -> tuple[CandidateResult, ...]:
     return tuple(out)
 
 
+def _cached_pick_illegal(req: Request, hit: TuneResult) -> str | None:
+    """Why a cached pick cannot run (a cache file is not trusted: anyone may have edited it), or None."""
+    c = dict(hit.best.constants)
+    if set(c) != set(req.spec.SPACE):
+        return f"its constants {sorted(c)} are not the kernel's {sorted(req.spec.SPACE)}"
+    try:
+        ok = check_legal(req.spec, c, req.shape, req.dtype)
+    except Exception as exc:  # legal() raising on foreign values is a no
+        return f"legal() raised {type(exc).__name__}: {exc}"
+    return None if ok else ok.reason
+
+
 def _baselines(req: Request) -> list[dict[str, int]]:
     from .search import baselines
 
@@ -341,6 +354,14 @@ def tune(
     params = _search_params(req, measuring)
     if store is not None and not req.retune:
         hit = store.get_result(key, params)
+        why = _cached_pick_illegal(req, hit) if hit is not None else None
+        if why is not None:
+            warnings.warn(
+                f"autopad cache: ignoring the cached pick {hit.best.constants} of {spec.NAME} "
+                f"[{spec.BACKEND}] on {req.shape} {req.dtype}: {why}; tuning again",
+                stacklevel=2,
+            )
+            hit = None
         if hit is not None:
             res = TuneResult(
                 **{

@@ -207,8 +207,11 @@ def sanitizer_child(mode: int) -> int:
 
 def start_sanitizer(tool: str, mode: int) -> subprocess.Popen:
     env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
-    cmd = [tool, "--tool", "memcheck", "--print-limit", "4", "--show-backtrace", "no", sys.executable,
-           str(Path(__file__).resolve()), "--sanitizer-child", str(mode)]  # fmt: skip
+    # API errors off: torch's driver-entry lookups (cuGetProcAddress with unknown names) otherwise fill the
+    # print limit before the kernel's own fault is reported (seen on the H200, 2026-12-01)
+    cmd = [tool, "--tool", "memcheck", "--report-api-errors", "no", "--print-limit", "8",
+           "--show-backtrace", "no", sys.executable, str(Path(__file__).resolve()),
+           "--sanitizer-child", str(mode)]  # fmt: skip
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
 

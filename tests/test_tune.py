@@ -200,3 +200,23 @@ def _key_params(key):
 def test_refine_must_be_a_non_negative_int():
     with pytest.raises(ValueError, match="refine: must be an int >= 0"):
         _tune(FakeBench(), refine=-1)
+
+
+def test_a_cached_pick_that_is_not_legal_is_warned_about_and_tuned_again(tmp_path, monkeypatch):
+    """A cache file is not trusted: constants edited into it are re-checked before anything runs them."""
+    import dataclasses
+
+    from autopad.cache import Cache
+    from autopad.request import Request
+    from autopad.tune import _search_params, cache_key
+
+    monkeypatch.setenv("AUTOPAD_CACHE_DIR", str(tmp_path))
+    res = _tune(FakeBench(default=None))
+    req = Request.make(fake_kernel, SHAPE, "float32", top_k=4)
+    key = cache_key(req.spec, SHAPE, "float32", None, {})
+    bad = dataclasses.replace(res.best, constants={"TILE": 32, "PAD": 1, "VEC": 2})  # PAD 1 misaligns VEC 2
+    Cache().put_result(key, dataclasses.replace(res, best=bad), _search_params(req, True))
+    with pytest.warns(UserWarning, match="ignoring the cached pick"):
+        again = _tune(FakeBench(default=None))
+    assert not again.cache_hit
+    assert fake_kernel.legal(again.best.constants, SHAPE, "float32")

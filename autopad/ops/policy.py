@@ -213,6 +213,19 @@ def _tune_now(
     )
 
 
+def _illegal(spec: KernelSpec, constants: dict, shape: tuple[int, ...], dtype: str) -> str | None:
+    """Why cached constants cannot run here (a cache is a file anyone may have edited), or None."""
+    from ..search import check_legal
+
+    if set(constants) != set(spec.SPACE):
+        return f"its constants {sorted(constants)} are not the kernel's {sorted(spec.SPACE)}"
+    try:
+        ok = check_legal(spec, dict(constants), tuple(shape), dtype)
+    except Exception as exc:  # a legal() that raises on foreign values says no
+        return f"legal() raised {type(exc).__name__}: {exc}"
+    return None if ok else ok.reason
+
+
 def decide(
     spec: KernelSpec,
     shape: tuple[int, ...],
@@ -230,7 +243,17 @@ def decide(
     dev = device_info(device)
     found = Cache().nearest(cache_key(spec, tuple(shape), dtype, dist, dev))
     if found is not None and tuple(found[0].shape) == tuple(shape):
-        return Decision(_freeze(found[1].best.constants), "tuned", found[1].mode)
+        why = _illegal(spec, found[1].best.constants, shape, dtype)
+        if why is None:
+            return Decision(_freeze(found[1].best.constants), "tuned", found[1].mode)
+        import warnings
+
+        warnings.warn(
+            f"autopad cache: ignoring the cached pick {found[1].best.constants} of {spec.NAME} "
+            f"[{spec.BACKEND}] on {_shape_text(shape)} {dtype}: {why}",
+            stacklevel=3,
+        )
+        found = None
     if mode == "always":
         _announce(spec, shape, dtype, "AUTOPAD_TUNE=always")
         return _tune_now(spec, shape, dtype, dist, device)
