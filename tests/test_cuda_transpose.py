@@ -84,7 +84,7 @@ def test_stacked_groups_match_the_instructions():
     pat = T.smem_pattern(c, "float16")
     ins = list(pat)
     assert sum(len(g[2]) for g in pat.groups) == len(ins) == len(pat)
-    assert [(op, w) for op, w, *_ in pat.groups] == [("store", 16), ("load", 16)]
+    assert [(op, w) for op, w, *_ in pat.groups] == [("store", 16), ("ldmatrix.x4.trans", 16)]
     assert ins[0].name == "st w0 p0" and ins[-1].name.startswith("ldsm w3")
 
 

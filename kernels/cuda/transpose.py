@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +158,7 @@ def _pattern(tm: int, tn: int, threads: int, vec: int, readout: int, e: int) -> 
         u = w + warps * np.arange(n, dtype=np.int64)[:, None]
         a, cb = u % (tm // 32), u // (tm // 32)
         rows, cols = np.broadcast_arrays(32 * a + _LDSM_ROW, 8 * cb)
-        phases.append(("ldsm", "load", 16, rows, cols, tuple(f"p{i}" for i in range(n))))
+        phases.append(("ldsm", "ldmatrix.x4.trans", 16, rows, cols, tuple(f"p{i}" for i in range(n))))
     else:  # READOUT 0: VEC element loads per pass; 1: VEC 4-byte words of G columns per pass
         g = 4 // e if readout == 1 else 1
         npass = tn // (sy * g)
@@ -256,40 +257,24 @@ class TransposeCuda(CudaKernel):
         if dtype not in self.DTYPES:
             return Legality(False, f"dtype {dtype} not supported")
         try:
-            key = tuple([int(constants[k]) for k in _KEYS])
+            key = _key_of(constants)
         except KeyError:
             return Legality(False, f"missing constants {[k for k in self.SPACE if k not in constants]}")
-        ok = _legal_static(key, DTYPE_BYTES[dtype])
+        e = DTYPE_BYTES[dtype]
+        ok = _legal_static(key, e)
         if not ok:
             return ok
-        c = dict(zip(_KEYS, key))
-        try:
-            b, m, n = _dims(tuple(shape))
-        except ValueError as exc:
-            return Legality(False, str(exc))
-        if min(b, m, n) < 1:
-            return Legality(False, f"empty shape {shape}")
-        e = DTYPE_BYTES[dtype]
-        if b * m * n >= 2**62 // e:
-            return Legality(False, "tensor too large")
-        if _scalar(c):
-            if _cdiv(m, c["TILE_M"]) > 65535:
-                return Legality(False, f"{m} rows need more than 65535 tiles of {c['TILE_M']} in grid.y")
-        elif b * _cdiv(m, c["TILE_M"]) * _cdiv(n, c["TILE_N"]) >= 2**31:
-            return Legality(False, "more than 2**31 - 1 tiles in the 1-D grid")
-        if c.get("READOUT", 0) == 2 and m % c["VEC"]:
-            return Legality(False, f"ldmatrix read-out needs output rows of whole vectors ({m} % {c['VEC']})")
-        return Legality(True)
+        # the shape's part depends on the tile, the path and the read-out alone
+        return _legal_shape(key[_I_TM], key[_I_TN], key[_I_VEC], key[_I_SC], key[_I_RO], tuple(shape), e)
 
     def smem_pattern(self, constants: dict[str, int], dtype: str, dist: str | None = None) -> SmemPattern:
         """Every shared-memory instruction of one block over one tile, lane = threadIdx.x (block is 1-D).
 
         Store phase: warp w, pass p: lane writes VEC elements at (ly + p*LY, lx*VEC) in one VEC*elem store.
         Read-out 0: warp w, pass p, element v: lane reads (sx*VEC + v, sy + p*SY), elem bytes. Read-out 1:
-        4-byte words at (sx*VEC + v, (sy + p*SY) * G). Read-out 2: one ldmatrix.x4.trans per 32 x 8 block,
-        described as a 16-byte load from each lane's row address (its four 8-lane phases each read one 8x8
-        matrix: 8 rows of 16 bytes, as a 16-byte ld.shared's phases do; autopad.model has no ldmatrix op
-        of its own yet).
+        4-byte words at (sx*VEC + v, (sy + p*SY) * G). Read-out 2: one ldmatrix.x4.trans per 32 x 8 block
+        (autopad.model's op of that name: lane 8i + j gives the 16-byte row j of matrix i, one phase per
+        matrix).
         """
         c = constants
         return _pattern(c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"], c.get("READOUT", 0), self._e(dtype))
@@ -306,8 +291,8 @@ class TransposeCuda(CudaKernel):
 
     def launch_info(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict:
         c = constants
-        key = (c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"], _scalar(c), self.smem_bytes(c, dtype))
-        return dict(_launch_info(key, tuple(shape), self._e(dtype)))
+        key = (c["THREADS"], c["VEC"], _scalar(c), *_lkey(c, self._e(dtype)))
+        return dict(_launch_info(key, tuple(shape)))
 
     def traffic(self, shape: tuple[int, ...], dtype: str) -> dict:
         b, m, n = _dims(tuple(shape))
@@ -515,8 +500,9 @@ def _legal_static(key: tuple[int, ...], e: int) -> Legality:
 
 
 @lru_cache(maxsize=1 << 14)
-def _launch_info(key: tuple[int, ...], shape: tuple[int, ...], e: int) -> tuple[tuple[str, float], ...]:
-    tm, tn, threads, vec, scalar, smem = key
+def _launch_info(key: tuple[int, ...], shape: tuple[int, ...]) -> tuple[tuple[str, float], ...]:
+    threads, vec, scalar, tm, tn, e = key[:6]
+    smem = int(_layout(*key[3:]).footprint)
     b, m, n = _dims(shape)
     gx, gy = _cdiv(n, tn), _cdiv(m, tm)
     lpass = tm // (threads // (tn // vec))
@@ -534,6 +520,26 @@ def _launch_info(key: tuple[int, ...], shape: tuple[int, ...], e: int) -> tuple[
         ("inflight_bytes", lpass * vec * e),
         ("dram_efficiency", eff),
     )
+
+
+@lru_cache(maxsize=1 << 14)
+def _legal_shape(tm: int, tn: int, vec: int, scalar: int, readout: int, shape: tuple, e: int) -> Legality:
+    try:
+        b, m, n = _dims(shape)
+    except ValueError as exc:
+        return Legality(False, str(exc))
+    if min(b, m, n) < 1:
+        return Legality(False, f"empty shape {shape}")
+    if b * m * n >= 2**62 // e:
+        return Legality(False, "tensor too large")
+    if scalar:
+        if _cdiv(m, tm) > 65535:
+            return Legality(False, f"{m} rows need more than 65535 tiles of {tm} in grid.y")
+    elif b * _cdiv(m, tm) * _cdiv(n, tn) >= 2**31:
+        return Legality(False, "more than 2**31 - 1 tiles in the 1-D grid")
+    if readout == 2 and m % vec:
+        return Legality(False, f"ldmatrix read-out needs output rows of whole vectors ({m} % {vec})")
+    return Legality(True)
 
 
 def _scalar(c: dict[str, int]) -> bool:
@@ -582,6 +588,10 @@ def presets(dtype: str) -> dict[str, dict[str, int]]:
 
 
 _KEYS = tuple(TransposeCuda.SPACE)
+_key_of = itemgetter(*_KEYS)  # a candidate's constants in _KEYS order (a KeyError names a missing one)
+_I_TM, _I_TN, _I_VEC, _I_SC, _I_RO = (
+    _KEYS.index(k) for k in ("TILE_M", "TILE_N", "VEC", "SCALAR_EDGE", "READOUT")
+)
 
 # the module is the spec the registry loads (autopad.kernels_registry.BUILTIN): expose SPEC's names
 SPEC = TransposeCuda()
