@@ -477,6 +477,10 @@ def prepare_launch(
     dev = int(get_dev()) if device is None else int(device)
     _make_current(dev)
     _raise_smem_limit(kernel, dev, int(smem_bytes))
+    if os.environ.get("AUTOPAD_LAUNCH", "driver") == "driver":
+        direct = _driver_launcher(kernel, grid, block, int(smem_bytes), dev, get_dev, raw_stream, tensor)
+        if direct is not None:
+            return direct
     cfg = cc.LaunchConfig(grid=_dims(grid), block=_dims(block), shmem_size=int(smem_bytes))
     cc_launch = cc.launch
     streams = _STREAMS.setdefault(dev, {})
@@ -495,6 +499,112 @@ def prepare_launch(
         cc_launch(s, cfg, kernel, *[a.data_ptr() if isinstance(a, tensor) else a for a in args])
 
     fire.kernel, fire.config, fire.device = kernel, cfg, dev  # type: ignore[attr-defined]
+    return fire
+
+
+_CU = None  # the CUDA driver library (ctypes), for the direct launch path
+
+
+def _libcuda() -> Any:
+    global _CU
+    if _CU is None:
+        import ctypes
+
+        lib = ctypes.CDLL("libcuda.so.1")
+        lib.cuLaunchKernel.restype = ctypes.c_int
+        lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+        lib.cuKernelGetFunction.restype = ctypes.c_int
+        lib.cuKernelGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
+        _CU = lib
+    return _CU
+
+
+def _driver_launcher(
+    kernel: Any,
+    grid: Any,
+    block: Any,
+    smem: int,
+    dev: int,
+    get_dev: Callable[[], int],
+    raw_stream: Callable[[int], int],
+    tensor: type,
+) -> Callable[..., None] | None:
+    """A launcher that calls the driver's ``cuLaunchKernel`` through ctypes with a parameter block built
+    once: per call only the pointer and scalar slots are rewritten. cuda.core's ``launch`` packs its
+    arguments anew on every call, which is most of a small kernel's host time. None where the driver or
+    the kernel handle is not reachable this way (the caller then uses cuda.core)."""
+    import ctypes
+
+    import numpy as np
+
+    try:
+        lib = _libcuda()
+        fn = ctypes.c_void_p()
+        if lib.cuKernelGetFunction(ctypes.byref(fn), ctypes.c_void_p(int(kernel.handle))) != 0:
+            return None
+    except (OSError, AttributeError, TypeError, ValueError):
+        return None
+    g = (grid,) if isinstance(grid, int) else tuple(int(x) for x in grid)
+    b = (block,) if isinstance(block, int) else tuple(int(x) for x in block)
+    g, b = (g + (1, 1))[:3], (b + (1, 1))[:3]
+    ctypes_of = {
+        np.dtype(np.int32): ctypes.c_int32,
+        np.dtype(np.int64): ctypes.c_int64,
+        np.dtype(np.uint32): ctypes.c_uint32,
+        np.dtype(np.uint64): ctypes.c_uint64,
+        np.dtype(np.float32): ctypes.c_float,
+        np.dtype(np.float64): ctypes.c_double,
+    }
+    state: dict[str, Any] = {"kinds": None}
+    seq = (tuple, list)
+    local = _CURRENT
+
+    def build(args: Sequence[Any]) -> None:
+        """The parameter block for this argument signature: one ctypes slot per argument."""
+        slots, kinds = [], []
+        for a in args:
+            if isinstance(a, tensor) or (isinstance(a, int) and not isinstance(a, (bool, np.integer))):
+                slots.append(ctypes.c_uint64(0))  # a pointer (Python ints are pointers, as in launch())
+                kinds.append(0)
+            elif isinstance(a, (np.integer, np.floating)) and a.dtype in ctypes_of:
+                slots.append(ctypes_of[a.dtype](0))
+                kinds.append(1 if isinstance(a, np.integer) else 2)
+            else:
+                raise TypeError(f"launch: unsupported argument {a!r}")
+        params = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.addressof(x) for x in slots])
+        state.update(kinds=tuple(kinds), slots=slots, params=params, n=len(args))
+
+    def fire(*args: Any) -> None:
+        if len(args) == 1 and type(args[0]) in seq:
+            args = args[0]
+        if get_dev() != dev:
+            import torch
+
+            with torch.cuda.device(dev):
+                _CURRENT.device = None
+                fire(*args)
+            _CURRENT.device = None
+            return
+        if getattr(local, "device", None) != dev:
+            _make_current(dev)
+        if state["kinds"] is None or state["n"] != len(args):
+            build(args)
+        slots, kinds = state["slots"], state["kinds"]
+        for i, a in enumerate(args):
+            k = kinds[i]
+            slots[i].value = (
+                (a.data_ptr() if isinstance(a, tensor) else int(a))
+                if k == 0
+                else (int(a) if k == 1 else float(a))
+            )
+        err = lib.cuLaunchKernel(
+            fn, g[0], g[1], g[2], b[0], b[1], b[2], smem, raw_stream(dev), state["params"], None
+        )
+        if err != 0:
+            raise RuntimeError(f"cuLaunchKernel failed with CUDA error {err} (grid {g}, block {b}, {smem} B)")
+
+    fire.kernel, fire.config, fire.device = kernel, (g, b, smem), dev  # type: ignore[attr-defined]
+    fire.path = "driver"  # type: ignore[attr-defined]
     return fire
 
 
