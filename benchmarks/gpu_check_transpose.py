@@ -17,7 +17,7 @@ and must match torch bit for bit before it is timed (median of CUDA-event timing
 each); (3) if time is left, ``autopad.tune(..., budget=12)`` on two cells. A failing variant is recorded
 and skipped, never fatal. CSV rows go to ``--out`` as they are measured; a summary table is printed last.
 
-    python3 benchmarks/gpu_check_transpose.py --out $OUT/transpose        # ~100 s on an H200
+    python3 benchmarks/gpu_check_transpose.py --out $OUT/transpose        # stops starting work at 95 s
     python3 benchmarks/gpu_check_transpose.py --out /tmp/t --cells tiny   # one group of cells
 """
 
