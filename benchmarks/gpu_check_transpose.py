@@ -17,7 +17,7 @@ and must match torch bit for bit before it is timed (median of CUDA-event timing
 each); (3) if time is left, ``autopad.tune(..., budget=12)`` on two cells. A failing variant is recorded
 and skipped, never fatal. CSV rows go to ``--out`` as they are measured; a summary table is printed last.
 
-    python3 benchmarks/gpu_check_transpose.py --out $OUT/transpose        # stops starting work at 95 s
+    python3 benchmarks/gpu_check_transpose.py --out $OUT/transpose        # stops starting work at 90 s
     python3 benchmarks/gpu_check_transpose.py --out /tmp/t --cells tiny   # one group of cells
 """
 
@@ -427,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=False, default=None, help="folder for the CSV (the lead passes $OUT)")
     ap.add_argument("--cells", default="misaligned,batched,square,tiny", help="groups of cells to run")
-    ap.add_argument("--budget-s", type=float, default=95.0, help="stop starting new work after this long")
+    ap.add_argument("--budget-s", type=float, default=90.0, help="stop starting new work after this long")
     ap.add_argument("--skip-tune", action="store_true")
     ap.add_argument(
         "--dry-run", action="store_true", help="CPU, small shapes, torch for the kernels: plumbing"
