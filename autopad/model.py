@@ -19,8 +19,10 @@ width-aligned addresses that floor never binds (aligned accesses of 4 bytes or m
 so the busiest bank already holds ``distinct * width / 128`` of them; narrower ones move at most 64 bytes),
 so the model leaves it out; tests/test_model.py checks the literal rule against the model.
 
-**ldmatrix, stmatrix, cp.async: derived, not yet probed** (``OP_STATUS``; ``autopad validate --ops
-ldmatrix,stmatrix,cp.async`` measures them). What the rules rest on:
+**ldmatrix, stmatrix: measured; cp.async: derived, and the probes disagree** (``OP_STATUS``; ``autopad
+validate --ops ldmatrix,stmatrix,cp.async`` measured 728 probes on the H200 on 2026-12-01: all 536
+ldmatrix/stmatrix ones agree with the rules below, 118 of the 192 cp.async ones do not: the LSU wavefront
+counters read 0 for cp.async.cg, so the rule below stays a derivation). What the rules rest on:
 
 * ``ldmatrix.sync.aligned.m8n8.xK[.trans].shared.b16`` (op ``"ldmatrix.xK"``, ``"ldmatrix"`` = x4,
   ``access_bytes=16``): lanes 8i..8i+7 give the start addresses of the eight 16-byte rows of matrix i,
@@ -74,9 +76,12 @@ OP_STATUS = {
     "load": "measured",
     "store": "measured",
     "atomic": "measured (4-byte adds; 8-byte assumed to follow the 8-byte store phases)",
-    "cp.async": "derived, not yet probed",
-    "ldmatrix": "derived, not yet probed",
-    "stmatrix": "derived, not yet probed",
+    # H200, 2026-12-01 (benchmarks/results/h200/validate_matrix): Nsight Compute's LSU wavefront counters
+    # read 0 for every cp.async.cg probe and disagree on 70 of 144 cp.async.ca ones, so its shared-memory
+    # writes are not counted (or not counted as stores) there; no autopad kernel issues cp.async
+    "cp.async": "derived; disagrees with Nsight Compute on 118 of 192 H200 probes (do not rely on it)",
+    "ldmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
+    "stmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
 }
 ADDRESS_LIMIT = 1 << 32  # shared memory is addressed with 32 bits
 _CHUNK = 1 << 15  # numpy: instructions per vectorised block (bounds memory at a few tens of MB)

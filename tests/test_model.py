@@ -758,10 +758,11 @@ def reference_matrix(addresses: list[int | None], matrices: int) -> tuple[int, i
     return sum(costs), sum(1 for c in costs if c), costs
 
 
-def test_op_status_marks_the_new_ops_as_derived():
+def test_op_status_says_what_was_measured():
     assert autopad.model.op_status("load") == "measured"
-    for op in ("ldmatrix", "ldmatrix.x2.trans", "stmatrix.x1", "cp.async"):
-        assert autopad.model.op_status(op) == "derived, not yet probed"
+    for op in ("ldmatrix", "ldmatrix.x2.trans", "stmatrix.x1"):  # 536 H200 probes agree (test_model_matrix)
+        assert autopad.model.op_status(op).startswith("measured")
+    assert "disagrees" in autopad.model.op_status("cp.async")
     with pytest.raises(ValueError, match=r"^op:"):
         autopad.model.op_status("ldmatrix.x8")
 
