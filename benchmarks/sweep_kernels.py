@@ -348,8 +348,11 @@ def _autopad_rows(spec: Any, item: SweepItem, backend: str, ins: tuple, ref: Any
     return rows
 
 
-def torch_fn(kernel: str, backend: str, shape: Sequence[int]) -> tuple[Callable[..., Any], str]:
-    """The torch function a user would write (and torch.compile), with its description."""
+def torch_fn(
+    kernel: str, backend: str, shape: Sequence[int], dtype: str | None = None
+) -> tuple[Callable[..., Any], str]:
+    """The torch function a user would write (and torch.compile), with its description, on the spec's
+    inputs: the Triton GEMM takes a 16-bit B as [K, N] (as the user holds it) and a tf32 B as [N, K]."""
     import torch
 
     if kernel == "transpose":
@@ -357,7 +360,7 @@ def torch_fn(kernel: str, backend: str, shape: Sequence[int]) -> tuple[Callable[
     if kernel == "histogram":
         bins = int(shape[1])
         return (lambda x: torch.bincount(x, minlength=bins)), f"torch.bincount(x, minlength={bins})"
-    if backend == "triton":  # the Triton GEMM keeps B as [N, K] (nn.Linear's weight): C = A @ B^T
+    if backend == "triton" and dtype == "tf32":  # tf32's B is [N, K] (wgmma needs it K-major): A @ B^T
         return (lambda a, b: a @ b.t()), "a @ b.t()"
     return (lambda a, b: a @ b), "a @ b"
 
@@ -384,7 +387,7 @@ def _torch_rows(item: SweepItem, spec: Any, backend: str, ins: tuple, ref: Any) 
 
     from autopad.bench import _poison_
 
-    f, desc = torch_fn(item.kernel, backend, item.shape)
+    f, desc = torch_fn(item.kernel, backend, item.shape, item.dtype)
     args = tuple(ins[:2]) if item.kernel == "matmul" else (ins[0],)
 
     def timed(variant: str, backend: str, what: str, fn: Callable, note: str = "") -> dict[str, Any]:
@@ -403,10 +406,11 @@ def _torch_rows(item: SweepItem, spec: Any, backend: str, ins: tuple, ref: Any) 
         rows.append({"variant": "torch.compile", "backend": "inductor", "correct": False, "error": note})
     else:
         rows.append(timed("torch.compile", "inductor", desc, lambda: g(*args), note))
-    if item.kernel == "matmul":  # cuBLAS in the same dtype and the same operand layout
+    if item.kernel == "matmul":  # cuBLAS in the same dtype and the same operand layout (B [N, K]: tf32 only)
         a, b = args
-        mm = (lambda: torch.mm(a, b.t())) if backend == "triton" else (lambda: torch.mm(a, b))
-        rows.append(timed("ceiling", "cublas", "torch.mm", mm))
+        nk = backend == "triton" and item.dtype == "tf32"
+        mm = (lambda: torch.mm(a, b.t())) if nk else (lambda: torch.mm(a, b))
+        rows.append(timed("ceiling", "cublas", "torch.mm(a, b.t())" if nk else "torch.mm(a, b)", mm))
     else:  # a device-to-device copy of the input; the check compares it with the input
         x, dst = ins[0], torch.empty_like(ins[0])
         res = _gpu_measure(lambda: dst.copy_(x), lambda got: (torch.equal(got, x), ""), lambda: _poison_(dst))
@@ -427,7 +431,8 @@ def task(item: SweepItem, device: int) -> dict[str, Any]:
     gc.collect()
     torch.cuda.set_device(device)
     torch.cuda.empty_cache()
-    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 torch.mm is true fp32 cuBLAS
+    # fp32 torch.mm is true fp32 cuBLAS; a tf32 item's peers use TF32 products like the kernel
+    torch.backends.cuda.matmul.allow_tf32 = item.dtype == "tf32"
     dev = torch.device("cuda", device)
     variants: list[dict[str, Any]] = []
     primary = None  # (backend, spec, inputs, reference) that the torch variants and the ceiling use

@@ -138,8 +138,12 @@ def test_launch_info_and_traffic():
         "threads": 256,
         "smem_bytes": G.layout(G.DEFAULTS).footprint,
         "tiles_per_block": 1,
+        "l2_bytes": 4 * (1000 * 5 * 1 + 5 * 37 * 8 + 1000 * 37),  # A per column of tiles, B per row
     }
     assert G.traffic((2, 3, 4))["flops"] == 48
+    m, n, k = 128, 8192, 8192
+    one, two = G.launch_info(G.DEFAULTS, (m, n, k)), G.launch_info(dict(G.DEFAULTS, SPLIT_K=2), (m, n, k))
+    assert two["l2_bytes"] == one["l2_bytes"] + 2 * 2 * m * n * 4  # the fp32 partials, out and back
 
 
 def test_inputs_from_copies_nothing():

@@ -1,6 +1,7 @@
 """Gluon GEMM: legality, the epilogue model, the tile schedules (numpy), sm_90 compiles of every variant
-(B read as [K, N], split-K, persistent), the tl.dot baseline and the split-K reduction under the
-interpreter, and (marked gpu) every variant against an fp64 reference on odd shapes."""
+(B read as [K, N], split-K, persistent: no wgmma serialised by ptxas), the tl.dot path (PATH 1: any shape,
+ranked below TMA; its launcher and the split-K reduction run under the interpreter), the model's tensor-core
+keys, and (marked gpu) every variant against an fp64 reference on odd shapes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,6 +35,11 @@ def test_legal():
     assert not G.legal({**D, "PERSIST": 1, "STAGES": 4}, (3000, 5000, 1000), "float16")
     assert not G.legal({**D, "PERSIST": 1}, (1024, 1024, 1024), "bfloat16")  # 32 tiles: one per program
     assert not G.legal({**D, "PERSIST": 1, "SPLIT_K": 2}, (3000, 5000, 1000), "float16")
+    p1 = {**D, "PATH": 1}
+    for shape in [(8192, 8191, 8192), (1, 1, 1), (999, 1001, 77), (3000, 5000, 1000)]:
+        assert G.legal(p1, shape, "float16") and G.legal({**p1, "BK": 32}, shape, "tf32")
+    assert not G.legal({**p1, "SWIZZLE": 64}, (64, 64, 64), "bfloat16")  # not PATH 1's knob: one spelling
+    assert not G.legal({**p1, "SPLIT_K": 2}, DECODE, "bfloat16")
 
 
 def test_split_k_only_where_the_output_underfills_the_machine():
@@ -120,28 +128,34 @@ def test_grouped_order_covers_every_tile_once(m, n, bm, bn):
 
 
 @pytest.mark.parametrize(
-    "k,bk,stages,nprog,tiles", [(1000, 64, 3, 132, 480), (64, 64, 4, 5, 7), (8192, 128, 2, 3, 3)]
+    "k,bk,stages,nprog,tiles",
+    [(1000, 64, 3, 132, 480), (64, 64, 4, 5, 7), (8192, 128, 2, 3, 3), (100, 64, 5, 3, 8)],
 )
 def test_persistent_schedule_loads_each_step_once_and_in_order(k, bk, stages, nprog, tiles):
-    """The persistent kernel's flattened (tile, k) loop, replayed: each buffer is loaded for the step that
-    consumes it next, every tile's K steps run once, and a tile's epilogue follows its last step."""
+    """The persistent kernel's loops replayed (outer: tiles pid, pid + nprog, ...; inner: K steps; consumed
+    step g in buffer g % STAGES; loads run over the program's steps p = g + STAGES - 1 as one sequence):
+    every step is loaded once, into a buffer whose previous step has been consumed, and consumed in order,
+    also when K has fewer steps than the ring (a tile's refills then reach several tiles ahead); nothing
+    is left loaded at the end."""
     k_tiles = -(-k // bk)
     for pid in range(nprog):
         my = -(-(tiles - pid) // nprog)
         total = my * k_tiles
-        slot: dict[int, tuple[int, int]] = {}
-        for i in range(stages - 1):
-            if i < total:
-                slot[i % stages] = (pid + (i // k_tiles) * nprog, i % k_tiles)
-        done = []
-        for it in range(total):
-            assert slot.pop(it % stages) == (pid + (it // k_tiles) * nprog, it % k_tiles)
-            nx = it + stages - 1
-            if nx < total:
-                assert nx % stages not in slot  # its previous step has been consumed
-                slot[nx % stages] = (pid + (nx // k_tiles) * nprog, nx % k_tiles)
-            if it % k_tiles == k_tiles - 1:
-                done.append(pid + (it // k_tiles) * nprog)
+
+        def step(p: int, pid: int = pid) -> tuple[int, int]:
+            return pid + (p // k_tiles) * nprog, p % k_tiles
+
+        slot = {i: step(i) for i in range(stages - 1) if i < total}  # the prologue
+        g, done = 0, []
+        for t in range(my):
+            for kt in range(k_tiles):
+                assert slot.pop(g % stages) == (pid + t * nprog, kt)
+                p = g + stages - 1
+                if p < total:
+                    assert p % stages not in slot  # its previous step has been consumed
+                    slot[p % stages] = step(p)
+                g += 1
+            done.append(pid + t * nprog)
         assert not slot and done == list(range(pid, tiles, nprog))
 
 
@@ -197,6 +211,8 @@ def _compile(c, dt):
         ("tf32", {**D, "BN": 128, "BK": 32, "STAGES": 4}, (4096, 4096, 4096)),
         ("float16", {**D, "PERSIST": 1}, (3000, 5000, 1000)),
         ("bfloat16", {**D, "BN": 128, "WARPS": 4, "STAGES": 4, "PERSIST": 1}, (8192, 8192, 8192)),
+        ("bfloat16", {**D, "PERSIST": 1}, (8192, 8192, 8192)),
+        ("tf32", {**D, "BN": 128, "BK": 32, "STAGES": 3, "PERSIST": 1}, (3000, 5000, 1000)),
         ("bfloat16", {**D, "SPLIT_K": 4}, DECODE),
         ("float16", {**D, "BN": 128, "WARPS": 4, "STAGES": 4, "SPLIT_K": 2}, DECODE),
         ("tf32", {**D, "BN": 128, "BK": 32, "STAGES": 4, "SPLIT_K": 2}, DECODE),
@@ -216,12 +232,82 @@ def test_gluon_gemm_compiles_for_sm90(dt, c, shape):
     assert tail[-2:] == (["0", "1"] if G.b_kn(dt) else ["1", "1"]) and tail[-3 if G.b_kn(dt) else -1] == "1"
     assert k.metadata.shared == G.smem_bytes(c, dt)
     assert not re.search(r"\bld\.shared", ptx)  # operands reach wgmma by descriptor, not through registers
+    # ptxas (Triton's own) must not serialise wgmma: the previous persistent kernel read the accumulator in
+    # a branch of its K loop and got "(C7517) warpgroup.wait is injected ..." (0.64-0.75 of the plain
+    # kernel on the H200)
+    log = _ptxas_log(ptx)
+    assert "C7517" not in log and "C7510" not in log, log
+
+
+def _ptxas_log(ptx: str) -> str:
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "k.ptx"
+        src.write_text(ptx)
+        r = subprocess.run([get_ptxas(90).path, "-v", "--gpu-name=sm_90a", str(src), "-o", str(src) + ".o"],
+                           capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stderr + r.stdout
+
+
+def _compile_tl(c, dt, aligned=True):
+    """PATH 1 for sm_90; ``aligned``: the ints and pointers carry Triton's divisibility-by-16 hints, as a
+    launch with 16-byte-aligned rows gets them."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    t = TY[dt]
+    sig = {"a_ptr": f"*{t}", "b_ptr": f"*{t}", "c_ptr": f"*{t}", "M": "i32", "N": "i32", "K": "i32"}
+    cx = {"BM": c["BM"], "BN": c["BN"], "BK": c["BK"], "GROUP_M": c["GROUP_M"], "TF32": dt == "tf32",
+          "B_KN": G.b_kn(dt)}  # fmt: skip
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(6)} if aligned else {}
+    src = ASTSource(G.matmul_tl, {**sig, **dict.fromkeys(cx, "constexpr")}, constexprs=cx, attrs=attrs)
+    opts = {"num_warps": c["WARPS"], "num_stages": c["STAGES"]}
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=opts)
+
+
+P1 = {**D, "PATH": 1}
+
+
+@pytest.mark.parametrize(
+    "dt,c", [("bfloat16", P1), ("float16", {**P1, "BN": 128, "STAGES": 4, "WARPS": 4}),
+             ("tf32", {**P1, "BN": 128, "BK": 32}),
+             ("bfloat16", {**P1, "BM": 64, "BN": 64, "BK": 128, "STAGES": 2})]
+)  # fmt: skip
+def test_tl_dot_path_compiles_for_sm90_with_the_modelled_ring(dt, c):
+    """PATH 1 on sm_90: wgmma fed by cp.async (16-byte rows), shared memory = the STAGES-deep ring that
+    smem_bytes() charges; with unaligned rows it still compiles (unpipelined: one stage, no cp.async)."""
+    pytest.importorskip("triton")
+    k = _compile_tl(c, dt)
+    ptx = k.asm["ptx"]
+    assert "wgmma.mma_async" in ptx and "cp.async.cg.shared.global" in ptx
+    assert k.metadata.shared == G.smem_bytes(c, dt)
+    assert "C7517" not in _ptxas_log(ptx)
+    if dt != "tf32":
+        ku = _compile_tl(c, dt, aligned=False)
+        assert "cp.async" not in ku.asm["ptx"] and ku.metadata.shared < G.smem_bytes(c, dt)
 
 
 _INTERP = r"""
 import os
 os.environ["TRITON_INTERPRET"] = "1"
 import torch
+import triton.runtime.interpreter as interp
+
+# Triton 3.6's interpreter turns a scalar argument into a 1-element array and int() of that fails under
+# numpy >= 2.3 ("only 0-dimensional arrays ..."), so a loop bounded by a run-time K cannot be interpreted;
+# the compiled kernel is unaffected. Index through the element instead.
+_patch = interp._patch_lang_tensor
+
+
+def _patch_index(tensor, scope):
+    _patch(tensor, scope)
+    scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+
+interp._patch_lang_tensor = _patch_index
 from autopad.kernels.triton import matmul as G
 for dt in ("float16", "tf32"):
     for (m, n, k) in [(1, 8, 16), (33, 40, 24), (17, 24, 40)]:
@@ -230,6 +316,17 @@ for dt in ("float16", "tf32"):
         G.run_tl(x, out, bm=16, bn=16, bk=16, warps=4)
         ok, why = G.check(out, G.expected(x))
         assert ok, ((m, n, k), dt, why)
+# PATH 1 through the spec's own build and launcher, on shapes TMA refuses (N, K not multiples of 8)
+c = dict(G.DEFAULTS, PATH=1, BM=64, BN=64, BK=32, STAGES=2, WARPS=4)
+for dt in ("float16", "tf32"):
+    for (m, n, k) in [(1, 1, 1), (37, 13, 77), (70, 65, 33)]:
+        assert G.legal(c, (m, n, k), dt), (dt, m, n, k)
+        tdt = torch.float16 if dt == "float16" else torch.float32
+        x = G.inputs_from(torch.randn(m, k).to(tdt), torch.randn(k, n).to(tdt))  # tf32: B made [N, K]
+        out = G.alloc_output(x).fill_(float("nan"))
+        G.launcher(G.build(c, dt), (m, n, k), dt)(x, out)
+        ok, why = G.check(out, G.expected(x))
+        assert ok, ("PATH 1", (m, n, k), dt, why)
 m, n, s, bm = 37, 24, 3, 16
 mp = -(-m // bm) * bm
 ws = torch.randn(s * mp, n)
@@ -240,30 +337,34 @@ print("OK")
 """
 
 
-def test_tl_dot_baseline_and_split_k_reduce_under_interpreter():
+def test_tl_dot_path_baseline_and_split_k_reduce_under_interpreter():
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     r = subprocess.run([sys.executable, "-c", _INTERP], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
 
 
-GPU_SHAPES = [(1, 8, 16), (33, 40, 24), (1000, 1032, 520), (257, 384, 4104), (1000, 40, 512)]
+GPU_SHAPES = [(1, 8, 16), (33, 40, 24), (1000, 1032, 520), (257, 384, 4104), (1000, 40, 512), (37, 13, 77),
+              (999, 1001, 515)]  # fmt: skip
 
 
 def _variants(dt):
     if dt == "tf32":
         base = {**D, "BN": 128, "BK": 32, "STAGES": 4}
-        return [base, {**base, "SPLIT_K": 2}, {**base, "BM": 64, "WARPS": 4, "PERSIST": 1}]
+        return [base, {**base, "SPLIT_K": 2}, {**base, "BM": 64, "WARPS": 4, "PERSIST": 1},
+                {**base, "PATH": 1}]  # fmt: skip
     small = {**D, "BM": 64, "BN": 64, "WARPS": 4, "STAGES": 4}
     return [D, {**D, "SWIZZLE": 64}, {**D, "SPLIT_K": 4}, {**D, "BN": 128, "SPLIT_K": 2},
-            {**D, "PERSIST": 1}, {**small, "PERSIST": 1}]  # fmt: skip
+            {**D, "PERSIST": 1}, {**small, "PERSIST": 1}, P1,
+            {**small, "PATH": 1, "BK": 32, "STAGES": 3}]  # fmt: skip
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", G.DTYPES)
 def test_gluon_gemm_matches_fp64_on_gpu(dt):
     """Every variant on odd shapes (legal() relaxed for split-K and persistence, which refuse small
-    problems as not worth it, so that their index arithmetic is exercised on ragged edges)."""
+    problems as not worth it, so that their index arithmetic is exercised on ragged edges; PATH 1 also on
+    the shapes TMA refuses)."""
     import torch
 
     for c in _variants(dt):
@@ -299,14 +400,15 @@ class _Recorder:
     "c,shape,dt",
     [(D, (1000, 1032, 520), "bfloat16"), ({**D, "PERSIST": 1}, (3000, 5000, 1000), "float16"),
      ({**D, "SPLIT_K": 4}, (136, 2056, 4104), "bfloat16"),
-     ({**D, "BN": 128, "BK": 32}, (64, 40, 24), "tf32")],
+     ({**D, "BN": 128, "BK": 32}, (64, 40, 24), "tf32"), (P1, (999, 1001, 77), "float16"),
+     ({**P1, "BN": 128, "BK": 32}, (64, 41, 23), "tf32")],
 )  # fmt: skip
 def test_launcher_hands_the_kernel_the_users_tensors_and_matching_descriptors(c, shape, dt, monkeypatch):
     """What the launcher passes, checked without a GPU: descriptors over the user's own A and B (no copy),
     block shapes and layouts as the compiled kernel was built for, the grid, the split-K workspace and its
     reduction."""
     torch = pytest.importorskip("torch")
-    rec = {n: _Recorder() for n in ("matmul_gluon", "matmul_gluon_persistent", "splitk_reduce")}
+    rec = {n: _Recorder() for n in ("matmul_gluon", "matmul_gluon_persistent", "splitk_reduce", "matmul_tl")}
     for n, r in rec.items():
         monkeypatch.setattr(G, n, r)
     m, n, k = shape
@@ -315,6 +417,13 @@ def test_launcher_hands_the_kernel_the_users_tensors_and_matching_descriptors(c,
     x = G.inputs_from(a, b)
     out = G.alloc_output(x)
     G.launcher(G.build(c, dt), shape, dt)(x, out)
+    tiles = -(-m // c["BM"]) * -(-n // c["BN"])
+    if c["PATH"]:  # tl.dot: the user's tensors as pointers, the tile constants, Triton's stages and warps
+        ((grid, args, kw),) = rec["matmul_tl"].calls
+        assert args[0] is x[0] and args[1] is x[1] and args[2] is out and grid == (tiles,)
+        assert args[3:] == (m, n, k, c["BM"], c["BN"], c["BK"], c["GROUP_M"], dt == "tf32", G.b_kn(dt))
+        assert kw == {"num_warps": c["WARPS"], "num_stages": c["STAGES"]}
+        return
     kern = rec["matmul_gluon_persistent" if c["PERSIST"] else "matmul_gluon"]
     ((grid, args, kw),) = kern.calls
     a_desc, b_desc, c_desc = args[:3]
@@ -325,7 +434,6 @@ def test_launcher_hands_the_kernel_the_users_tensors_and_matching_descriptors(c,
     else:
         assert tuple(b_desc.base.shape) == (n, k) and b_desc.block_shape == [c["BN"], c["BK"]]
     assert a_desc.layout.swizzle_byte_width == c["SWIZZLE"] == c_desc.layout.swizzle_byte_width
-    tiles = -(-m // c["BM"]) * -(-n // c["BN"])
     s = c["SPLIT_K"]
     if c["PERSIST"]:
         assert grid == (min(tiles, G._sm_count()),) and args[6:] == (c["STAGES"], c["GROUP_M"], True)
@@ -357,3 +465,46 @@ def test_restrictions_only_drop_illegal_points(shape, dt):
         p for p in itertools.product(*(G.SPACE[n] for n in names)) if G.legal(dict(zip(names, p)), shape, dt)
     }
     assert legal and {tuple(zip(names, p)) for p in legal} == kept
+
+
+def test_tl_dot_path_is_conflict_free_and_ranks_below_its_tma_twin():
+    """PATH 1's k-step stores (16 bytes a lane into 128-byte swizzled rows) cost their ideal wavefronts;
+    where TMA is legal every PATH 1 candidate ranks after the same constants on PATH 0, and where it is not
+    (N, K not multiples of 8) PATH 1 is all there is."""
+    from autopad.kernels_registry import builtin_spec
+    from autopad.search import rank
+
+    for c, dt in [
+        (P1, "bfloat16"),
+        ({**P1, "BN": 128, "BK": 32}, "tf32"),
+        ({**P1, "BM": 64, "WARPS": 4}, "float16"),
+    ]:
+        sc = score(G.smem_pattern(c, dt), G.layout(c, dt))
+        assert sc.conflicts == 0 and sc.wavefronts == (c["BM"] + c["BN"]) * c["BK"] * G._EB[dt] // 128
+    spec = builtin_spec("matmul", "triton")
+    for shape in [(4096, 4096, 4096), (3000, 5000, 1000)]:
+        pos = {tuple(sorted(x.params.items())): i for i, x in enumerate(rank(spec, shape, "bfloat16"))}
+        twins = [(i, pos.get(tuple(sorted({**dict(p), "PATH": 0}.items())))) for p, i in pos.items()
+                 if dict(p)["PATH"] == 1]  # fmt: skip
+        assert twins and all(j < i for i, j in twins if j is not None)  # None: PATH 0 cannot take it
+    odd = rank(spec, (999, 1001, 77), "float16")
+    assert odd and all(x.params["PATH"] == 1 for x in odd)
+
+
+def test_launch_info_tells_the_model_about_tensor_cores_l2_and_tma():
+    m, n, k = 8192, 8192, 8192
+    i = G.launch_info(D, (m, n, k), "bfloat16")
+    assert i["mma_bytes"] == 2 and i["tiles_per_block"] == 1
+    assert i["l2_bytes"] == 2 * (m * k * (n // 256) + n * k * (m // 128) + m * n)
+    assert i["extra_wavefronts"] == (k // 64) * (128 + 256) * 64 * 2 // 128
+    assert i["inflight_bytes"] == 2 * (128 + 256) * 64 * 2 / 256
+    narrow = G.launch_info({**D, "SWIZZLE": 64}, (m, n, k), "bfloat16")
+    assert narrow["extra_wavefronts"] == 2 * i["extra_wavefronts"]  # 8 rows of a core matrix in 4 bank groups
+    s4 = G.launch_info({**D, "SPLIT_K": 4}, DECODE, "bfloat16")
+    assert s4["extra_wavefronts"] == (8192 // 64 // 4) * (128 + 256) * 64 * 2 // 128
+    one = G.launch_info(D, DECODE, "bfloat16")
+    assert s4["l2_bytes"] == one["l2_bytes"] + 2 * 4 * 128 * 8192 * 4  # the fp32 partials, out and back
+    p1 = G.launch_info(P1, (m, n, k), "bfloat16")
+    assert p1["tiles_per_block"] == k // 64 and p1["extra_wavefronts"] == i["extra_wavefronts"]
+    odd = G.launch_info(P1, (999, 1001, 77), "float16")
+    assert odd["inflight_bytes"] == (128 + 256) * 64 * 2 / 256  # unpipelined: one k-step in flight

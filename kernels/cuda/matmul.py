@@ -338,10 +338,13 @@ class MatmulCuda(CudaKernel):
             "threads": _threads(c)[2],
             "smem_bytes": self.layout(c).footprint,
             "tiles_per_block": math.ceil(k_per_split(c, k) / c["BK"]) if s > 1 else math.ceil(k / c["BK"]),
+            # through L2: A once per column of tiles, B once per row of tiles, C written once
+            "l2_bytes": 4 * (m * k * math.ceil(n / c["BN"]) + k * n * math.ceil(m / c["BM"]) + m * n),
         }
         if s > 1:  # the partial tiles are written and read back once: extra bytes at the same bandwidth
             base = self.traffic(shape, dtype)["bytes"]
             info["dram_efficiency"] = base / (base + 2 * s * m * n * 4)
+            info["l2_bytes"] += 2 * s * m * n * 4
         return info
 
     def traffic(self, shape: tuple[int, ...], dtype: str = "float32") -> dict:

@@ -1,66 +1,62 @@
-"""Hopper GEMM in Gluon (TMA -> NVMMA-swizzled shared memory -> wgmma), and the plain ``tl.dot`` baseline.
+"""Hopper GEMM spec: Gluon (TMA -> NVMMA-swizzled shared memory -> wgmma), and a plain ``tl.dot`` path.
 
 ``C[M, N] = A[M, K] @ B`` with B as the caller holds it: ``[K, N]`` row-major for bf16 and fp16 (wgmma
 reads a 16-bit B tile in either majorness, so TMA loads ``[BK, BN]`` tiles of the user's tensor and no
 copy is made), ``[N, K]`` for tf32 (wgmma's tf32 needs a K-major B: ``inputs_from`` transposes B once,
 the only copy left; ``autopad.ops.matmul`` never takes this path, float32 goes to the CUDA kernel).
-Dtypes: bf16 and fp16 (bf16/fp16 out, fp32 accumulate) and tf32 (fp32 in and out, tf32 products).
+Dtypes: bf16 and fp16 (bf16/fp16 out, fp32 accumulate) and tf32 (fp32 in and out, tf32 products). The
+kernels themselves are in ``matmul_kernels.py``.
 
 Shared memory: A, B and C tiles live in ``gl.NVMMASharedLayout`` with ``SWIZZLE`` bytes of XOR swizzle
-(32, 64, 128). TMA writes the operand tiles and wgmma reads them, neither through the load/store unit, so
-bank conflicts there are the hardware's business: the swizzle width sets how many TMA messages and wgmma
-descriptors a tile needs. What autopad's bank model does see is the epilogue: the accumulator (wgmma's
-register layout) stored to the C tile in shared memory before the TMA store. There the swizzle matters
-the usual way: an unswizzled 128-byte-row tile puts the 8 row-groups of a warp's stores in the same banks.
+(32, 64, 128). TMA writes the operand tiles and wgmma reads them, neither through the load/store unit; the
+model is told their wavefronts (``extra_wavefronts``: a tile's bytes in 128-byte wavefronts, times
+``128 / SWIZZLE`` for the rows a narrower swizzle leaves in the same banks) and the tensor-core rate
+(``mma_bytes``). What the bank model scores is the epilogue: the accumulator (wgmma's register layout)
+stored to the C tile before the TMA store, where an unswizzled 128-byte-row tile puts the 8 row-groups of
+a warp's stores in the same banks.
 
-Pipeline: a ring of ``STAGES`` A/B buffers, one mbarrier each; ``STAGES - 1`` tiles are in flight while
-wgmma (asynchronous, one group kept outstanding) works on the current one; programs are ordered in groups
-of ``GROUP_M`` row-blocks so neighbouring programs share A and B tiles in L2. Two variants enter as
-constants, each with a ``legal`` that keeps it to the shapes where it can pay:
+Constants: ``BM, BN, BK, STAGES, WARPS, SWIZZLE, GROUP_M, SPLIT_K, PERSIST, PATH``. Variants, each with a
+``legal`` that keeps it to the shapes where it can run and pay:
 
 * ``SPLIT_K`` (1, 2, 4): when the output has fewer tiles than SMs (decode-like M = 128), each program
   reduces a 1/SPLIT_K slice of K into an fp32 workspace and a small Triton kernel sums the slices into C.
-  The model is charged the workspace's bytes (written and read once) through ``dram_efficiency``.
-* ``PERSIST`` (0, 1): one program per SM walks its tiles as one flattened (tile, k) loop, so the loads of
-  the next tile are in flight during this tile's epilogue, and the TMA store of tile t drains while tile
-  t + 1 computes (the C tile gets its own buffer: the ring stays live). Worth it when K is short and the
-  epilogue is a large share of a tile's time (3000x5000x1000). The model sees the same tile geometry as
-  the plain kernel (the overlap is invisible to it), so both are measured.
-
-Constants: ``BM, BN, BK, STAGES, WARPS, SWIZZLE, GROUP_M, SPLIT_K, PERSIST``.
+  The model is charged the workspace's bytes (written and read once).
+* ``PERSIST`` (0, 1): one program per SM walks its tiles (outer loop) and their K steps (inner loop); the
+  next tile's first loads fly during this tile's last steps and epilogue, and its TMA store drains while
+  the next tile computes. Legal when there are more tiles than SMs. The
+  model sees the tile geometry of the plain kernel (the overlap is invisible to it), so both are measured.
+* ``PATH`` (0, 1): 0 is the Gluon TMA kernel; 1 the plain ``tl.dot`` kernel with masked pointer loads
+  (Triton stages them with cp.async into NVMMA 128-byte-swizzled tiles), legal for every shape: TMA needs
+  row strides that are multiples of 16 bytes, so a 16-bit N or K that is not a multiple of 8 has PATH 1
+  alone. Its pattern is the cp.async stores of each k-step (the model has no cp.async op: they are scored
+  as 16-byte shared stores, which is what they write), charged per k-step, so it ranks below PATH 0
+  wherever both are legal. SWIZZLE, SPLIT_K and PERSIST are not its knobs (held at 128, 1, 0).
 """
 
 from __future__ import annotations
 
+import inspect
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+from autopad.kernels.triton import matmul_kernels as _k
 
 from autopad.access import Instruction
 from autopad.arch import get_arch
 from autopad.bases import Inputs, Out, TritonKernel
 from autopad.layouts import Legality, Swizzled
 
-try:  # triton is optional: enumeration and scoring need numpy only
-    import triton
-    import triton.language as tl
-    from triton.experimental import gluon
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (
-        fence_async_shared,
-        mbarrier,
-        tma,
-        warpgroup_mma,
-        warpgroup_mma_wait,
-    )
-
-    HAS_TRITON = True
-except ImportError:  # pragma: no cover
-    HAS_TRITON = False
+HAS_TRITON = _k.HAS_TRITON
+nvmma = _k.nvmma
+if HAS_TRITON:  # module names: build() and the launchers look them up here (tests substitute recorders)
+    matmul_gluon, matmul_gluon_persistent = _k.matmul_gluon, _k.matmul_gluon_persistent
+    matmul_tl, splitk_reduce = _k.matmul_tl, _k.splitk_reduce
 
 _ARCH = get_arch("sm_90")
 _EB = {"bfloat16": 2, "float16": 2, "tf32": 4}
 _REDUCE_BLOCK = 1024
+_HERE = Path(__file__).resolve()
 
 
 def b_kn(dtype: str) -> bool:
@@ -77,6 +73,12 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def tma_ok(shape: tuple[int, ...], dtype: str) -> bool:
+    """TMA describes a tensor whose row strides are multiples of 16 bytes: K and N times the element size."""
+    _, n, k = shape
+    return (k * _EB[dtype]) % 16 == 0 and (n * _EB[dtype]) % 16 == 0
+
+
 def _wgmma_warps(bm: int, warps: int) -> tuple[int, int]:
     """warps_per_cta for the accumulator: 4-warp atom along M, doubled along M while M has 16-row slabs."""
     wm, wn = 4, 1
@@ -89,11 +91,15 @@ def _wgmma_warps(bm: int, warps: int) -> tuple[int, int]:
 
 
 def smem_bytes(c: dict[str, int], dtype: str) -> int:
-    """A/B ring with one 8-byte mbarrier per stage, then the C tile: in the dead ring's place (Triton's
-    allocator reuses it) or, persistent, beside it (the ring stays live across tiles). Matches the
-    compiler's ``metadata.shared`` on every legal candidate (checked by compiling them for sm_90)."""
+    """PATH 0: the A/B ring with one 8-byte mbarrier per stage, then the C tile: in the dead ring's place
+    (Triton's allocator reuses it) or, persistent, beside it (the ring stays live across tiles). PATH 1:
+    Triton's cp.async ring alone (the epilogue stores from registers). Both match the compiler's
+    ``metadata.shared`` (compiled for sm_90; PATH 1 with 16-byte-aligned rows, the case it pipelines)."""
     eb = _EB[dtype]
-    ring = c["STAGES"] * (c["BM"] + c["BN"]) * c["BK"] * eb + 8 * c["STAGES"]
+    ring = c["STAGES"] * (c["BM"] + c["BN"]) * c["BK"] * eb
+    if c.get("PATH", 0):
+        return ring
+    ring += 8 * c["STAGES"]
     ctile = c["BM"] * c["BN"] * c_bytes(c, dtype)
     return ring + ctile if c.get("PERSIST", 0) else max(ring, ctile)
 
@@ -114,6 +120,7 @@ class MatmulGluon(TritonKernel):
         "GROUP_M": (8,),
         "SPLIT_K": (1, 2, 4),
         "PERSIST": (0, 1),
+        "PATH": (0, 1),
     }
     DEFAULTS = {
         "BM": 128,
@@ -125,42 +132,55 @@ class MatmulGluon(TritonKernel):
         "GROUP_M": 8,
         "SPLIT_K": 1,
         "PERSIST": 0,
+        "PATH": 0,
     }
     LAYOUT_KEYS = ("SWIZZLE",)
-    PATTERN_KEYS = ("BM", "BN", "WARPS", "SWIZZLE", "SPLIT_K")  # what the epilogue's stores depend on
+    # what the patterns depend on: the epilogue's stores (PATH 0), the k-step's cp.async stores (PATH 1)
+    PATTERN_KEYS = ("PATH", "BM", "BN", "BK", "WARPS", "SWIZZLE", "SPLIT_K")
     # cheap necessary conditions of ``legal`` over the whole space (E: element bytes)
     RESTRICTIONS = (
         "SWIZZLE > 0",
         "BM * BN // (32 * WARPS) <= 128",
-        "(BK * E) % max(SWIZZLE, 1) == 0 and (BN * E) % max(SWIZZLE, 1) == 0",
+        "PATH == 1 or ((BK * E) % max(SWIZZLE, 1) == 0 and (BN * E) % max(SWIZZLE, 1) == 0)",
         f"STAGES * (BM + BN) * BK * E <= {_ARCH.smem_per_block}",
         "PERSIST == 0 or SPLIT_K == 1",
+        "PATH == 0 or (SWIZZLE == 128 and SPLIT_K == 1 and PERSIST == 0)",
     )
     FLOPS = "2 * M * N * K"
     KERNEL = staticmethod(lambda: matmul_gluon)
     NUM_WARPS = "WARPS"
     TOLERANCE = {"bfloat16": 1e-2, "float16": 3e-3, "float32": 3e-3}
     BASELINE_TL = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 3, "WARPS": 8}
+    SOURCE_FILES = (str(_HERE), str(_HERE.with_name("matmul_kernels.py")))
 
     # ---- the tuner's side (numpy only) ------------------------------------------------------------------
 
     def check_shape(self, shape: tuple[int, ...]) -> None:
         if len(shape) != 3:
             raise ValueError(f"shape: matmul takes (M, N, K), got {tuple(shape)!r}")
+        if min(shape) < 1:
+            raise ValueError(f"shape: matmul takes M, N, K >= 1, got {tuple(shape)!r}")
 
     def textbook(self, shape: tuple[int, ...], dtype: str) -> dict[str, int]:
-        """Triton's default NVMMA choice: the widest swizzle the tile's K extent allows."""
-        return dict(self.DEFAULTS)
+        """Triton's default NVMMA choice (the widest swizzle), on the TMA path where TMA can describe the
+        tensors, else the same tile on the plain ``tl.dot`` path."""
+        c = dict(self.DEFAULTS)
+        return c if len(shape) != 3 or tma_ok(shape, dtype) else dict(c, PATH=1)
 
     def smem_bytes(self, constants: dict[str, int], dtype: str) -> int:
         return smem_bytes(constants, dtype)
 
     def layout(self, constants: dict[str, int], dtype: str) -> Swizzled:
-        """The C tile's NVMMA swizzle as autopad's Swizzled over ``SWIZZLE``-byte rows (column blocks
+        """PATH 0: the C tile's NVMMA swizzle as autopad's Swizzled over ``SWIZZLE``-byte rows (column blocks
         stacked). NVMMA swizzle S bytes: 16-byte chunk j of the 128-byte line L is stored at
         ``j ^ (L % (S/16))``; with S-byte rows that is ``sw_vec = 16 / eb``, ``per_phase = 128 / S``,
-        ``max_phase = S / 16``. Under split-K the tile holds fp32 partial sums."""
+        ``max_phase = S / 16``. Under split-K the tile holds fp32 partial sums. PATH 1: one k-step's A and
+        B tiles as the 128-byte rows of Triton's NVMMA 128-byte swizzle (A's rows, then B's)."""
         c = constants
+        if c.get("PATH", 0):
+            eb = _EB[dtype]
+            rows = (c["BM"] + c["BN"]) * c["BK"] * eb // 128
+            return Swizzled(rows, 128 // eb, eb, sw_vec=16 // eb, per_phase=1, max_phase=8)
         eb = c_bytes(c, dtype)
         s = c["SWIZZLE"]
         width = (s // eb) if s else c["BN"]
@@ -179,19 +199,28 @@ class MatmulGluon(TritonKernel):
         eb = _EB[dtype]
         if min(shape) < 1:
             return Legality(False, "empty problem")
-        if (k * eb) % 16 or (n * eb) % 16:
+        if c["BM"] < 64 or c["WARPS"] < 4:
+            return Legality(False, "wgmma needs a warpgroup: BM >= 64 and 4+ warps")
+        if c["BM"] * c["BN"] // (32 * c["WARPS"]) > 128:
+            return Legality(False, "accumulator over 128 fp32 registers per thread: spills")
+        budget = _ARCH.smem_per_block
+        if smem_bytes(c, dtype) > budget:
+            return Legality(False, f"{smem_bytes(c, dtype)} bytes of shared memory exceed {budget}")
+        if c.get("PATH", 0):
+            if (c["SWIZZLE"], c.get("SPLIT_K", 1), c.get("PERSIST", 0)) != (128, 1, 0):
+                return Legality(False, "PATH 1 (tl.dot) has no SWIZZLE, SPLIT_K or PERSIST: spelt 128, 1, 0")
+            return Legality(True)
+        if not tma_ok(shape, dtype):
             return Legality(
-                False, f"TMA needs 16-byte-aligned row strides: K*{eb} and N*{eb} must be multiples of 16"
+                False,
+                f"TMA needs 16-byte-aligned row strides: K*{eb} and N*{eb} must be multiples of 16 "
+                "(PATH 1 takes any shape)",
             )
         if c["SWIZZLE"] == 0:
             return Legality(
                 False,
                 "Triton 3.6 cannot lower an unswizzled NVMMA tile here ('Failed to find a valid layout')",
             )
-        if c["BM"] < 64 or c["WARPS"] < 4:
-            return Legality(False, "wgmma needs a warpgroup: BM >= 64 and 4+ warps")
-        if c["BM"] * c["BN"] // (32 * c["WARPS"]) > 128:
-            return Legality(False, "accumulator over 128 fp32 registers per thread: spills")
         kb = c["BK"] * eb
         if kb % c["SWIZZLE"]:
             return Legality(
@@ -199,9 +228,6 @@ class MatmulGluon(TritonKernel):
             )
         if (c["BN"] * eb) % c["SWIZZLE"]:
             return Legality(False, "C tile row is not a whole number of swizzle rows")
-        budget = _ARCH.smem_per_block
-        if smem_bytes(c, dtype) > budget:
-            return Legality(False, f"{smem_bytes(c, dtype)} bytes of shared memory exceed {budget}")
         tiles = _cdiv(m, c["BM"]) * _cdiv(n, c["BN"])
         k_tiles = _cdiv(k, c["BK"])
         s = c.get("SPLIT_K", 1)
@@ -226,7 +252,7 @@ class MatmulGluon(TritonKernel):
         return Legality(True)
 
     def smem_pattern(self, constants: dict[str, int], dtype: str) -> tuple[Instruction, ...]:
-        """The epilogue's shared stores of the accumulator (wgmma layout) into the C tile, per warp.
+        """PATH 0: the epilogue's shared stores of the accumulator (wgmma layout) into the C tile, per warp.
 
         wgmma's accumulator: warp w of a warpgroup owns rows 16 w .. 16 w + 15 of each 64-row slab; lane l
         holds rows ``l // 4`` and ``l // 4 + 8``, columns ``8 j + 2 (l % 4) + {0, 1}``. For 16-bit outputs
@@ -234,8 +260,19 @@ class MatmulGluon(TritonKernel):
         matrix ``l // 8`` (matrices: rows +0/+8, columns +0/+8 of a 16x16 block), one 8-lane phase per
         matrix. For fp32 (tf32, or split-K's partial sums) it emits ``st.shared.v2.b32``: each lane stores
         its two neighbouring columns, 8 bytes. Built for all warps, row repeats and column steps at once.
+
+        PATH 1: one k-step's cp.async stores (``sizePerThread [1, 8]``: 16 bytes a lane, 8 lanes to a
+        128-byte row, seen in the TTGIR): chunk q of the k-step's A-then-B bytes goes to row q // 8, chunk
+        q % 8 of the swizzled staging rows; a warp instruction covers 32 consecutive chunks.
         """
         c = constants
+        if c.get("PATH", 0):
+            eb = _EB[dtype]
+            q = np.arange((c["BM"] + c["BN"]) * c["BK"] * eb // 16).reshape(-1, 32)
+            return tuple(
+                Instruction(f"cp{i}", "store", 16, r, s)
+                for i, (r, s) in enumerate(zip(q // 8, (q % 8) * (16 // eb)))
+            )
         eb = c_bytes(c, dtype)
         width = self.layout(c, dtype).cols
         wm, wn = _wgmma_warps(c["BM"], c["WARPS"])
@@ -266,24 +303,46 @@ class MatmulGluon(TritonKernel):
         )
 
     def launch_info(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict:
-        """Blocks, threads, shared memory; under split-K the workspace's extra bytes as an efficiency.
+        """Blocks, threads, shared memory, and what the tensor cores and TMA do beyond the pattern.
 
-        A persistent kernel reports the same tile geometry as the plain one (one tile per block): the
-        predictor's wave term then charges the tile quantisation that persistence does not remove."""
+        ``mma_bytes``: wgmma's operand size (the tensor-core rate). ``l2_bytes``: A is read once per column
+        of tiles and B once per row of tiles through L2, C written once (split-K: its fp32 partials written
+        and read back). ``extra_wavefronts``: wgmma's reads of every k-step's A and B tiles, 128 bytes a
+        wavefront, times the ways a narrower-than-128-byte swizzle leaves 8 rows of a core matrix in the
+        same banks. ``inflight_bytes``: STAGES - 1 k-steps of A and B in flight per thread. A persistent
+        kernel reports the plain kernel's tile geometry (one tile per block): the predictor's wave term then
+        charges the tile quantisation that persistence does not remove. PATH 1's pattern is one k-step's,
+        so it counts ``tiles_per_block`` k-steps; unaligned rows stop Triton from pipelining its loads (one
+        stage in the sm_90 compile), so only one k-step is in flight."""
         c = constants
         m, n, k = shape
-        tiles = _cdiv(m, c["BM"]) * _cdiv(n, c["BN"])
+        eb = _EB[dtype]
+        bm, bn, bk = c["BM"], c["BN"], c["BK"]
+        tiles = _cdiv(m, bm) * _cdiv(n, bn)
         s = c.get("SPLIT_K", 1)
+        steps = _cdiv(_cdiv(k, bk), s)  # k-steps per program
+        ring_step = (bm + bn) * bk * eb  # one k-step of A and B
+        threads = 32 * c["WARPS"]
+        swz = 128 if c.get("PATH", 0) else c["SWIZZLE"]
         info = {
             "blocks": tiles * s,
-            "threads": 32 * c["WARPS"],
+            "threads": threads,
             "smem_bytes": smem_bytes(c, dtype),
             "tiles_per_block": 1,
+            "mma_bytes": eb,
+            "l2_bytes": eb * (m * k * _cdiv(n, bn) + n * k * _cdiv(m, bm) + m * n),
+            "extra_wavefronts": steps * ring_step // 128 * (128 // swz),
+            "inflight_bytes": (c["STAGES"] - 1) * ring_step / threads,
         }
+        if c.get("PATH", 0):
+            info["tiles_per_block"] = steps
+            if not tma_ok(shape, dtype):
+                info["inflight_bytes"] = ring_step / threads
         if s > 1:
             base = self.traffic(shape, dtype)["bytes"]
-            extra = 2 * s * _cdiv(m, c["BM"]) * c["BM"] * n * 4  # partial sums written, then read back
+            extra = 2 * s * _cdiv(m, bm) * bm * n * 4  # partial sums written, then read back
             info["dram_efficiency"] = base / (base + extra)
+            info["l2_bytes"] += extra
         return info
 
     def traffic(self, shape: tuple[int, ...], dtype: str) -> dict:
@@ -334,13 +393,18 @@ class MatmulGluon(TritonKernel):
         """fp64 product of the exact inputs (on their device)."""
         return a.double() @ (b.double() if b_kn_tensor(a) else b.double().T)
 
+    def cache_source(self) -> str:
+        """Every kernel this spec may launch (both kernel modules' text) and the spec's own code."""
+        return "\n".join(Path(f).read_text() for f in self.SOURCE_FILES) + inspect.getsource(type(self))
+
     def build(self, constants: dict[str, int], dtype: str) -> dict[str, Any]:
         c = dict(constants)
-        persistent = bool(c.get("PERSIST", 0))
+        built = {"constants": c, "dtype": dtype}
+        if c.get("PATH", 0):
+            return {**built, "kernel": matmul_tl}
         return {
-            "kernel": matmul_gluon_persistent if persistent else matmul_gluon,
-            "constants": c,
-            "dtype": dtype,
+            **built,
+            "kernel": matmul_gluon_persistent if c.get("PERSIST", 0) else matmul_gluon,
             "layout": nvmma(c["SWIZZLE"], dtype),
             "c_layout": nvmma(c["SWIZZLE"], "tf32" if c.get("SPLIT_K", 1) > 1 else dtype),
         }
@@ -350,16 +414,25 @@ class MatmulGluon(TritonKernel):
     ) -> Any:
         """Everything shape-dependent done once (grid, block shapes, layouts, the workspace's shape); a call
         makes the three host-side TMA descriptors (they hold the pointers) and launches. ``kn`` overrides
-        B's form (False: a 16-bit B given as [N, K], to compare with the previous kernel)."""
-        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
+        B's form (False: a 16-bit B given as [N, K], to compare with the [K, N] path)."""
         c = built["constants"]
         m, n, k = shape
         bm, bn, bk, s = c["BM"], c["BN"], c["BK"], c.get("SPLIT_K", 1)
         kn = b_kn(dtype) if kn is None else kn
-        lay, c_lay = built["layout"], built["c_layout"]
         tiles = _cdiv(m, bm) * _cdiv(n, bn)
         kernel = built["kernel"]
+        if c.get("PATH", 0):
+            args = (m, n, k, bm, bn, bk, c["GROUP_M"], dtype == "tf32", kn)
+            opts_tl = {"num_warps": c["WARPS"], "num_stages": c["STAGES"]}
+
+            def go_tl(inputs: Any, out: Any) -> None:
+                kernel[(tiles,)](inputs[0], inputs[1], out, *args, **opts_tl)
+
+            return go_tl
+
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+        lay, c_lay = built["layout"], built["c_layout"]
         a_block, b_block, c_block = [bm, bk], ([bk, bn] if kn else [bn, bk]), [bm, bn]
         ws_rows = s * _cdiv(m, bm) * bm
         opts = {"num_warps": c["WARPS"]}
@@ -416,233 +489,6 @@ def _sm_count() -> int:
     return _SMS[dev]
 
 
-if HAS_TRITON:
-
-    @gluon.constexpr_function
-    def _acc_layout(bm, bn, warps, kbits):
-        # self-contained (a constexpr function may not call module helpers): same rule as _wgmma_warps
-        wm, wn = 4, 1
-        while wm * wn < warps:
-            if bm > 16 * wm:
-                wm *= 2
-            else:
-                wn *= 2
-        n = min(256, bn // wn)
-        while bn % n or n % 8:
-            n -= 8
-        return gl.NVMMADistributedLayout(
-            version=[3, 0], warps_per_cta=[wm, wn], instr_shape=[16, n, 256 // kbits]
-        )
-
-    @gluon.jit
-    def _tile_offsets(tile, n_m, n_n, BM: gl.constexpr, BN: gl.constexpr, GROUP_M: gl.constexpr):
-        # grouped order: GROUP_M row-blocks share each B column-block while it is in L2
-        per_group = GROUP_M * n_n
-        first_m = (tile // per_group) * GROUP_M
-        gsize = gl.minimum(n_m - first_m, GROUP_M)
-        off_m = (first_m + (tile % per_group) % gsize) * BM
-        off_n = ((tile % per_group) // gsize) * BN
-        return off_m, off_n
-
-    @gluon.jit
-    def _load_ab(a_desc, b_desc, bar, a_buf, b_buf, off_m, off_n, kk, pred, B_KN: gl.constexpr):
-        mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes, pred=pred)
-        tma.async_copy_global_to_shared(a_desc, [off_m, kk], bar, a_buf, pred=pred)
-        if B_KN:  # B [K, N]: a [BK, BN] tile, N-major in shared memory; wgmma takes it as is
-            tma.async_copy_global_to_shared(b_desc, [kk, off_n], bar, b_buf, pred=pred)
-        else:  # B [N, K]: a [BN, BK] tile, K-major; wgmma takes its transposed view
-            tma.async_copy_global_to_shared(b_desc, [off_n, kk], bar, b_buf, pred=pred)
-
-    @gluon.jit
-    def _b_operand(b_buf, B_KN: gl.constexpr):
-        if B_KN:
-            return b_buf
-        else:
-            return b_buf.permute((1, 0))
-
-    @gluon.jit
-    def matmul_gluon(
-        a_desc,
-        b_desc,
-        c_desc,
-        M,
-        N,
-        K,
-        STAGES: gl.constexpr,
-        GROUP_M: gl.constexpr,
-        SPLIT_K: gl.constexpr,
-        B_KN: gl.constexpr,
-        num_warps: gl.constexpr,
-    ):
-        BM: gl.constexpr = c_desc.block_type.shape[0]
-        BN: gl.constexpr = c_desc.block_type.shape[1]
-        BK: gl.constexpr = a_desc.block_type.shape[1]
-        dtype: gl.constexpr = a_desc.dtype
-        pid = gl.program_id(0)
-        n_m = gl.cdiv(M, BM)
-        n_n = gl.cdiv(N, BN)
-        tiles = n_m * n_n
-        split = pid // tiles  # split-major: programs of one split read the same slice of A
-        off_m, off_n = _tile_offsets(pid % tiles, n_m, n_n, BM, BN, GROUP_M)
-        k_all = gl.cdiv(K, BK)
-        per_split = gl.cdiv(k_all, SPLIT_K)
-        k_first = split * per_split
-        k_tiles = gl.minimum(per_split, k_all - k_first)
-
-        a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
-        b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
-        bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        for i in gl.static_range(STAGES):
-            mbarrier.init(bars.index(i), count=1)
-        for i in gl.static_range(STAGES - 1):  # prologue: fill STAGES - 1 buffers
-            _load_ab(a_desc, b_desc, bars.index(i), a_bufs.index(i), b_bufs.index(i), off_m, off_n,
-                     (k_first + i) * BK, i < k_tiles, B_KN)  # fmt: skip
-
-        acc_layout: gl.constexpr = _acc_layout(BM, BN, num_warps, dtype.primitive_bitwidth)
-        acc = gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout)
-        for kt in range(k_tiles):
-            s = kt % STAGES
-            mbarrier.wait(bars.index(s), (kt // STAGES) & 1)
-            acc = warpgroup_mma(a_bufs.index(s), _b_operand(b_bufs.index(s), B_KN), acc, is_async=True)
-            # keep one wgmma in flight: the one of step kt-1 is done, so its buffer may be refilled
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-            nk = kt + STAGES - 1
-            ns = nk % STAGES
-            _load_ab(a_desc, b_desc, bars.index(ns), a_bufs.index(ns), b_bufs.index(ns), off_m, off_n,
-                     (k_first + nk) * BK, nk < k_tiles, B_KN)  # fmt: skip
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-        for i in gl.static_range(STAGES):
-            mbarrier.invalidate(bars.index(i))
-
-        # epilogue: registers -> swizzled C tile (the st.shared autopad scores) -> TMA store. Split-K
-        # writes fp32 partial sums to rows split * (n_m * BM) + off_m of the workspace (padded to whole
-        # tiles per split, so a tile never spills into the next split's rows)
-        c_smem = gl.allocate_shared_memory(c_desc.dtype, [BM, BN], c_desc.layout)
-        c_smem.store(acc.to(c_desc.dtype))
-        fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [split * (n_m * BM) + off_m, off_n], c_smem)
-        tma.store_wait(pendings=0)
-
-    @gluon.jit
-    def matmul_gluon_persistent(
-        a_desc,
-        b_desc,
-        c_desc,
-        M,
-        N,
-        K,
-        STAGES: gl.constexpr,
-        GROUP_M: gl.constexpr,
-        B_KN: gl.constexpr,
-        num_warps: gl.constexpr,
-    ):
-        BM: gl.constexpr = c_desc.block_type.shape[0]
-        BN: gl.constexpr = c_desc.block_type.shape[1]
-        BK: gl.constexpr = a_desc.block_type.shape[1]
-        dtype: gl.constexpr = a_desc.dtype
-        pid = gl.program_id(0)
-        nprog = gl.num_programs(0)
-        n_m = gl.cdiv(M, BM)
-        n_n = gl.cdiv(N, BN)
-        k_tiles = gl.cdiv(K, BK)
-        my_tiles = gl.cdiv(n_m * n_n - pid, nprog)  # tiles pid, pid + nprog, ...
-        total = my_tiles * k_tiles  # one flattened (tile, k) loop: loads run ahead across tiles
-
-        a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
-        b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
-        c_smem = gl.allocate_shared_memory(c_desc.dtype, [BM, BN], c_desc.layout)
-        bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        for i in gl.static_range(STAGES):
-            mbarrier.init(bars.index(i), count=1)
-        for i in gl.static_range(STAGES - 1):
-            lm, ln = _tile_offsets(pid + (i // k_tiles) * nprog, n_m, n_n, BM, BN, GROUP_M)
-            _load_ab(a_desc, b_desc, bars.index(i), a_bufs.index(i), b_bufs.index(i), lm, ln,
-                     (i % k_tiles) * BK, i < total, B_KN)  # fmt: skip
-
-        acc_layout: gl.constexpr = _acc_layout(BM, BN, num_warps, dtype.primitive_bitwidth)
-        acc = gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout)
-        for it in range(total):
-            kt = it % k_tiles
-            s = it % STAGES
-            mbarrier.wait(bars.index(s), (it // STAGES) & 1)
-            # use_acc False on a tile's first step: the accumulator restarts without a zeroing pass
-            acc = warpgroup_mma(
-                a_bufs.index(s), _b_operand(b_bufs.index(s), B_KN), acc, use_acc=kt != 0, is_async=True
-            )
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-            nx = it + STAGES - 1  # refill the buffer of step it - 1 (done), possibly for the next tile
-            ns = nx % STAGES
-            lm, ln = _tile_offsets(pid + (nx // k_tiles) * nprog, n_m, n_n, BM, BN, GROUP_M)
-            _load_ab(a_desc, b_desc, bars.index(ns), a_bufs.index(ns), b_bufs.index(ns), lm, ln,
-                     (nx % k_tiles) * BK, nx < total, B_KN)  # fmt: skip
-            if kt == k_tiles - 1:  # the tile's last step: epilogue while the next tile's loads fly
-                acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
-                om, on = _tile_offsets(pid + (it // k_tiles) * nprog, n_m, n_n, BM, BN, GROUP_M)
-                tma.store_wait(pendings=0)  # the previous tile's TMA store has read c_smem
-                c_smem.store(acc.to(c_desc.dtype))
-                fence_async_shared()
-                tma.async_copy_shared_to_global(c_desc, [om, on], c_smem)
-        tma.store_wait(pendings=0)
-        for i in gl.static_range(STAGES):
-            mbarrier.invalidate(bars.index(i))
-
-    @triton.jit
-    def splitk_reduce(ws_ptr, c_ptr, MN, SPLIT_STRIDE, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
-        # C (row-major, M x N) = sum over splits of the workspace's first M x N elements of each split
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        mask = offs < MN
-        acc = tl.zeros([BLOCK], dtype=tl.float32)
-        for s in tl.static_range(SPLIT_K):
-            acc += tl.load(ws_ptr + s * SPLIT_STRIDE + offs, mask=mask, other=0.0)
-        tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
-
-    @triton.jit
-    def matmul_tl(
-        a_ptr,
-        b_ptr,
-        c_ptr,
-        M,
-        N,
-        K,
-        BM: tl.constexpr,
-        BN: tl.constexpr,
-        BK: tl.constexpr,
-        GROUP_M: tl.constexpr,
-        TF32: tl.constexpr,
-        K_TILES: tl.constexpr,
-        B_KN: tl.constexpr,
-    ):
-        pid = tl.program_id(0)
-        n_m = tl.cdiv(M, BM)
-        n_n = tl.cdiv(N, BN)
-        per_group = GROUP_M * n_n
-        first_m = (pid // per_group) * GROUP_M
-        gsize = min(n_m - first_m, GROUP_M)
-        pm = first_m + (pid % per_group) % gsize
-        pn = (pid % per_group) // gsize
-        rm = pm * BM + tl.arange(0, BM)
-        rn = pn * BN + tl.arange(0, BN)
-        rk = tl.arange(0, BK)
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(0, K_TILES):  # constexpr trip count (also runs under TRITON_INTERPRET)
-            kk = k * BK + rk
-            a = tl.load(
-                a_ptr + rm[:, None] * K + kk[None, :], mask=(rm < M)[:, None] & (kk < K)[None, :], other=0
-            )
-            b_off = kk[:, None] * N + rn[None, :] if B_KN else rn[None, :] * K + kk[:, None]
-            b = tl.load(b_ptr + b_off, mask=(rn < N)[None, :] & (kk < K)[:, None], other=0)
-            acc = tl.dot(a, b, acc, input_precision="tf32" if TF32 else None)
-        tl.store(
-            c_ptr + rm[:, None] * N + rn[None, :],
-            acc.to(c_ptr.dtype.element_ty),
-            mask=(rm < M)[:, None] & (rn < N)[None, :],
-        )
-
-
-def nvmma(swizzle: int, dtype: str) -> Any:
-    return gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=8 * _EB[dtype], rank=2)
-
-
 def run_tl(
     inputs: Any,
     out: Any,
@@ -661,9 +507,7 @@ def run_tl(
     kn = a.dtype != torch.float32
     n = b.shape[1] if kn else b.shape[0]
     grid = (_cdiv(m, bm) * _cdiv(n, bn),)
-    matmul_tl[grid](
-        a, b, out, m, n, k, bm, bn, bk, 8, not kn, _cdiv(k, bk), kn, num_warps=warps, num_stages=stages
-    )
+    matmul_tl[grid](a, b, out, m, n, k, bm, bn, bk, 8, not kn, kn, num_warps=warps, num_stages=stages)
 
 
 # the module is the spec the registry loads (autopad.kernels_registry.BUILTIN): expose SPEC's names
@@ -675,6 +519,7 @@ DEFAULTS, LAYOUT_KEYS, PATTERN_KEYS, RESTRICTIONS = (
     SPEC.PATTERN_KEYS,
     SPEC.RESTRICTIONS,
 )
+SOURCE_FILES = SPEC.SOURCE_FILES
 BASELINE_TL, TOLERANCE = SPEC.BASELINE_TL, SPEC.TOLERANCE
 legal, layout, smem_pattern, launch_info, traffic = (
     SPEC.legal,
