@@ -1,23 +1,39 @@
 """GPU check of the matmul kernels on one H200 in at most ~150 s: correctness first, then time against cuBLAS.
 
+Round 2 answers the cells the first run (2026-12-01) left open:
+
+* fp32 4096^3 / 8192^3 / decode 128x8192x8192 (CUDA SIMT, TF32 off): the old pick vs the paired thread
+  map vs split-K. Run 1 measured nothing here: NVRTC rejected matmul.cu (lambdas; now device functions).
+* bf16 / fp16 8192^3 with B [K, N]: run 1 had the [K, N] kernel at 0.875 / 0.895 of cuBLAS and its
+  [N, K] twin at 0.979. Variants that tell the causes apart: the raster (GROUP_M 1, 4, 8, 16, 64; 64 is
+  M-fastest, "B-stationary": each wave reads two B column blocks and all of A), a deeper ring, BK 128,
+  the persistent kernel (rewritten: run 1's lost 25-35% to ptxas serialising wgmma, "C7517"), each next
+  to the [N, K] twin of the same run.
+* bf16 / fp16 3000x5000x1000 (run 1: 0.76 / 0.78, target 0.85): the persistent kernel (next tile's loads
+  and this tile's TMA store overlap the epilogue), rasters, the [N, K] twin.
+* the PATH 1 fallback (plain tl.dot, any shape): correctness on shapes TMA refuses (N, K not multiples of
+  8), its time on 4096x4095x4093 next to cuBLAS, and on 4096^3 next to the TMA kernel (the model ranks it
+  below; this checks that).
+
 What it runs, in one worker process (replaced if a kernel faults and takes its CUDA context with it; the
 task it was on is recorded as failed and the rest go on):
 
-1. Correctness of every variant on odd shapes: fresh random inputs, the output poisoned (NaN bytes), the
-   relative Frobenius error against an fp64 product (bf16 1e-2, fp16 3e-3, fp32 1e-5). 16-bit shapes keep
-   N and K multiples of 8 (TMA needs 16-byte row strides); fp32 (the CUDA SIMT kernel, no TMA) takes any
-   shape, e.g. 1000x37x513.
-2. Timing, cell by cell, in the order of the issue's targets: cuBLAS (``torch.matmul(a, b)``, same dtype,
-   TF32 off for fp32, B as the user holds it, [K, N]) and the autopad variants, each through the path
-   ``autopad.ops.matmul`` takes (``spec.inputs_from(a, b)`` then ``spec.launcher(...)``: B read as [K, N],
-   no copy). Each timed output is checked again first. Timing: ``autopad.bench.benchmark`` (the tuner's
-   own: CUDA events, 256 MB L2 flush before every run, median). ``host_us``: wall time per call of 20
-   back-to-back calls (what the host spends; matters when it exceeds the kernel time).
+1. Correctness of every variant before its first timing, on odd shapes: fresh random inputs, the output
+   poisoned (NaN bytes), the relative Frobenius error against an fp64 product (bf16 1e-2, fp16 3e-3, fp32
+   1e-5). TMA shapes keep N and K multiples of 8 (2056x4104x72 runs several tiles per persistent program
+   with fewer K steps than the ring); PATH 1 and fp32 also take 1000x37x513, 37x13x77, 1x1x1.
+2. Timing, cell by cell, open cells first: cuBLAS (``torch.matmul(a, b)``, same dtype, TF32 off for fp32,
+   B as the user holds it, [K, N]; for 16-bit also cuBLAS on B [N, K]) and the autopad variants, each
+   through the path ``autopad.ops.matmul`` takes (``spec.inputs_from(a, b)`` then ``spec.launcher(...)``:
+   B read as [K, N], no copy; "[N,K]" variants get a pre-transposed B, copied outside the timing). Each
+   timed output is checked again first. Timing: ``autopad.bench.benchmark`` (the tuner's own: CUDA events,
+   256 MB L2 flush before every run, median). ``host_us``: wall time per call of 20 back-to-back calls.
 
-Output: ``OUT/gpu_check_matmul.csv`` (one row per check and per timing) and a summary table printed last,
-with each target's verdict (best correct autopad variant / cuBLAS of the same run).
+Output: ``OUT/gpu_check_matmul.csv`` (one row per check and per timing), then a table, each target's verdict
+(best correct autopad variant / cuBLAS of the same run) and ANSWERS (the open questions, one line each).
 
     python benchmarks/gpu_check_matmul.py --out $OUT [--budget-s 140] [--only bf16,decode]
+    GPU_CHECK_FAKE=1 python benchmarks/gpu_check_matmul.py --out /tmp/x   # the flow without a GPU
 """
 
 from __future__ import annotations
@@ -37,7 +53,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 D16 = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 3, "WARPS": 8, "SWIZZLE": 128, "GROUP_M": 8, "SPLIT_K": 1,
-       "PERSIST": 0}  # fmt: skip
+       "PERSIST": 0, "PATH": 0}  # fmt: skip
 D32 = {"BM": 128, "BN": 128, "BK": 8, "TM": 8, "TN": 8, "MIN_BLOCKS": 2, "PAD_A": 0, "SW_VEC_A": 1,
        "SW_PER_PHASE_A": 1, "SW_MAX_PHASE_A": 1, "PAD_B": 0, "SW_VEC_B": 1, "SW_PER_PHASE_B": 1,
        "SW_MAX_PHASE_B": 1, "THREAD_MAP": 0, "SPLIT_K": 1}  # fmt: skip
@@ -45,14 +61,22 @@ SWA = {"SW_VEC_A": 4, "SW_PER_PHASE_A": 1, "SW_MAX_PHASE_A": 8}
 # name -> (backend, constants, B form): "kn" = the user's [K, N] (no copy); "nk" = pre-transposed [N, K]
 VARIANTS: dict[str, tuple[str, dict[str, int], str]] = {
     "g 128x256x64 s3": ("triton", D16, "kn"),
+    "g 128x256x64 s3 [N,K]": ("triton", D16, "nk"),  # the same kernel reading B as [N, K] (K-major)
     "g 128x256x64 s4": ("triton", {**D16, "STAGES": 4}, "kn"),
-    "g 128x256x64 s3 [N,K]": ("triton", D16, "nk"),  # the previous kernel's B form, copy made untimed
+    "g 128x256x128 s2": ("triton", {**D16, "BK": 128, "STAGES": 2}, "kn"),
+    "g 128x256x64 s3 gm1": ("triton", {**D16, "GROUP_M": 1}, "kn"),
+    "g 128x256x64 s3 gm4": ("triton", {**D16, "GROUP_M": 4}, "kn"),
+    "g 128x256x64 s3 gm16": ("triton", {**D16, "GROUP_M": 16}, "kn"),
+    "g 128x256x64 s3 gm64": ("triton", {**D16, "GROUP_M": 64}, "kn"),
     "g persist 128x256x64 s3": ("triton", {**D16, "PERSIST": 1}, "kn"),
-    "g persist 128x128x64 s4 w4": ("triton", {**D16, "BN": 128, "STAGES": 4, "WARPS": 4, "PERSIST": 1}, "kn"),
+    "g persist 128x256x64 s3 gm64": ("triton", {**D16, "PERSIST": 1, "GROUP_M": 64}, "kn"),
     "g 128x128x64 s3 w4": ("triton", {**D16, "BN": 128, "WARPS": 4}, "kn"),
     "g 128x64x64 s4 w4": ("triton", {**D16, "BN": 64, "STAGES": 4, "WARPS": 4}, "kn"),
     "g split4 128x256x64 s3": ("triton", {**D16, "SPLIT_K": 4}, "kn"),
     "g split2 128x128x64 s4 w4": ("triton", {**D16, "BN": 128, "STAGES": 4, "WARPS": 4, "SPLIT_K": 2}, "kn"),
+    "tl 128x256x64 s3 (PATH 1)": ("triton", {**D16, "PATH": 1}, "kn"),
+    "tl 128x128x32 s4 w4 (PATH 1)": ("triton", {**D16, "PATH": 1, "BN": 128, "BK": 32, "STAGES": 4,
+                                                "WARPS": 4}, "kn"),
     "c 128x128 bk8 mb2 (old pick)": ("cuda", D32, "kn"),
     "c 128x128 bk8 mb2 paired swA": ("cuda", {**D32, "THREAD_MAP": 1, **SWA}, "kn"),
     "c 128x128 bk16 mb2 paired swA": ("cuda", {**D32, "BK": 16, "THREAD_MAP": 1, **SWA}, "kn"),
@@ -66,37 +90,47 @@ VARIANTS: dict[str, tuple[str, dict[str, int], str]] = {
     "c 64x64 4x4 bk16 paired": (
         "cuda", {**D32, "BM": 64, "BN": 64, "TM": 4, "TN": 4, "BK": 16, "THREAD_MAP": 1, "PAD_A": 4}, "kn"),
 }  # fmt: skip
-G16 = [v for v, (b, _, _) in VARIANTS.items() if b == "triton"]
-GF16 = ["g 128x256x64 s3", "g 128x256x64 s4", "g persist 128x256x64 s3", "g persist 128x128x64 s4 w4",
-        "g 128x128x64 s3 w4"]  # fmt: skip
 C32 = [v for v, (b, _, _) in VARIANTS.items() if b == "cuda"]
-# odd shapes (all = 8 mod 16 for 16-bit, so they share one Triton specialization with 3000x5000x1000)
-CHECK_SHAPES = {"bfloat16": [(1000, 1032, 520), (136, 2056, 4104)], "float16": [(1000, 1032, 520)],
-                "float32": [(1000, 37, 513), (1, 1, 1), (257, 515, 1001), (136, 1032, 2056)]}  # fmt: skip
+# odd shapes: TMA ones keep N and K multiples of 8 (= 8 mod 16, sharing one Triton specialization with
+# 3000x5000x1000); 2056x4104x72: 289 tiles (2-3 per persistent program) of 2 K steps (< 3 stages)
+TMA_CHECKS = [(1000, 1032, 520), (2056, 4104, 72), (136, 2056, 4104)]
+ANY_CHECKS = [(1000, 37, 513), (37, 13, 77), (1, 1, 1), (257, 515, 1001)]
 BIG, MID, DEC = (4096, 4096, 4096), (8192, 8192, 8192), (128, 8192, 8192)
-ODD = (3000, 5000, 1000)
-BF = ["g 128x256x64 s3", "g 128x256x64 s4", "g persist 128x256x64 s3", "g 128x256x64 s3 [N,K]"]
-# (cell, dtype, shape, variants, target ratio to cuBLAS), in priority order (each row of the issue early)
+ODD, UNALIGNED = (3000, 5000, 1000), (4096, 4095, 4093)
+BF = ["g 128x256x64 s3", "g 128x256x64 s3 [N,K]", "g persist 128x256x64 s3", "g 128x256x64 s3 gm64",
+      "g 128x256x64 s3 gm4", "g 128x256x64 s3 gm16", "g 128x256x64 s3 gm1", "g 128x256x64 s4",
+      "g 128x256x128 s2", "g persist 128x256x64 s3 gm64"]  # fmt: skip
+FP = ["g 128x256x64 s3", "g 128x256x64 s3 [N,K]", "g persist 128x256x64 s3", "g 128x256x64 s3 gm64",
+      "g 128x256x64 s3 gm4"]  # fmt: skip
+P1 = ["tl 128x256x64 s3 (PATH 1)", "tl 128x128x32 s4 w4 (PATH 1)"]
+# (cell, dtype, shape, variants, target ratio to cuBLAS), open cells first (a spent budget drops the tail)
 CELLS = [
-    ("bf16 4096^3", "bfloat16", BIG, BF, 0.95),
+    ("bf16 8192^3", "bfloat16", MID, BF, 0.95),
     ("fp32 4096^3", "float32", BIG, C32[:5], 0.85),
-    ("bf16 3000x5000x1000", "bfloat16", ODD, GF16, 0.85),
-    ("bf16 decode 128x8192x8192", "bfloat16", DEC,
-     ["g 128x64x64 s4 w4", "g split4 128x256x64 s3", "g split2 128x128x64 s4 w4", "g 128x128x64 s3 w4",
-      "g 128x256x64 s3"], 0.7),
+    ("bf16 3000x5000x1000", "bfloat16", ODD, FP + ["g 128x256x64 s4", "g persist 128x256x64 s3 gm64"], 0.85),
+    ("fp16 8192^3", "float16", MID, FP, 0.95),
     ("fp32 decode 128x8192x8192", "float32", DEC,
      ["c split2 128x128 bk8 paired swA", "c split4 128x128 bk8 paired swA", "c split2 64x128 8x4 bk16 paired",
       "c 64x64 4x4 bk16 paired", "c 128x128 bk8 mb2 (old pick)"], 0.7),
-    ("bf16 8192^3", "bfloat16", MID, BF, 0.95),
-    ("fp16 4096^3", "float16", BIG, GF16[:3], 0.95),
-    ("fp16 3000x5000x1000", "float16", ODD, GF16, 0.85),
+    ("fp16 3000x5000x1000", "float16", ODD, FP, 0.85),
     ("fp32 8192^3", "float32", MID, ["c 128x128 bk8 mb2 (old pick)", "c 128x128 bk8 mb2 paired swA",
                                      "c 128x128 bk16 mb1 paired swA"], 0.85),
-    ("fp16 8192^3", "float16", MID, GF16[:3], 0.95),
+    ("bf16 4095x4093 fallback", "bfloat16", UNALIGNED, P1, None),
+    ("bf16 4096^3", "bfloat16", BIG, ["g 128x256x64 s3", "g persist 128x256x64 s3", P1[0]], 0.95),
+    ("bf16 decode 128x8192x8192", "bfloat16", DEC,
+     ["g 128x64x64 s4 w4", "g split4 128x256x64 s3", "g split2 128x128x64 s4 w4", "g 128x256x64 s3"], 0.7),
 ]  # fmt: skip
 TOL = {"bfloat16": 1e-2, "float16": 3e-3, "float32": 1e-5}
 FIELDS = ["phase", "cell", "variant", "dtype", "shape", "ok", "rel_err", "ms", "tflops", "vs_cublas",
           "host_us", "target", "constants", "error"]  # fmt: skip
+
+
+def check_shapes(variant: str, dtype: str) -> list[tuple[int, int, int]]:
+    """The odd shapes a variant is checked on: any shape for fp32 and PATH 1, TMA-describable ones else."""
+    backend, c, _ = VARIANTS[variant]
+    if backend == "cuda":  # 136x1032x2056: whole tiles, the unguarded load path
+        return ANY_CHECKS + [(136, 1032, 2056)]
+    return ANY_CHECKS + [TMA_CHECKS[0]] if c.get("PATH", 0) else TMA_CHECKS
 
 
 def tasks(only: str | None) -> list[dict[str, Any]]:
@@ -106,11 +140,11 @@ def tasks(only: str | None) -> list[dict[str, Any]]:
     out, seen = [], set()
     for cell, dt, shape, variants, target in cells:
         for v in variants:
-            for odd in CHECK_SHAPES[dt]:
+            for odd in check_shapes(v, dt):
                 if (v, dt, odd) not in seen:
                     seen.add((v, dt, odd))
                     out.append({"phase": "check", "cell": cell, "variant": v, "dtype": dt, "shape": odd})
-        peers = ["cuBLAS"] + (["cuBLAS (B as [N,K])"] if dt == "bfloat16" and shape != ODD else [])
+        peers = ["cuBLAS"] + (["cuBLAS (B as [N,K])"] if dt != "float32" and shape != UNALIGNED else [])
         for v in peers + variants:
             out.append(
                 {"phase": "time", "cell": cell, "variant": v, "dtype": dt, "shape": shape, "target": target}
@@ -337,9 +371,55 @@ def summarise(rows: list[dict[str, Any]]) -> list[str]:
             continue
         best = max(mine, key=lambda r: float(r["vs_cublas"]))
         ratio = float(best["vs_cublas"])
-        verdict = "MET" if ratio >= target else "MISSED"
-        lines.append(f"  {cell:28} {ratio:.3f} (target {target}) {verdict}  by '{best['variant']}'")
+        verdict = "(no target: the fallback)" if target is None else (
+            f"(target {target}) " + ("MET" if ratio >= target else "MISSED"))  # fmt: skip
+        lines.append(f"  {cell:28} {ratio:.3f} {verdict}  by '{best['variant']}'")
+    lines.append("")
+    lines.append("ANSWERS (times of the same run; > 1 means the first is faster):")
+    lines += answers(rows)
     return lines
+
+
+def _ms(rows: list[dict[str, Any]], cell: str, variant: str) -> float | None:
+    for r in rows:
+        hit = r["phase"] == "time" and r["cell"] == cell and r["variant"] == variant
+        if hit and r.get("ok") and r.get("ms"):
+            return float(r["ms"])
+    return None
+
+
+def answers(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per open question: ratios of two timings of the same run, or what is missing."""
+    out = []
+
+    def ratio(label: str, cell: str, fast: str, slow: str) -> None:
+        a, b = _ms(rows, cell, fast), _ms(rows, cell, slow)
+        txt = f"{b / a:.3f}" if a and b else "n/a (a timing is missing or failed)"
+        out.append(f"  {label:64} {txt}")
+
+    for cell in ("bf16 8192^3", "fp16 8192^3", "bf16 3000x5000x1000", "fp16 3000x5000x1000"):
+        kn = [r for r in rows if r["phase"] == "time" and r["cell"] == cell and r.get("ok") and r.get("ms")
+              and r["variant"] in VARIANTS and VARIANTS[r["variant"]][2] == "kn"]  # fmt: skip
+        twin = _ms(rows, cell, "g 128x256x64 s3 [N,K]")
+        if kn and twin:
+            best = min(kn, key=lambda r: float(r["ms"]))
+            out.append(f"  {cell}: best [K,N] '{best['variant']}' vs the [N,K] twin: "
+                       f"{twin / float(best['ms']):.3f} (>= 1: the [K,N] gap is closed)")  # fmt: skip
+        ratio(f"{cell}: persistent vs plain (s3)", cell, "g persist 128x256x64 s3", "g 128x256x64 s3")
+        ratio(f"{cell}: B-stationary raster gm64 vs gm8", cell, "g 128x256x64 s3 gm64", "g 128x256x64 s3")
+        ratio(f"{cell}: raster gm4 vs gm8", cell, "g 128x256x64 s3 gm4", "g 128x256x64 s3")
+    for gm in ("gm1", "gm16"):
+        ratio(f"bf16 8192^3: raster {gm} vs gm8", "bf16 8192^3", f"g 128x256x64 s3 {gm}", "g 128x256x64 s3")
+    big, p1 = "bf16 8192^3", P1[0]
+    ratio(f"{big}: s4 vs s3 (latency-bound if > 1.02)", big, "g 128x256x64 s4", "g 128x256x64 s3")
+    ratio("bf16 4096^3: TMA kernel vs PATH 1 (model: TMA faster, > 1)", "bf16 4096^3", "g 128x256x64 s3", p1)
+    ratio("bf16 4095x4093 fallback: PATH 1 vs cuBLAS (< 1: slower)", "bf16 4095x4093 fallback", p1, "cuBLAS")
+    for cell in ("fp32 4096^3", "fp32 8192^3"):
+        ratio(f"{cell}: paired swA vs the old pick", cell, "c 128x128 bk8 mb2 paired swA",
+              "c 128x128 bk8 mb2 (old pick)")  # fmt: skip
+    ratio("fp32 decode: split2 paired swA vs the old pick", "fp32 decode 128x8192x8192",
+          "c split2 128x128 bk8 paired swA", "c 128x128 bk8 mb2 (old pick)")  # fmt: skip
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -353,9 +433,8 @@ def main(argv: list[str] | None = None) -> int:
     from autopad.kernels.triton import matmul as G
 
     why = G.legal(G.DEFAULTS, (1000, 37, 513), "bfloat16").reason
-    print(
-        f"TMA path and 1000x37x513 bf16: {why} (the fp32 CUDA kernel takes it; the 16-bit ones are refused)"
-    )
+    p1 = bool(G.legal({**G.DEFAULTS, "PATH": 1}, (1000, 37, 513), "bfloat16"))
+    print(f"1000x37x513 bf16 on the TMA path: {why}; on PATH 1 (tl.dot): legal {p1}")
     started = time.time()
     todo = tasks(args.only)
     checks = sum(t["phase"] == "check" for t in todo)
