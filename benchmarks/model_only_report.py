@@ -160,6 +160,9 @@ def _features(
                  _traffic(spec, s, dtype), ms, default)  # fmt: skip
 
 
+_ROOT = Path(__file__).resolve().parent.parent
+
+
 def load_shapes(paths: dict[str, Path], cache: Path | None = None) -> list[Shape]:
     """Every configuration-shape of the given studies ({run name: rows.csv.gz}), model inputs computed
     once per study file and cached (scoring the histograms' atomics takes most of a minute per shape)."""
@@ -173,7 +176,10 @@ def load_shapes(paths: dict[str, Path], cache: Path | None = None) -> list[Shape
     out = []
     changed = False
     for run, path in paths.items():
-        stamp = (str(path), path.stat().st_mtime)
+        # the cached inputs depend on the study and on the code that computes them (the specs, the model)
+        code = sorted((str(f), f.stat().st_mtime) for d in (_ROOT / "kernels", _ROOT / "autopad")
+                      for f in d.rglob("*.py"))  # fmt: skip
+        stamp = (str(path), path.stat().st_mtime, hash(tuple(code)))
         hit = got.get(run)
         if isinstance(hit, dict) and hit.get("stamp") == stamp:
             out += [Shape(**d) for d in hit["shapes"]]
