@@ -132,8 +132,11 @@ def test_old_candidates_keep_their_space_and_defaults():
     spec = builtin_spec("transpose", "cuda")
     cands = enumerate_candidates(spec, (16384, 16384), "float16")
     old = [c for c in cands if c["SCALAR_EDGE"] == 1]
-    assert len(old) == 7151 and all(c["READOUT"] < 2 for c in old)
-    assert {k: v for k, v in T.DEFAULTS.items() if k != "SCALAR_EDGE"} == {
+    assert len(old) == 7151 and all(c["READOUT"] < 2 and c["GROUP"] == 1 for c in old)
+    assert T.DEFAULTS["GROUP"] == 1 and T.legal(
+        {k: v for k, v in T.DEFAULTS.items() if k != "GROUP"}, (64, 64), "int8"
+    )
+    assert {k: v for k, v in T.DEFAULTS.items() if k not in ("SCALAR_EDGE", "GROUP")} == {
         "TILE_M": 32,
         "TILE_N": 32,
         "THREADS": 256,
@@ -152,7 +155,7 @@ def test_launch_info_traffic_and_the_misaligned_model():
     assert info["threads"] == 256 and info["blocks"] == 1 * 32 * 3
     assert info["smem_bytes"] == c["TILE_M"] * c["TILE_N"] * 4
     assert info["dram_efficiency"] < 1  # the original scalar path on rows of 37
-    e1 = T.launch_info(dict(c, SCALAR_EDGE=0), (3, 1000, 37), "float32")
+    e1 = T.launch_info(dict(c, SCALAR_EDGE=0, GROUP=64), (3, 1000, 37), "float32")
     assert (
         e1["blocks"] == 96
         and e1["dram_efficiency"] == 1.0
@@ -166,12 +169,39 @@ def test_narrow_global_accesses_cost_what_the_study_measured():
     """2-byte accesses (fp16 VEC 1) measured ~1.15x the best: the spec reports it on every path, and on
     misaligned rows the scalar path's element accesses pay it whatever VEC is."""
     c = dict(T.DEFAULTS, TILE_M=64, TILE_N=64, THREADS=256)
-    eff = {v: T.launch_info(dict(c, VEC=v), (4096, 4096), "float16")["dram_efficiency"] for v in (1, 2, 8)}
+    g64 = dict(c, SCALAR_EDGE=0, GROUP=64)  # the block order measured best: no GROUP_GAIN loss
+    eff = {v: T.launch_info(dict(g64, VEC=v), (4096, 4096), "float16")["dram_efficiency"] for v in (1, 2, 8)}
     assert eff[1] == pytest.approx(1 / (1 + T.NARROW_ACCESS_COST)) and eff[2] == eff[8] == 1.0
-    assert T.launch_info(dict(c, VEC=1), (4096, 4096), "float32")["dram_efficiency"] == 1.0
+    assert T.launch_info(dict(g64, VEC=1), (4096, 4096), "float32")["dram_efficiency"] == 1.0
+    old = T.launch_info(dict(c, VEC=1), (4096, 4096), "float16")["dram_efficiency"]
+    assert old == pytest.approx(eff[1] / T.GROUP_GAIN[True][64])
     mis = T.launch_info(dict(c, VEC=2), (4097, 8191), "float16")["dram_efficiency"]
-    assert mis == pytest.approx(1 / (1 + T.NARROW_ACCESS_COST) / (1 + T.SCALAR_PATH_COST))
-    assert T.launch_info(dict(c, VEC=8, SCALAR_EDGE=0), (4097, 8191), "float16")["dram_efficiency"] == 1.0
+    row_major = 1 / T.GROUP_GAIN[False][64]  # the original path's 2-D grid: GROUP 1's order
+    assert mis == pytest.approx(row_major / (1 + T.NARROW_ACCESS_COST) / (1 + T.SCALAR_PATH_COST))
+    new = dict(c, VEC=8, SCALAR_EDGE=0, GROUP=64)
+    assert T.launch_info(new, (4097, 8191), "float16")["dram_efficiency"] == 1.0
+
+
+def test_group_is_a_measured_launch_constant_of_the_vector_path():
+    """GROUP only on SCALAR_EDGE 0; the model cannot see its locality, so its gain is the H200's measured
+    one, largest on rows that are not whole 16-byte vectors; values that walk the same order are dropped."""
+    c = dict(T.presets("int8")["rt_swizzled"], SCALAR_EDGE=0)
+    assert not T.legal(dict(c, GROUP=16, SCALAR_EDGE=1), (4096, 4096), "int8")
+    assert not T.legal(dict(c, GROUP=0), (4096, 4096), "int8")
+    eff = {
+        (shape, g): T.launch_info(dict(c, GROUP=g), shape, "int8")["dram_efficiency"]
+        for shape in ((4097, 8191), (16384, 16384))
+        for g in T.SPACE["GROUP"]
+    }
+    assert eff[((4097, 8191), 64)] == eff[((16384, 16384), 64)] == 1.0
+    assert eff[((4097, 8191), 1)] < eff[((4097, 8191), 16)] < 1 and eff[((16384, 16384), 1)] < 1
+    assert eff[((4097, 8191), 1)] < eff[((16384, 16384), 1)]
+    gy = -(-1000 // c["TILE_M"])  # 16 tile rows: GROUP 64 walks GROUP 16's order
+    assert gy <= 16 and T.legal(dict(c, GROUP=16), (1000, 64), "int8")
+    assert not T.legal(dict(c, GROUP=64), (1000, 64), "int8")
+    assert T.legal(dict(c, GROUP=64), (4097, 8191), "int8")
+    cands = enumerate_candidates(builtin_spec("transpose", "cuda"), (4097, 8191), "int8")
+    assert {c["GROUP"] for c in cands if c["SCALAR_EDGE"] == 0} == {1, 16, 64}
 
 
 def test_check_shape_and_inputs_from():
@@ -221,6 +251,58 @@ def _ldmatrix_x4_trans(half: np.ndarray, rows: np.ndarray, col: int) -> np.ndarr
     return np.stack(
         [np.stack([mats[i, 2 * (t % 4), t // 4], mats[i, 2 * (t % 4) + 1, t // 4]], 1) for i in range(4)], 1
     )
+
+
+def _head_pieces(lo: int, e: int, vb: int) -> list[tuple[int, int]]:
+    """transpose.cu's ap_store_head: (offset, bytes) of the aligned pieces covering [lo, vb)."""
+    return [((lo + z - 1) & -z, z) for z in (1, 2, 4, 8) if e <= z < vb and (lo + z - 1) & -z & z]
+
+
+def _tail_pieces(hi: int, e: int, vb: int) -> list[tuple[int, int]]:
+    """ap_store_tail: the aligned pieces covering [0, hi), largest first."""
+    return [(hi & -(2 * z), z) for z in (8, 4, 2, 1) if e <= z < vb and hi & z]
+
+
+def _piece(w: np.ndarray, p: int, z: int) -> np.ndarray:
+    """ap_piece's register arithmetic on the vector's 4-byte words (word p / 4, shifted by p % 4 bytes; an
+    8-byte piece is words p / 4 and p / 4 + 1), checked against the bytes it must store."""
+    words = np.frombuffer(np.pad(w, (0, -len(w) % 4)).tobytes(), "<u4").astype(np.uint64)
+    if z == 8:
+        got = int(words[p >> 2]) | int(words[(p >> 2) + 1]) << 32
+    else:
+        got = (int(words[p >> 2]) >> (8 * (p & 3))) & ((1 << (8 * z)) - 1)
+    out = w[p : p + z]
+    assert p % z == 0 and got == int.from_bytes(out.tobytes(), "little")
+    return out
+
+
+def test_pieces_cover_head_and_tail_exactly_once():
+    for e, vb in itertools.product((1, 2, 4, 8), (2, 4, 8, 16)):
+        if vb <= e:
+            continue
+        for sh in range(e, vb, e):
+            head = sorted(b for p, z in _head_pieces(sh, e, vb) for b in range(p, p + z))
+            tail = sorted(b for p, z in _tail_pieces(sh, e, vb) for b in range(p, p + z))
+            assert head == list(range(sh, vb)) and tail == list(range(sh)), (e, vb, sh)
+            assert all(p % z == 0 for p, z in _head_pieces(sh, e, vb) + _tail_pieces(sh, e, vb))
+            assert len(_head_pieces(sh, e, vb)) <= (vb // e).bit_length() - 1
+
+
+def test_funnel_select_network_rotates_the_window():
+    """ap_funnel's log2(NW) select stages pick window words q + k, q + k + 1 for every shift s."""
+    rng = np.random.default_rng(0)
+    for nw in (1, 2, 4):
+        win0 = rng.integers(0, 2**32, 2 * nw, dtype=np.uint64)
+        for s in range(4 * nw):
+            win, q = list(win0), s >> 2
+            b = nw // 2
+            while b >= 1:
+                win = [win[i + b] if q & b else win[i] for i in range(2 * nw - b)] + win[2 * nw - b :]
+                b //= 2
+            raw = b"".join(int(v).to_bytes(4, "little") for v in win0)
+            for k in range(nw):
+                got = ((int(win[k + 1]) << 32 | int(win[k])) >> (8 * (s & 3))) & 0xFFFFFFFF
+                assert got == int.from_bytes(raw[s + 4 * k : s + 4 * k + 4], "little"), (nw, s, k)
 
 
 def _emulate(x: np.ndarray, c: dict, in_off: int, out_off: int, group: int) -> tuple:
@@ -297,6 +379,17 @@ def _emulate(x: np.ndarray, c: dict, in_off: int, out_off: int, group: int) -> t
                     continue
                 row = dst + (n * m_ + m0) * e
                 sh, s = row % vb, (row % vb) // e
+                if sh and mvalid == tm:  # a whole tile: vectors, and pieces at a segment's head and tail
+                    blk = row + e0 * e - sh + vb
+                    w = np.concatenate([o[t], nx[t]])[vb - sh : 2 * vb - sh]
+                    if not last[t]:
+                        store(blk, w)
+                    for p_, z in _tail_pieces(sh, e, vb) if last[t] else ():
+                        store(blk + p_, _piece(w, p_, z))
+                    h = np.concatenate([o[t], o[t]])[vb - sh : 2 * vb - sh]
+                    for p_, z in _head_pieces(sh, e, vb) if first[t] else ():
+                        store(blk - vb + p_, _piece(h, p_, z))
+                    continue
                 if sh and not last[t]:
                     w, e1 = np.concatenate([o[t], nx[t]])[vb - sh : 2 * vb - sh], e0 + vec - s
                     assert (row + e1 * e) % vb == 0

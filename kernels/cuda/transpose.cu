@@ -230,8 +230,10 @@ static_assert(TILE_M % 32 == 0 && TILE_N % 8 == 0 && UNITS2 % WARPS == 0, "ldmat
 #endif
 
 // bytes [s, s + VB) of the 2 * VB-byte little-endian window lo ++ hi, 0 <= s < VB: the vector that starts s
-// bytes into lo. Word k of it is a funnel shift of window words k + s / 4 and k + s / 4 + 1; the word index
-// is picked with selects (a run-time index into a register array would go to local memory).
+// bytes into lo. Word k of it is a funnel shift of window words k + s / 4 and k + s / 4 + 1. The window is
+// first rotated left by s / 4 words one bit at a time (log2(NW) stages of selects: 11 for a 16-byte vector,
+// where picking each word among NW took 24); a run-time index into a register array would go to local
+// memory.
 __device__ __forceinline__ void ap_funnel(VecU& out, const VecU& lo, const VecU& hi, int s) {
 #if VB >= 4
     ap_u32 win[2 * NW];
@@ -243,16 +245,13 @@ __device__ __forceinline__ void ap_funnel(VecU& out, const VecU& lo, const VecU&
     const int q = s >> 2;
     const unsigned r = (unsigned)(s & 3) * 8u;
 #pragma unroll
-    for (int k = 0; k < NW; ++k) {
-        ap_u32 a = win[k], b = win[k + 1];
+    for (int b = NW / 2; b >= 1; b >>= 1) {
+        const bool take = (q & b) != 0;
 #pragma unroll
-        for (int j = 1; j < NW; ++j)
-            if (q == j) {
-                a = win[k + j];
-                b = win[k + j + 1];
-            }
-        out.u[k] = __funnelshift_r(a, b, r);
+        for (int i = 0; i + b < 2 * NW; ++i) win[i] = take ? win[i + b] : win[i];
     }
+#pragma unroll
+    for (int k = 0; k < NW; ++k) out.u[k] = __funnelshift_r(win[k], win[k + 1], r);
 #else  // two 1-byte elements: a 4-byte window
     const ap_u32 win = (ap_u32)lo.w | ((ap_u32)hi.w << (8 * VB));
     out.w = (W)(win >> (8 * s));
@@ -293,11 +292,82 @@ __device__ __noinline__ void ap_put_part(T* row, int e0, int mvalid, VecU o) {
         if (e0 + v < mvalid) row[e0 + v] = o.e[v];
 }
 
+#if MISALIGNED && VEC > 1
+// bytes [p, p + Z) of w (p % Z == 0) as one naturally aligned Z-byte st.global at blk + p
+template <int Z> __device__ __forceinline__ void ap_piece(unsigned char* blk, const VecU& w, int p) {
+    const int k = p >> 2;
+    ap_u32 x = w.u[0];
+#pragma unroll
+    for (int j = 1; j < NW; ++j)
+        if (k == j) x = w.u[j];
+    if (Z == 8) {  // 16-byte vectors only: p is 0 or 8
+        const ap_u32 y = k ? w.u[NW > 3 ? 3 : 0] : w.u[NW > 1 ? 1 : 0];
+        x = k ? w.u[NW > 2 ? 2 : 0] : w.u[0];
+        asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(blk + p), "r"(x), "r"(y) : "memory");
+    } else {
+        x >>= (unsigned)(p & 3) * 8u;
+        if (Z == 4) *reinterpret_cast<ap_u32*>(blk + p) = x;
+        if (Z == 2) *reinterpret_cast<ap_u16*>(blk + p) = (ap_u16)x;
+        if (Z == 1) blk[p] = (ap_u8)x;
+    }
+}
+
+// Bytes [lo, VB) of w into the VB-aligned block at blk (a row segment's head): naturally aligned pieces of
+// ELEM_BYTES, 2 ELEM_BYTES, ... bytes going up, the piece of Z bytes at (lo + Z - 1) & -Z where that has
+// bit Z set. At most log2(VB / ELEM_BYTES) stores, where element stores took up to VEC - 1, each a request
+// of its own to L2 (the 4097 x 8191 int8 check: 15 one-byte stores per 128-byte row segment).
+__device__ __forceinline__ void ap_store_head(unsigned char* blk, const VecU& w, int lo) {
+#define AP_HEAD(Z)                                                        \
+    if (ELEM_BYTES <= Z && Z < VB) {                                      \
+        const int p = (lo + Z - 1) & -Z;                                  \
+        if (p & Z) ap_piece<(Z < VB ? Z : 1)>(blk, w, p);                 \
+    }
+    AP_HEAD(1) AP_HEAD(2) AP_HEAD(4) AP_HEAD(8)
+#undef AP_HEAD
+}
+
+// Bytes [0, hi) of w into the block at blk (a segment's tail): pieces going down, Z bytes at hi & -2Z if
+// hi has bit Z set.
+__device__ __forceinline__ void ap_store_tail(unsigned char* blk, const VecU& w, int hi) {
+#define AP_TAIL(Z)                                                                        \
+    if (ELEM_BYTES <= Z && Z < VB) {                                                      \
+        if (hi & Z) ap_piece<(Z < VB ? Z : 1)>(blk, w, hi & -(2 * Z));                    \
+    }
+    AP_TAIL(8) AP_TAIL(4) AP_TAIL(2) AP_TAIL(1)
+#undef AP_TAIL
+}
+#endif
+
+#if MISALIGNED && VEC > 1
+// ap_put's shifted row in the tile at the end of M (mvalid < TILE_M): element stores for the head and
+// tail, nothing at or past mvalid. Not inlined: one tile row in M/TILE_M takes it, and inlined it would
+// double the code of the hot path.
+__device__ __noinline__ void ap_put_edge(T* row, int e0, int mvalid, int sh, bool first, bool last, VecU o,
+                                         VecU nx) {
+    const int s = sh / ELEM_BYTES;
+    if (!last) {
+        VecU w;
+        ap_funnel(w, o, nx, VB - sh);
+        const int e1 = e0 + VEC - s;  // the aligned vector after the one our row segment starts in
+        if (e1 + VEC <= mvalid)
+            ap_store(row + e1, w);
+        else
+            ap_put_part(row, e1, mvalid, w);
+    }
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) {
+        const bool mine = (v < VEC - s) ? first : last;  // head elements / tail elements
+        if (mine && e0 + v < mvalid) row[e0 + v] = o.e[v];
+    }
+}
+#endif
+
 // Store a lane's VEC elements: output row n, tile-relative columns e0 .. e0 + VEC - 1 (global m0 + e0 ..).
 // Every lane of the warp must call it (it shuffles). Aligned rows: one vector store. Rows that start sh
 // bytes past a vector boundary: the lane writes the aligned vector that begins inside its own elements,
 // funnel-shifted from its vector and the next lane's; the first lane of a row segment or a warp writes its
-// head, the last one its tail, element by element. Elements at or past M are never written.
+// head, the last one its tail (whole tiles: as naturally aligned pieces; the tile at the end of M: element
+// by element). Elements at or past M are never written.
 __device__ __forceinline__ void ap_put(T* __restrict__ dst, int n, int N, int M, int m0, int e0, bool first,
                                        bool last, const VecU& o) {
 #if MISALIGNED && VEC > 1
@@ -309,21 +379,22 @@ __device__ __forceinline__ void ap_put(T* __restrict__ dst, int n, int N, int M,
 #if MISALIGNED && VEC > 1
     const int sh = (int)((size_t)row & (VB - 1));
     if (sh != 0) {
-        const int s = sh / ELEM_BYTES;
-        if (!last) {
+        if (mvalid == TILE_M) {  // a whole tile (block-uniform): vectors and pieces, no element checks
+            unsigned char* blk = reinterpret_cast<unsigned char*>(row + e0) - sh + VB;  // starts in our elements
             VecU w;
-            ap_funnel(w, o, nx, VB - sh);
-            const int e1 = e0 + VEC - s;  // the aligned vector after the one our row segment starts in
-            if (e1 + VEC <= mvalid)
-                ap_store(row + e1, w);
+            ap_funnel(w, o, nx, VB - sh);  // bytes [0, sh) ours, [sh, VB) the next lane's
+            if (!last)
+                ap_store(reinterpret_cast<T*>(blk), w);
             else
-                ap_put_part(row, e1, mvalid, w);
+                ap_store_tail(blk, w, sh);
+            if (first) {  // the block before holds our first VB - sh bytes at [sh, VB)
+                VecU h;
+                ap_funnel(h, o, o, VB - sh);
+                ap_store_head(blk - VB, h, sh);
+            }
+            return;
         }
-#pragma unroll
-        for (int v = 0; v < VEC; ++v) {
-            const bool mine = (v < VEC - s) ? first : last;  // head elements / tail elements
-            if (mine && e0 + v < mvalid) row[e0 + v] = o.e[v];
-        }
+        ap_put_edge(row, e0, mvalid, sh, first, last, o, nx);
         return;
     }
     if (e0 + VEC <= mvalid)

@@ -53,6 +53,14 @@ SCALAR_PATH_COST = 0.12
 # more) came within 1.04 (fp32 VEC = 1, 4-byte: 1.02-1.03). Taken as the same for 1-byte accesses (int8,
 # fp8: not measured). On misaligned rows the scalar path's accesses are single elements whatever VEC is.
 NARROW_ACCESS_COST = 0.147
+# The block order (GROUP: bands of GROUP tile rows walked column by column; 1 = row-major, as the original
+# path's 2-D grid). The model cannot see DRAM page or L2 locality, so these are measurements, not a model:
+# the H200 check of 2026-12-01 (benchmarks/gpu_check_transpose.py), the same build under each order. GROUP 64
+# over 1: 1.035-1.146x on 4097 x 8191 (7 dtypes; rows that are not whole 16-byte vectors leave partial
+# sectors at every tile seam, written by the neighbouring block along M, which GROUP runs alongside),
+# 1.002-1.018x at 16384^2 / 8192^2, 0.99-1.00x on 8 x 4096 x 1024; GROUP 16 over 1: 0.999-1.049x and
+# 0.991-0.998x. Keyed by "rows are whole 16-byte vectors"; each value is relative to the best order.
+GROUP_GAIN = {False: {1: 1.0, 16: 1.02, 64: 1.10}, True: {1: 1.0, 16: 1.0, 64: 1.01}}
 # registers a thread needs besides the loaded vectors (addresses, indices, the read-out): ptxas -v over the
 # vector path's space at sm_90, built at the model's occupancy and lowered until no spill; the largest
 # overhead seen, rounded up (see tests/test_cuda_transpose.py)
@@ -199,6 +207,7 @@ class TransposeCuda(CudaKernel):
         "SW_MAX_PHASE": (1, 2, 4, 8, 16, 32),
         "READOUT": (0, 1, 2),
         "SCALAR_EDGE": (0, 1),
+        "GROUP": (1, 16, 64),
     }
     DEFAULTS = {  # the unpadded baseline of the study: 32 x 32, 256 threads, the original path
         "TILE_M": 32,
@@ -211,6 +220,7 @@ class TransposeCuda(CudaKernel):
         "SW_MAX_PHASE": 1,
         "READOUT": 0,
         "SCALAR_EDGE": 1,
+        "GROUP": 1,
     }
     LAYOUT_KEYS = ("PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")  # the rest is the launch configuration
     # smem_pattern depends on these alone: candidates differing in PAD / SW_* / SCALAR_EDGE share a pattern
@@ -225,6 +235,7 @@ class TransposeCuda(CudaKernel):
         "READOUT != 1 or (E <= 2 and VEC * E == 16)",
         "READOUT != 2 or (SCALAR_EDGE == 0 and E == 2 and VEC == 8 and TILE_M % 32 == 0"
         " and TILE_M * TILE_N // 256 % (THREADS // 32) == 0)",
+        "GROUP == 1 or SCALAR_EDGE == 0",
     )
     SOURCE_FILE = str(_SOURCE)
     KERNEL = "transpose_kernel"
@@ -264,8 +275,13 @@ class TransposeCuda(CudaKernel):
         ok = _legal_static(key, e)
         if not ok:
             return ok
-        # the shape's part depends on the tile, the path and the read-out alone
-        return _legal_shape(key[_I_TM], key[_I_TN], key[_I_VEC], key[_I_SC], key[_I_RO], tuple(shape), e)
+        group = constants.get("GROUP", 1)
+        if group != 1 and (not isinstance(group, (int, np.integer)) or group < 1 or key[_I_SC]):
+            return Legality(False, f"GROUP {group}: a block order of >= 1 tile rows, on SCALAR_EDGE 0 only")
+        # the shape's part depends on the tile, the path, the read-out and the block order alone
+        return _legal_shape(
+            key[_I_TM], key[_I_TN], key[_I_VEC], key[_I_SC], key[_I_RO], tuple(shape), e, int(group)
+        )
 
     def smem_pattern(self, constants: dict[str, int], dtype: str, dist: str | None = None) -> SmemPattern:
         """Every shared-memory instruction of one block over one tile, lane = threadIdx.x (block is 1-D).
@@ -292,7 +308,7 @@ class TransposeCuda(CudaKernel):
     def launch_info(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict:
         c = constants
         key = (c["THREADS"], c["VEC"], _scalar(c), *_lkey(c, self._e(dtype)))
-        return dict(_launch_info(key, tuple(shape)))
+        return dict(_launch_info(key, tuple(shape), int(c.get("GROUP", 1))))
 
     def traffic(self, shape: tuple[int, ...], dtype: str) -> dict:
         b, m, n = _dims(tuple(shape))
@@ -500,7 +516,9 @@ def _legal_static(key: tuple[int, ...], e: int) -> Legality:
 
 
 @lru_cache(maxsize=1 << 14)
-def _launch_info(key: tuple[int, ...], shape: tuple[int, ...]) -> tuple[tuple[str, float], ...]:
+def _launch_info(
+    key: tuple[int, ...], shape: tuple[int, ...], group: int = 1
+) -> tuple[tuple[str, float], ...]:
     threads, vec, scalar, tm, tn, e = key[:6]
     smem = int(_layout(*key[3:]).footprint)
     b, m, n = _dims(shape)
@@ -511,6 +529,9 @@ def _launch_info(key: tuple[int, ...], shape: tuple[int, ...]) -> tuple[tuple[st
     eff = 1.0 / (1.0 + NARROW_ACCESS_COST) if width < 4 else 1.0
     if misaligned and scalar:
         eff /= 1.0 + SCALAR_PATH_COST * (vec - 1)
+    # the block order: measured, not modelled (GROUP_GAIN); the original path's 2-D grid is row-major
+    gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
+    eff *= gains.get(group, 1.0) / max(gains.values())
     return (
         ("blocks", gx * gy * min(b, 65535) if scalar else b * gx * gy),
         ("threads", threads),
@@ -523,7 +544,9 @@ def _launch_info(key: tuple[int, ...], shape: tuple[int, ...]) -> tuple[tuple[st
 
 
 @lru_cache(maxsize=1 << 14)
-def _legal_shape(tm: int, tn: int, vec: int, scalar: int, readout: int, shape: tuple, e: int) -> Legality:
+def _legal_shape(
+    tm: int, tn: int, vec: int, scalar: int, readout: int, shape: tuple, e: int, group: int = 1
+) -> Legality:
     try:
         b, m, n = _dims(shape)
     except ValueError as exc:
@@ -539,6 +562,11 @@ def _legal_shape(tm: int, tn: int, vec: int, scalar: int, readout: int, shape: t
         return Legality(False, "more than 2**31 - 1 tiles in the 1-D grid")
     if readout == 2 and m % vec:
         return Legality(False, f"ldmatrix read-out needs output rows of whole vectors ({m} % {vec})")
+    # a band of `group` tile rows walked column by column: with no more tile rows than the next smaller
+    # value of SPACE's GROUP, the order is that value's (the same kernel, measured twice)
+    gy, smaller = _cdiv(m, tm), [g for g in _GROUPS if g < group]
+    if group > 1 and smaller and gy <= smaller[-1]:
+        return Legality(False, f"GROUP {group} on {gy} tile rows walks the order of GROUP {smaller[-1]}")
     return Legality(True)
 
 
@@ -587,7 +615,8 @@ def presets(dtype: str) -> dict[str, dict[str, int]]:
     return {k: v for k, v in out.items() if SPEC.legal(v, (4096, 4096), dtype)}
 
 
-_KEYS = tuple(TransposeCuda.SPACE)
+_KEYS = tuple(k for k in TransposeCuda.SPACE if k != "GROUP")  # GROUP is optional (1 when absent)
+_GROUPS = TransposeCuda.SPACE["GROUP"]
 _key_of = itemgetter(*_KEYS)  # a candidate's constants in _KEYS order (a KeyError names a missing one)
 _I_TM, _I_TN, _I_VEC, _I_SC, _I_RO = (
     _KEYS.index(k) for k in ("TILE_M", "TILE_N", "VEC", "SCALAR_EDGE", "READOUT")
