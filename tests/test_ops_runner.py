@@ -5,6 +5,7 @@ with the kernel itself mocked."""
 
 from __future__ import annotations
 
+import functools
 import time
 from types import SimpleNamespace
 
@@ -14,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 from autopad import ops  # noqa: E402
 from autopad.bases import Inputs  # noqa: E402
-from autopad.ops import api, policy, runner  # noqa: E402
+from autopad.ops import api, plans, policy, runner  # noqa: E402
 
 
 class FakeSpec:
@@ -262,3 +263,204 @@ def test_the_built_in_specs_outputs_match_the_fake_implementations(monkeypatch, 
     assert tuple(got.shape) == tuple(want.shape) and got.dtype == want.dtype
     assert seen and seen[0][0] == "Inputs" and seen[0][1]  # the kernel got Inputs carrying their shape
     ops.reset()
+
+
+# ---- the flat transpose path: the real CUDA spec, launches recorded instead of made -----------------------
+
+
+class _Kernel:
+    """A stand-in built kernel, equal by name (a bound kernel is rebuilt per ``bound`` call here)."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+def _recorded_launches(monkeypatch):
+    """cuda_runtime's prepare_fixed and prepare_launch as recorders of what would reach the driver:
+    (path, kernel, grid, block, shared bytes, arguments with tensors as pointers, scalars as ints)."""
+    from autopad import cuda_runtime as rt
+
+    got = []
+
+    def norm(a):
+        return a.data_ptr() if isinstance(a, torch.Tensor) else int(a)
+
+    def prepare_fixed(kernel, grid, block, smem, args, device=None):
+        slots = [i for i, a in enumerate(args) if type(a) is int]  # plain ints mark the pointer slots
+
+        def go(*ptrs):
+            vals = [norm(a) for a in args]
+            for i, p in zip(slots, ptrs, strict=True):
+                vals[i] = p
+            got.append(("fixed", kernel.name, grid, block, smem, tuple(vals)))
+
+        return go
+
+    def prepare_launch(kernel, grid, block, smem=0, device=None):
+        return lambda *args: got.append(
+            ("fire", kernel.name, grid, block, smem, tuple(norm(a) for a in args))
+        )
+
+    monkeypatch.setattr(rt, "prepare_fixed", prepare_fixed)
+    monkeypatch.setattr(rt, "prepare_launch", prepare_launch)
+    monkeypatch.setattr(runner, "_get_dev", lambda: -1)  # CPU tensors: device -1 is "current"
+    return got
+
+
+@functools.cache
+def _legal_pick(name, backend, shape, dtype, which):
+    """Legal constants of the path ``which`` asks for ("model": the defaults, PAD 1; "vector": SCALAR_EDGE
+    0 with VEC > 1; "scalar": SCALAR_EDGE 1 with VEC > 1), found by a short walk (the model's ranking of
+    a whole space takes seconds)."""
+    from autopad.kernels_registry import builtin_spec
+
+    spec = builtin_spec(name, backend, dtype)
+    if which == "model":
+        return dict(spec.DEFAULTS, PAD=1)
+    for vec in (8, 4, 2):
+        for tile in (32, 64, 128):
+            for threads in (256, 128, 512):
+                c = dict(spec.DEFAULTS, VEC=vec, TILE_M=tile, TILE_N=tile, THREADS=threads)
+                c["SCALAR_EDGE"] = int(which == "scalar")
+                if spec.legal(c, shape, dtype):
+                    return c
+    raise AssertionError(f"no legal {which} constants for {shape} {dtype}")
+
+
+def _real_transpose_bound(monkeypatch, which):
+    """runner.bound: the real CUDA transpose spec and its launcher with ``_legal_pick``'s constants and
+    stand-in kernels."""
+
+    def bound(plan, device):
+        spec = plan.spec
+        c = _legal_pick(spec.NAME, spec.BACKEND, plan.shape, plan.dtype, which)
+        shifted = _Kernel("shifted") if not c.get("SCALAR_EDGE", 1) and c["VEC"] > 1 else None
+        built = spec.impl.Built(_Kernel("aligned"), c, plan.dtype, shifted)
+        run = spec.impl.launcher(built, plan.shape, plan.dtype)
+        return runner.Bound(spec, plan.shape, plan.dtype, None, device,
+                            policy.Decision(policy._freeze(c), "model"), built, run)  # fmt: skip
+
+    monkeypatch.setattr(runner, "bound", bound)
+    return bound
+
+
+def _at_offset(t, offset):
+    """A contiguous copy of ``t`` whose data starts ``offset`` elements into its storage."""
+    buf = torch.zeros(t.numel() + 1, dtype=t.dtype)
+    v = buf[offset : offset + t.numel()].view(t.shape)
+    v.copy_(t)
+    return v
+
+
+@pytest.mark.parametrize(
+    "shape, dtype, which",
+    [
+        ((64, 96), torch.float32, "model"),
+        ((64, 96), torch.float32, "vector"),
+        ((33, 65), torch.float16, "vector"),  # rows that are not whole vectors: the shifted build
+        ((40, 72), torch.float16, "scalar"),  # the scalar path: an `aligned` flag as the last argument
+        ((3, 40, 72), torch.float32, "vector"),
+        ((2, 3, 8, 16), torch.float32, "model"),  # batch dims folded by the kernel, not by the flat path
+        ((16, 24), torch.int32, "vector"),  # moved as float32 bits
+    ],
+)
+def test_flat_transpose_launches_what_the_spec_launcher_launches(monkeypatch, shape, dtype, which):
+    ops.reset()
+    got = _recorded_launches(monkeypatch)
+    bound = _real_transpose_bound(monkeypatch, which)
+    x = (torch.randn(shape) * 100).to(dtype)
+    runner.transpose_impl(x)  # binds the closure, as the operator's first call does
+    fn = runner.FAST_T[(x.shape, x.dtype, -1, "auto")]
+    assert hasattr(fn, "table"), "the CUDA transpose takes the flat path"
+    p = plans.plan_transpose(tuple(shape), runner.dtype_name(dtype))
+    go = bound(p, -1).run  # the spec's own launcher for the same constants
+    kdt = getattr(torch, p.view) if p.view else dtype
+    vb, e = fn.vector_bytes, x.element_size()
+    cases = set()
+    for x_off in (0, 1):
+        for out_off in (0, 1):
+            xs = _at_offset(x, x_off)
+            out = _at_offset(torch.empty((*shape[:-2], shape[-1], shape[-2]), dtype=dtype), out_off)
+            got.clear()
+            go(Inputs((xs.view(kdt).reshape(p.shape),), p.shape), out.view(kdt).reshape(-1))
+            case = (xs.data_ptr() % vb == 0) + ((out.data_ptr() % vb == 0) << 1)
+            fn.table[case](out.data_ptr(), xs.data_ptr())
+            cases.add(case)
+            (_, *want), (path, *flat) = got
+            assert path == "fixed" and flat == want, (x_off, out_off)
+            got.clear()
+            y = fn(xs)  # the whole flat call: allocation, the alignment index, the launch
+            assert y.shape == out.shape and y.dtype == dtype and y.is_contiguous()
+            go(Inputs((xs.view(kdt).reshape(p.shape),), p.shape), y.view(kdt).reshape(-1))
+            assert got[0][1:] == got[1][1:]
+    assert cases == ({0, 1, 2, 3} if vb > e else {3})  # misaligned pointers exist only when vb > e
+    ops.reset()
+
+
+def test_flat_transpose_goes_the_layered_way_on_another_device_or_without_the_driver(monkeypatch):
+    ops.reset()
+    got = _recorded_launches(monkeypatch)
+    _real_transpose_bound(monkeypatch, "vector")
+    state = {"dev": -1}
+    monkeypatch.setattr(runner, "_get_dev", lambda: state["dev"])
+
+    class Guard:
+        def __init__(self, d):
+            self.d = d
+
+        def __enter__(self):
+            self.prev, state["dev"] = state["dev"], self.d
+
+        def __exit__(self, *a):
+            state["dev"] = self.prev
+
+    monkeypatch.setattr(torch.cuda, "device", Guard)
+    x = torch.randn(64, 96)
+    runner.transpose_impl(x)
+    fn = runner.FAST_T[(x.shape, x.dtype, -1, "auto")]
+    got.clear()
+    state["dev"] = 3  # the caller made another device current
+    y = fn(x)
+    assert [g[0] for g in got] == ["fire"] and got[0][5][:2] == (y.data_ptr(), x.data_ptr())
+    assert state["dev"] == 3  # the guard restored the caller's device
+
+    from autopad import cuda_runtime as rt
+
+    ops.reset()
+    state["dev"] = -1
+    monkeypatch.setattr(rt, "prepare_fixed", lambda *a, **k: None)  # AUTOPAD_LAUNCH=cudacore, no driver
+    runner.transpose_impl(x)
+    fn = runner.FAST_T[(x.shape, x.dtype, -1, "auto")]
+    got.clear()
+    assert not hasattr(fn, "table") and fn(x).shape == (96, 64) and [g[0] for g in got] == ["fire"]
+    ops.reset()
+
+
+def test_flat_transpose_costs_less_host_time_than_the_layered_call(monkeypatch):
+    """With both launches no-ops, the flat closure against kernel_call's (inputs_from, the spec's launcher,
+    its _pick, a fire): the Python layers the flat path removes (5-8 us on the mocked profile)."""
+    from autopad import cuda_runtime as rt
+
+    ops.reset()
+    _real_transpose_bound(monkeypatch, "model")
+    monkeypatch.setattr(rt, "prepare_fixed", lambda *a, **k: lambda p0, p1: None)
+    monkeypatch.setattr(rt, "prepare_launch", lambda *a, **k: lambda *args: None)
+    monkeypatch.setattr(runner, "_get_dev", lambda: -1)
+    x = torch.randn(64, 64)
+    runner.transpose_impl(x)
+    flat = runner.FAST_T[(x.shape, x.dtype, -1, "auto")]
+    layered = flat.slow
+
+    def best(fn):
+        b = float("inf")
+        for _ in range(7):
+            t = time.perf_counter()
+            for _ in range(1000):
+                fn(x)
+            b = min(b, (time.perf_counter() - t) / 1000 * 1e6)
+        return b
+
+    f, lay = min(best(flat), best(flat)), min(best(layered), best(layered))
+    print(f"\nmocked launches: flat {f:.2f} us per call, layered {lay:.2f} us")
+    ops.reset()
+    assert f < 0.8 * lay, (f, lay)
