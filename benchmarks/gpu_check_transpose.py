@@ -435,7 +435,7 @@ def run_cell(
                 f"{name0}@group{g}", "new", lambda built=built: T.run(built, (x,), out), dict(c0, GROUP=g)
             )
             if ms is not None and ms < best["new"][0]:
-                best["new"] = (ms, f"{name0}+group{g}", dict(c0, GROUP=g))
+                best["new"] = (ms, f"{name0}@group{g}", dict(c0, GROUP=g))
     if group == "tiny":  # the public op as a user calls it (the model's pick, AUTOPAD_TUNE=never)
         try:
             import autopad.ops as ops

@@ -529,9 +529,11 @@ def _launch_info(
     eff = 1.0 / (1.0 + NARROW_ACCESS_COST) if width < 4 else 1.0
     if misaligned and scalar:
         eff /= 1.0 + SCALAR_PATH_COST * (vec - 1)
-    # the block order: measured, not modelled (GROUP_GAIN); the original path's 2-D grid is row-major
-    gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
-    eff *= gains.get(group, 1.0) / max(gains.values())
+    # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path is left
+    # as the study ranked it (its 2-D grid walks GROUP 1's order, but its candidates keep their predictions)
+    if not scalar:
+        gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
+        eff *= gains.get(group, 1.0) / max(gains.values())
     return (
         ("blocks", gx * gy * min(b, 65535) if scalar else b * gx * gy),
         ("threads", threads),
