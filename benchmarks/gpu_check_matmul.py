@@ -6,9 +6,10 @@ Round 2 answers the cells the first run (2026-12-01) left open:
   map vs split-K. Run 1 measured nothing here: NVRTC rejected matmul.cu (lambdas; now device functions).
 * bf16 / fp16 8192^3 with B [K, N]: run 1 had the [K, N] kernel at 0.875 / 0.895 of cuBLAS and its
   [N, K] twin at 0.979. Variants that tell the causes apart: the raster (GROUP_M 1, 4, 8, 16, 64; 64 is
-  M-fastest, "B-stationary": each wave reads two B column blocks and all of A), a deeper ring, BK 128,
-  the persistent kernel (rewritten: run 1's lost 25-35% to ptxas serialising wgmma, "C7517"), each next
-  to the [N, K] twin of the same run.
+  M-fastest, "B-stationary": each wave reads two B column blocks and all of A), B's rows 64 elements
+  longer (address mapping), a deeper ring, BK 128, the persistent kernel (rewritten: run 1's lost 25-35%
+  to ptxas serialising wgmma, "C7517"), and a transposing copy of B timed with the [N, K] kernel, each
+  next to the [N, K] twin of the same run.
 * bf16 / fp16 3000x5000x1000 (run 1: 0.76 / 0.78, target 0.85): the persistent kernel (next tile's loads
   and this tile's TMA store overlap the epilogue), rasters, the [N, K] twin.
 * the PATH 1 fallback (plain tl.dot, any shape): correctness on shapes TMA refuses (N, K not multiples of
@@ -65,6 +66,9 @@ SWA = {"SW_VEC_A": 4, "SW_PER_PHASE_A": 1, "SW_MAX_PHASE_A": 8}
 VARIANTS: dict[str, tuple[str, dict[str, int], str]] = {
     "g 128x256x64 s3": ("triton", D16, "kn"),
     "g 128x256x64 s3 [N,K]": ("triton", D16, "nk"),  # the same kernel reading B as [N, K] (K-major)
+    # B [K, N] copied to [N, K] inside the timed call (torch's transposing copy), then the [N, K] kernel:
+    # what a copy costs against the [K, N] kernel's gap (run 1: 0.17 ms at bf16 8192^3)
+    "g 128x256x64 s3 via B^T copy": ("triton", D16, "nk_copy"),
     # B [K, N] in a buffer whose rows are 64 elements longer: the same page stream, other address bits
     "g 128x256x64 s3 ld+64": ("triton", D16, "kn_ld"),
     "g 128x256x64 s4": ("triton", {**D16, "STAGES": 4}, "kn"),
@@ -102,12 +106,13 @@ TMA_CHECKS = [(1000, 1032, 520), (2056, 4104, 72), (136, 2056, 4104)]
 ANY_CHECKS = [(1000, 37, 513), (37, 13, 77), (1, 1, 1), (257, 515, 1001)]
 BIG, MID, DEC = (4096, 4096, 4096), (8192, 8192, 8192), (128, 8192, 8192)
 ODD, UNALIGNED = (3000, 5000, 1000), (4096, 4095, 4093)
-BF = ["g 128x256x64 s3", "g 128x256x64 s3 [N,K]", "g 128x256x64 s3 ld+64", "g persist 128x256x64 s3",
+BF = ["g 128x256x64 s3", "g 128x256x64 s3 [N,K]", "g 128x256x64 s3 via B^T copy", "g 128x256x64 s3 ld+64",
+      "g persist 128x256x64 s3",
       "g 128x256x64 s3 gm64",
       "g 128x256x64 s3 gm4", "g 128x256x64 s3 gm16", "g 128x256x64 s3 gm1", "g 128x256x64 s4",
       "g 128x256x128 s2", "g persist 128x256x64 s3 gm64"]  # fmt: skip
 FP = ["g 128x256x64 s3", "g 128x256x64 s3 [N,K]", "g persist 128x256x64 s3", "g 128x256x64 s3 gm64",
-      "g 128x256x64 s3 gm4"]  # fmt: skip
+      "g 128x256x64 s3 gm4", "g 128x256x64 s3 via B^T copy"]  # fmt: skip
 P1 = ["tl 128x256x64 s3 (PATH 1)", "tl 128x128x32 s4 w4 (PATH 1)"]
 # (cell, dtype, shape, variants, target ratio to cuBLAS), open cells first (a spent budget drops the tail)
 CELLS = [
@@ -204,10 +209,12 @@ class _State:
         if key not in self.built:
             self.built[key] = spec.build(dict(c), dt)
         built = self.built[key]
-        if form == "nk":
+        if form in ("nk", "nk_copy"):
             from autopad.bases import Inputs
 
             go = spec.impl.launcher(built, shape, dt, kn=False)
+            if form == "nk_copy":  # the transposing copy is part of the call
+                return lambda: go(Inputs([a, b.t().contiguous()], shape), out)
             ins = Inputs([a, b_nk], shape)
             return lambda: go(ins, out)
         go = spec.impl.launcher(built, shape, dt)
@@ -454,6 +461,8 @@ def answers(rows: list[dict[str, Any]]) -> list[str]:
             out.append(f"  {cell}: best [K,N] '{best['variant']}' vs the [N,K] twin: "
                        f"{twin / float(best['ms']):.3f} (>= 1: the [K,N] gap is closed)")  # fmt: skip
         ratio(f"{cell}: persistent vs plain (s3)", cell, "g persist 128x256x64 s3", "g 128x256x64 s3")
+        ratio(f"{cell}: B^T copy + [N,K] kernel vs the [K,N] kernel", cell, "g 128x256x64 s3 via B^T copy",
+              "g 128x256x64 s3")  # fmt: skip
         ratio(f"{cell}: B-stationary raster gm64 vs gm8", cell, "g 128x256x64 s3 gm64", "g 128x256x64 s3")
         ratio(f"{cell}: raster gm4 vs gm8", cell, "g 128x256x64 s3 gm4", "g 128x256x64 s3")
     for gm in ("gm1", "gm16"):
