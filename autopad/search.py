@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -61,7 +62,7 @@ class Candidate:
     def params(self) -> dict[str, int]:
         return dict(self.constants)
 
-    @property
+    @cached_property
     def key(self) -> str:
         """Stable text key of the constants (cache entries and tie-breaks use it)."""
         return ",".join(f"{k}={v}" for k, v in self.constants)
@@ -105,33 +106,54 @@ def _restrictions(spec: KernelSpec) -> list[tuple[str, Callable[[Mapping[str, An
 def enumerate_candidates(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> list[dict[str, int]]:
     """Every combination of the spec's tunables that its restrictions and ``legal`` accept, in a fixed order
     (``itertools.product`` over the sorted names). Restrictions see the constants and ``E``, the element
-    size in bytes."""
+    size in bytes.
+
+    The product is built one constant at a time, and a restriction is applied as soon as every name it
+    reads is there, so the table never holds the millions of points a restriction would drop at once
+    (the CUDA transpose: 1.5 million points, 21,000 legal).
+    """
+    from .expr import names_in
+
     names = sorted(spec.SPACE)
-    values = [np.asarray(spec.SPACE[n], dtype=np.int64) for n in names]
-    sizes = [len(v) for v in values]
-    total = math.prod(sizes)
+    e = DTYPE_BYTES.get(dtype, 4)
     rules = _restrictions(spec)
-    out: list[dict[str, int]] = []
-    for start in range(0, total, _CHUNK):
-        flat = np.arange(start, min(total, start + _CHUNK), dtype=np.int64)
-        idx = np.unravel_index(flat, sizes)
-        env = {n: v[i] for n, v, i in zip(names, values, idx)}
-        env.setdefault("E", DTYPE_BYTES.get(dtype, 4))  # restrictions may use the element size
-        keep = np.ones(len(flat), dtype=bool)
-        for text, rule in rules:
+    raw = list(getattr(spec, "RESTRICTIONS", ()) or ())
+    needs = [
+        (set(names_in(r)) - {"E"}) & set(names) if isinstance(r, str) else set(names) for r in raw
+    ]  # a callable sees the whole point: it runs last
+    cols: dict[str, np.ndarray] = {}
+    n = 1
+    done = [False] * len(rules)
+    for i, name in enumerate(names):
+        vals = np.asarray(spec.SPACE[name], dtype=np.int64)
+        # extend every row by each value of this constant, keeping product order (earlier names vary slower)
+        cols = {k: np.repeat(v, len(vals)) for k, v in cols.items()}
+        cols[name] = np.tile(vals, n)
+        n *= len(vals)
+        have = set(names[: i + 1])
+        keep = np.ones(n, dtype=bool)
+        for j, (text, rule) in enumerate(rules):
+            if done[j] or not needs[j] <= have:
+                continue
+            done[j] = True
+            env = {**cols, "E": e}
             try:
                 ok = rule(env)
-            except (ExprError, KeyError, TypeError, ZeroDivisionError, FloatingPointError) as e:
-                raise SpecError(f"RESTRICTIONS: {text!r} failed: {e}") from None
+            except (ExprError, KeyError, TypeError, ZeroDivisionError, FloatingPointError) as exc:
+                raise SpecError(f"RESTRICTIONS: {text!r} failed: {exc}") from None
             ok = np.broadcast_to(np.asarray(ok), keep.shape)
             if ok.dtype != bool:
                 raise SpecError(f"RESTRICTIONS: {text!r} gave {ok.dtype} values, not True/False")
             keep &= ok
-        cols = [env[n][keep].tolist() for n in names]  # E is not a constant: only SPACE names
-        for point in zip(*cols):
-            c = dict(zip(names, point))
-            if check_legal(spec, c, shape, dtype):
-                out.append(c)
+        if not keep.all():
+            cols = {k: v[keep] for k, v in cols.items()}
+            n = int(keep.sum())
+    out: list[dict[str, int]] = []
+    lists = [cols[k].tolist() for k in names]
+    for point in zip(*lists):
+        c = dict(zip(names, point))
+        if check_legal(spec, c, shape, dtype):
+            out.append(c)
     return out
 
 
@@ -449,14 +471,38 @@ def _layout(spec: KernelSpec, c: Mapping[str, int], dtype: str) -> Any:
 def _launch_infos(
     spec: KernelSpec, consts: Sequence[Mapping[str, int]], layouts: Sequence[Any], shape: tuple, dtype: str
 ) -> list[dict[str, float]]:
-    out = []
+    """Every candidate's ``launch_info``, checked: the first one key by key, then all of them at once (each
+    key's values as one array: numbers, finite, >= 0); a bad one is reported with its constants."""
+    out: list[dict[str, float]] = []
     for c, lay in zip(consts, layouts):
-        try:
-            info = check_launch_info(spec.launch_info(dict(c), shape, dtype), "launch_info")
-        except LaunchInfoError as e:
-            raise SpecError(f"{e} (for {dict(c)})") from None
+        info = spec.launch_info(dict(c), shape, dtype)
+        if not out or not isinstance(info, dict) or "blocks" not in info or "threads" not in info:
+            try:
+                info = check_launch_info(info, "launch_info")
+            except LaunchInfoError as e:
+                raise SpecError(f"{e} (for {dict(c)})") from None
+        else:
+            info = dict(info)
         info.setdefault("smem_bytes", float(getattr(lay, "footprint", 0)))
         out.append(info)
+    for k in set().union(*out) if out else ():
+        vals = [i.get(k, 0.0) for i in out]
+        try:
+            arr = np.asarray(vals, dtype=np.float64)
+            bad = ~np.isfinite(arr) | (arr < 0)
+            if k in ("blocks", "threads"):
+                bad |= arr < 1
+            if any(isinstance(v, bool) for v in vals):
+                bad |= np.array([isinstance(v, bool) for v in vals])
+        except (TypeError, ValueError):
+            bad = np.array([not isinstance(v, (int, float, np.integer, np.floating)) for v in vals])
+        if bad.any():
+            i = int(np.argmax(bad))
+            try:
+                check_launch_info(out[i], "launch_info")
+            except LaunchInfoError as e:
+                raise SpecError(f"{e} (for {dict(consts[i])})") from None
+            raise SpecError(f"launch_info: {k!r} is {vals[i]!r} for {dict(consts[i])}")
     return out
 
 
