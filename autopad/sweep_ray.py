@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import __version__
 from .sweep import COLUMNS, SweepItem
 
 __all__ = [
@@ -126,7 +127,6 @@ def _run_task(task: str, item: SweepItem) -> dict[str, Any]:
     """The body of one Ray task (in a Ray worker): the sweep task's row and what tune stored on this node."""
     import ray
 
-    from . import __version__
     from .worker import resolve
 
     gpu_ids = list(ray.get_gpu_ids())
@@ -140,10 +140,11 @@ def _run_task(task: str, item: SweepItem) -> dict[str, Any]:
         "version": __version__,
     }
     try:
-        row = resolve(task)(item, 0 if narrowed else int(gpu_ids[0]))
+        device = 0 if narrowed else int(gpu_ids[0])
+        row = resolve(task)(item, device)
     except Exception as exc:  # the tune's own failure: the item's, recorded, not retried
         return {**out, "error": f"{type(exc).__name__}: {exc}"}
-    return {**out, "row": row, "stored": _stored(item, row)}
+    return {**out, "row": row, "stored": _stored(item, row, device)}
 
 
 def _view(hold_s: float) -> dict[str, Any]:
@@ -173,7 +174,7 @@ def gpu_views(hold_s: float = 2.0, num_gpus: float = 1.0) -> list[dict[str, Any]
     return ray.get([probe.options(num_gpus=num_gpus).remote(hold_s) for _ in range(n)])
 
 
-def _stored(item: SweepItem, row: dict[str, Any]) -> dict[str, Any] | None:
+def _stored(item: SweepItem, row: dict[str, Any], device: int) -> dict[str, Any] | None:
     """What ``tune`` stored in this node's cache for ``item`` (key, params, result), or None."""
     from .cache import Cache
     from .device import device_info
@@ -186,7 +187,7 @@ def _stored(item: SweepItem, row: dict[str, Any]) -> dict[str, Any] | None:
         )
     except ValueError:  # not a kernel autopad knows (a fake task's item): nothing was stored
         return None
-    key = cache_key(req.spec, req.shape, req.dtype, req.dist, device_info(0))
+    key = cache_key(req.spec, req.shape, req.dtype, req.dist, device_info(device))
     stored = Cache().load(key).get("result")
     if not stored:
         return None
@@ -267,8 +268,7 @@ def run_sweep_ray(
                 )
         if num_gpus > 0 and capacity(nodes, None, num_gpus) == 0 and gpu_types is None:
             num_gpus = 0.0  # a cluster without GPUs: tasks on CPUs, each row model-only (tune says so)
-            if progress:
-                sys.stderr.write("autopad sweep: the Ray cluster shows no GPU: ranking by the model alone\n")
+            sys.stderr.write("autopad sweep: the Ray cluster shows no GPU: ranking by the model alone\n")
         envv = dict(env or {})
         if "AUTOPAD_NO_BENCH" in os.environ:
             envv.setdefault("AUTOPAD_NO_BENCH", os.environ["AUTOPAD_NO_BENCH"])
@@ -326,6 +326,7 @@ class _Sweep:
         self.caps: dict[str | None, int] = {}
         self.no_gpu_since: dict[str | None, float] = {}
         self.retried = 0
+        self.versions: set[str] = set()
         self.t0 = time.perf_counter()
 
     def refresh(self) -> None:
@@ -382,9 +383,7 @@ class _Sweep:
             self.timed_out.discard(ref)
             self.lost(u, why)
             return
-        except (
-            self.rex.RayError
-        ) as exc:  # e.g. the runtime environment could not be set up: not a lost worker
+        except self.rex.RayError as exc:  # e.g. no runtime environment: not a lost worker, no retry
             self.finish(u, {"mode": "failed", "error": _reason(exc)})
             return
         ids = out["gpu_ids"]
@@ -396,6 +395,12 @@ class _Sweep:
         if "error" in out:
             self.finish(u, {**base, "mode": "failed", "error": out["error"]})
             return
+        if out["version"] != __version__ and out["version"] not in self.versions:
+            self.versions.add(out["version"])  # its results are keyed by its version: say so once
+            sys.stderr.write(
+                f"autopad sweep: node {base['node']} runs autopad {out['version']}, this process "
+                f"{__version__}: its results are cached under {out['version']}'s keys\n"
+            )
         try:
             _record(out, self.store, self.rdir, _slot(item))
         except (ValueError, KeyError, TypeError, OSError) as exc:  # the row stands; say why it is not stored

@@ -64,25 +64,42 @@ def load_final(path: Path) -> dict[tuple[str, str, str, str], dict[str, float]]:
     return out
 
 
+def study_key(constants: dict[str, int], names: set[str], defaults: dict[str, int]) -> str | None:
+    """A candidate's key in the study's terms: constants added to the spec since the study must sit at
+    their default (the study measured the space of its day), and are left out; else None (unmeasured)."""
+    if any(v != defaults.get(k) for k, v in constants.items() if k not in names):
+        return None
+    return ",".join(f"{k}={v}" for k, v in sorted(constants.items()) if k in names)
+
+
 class ReplayBenchmarker:
     """Answers autopad.tune's benchmark jobs from the study's measurements instead of the GPU.
 
     The tuner under test is the real one (its shortlist, local search, re-timing and tie-break); only the
-    timings are recorded ones. Candidates the study did not measure are left unanswered (unmeasured).
+    timings are recorded ones. Candidates the study did not measure (constants added to the space since
+    it ran, at other than their defaults) are left unanswered (unmeasured).
     """
 
-    def __init__(self, rows: list[dict[str, Any]]):
+    def __init__(self, rows: list[dict[str, Any]], defaults: dict[str, int] | None = None):
         self.table = {r["key"]: r for r in rows}
+        self.names = {kv.split("=")[0] for kv in rows[0]["key"].split(",")} if rows else set()
+        self.defaults = dict(defaults or {})
         self.asked: list[str] = []
+
+    def lookup(self, key: str, constants: dict[str, int]) -> tuple[str | None, dict[str, Any] | None]:
+        if key in self.table:
+            return key, self.table[key]
+        k = study_key(constants, self.names, self.defaults)
+        return k, self.table.get(k) if k is not None else None
 
     def measure(self, job: Any) -> Any:
         from autopad.results import Measurement
 
-        for key, _ in job.candidates:
-            r = self.table.get(key)
+        for key, constants in job.candidates:
+            skey, r = self.lookup(key, constants)
             if r is None:
                 continue
-            self.asked.append(key)
+            self.asked.append(skey)
             if r["correct"] and r["ms"]:
                 yield Measurement(key, True, ms=r["ms"], spread_ms=0.0, runs=10)
             else:
@@ -91,13 +108,14 @@ class ReplayBenchmarker:
 
 def replay(group: tuple[str, str, str, str], rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
     """Run the current autopad.tune on the recorded measurements; rows re-predicted, in the new model
-    order, ``in_shortlist`` meaning "measured by the tuner"; and the tuner's pick."""
+    order, ``in_shortlist`` meaning "measured by the tuner"; and the tuner's pick (in the study's terms)."""
     import autopad
     from autopad.tune import resolve
 
     kernel, backend, dtype, shape = group
-    bench = ReplayBenchmarker(rows)
-    dist = "uniform" if getattr(resolve(kernel, backend), "DISTS", None) else None
+    spec = resolve(kernel, backend)
+    bench = ReplayBenchmarker(rows, getattr(spec, "DEFAULTS", None))
+    dist = "uniform" if getattr(spec, "DISTS", None) else None
     res = autopad.tune(
         kernel,
         parse_shape(shape),
@@ -109,15 +127,14 @@ def replay(group: tuple[str, str, str, str], rows: list[dict[str, Any]]) -> tupl
         progress=False,
     )
     asked = set(bench.asked)
-    by_key = {r["key"]: r for r in rows}
     out = []
     for i, c in enumerate(res.candidates):
-        r = by_key.get(c.key)
+        skey, r = bench.lookup(c.key, c.constants)
         if r is not None:
             pred = c.prediction.seconds * 1e6
-            out.append({**r, "predicted_us": pred, "model_rank": i, "in_shortlist": c.key in asked})
-    pick = ",".join(f"{k}={v}" for k, v in sorted(res.best.constants.items()))
-    return out, pick
+            out.append({**r, "predicted_us": pred, "model_rank": i, "in_shortlist": skey in asked})
+    pick = bench.lookup(",".join(f"{k}={v}" for k, v in sorted(res.best.constants.items())), res.best.constants)
+    return out, pick[0] or "(a candidate the study did not measure)"
 
 
 def summarise(

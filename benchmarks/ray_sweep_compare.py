@@ -212,11 +212,26 @@ def preflight() -> str | None:
     )
 
 
+def slim_wheel(whl: Path) -> None:
+    """Rewrite a ray wheel without ``ray/jars/`` (Java workers only) and without their lines in RECORD."""
+    import zipfile
+
+    slim = whl.with_suffix(".slim")
+    with zipfile.ZipFile(whl) as src, zipfile.ZipFile(slim, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            if info.filename.startswith("ray/jars/"):
+                continue
+            data = src.read(info)
+            if info.filename.endswith(".dist-info/RECORD"):
+                keep = [ln for ln in data.decode().splitlines() if not ln.startswith("ray/jars/")]
+                data = ("\n".join(keep) + "\n").encode()
+            dst.writestr(info, data)
+    os.replace(slim, whl)
+
+
 def make_wheels(dest: str) -> None:
     """Download ray (this machine's version) and the dependencies the GPU image lacks as cp312 wheels into
     ``dest``, and drop ray's Java jar (32 MB, for Java workers only) so they travel under 64 MiB."""
-    import zipfile
-
     import ray
 
     plat = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"]
@@ -233,17 +248,7 @@ def make_wheels(dest: str) -> None:
     args += ["3.12", "--implementation", "cp", "-d", dest] + [x for p in plat for x in ("--platform", p)]
     subprocess.run([*args, f"ray=={ray.__version__}", *RAY_DEPS], check=True)
     for whl in Path(dest).glob("ray-*.whl"):
-        slim = whl.with_suffix(".slim")
-        with zipfile.ZipFile(whl) as src, zipfile.ZipFile(slim, "w", zipfile.ZIP_DEFLATED) as dst:
-            for info in src.infolist():
-                if info.filename.startswith("ray/jars/"):
-                    continue
-                data = src.read(info)
-                if info.filename.endswith(".dist-info/RECORD"):
-                    keep = [ln for ln in data.decode().splitlines() if not ln.startswith("ray/jars/")]
-                    data = ("\n".join(keep) + "\n").encode()
-                dst.writestr(info, data)
-        os.replace(slim, whl)
+        slim_wheel(whl)
     total = sum(p.stat().st_size for p in Path(dest).glob("*.whl"))
     print(f"wheels in {dest}: {total / 2**20:.1f} MiB in all")
 
@@ -262,6 +267,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # one host: loopback addresses only
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     if args.model_only:
         os.environ["AUTOPAD_NO_BENCH"] = "1"

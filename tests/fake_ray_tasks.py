@@ -1,8 +1,8 @@
 """Sweep tasks for the Ray sweep tests (run inside Ray workers) and a driver for the subprocess tests.
 
-Items whose first dimension is ``ODD_ROWS`` misbehave (die, raise, hang); the others are real model-only
-tunes (``AUTOPAD_NO_BENCH=1``), so the caller's cache receives real results. Markers go under
-``$AUTOPAD_TEST_MARKER``, so a test sees what ran where and how often.
+Items whose first dimension is ``ODD_ROWS`` misbehave (die, raise, hang). The others are real model-only
+tunes (``AUTOPAD_NO_BENCH=1``) where the caller's cache must receive real results, else a fixed row. Markers
+go under ``$AUTOPAD_TEST_MARKER``, so a test sees what ran where and how often.
 """
 
 from __future__ import annotations
@@ -44,16 +44,13 @@ def crash_once(item, device):
     return _tune(item, device)
 
 
-def crash_always(item, device):
+def dies_or_raises(item, device):
+    """The odd item kills every worker that runs it; the one after it raises (the tune's own failure)."""
     if _odd(item):
         os._exit(4)
-    return _tune(item, device)
-
-
-def raises(item, device):
-    if _odd(item):
+    if item.shape[0] == ODD_ROWS + 1:
         raise RuntimeError("user kernel raised")
-    return _tune(item, device)
+    return ok(item, device)
 
 
 def slow(item, device):
@@ -66,14 +63,14 @@ def slow(item, device):
 
 
 def hang_once(item, device):
-    """The odd item's first attempt writes its node's id and hangs (a test kills that node); then tunes."""
+    """The odd item's first attempt writes its node's id and hangs (a test kills that node)."""
     import ray
 
     m = _marker("hung-on")
     if _odd(item) and not m.exists():
         m.write_text(ray.get_runtime_context().get_node_id())
         time.sleep(300)
-    return _tune(item, device)
+    return ok(item, device)
 
 
 def tune_or_hang(item, device):
