@@ -133,7 +133,8 @@ def replay(group: tuple[str, str, str, str], rows: list[dict[str, Any]]) -> tupl
         if r is not None:
             pred = c.prediction.seconds * 1e6
             out.append({**r, "predicted_us": pred, "model_rank": i, "in_shortlist": skey in asked})
-    pick = bench.lookup(",".join(f"{k}={v}" for k, v in sorted(res.best.constants.items())), res.best.constants)
+    best = res.best.constants
+    pick = bench.lookup(",".join(f"{k}={v}" for k, v in sorted(best.items())), best)
     return out, pick[0] or "(a candidate the study did not measure)"
 
 
