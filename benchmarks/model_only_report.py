@@ -202,10 +202,15 @@ def load_shapes(paths: dict[str, Path], cache: Path | None = None) -> list[Shape
 # ---- ranking and figures -------------------------------------------------------------------------------
 
 
+# the launch_info keys the GEMM specs took from PROPOSED after the study ran: ``bare`` predicts without them
+ADDED_KEYS = ("mma_bytes", "l2_bytes", "extra_wavefronts", "inflight_bytes")
+
+
 def predicted(s: Shape, constants: Constants = CONSTANTS, arch: Arch | None = None, proposed: bool = False,
-              layouts: bool = True) -> np.ndarray:  # fmt: skip
-    """Predicted seconds of every candidate of ``s``; ``proposed`` adds the PROPOSED launch_info keys."""
-    infos = s.infos
+              layouts: bool = True, bare: bool = False) -> np.ndarray:  # fmt: skip
+    """Predicted seconds of every candidate of ``s``; ``proposed`` adds the PROPOSED launch_info keys,
+    ``bare`` removes the ones the specs have since taken (the predictor's inputs of the study's day)."""
+    infos = [{k: v for k, v in i.items() if k not in ADDED_KEYS} for i in s.infos] if bare else s.infos
     add = PROPOSED.get((s.kernel, s.backend)) if proposed else None
     if add is not None:
         shp = parse_shape(s.shape)

@@ -130,7 +130,7 @@ def test_the_new_terms_off_reproduce_the_old_predictor_and_its_flat_gemm_ranking
         overlap=0.1, issue_cycles=0.0, swizzle_cycles=0.0, tile_cycles=0.0, default_inflight_share=0.0
     )
     s = _shape("run2", "matmul", "triton", "bfloat16", "4096x4096x4096")
-    p = mo.predicted(s, old, layouts=False)
+    p = mo.predicted(s, old, layouts=False, bare=True)
     recorded = {
         r["key"]: r["predicted_us"] for r in _rows("run2")[("matmul", "triton", "bfloat16", "4096x4096x4096")]
     }
@@ -169,7 +169,7 @@ def test_gluon_gemm_model_only_pick_with_the_proposed_spec_keys():
         f = mo.figures(s, mo.predicted(s, proposed=True))
         assert f["pick_over_best"] < 1.01, (shape, f)
         assert f["spearman"] > 0.55, (shape, f)
-        before = mo.figures(s, mo.predicted(s, Constants(0.1, 0, 0, 0, 0), layouts=False))
+        before = mo.figures(s, mo.predicted(s, Constants(0.1, 0, 0, 0, 0), layouts=False, bare=True))
         assert before["pick_over_best"] > 2.0
 
 
