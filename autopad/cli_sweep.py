@@ -7,6 +7,12 @@ output and as a ``skipped`` row of the CSV, and the others run. The sweep exits 
 combination can run, 1 when a tuned item failed, else 0. ``--dist`` goes to the kernels that take an input
 class (histogram) and is left out for the others. ``--gpus`` is ``all`` or distinct device indices that
 the driver shows (any index is refused on a machine without a GPU except 0).
+
+``--ray [ADDRESS]`` hands each item to Ray instead (``sweep_ray.run_sweep_ray``: one task per item and GPU,
+on a running cluster or one started on this host); Ray then chooses the GPUs, so ``--gpus`` is refused
+beside it. The CSV is the same, with the node, GPU type and attempts of each row; one result JSON per item
+and GPU type goes under ``OUT/results`` for ``autopad export``. Ctrl-C cancels the tasks in flight and
+writes what finished.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 
 from .cli import Failed, UsageError, add_json, emit_json
 
-__all__ = ["add_sweep", "plan_items", "parse_gpus"]
+__all__ = ["add_sweep", "plan_items", "parse_gpus", "sweep_ray_columns"]
 
 
 def add_sweep(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +45,26 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="autopad-sweep", help="folder for sweep.csv and sweep.png")
     p.add_argument("--no-png", action="store_true", help="write only the CSV")
     p.add_argument("--no-progress", action="store_true")
+    ray = p.add_argument_group("Ray (pip install 'autopad[ray]')")
+    ray.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="run each item as a Ray task asking for one GPU: on ADDRESS ('auto', host:6379, "
+        "ray://host:10001), else $RAY_ADDRESS, else a cluster started on this host",
+    )
+    ray.add_argument(
+        "--gpu-types",
+        help="with --ray: run each item once per Ray accelerator type (comma-separated, e.g. H100,A100, "
+        "or 'all' the cluster shows)",
+    )
+    ray.add_argument(
+        "--max-attempts",
+        type=int,
+        default=2,
+        help="with --ray: attempts per item when its worker or node dies (default 2)",
+    )
     add_json(p)
     p.set_defaults(handler=run_sweep)
 
@@ -116,7 +142,8 @@ def run_sweep(args: argparse.Namespace) -> int:
         for name, vals in (("--kernels", kernels), ("--shapes", shapes), ("--dtypes", dtypes)):
             if not vals:
                 raise ValueError(f"{name}: nothing given")
-        devices = parse_gpus(args.gpus)
+        devices = parse_gpus(args.gpus) if args.ray is None else []
+        _check_ray_args(args)
     except ValueError as err:
         raise UsageError(f"autopad sweep: error: {cli_message(err)}") from None
     check_cache_dir("sweep")
@@ -133,10 +160,16 @@ def run_sweep(args: argparse.Namespace) -> int:
         )
     from . import sweep
 
-    rows = sweep.run_sweep(todo, devices, progress=not args.no_progress and sys.stderr.isatty())
+    progress = not args.no_progress and sys.stderr.isatty()
+    interrupted = None
+    if args.ray is None:
+        rows = sweep.run_sweep(todo, devices, progress=progress)
+    else:
+        rows, interrupted = _ray_rows(args, todo, out, progress)
     rows = _in_order(rows + skipped, kernels, shapes, dtypes)
     try:
-        csv_path = sweep.write_csv(rows, out / "sweep.csv")
+        extra = sweep_ray_columns() if args.ray is not None else ()
+        csv_path = sweep.write_csv(rows, out / "sweep.csv", extra=extra)
     except OSError as err:
         raise Failed(f"autopad sweep: error: cannot write {out / 'sweep.csv'}: {err}") from None
     png_path = None
@@ -148,6 +181,9 @@ def run_sweep(args: argparse.Namespace) -> int:
                   file=sys.stderr)  # fmt: skip
         except OSError as err:
             raise Failed(f"autopad sweep: error: cannot write {out / 'sweep.png'}: {err}") from None
+    if interrupted is not None:  # the finished rows are written; main() says "interrupted", exit 130
+        print(f"autopad sweep: {interrupted}; the finished rows are in {csv_path}", file=sys.stderr)
+        raise KeyboardInterrupt
     failed = sum(1 for r in rows if r.get("mode") == "failed")
     if args.json:
         emit_json({"csv": str(csv_path), "png": png_path and str(png_path), "rows": rows})
@@ -159,6 +195,56 @@ def run_sweep(args: argparse.Namespace) -> int:
     if failed:
         raise Failed(f"autopad sweep: {failed} of {len(todo)} items failed (see the error column)")
     return 0
+
+
+def sweep_ray_columns() -> tuple[str, ...]:
+    """The columns a Ray sweep's CSV adds to ``sweep.COLUMNS``."""
+    return ("node", "gpu_type")
+
+
+def _check_ray_args(args: argparse.Namespace) -> None:
+    """--gpus, --gpu-types and --max-attempts against --ray (ValueErrors naming the option)."""
+    if args.ray is None:
+        if args.gpu_types is not None or args.max_attempts != 2:
+            opt = "--gpu-types" if args.gpu_types is not None else "--max-attempts"
+            raise ValueError(f"{opt}: only with --ray (the local pool retries a dead worker's item once)")
+        return
+    if args.gpus != "0":
+        raise ValueError("--gpus: not with --ray (Ray chooses the GPUs; --gpu-types picks their kind)")
+    if args.max_attempts < 1:
+        raise ValueError(f"--max-attempts: need at least 1, got {args.max_attempts}")
+    if args.gpu_types is not None and not [t for t in args.gpu_types.split(",") if t.strip()]:
+        raise ValueError("--gpu-types: nothing given; name accelerator types (H100,A100) or 'all'")
+
+
+def _ray_rows(args: argparse.Namespace, todo: list[Any], out: Path, progress: bool) -> tuple[list, Any]:
+    """Rows of a Ray sweep and, after Ctrl-C, the interruption (the finished rows are kept)."""
+    import time
+
+    from . import sweep_ray
+
+    types = None
+    if args.gpu_types is not None:
+        types = [t.strip() for t in args.gpu_types.split(",") if t.strip()]
+        types = "all" if types == ["all"] else types
+    t0 = time.perf_counter()
+    try:
+        rows = sweep_ray.run_sweep_ray(
+            todo,
+            address=args.ray or None,
+            gpu_types=types,
+            max_attempts=args.max_attempts,
+            results_dir=out / "results",
+            progress=progress,
+        )
+    except ImportError as err:
+        raise UsageError(f"autopad sweep: error: --ray: {err}") from None
+    except sweep_ray.SweepInterrupted as stop:
+        return stop.rows, stop
+    except ValueError as err:  # e.g. --gpu-types the cluster does not have
+        raise UsageError(f"autopad sweep: error: --ray: {err}") from None
+    print(sweep_ray.summary(rows, time.perf_counter() - t0), file=sys.stderr)
+    return rows, None
 
 
 def _in_order(rows: list[dict[str, Any]], kernels: list[str], shapes: list[Any], dtypes: list[str]) -> list:

@@ -270,14 +270,14 @@ def run_sweep(
     return out
 
 
-def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Rows to CSV (atomically: a temp file, then a rename)."""
+def write_csv(rows: Sequence[dict[str, Any]], path: str | Path, extra: Sequence[str] = ()) -> Path:
+    """Rows to CSV (atomically: a temp file, then a rename); ``extra`` columns after ``COLUMNS``."""
     from .cache import write_atomic
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
+    w = csv.DictWriter(buf, fieldnames=[*COLUMNS, *extra], extrasaction="ignore")
     w.writeheader()
     for r in rows:
         w.writerow(r)

@@ -329,3 +329,55 @@ def test_compare_script_on_the_cluster_picks_as_the_local_pool(cluster, tmp_path
     assert doc["problems"] == [] and all(s["ok"] for s in doc["steps"].values()), doc
     assert doc["verdict"]["same_picks"] == 2 and doc["verdict"]["every_item_once"]
     assert {p.name for p in tmp_path.iterdir()} >= {"ray_compare.csv", "ray_compare.json", "sweep_ray.csv"}
+
+
+# ---- the command line -------------------------------------------------------------------------------------
+
+
+def _cli(*argv):
+    from autopad.cli import main
+
+    return main(["sweep", "--kernels", "histogram", "--dtypes", "int32", "--no-png", "--no-progress", *argv])
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--ray", "--gpus", "0,1"], "--gpus: not with --ray"),
+        (["--gpu-types", "H100"], "--gpu-types: only with --ray"),
+        (["--max-attempts", "3"], "--max-attempts: only with --ray"),
+        (["--ray", "--max-attempts", "0"], "--max-attempts: need at least 1"),
+        (["--ray", "--gpu-types", ","], "--gpu-types: nothing given"),
+    ],
+)
+def test_cli_ray_options_are_checked_before_any_work(argv, words, tmp_path, capsys):
+    assert _cli("--shapes", "4096x256", "--out", str(tmp_path), *argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and not (tmp_path / "sweep.csv").exists()
+
+
+def test_cli_ray_without_ray_says_what_to_install(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert _cli("--shapes", "4096x256", "--out", str(tmp_path), "--ray") == 2
+    assert "pip install 'autopad[ray]'" in capsys.readouterr().err
+
+
+def test_cli_ray_sweep_writes_the_csv_and_one_result_per_item(cluster, monkeypatch, tmp_path, capsys):
+    import csv
+
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")  # passed on to the tasks: model-only rows
+    out = tmp_path / "out"
+    assert _cli("--shapes", "4096x256,8192x256", "--backend", "triton", "--out", str(out), "--ray") == 0
+    cap = capsys.readouterr()
+    assert "autopad sweep (ray): 2 task(s)" in cap.err and "0 retried, 0 failed" in cap.err
+    rows = list(csv.DictReader(open(out / "sweep.csv")))
+    assert [r["shape"] for r in rows] == ["4096x256", "8192x256"]
+    assert all(r["mode"] == "model-only" and r["node"] and r["attempts"] == "1" for r in rows), rows
+    assert len(list((out / "results").glob("histogram_*/no-gpu.json"))) == 2
+
+
+def test_cli_ray_gpu_types_the_cluster_lacks_is_a_usage_error(cluster, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    assert _cli("--shapes", "4096x256", "--out", str(tmp_path), "--ray", "--gpu-types", "H100") == 2
+    err = capsys.readouterr().err
+    assert "no alive node has H100" in err and "FAKEA" in err
