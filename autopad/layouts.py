@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from .arch import Arch
+
 __all__ = [
     "Legality",
     "Swizzle",
@@ -46,7 +48,7 @@ __all__ = [
 ]
 
 ELEM_BYTES = (1, 2, 4, 8)
-_DEFAULT_BUDGET = 227 * 1024  # sm_90's per-block shared-memory limit (arch.Arch.smem_per_block)
+_DEFAULT_BUDGET = Arch.smem_per_block  # the default profile's (sm_90's) per-block shared-memory limit
 
 
 @dataclass(frozen=True)

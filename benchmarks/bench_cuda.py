@@ -2,8 +2,9 @@
 
 Every variant (each kernel's named presets: the unpadded layout, the textbook padding, vectorised and
 swizzled tiles, warp aggregation ...) is checked against torch on the benchmark's own input before it is
-timed; a wrong variant is recorded as such and not timed. Times are ``triton.testing.do_bench`` medians
-(warm-up 25 ms, 100 ms of repeats, L2 flushed between runs). Bandwidth figures are compared with a
+timed; a wrong variant is recorded as such and not timed. Times are taken as the tuner takes them
+(``autopad.bench.benchmark``: 3 warm-up runs, the median of 30 CUDA-event timings, a 256 MB L2 flush
+before each). Bandwidth figures are compared with a
 device-to-device copy of the same bytes measured in the same run (bytes read + written for both), the
 GEMM with cuBLAS fp32 (``torch.matmul``, TF32 off), the histogram's input bytes per second with the copy's
 bytes read + written per second (the issue's definition). Writes ``bench_cuda.csv`` and ``bench_cuda.png``.
@@ -22,7 +23,6 @@ import time
 from pathlib import Path
 
 import torch
-import triton.testing
 from autopad.kernels.cuda import histogram as H
 from autopad.kernels.cuda import matmul as G
 from autopad.kernels.cuda import transpose as T
@@ -35,7 +35,9 @@ DATE = datetime.date.today().isoformat()
 
 
 def bench(fn) -> float:
-    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
+    from autopad.bench import benchmark
+
+    return benchmark(fn, reps=30, warmup=3).ms
 
 
 def copy_ms(nbytes: int) -> float:

@@ -4,8 +4,8 @@ For each kernel: the autopad-chosen layout (lowest modelled wavefronts among a s
 to the simplest), the unpadded / unswizzled layout, the textbook fix, the plain-Triton baseline
 (``tl.trans`` / ``tl.dot``), torch (``x.t().contiguous()``, ``torch.matmul`` = cuBLAS, ``torch.bincount``),
 and a device-to-device copy of the same bytes, all measured in this run. Every variant is checked against
-the torch reference on fresh random data with a poisoned output before it is timed; timing is
-``triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")`` (L2 flushed between repeats).
+the torch reference on fresh random data with a poisoned output before it is timed; timing is the
+tuner's own (``autopad.bench.benchmark``: the median of 30 CUDA-event runs, a 256 MB L2 flush before each).
 
     python3 benchmarks/bench_triton.py --out OUT [--quick] [--only transpose,matmul,histogram]
     python3 benchmarks/bench_triton.py --plot OUT/triton_bench.csv   # PNG from an existing CSV
@@ -45,9 +45,9 @@ FIELDS = [
 
 
 def _bench(fn) -> float:
-    import triton
+    from autopad.bench import benchmark
 
-    return float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
+    return benchmark(fn, reps=30, warmup=3).ms
 
 
 class Recorder:

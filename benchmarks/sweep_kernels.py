@@ -2,8 +2,9 @@
 
 What: for transpose, histogram and matmul over power-of-two and odd shapes and several dtypes, one GPU
 per item (``autopad.sweep.run_sweep``, one worker per GPU) tunes the CUDA and the Triton kernel with
-``autopad.tune`` and then, in the same process and run, times every variant the same way
-(``triton.testing.do_bench(warmup=10, rep=50, return_mode="median")``, which flushes the L2): autopad's
+``autopad.tune`` and then, in the same process and run, times every variant the same way, the way the
+tuner times a candidate (``autopad.bench.benchmark``: 256 MB L2 flush before each run, CUDA events, the
+median of 30; an accumulating kernel's zeroing outside the timing): autopad's
 pick and the unpadded layout per backend, the plain-Triton baseline (``tl.trans``, ``tl.dot``, the
 histogram at its defaults), torch eager, ``torch.compile`` of the same function, and the ceiling (a
 device-to-device copy of the same bytes for the memory-bound kernels, cuBLAS for matmul). Every variant is
@@ -23,7 +24,6 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
-import functools
 import importlib.util
 import math
 import os
@@ -266,11 +266,16 @@ def _measure(fn: Callable, check: Callable, bench: Callable, prepare: Callable |
         return {"correct": True, "error": f"timing: {_short(exc)}"}
 
 
-def _gpu_measure(fn: Callable[[], Any], check: Callable, prepare: Callable | None = None) -> dict[str, Any]:
+def _gpu_measure(
+    fn: Callable[[], Any], check: Callable, prepare: Callable | None = None, before: Callable | None = None
+) -> dict[str, Any]:
     import torch
-    import triton.testing
 
-    bench = functools.partial(triton.testing.do_bench, warmup=10, rep=50, return_mode="median")
+    from autopad.bench import benchmark
+
+    def bench(f: Callable[[], Any]) -> float:  # ``before`` (zeroing an accumulator) runs outside the timing
+        return benchmark(f, reps=30, warmup=3, before=before).ms
+
     res = _measure(fn, check, bench, prepare, torch.cuda.synchronize)
     if res["error"] and not res["error"].startswith("wrong result"):
         try:
@@ -297,22 +302,25 @@ class LocalBenchmarker:
 
 def _run_spec(spec: Any, constants: dict | None, dtype: str, ins: tuple, ref: Any) -> dict[str, Any]:
     """Build ``constants`` (None: the plain-Triton ``run_tl``), check on a poisoned output, time."""
-    from autopad.bench import _poison_
+    from autopad.bench import poison
 
     try:
         built = spec.build(constants, dtype) if constants is not None else None
         out = spec.alloc_output(ins, constants)
     except Exception as exc:
         return {"correct": False, "error": f"build: {_short(exc)}"}
-    acc = bool(getattr(spec, "ACCUMULATES", False))  # then zeroed before every run, inside the timing
+    acc = bool(getattr(spec, "ACCUMULATES", False))  # then zeroed before every run, outside the timing
 
     def fn() -> Any:
-        if acc:
-            out.zero_()
         spec.run(built, ins, out) if built is not None else spec.run_tl(ins, out)  # run_tl: BASELINE_TL
         return out
 
-    return _gpu_measure(fn, lambda got: spec.check(got, ref), lambda: _poison_(out))
+    def prepare() -> None:
+        poison(out)
+        if acc:
+            out.zero_()
+
+    return _gpu_measure(fn, lambda got: spec.check(got, ref), prepare, out.zero_ if acc else None)
 
 
 def _autopad_rows(spec: Any, item: SweepItem, backend: str, ins: tuple, ref: Any, device: int) -> list[dict]:
@@ -385,7 +393,7 @@ def _compile(f: Callable[..., Any], args: tuple) -> tuple[Callable[..., Any] | N
 def _torch_rows(item: SweepItem, spec: Any, backend: str, ins: tuple, ref: Any) -> list[dict[str, Any]]:
     import torch
 
-    from autopad.bench import _poison_
+    from autopad.bench import poison
 
     f, desc = torch_fn(item.kernel, backend, item.shape, item.dtype)
     args = tuple(ins[:2]) if item.kernel == "matmul" else (ins[0],)
@@ -394,7 +402,7 @@ def _torch_rows(item: SweepItem, spec: Any, backend: str, ins: tuple, ref: Any) 
         def prepare() -> None:  # torch allocates its output: the allocator hands this poisoned block back
             t = fn()
             torch.cuda.synchronize()
-            _poison_(t)
+            poison(t)
 
         res = _gpu_measure(fn, lambda got: spec.check(got, ref), prepare)
         error = "; ".join(e for e in (note, res.pop("error")) if e)
@@ -413,7 +421,7 @@ def _torch_rows(item: SweepItem, spec: Any, backend: str, ins: tuple, ref: Any) 
         rows.append(timed("ceiling", "cublas", "torch.mm(a, b.t())" if nk else "torch.mm(a, b)", mm))
     else:  # a device-to-device copy of the input; the check compares it with the input
         x, dst = ins[0], torch.empty_like(ins[0])
-        res = _gpu_measure(lambda: dst.copy_(x), lambda got: (torch.equal(got, x), ""), lambda: _poison_(dst))
+        res = _gpu_measure(lambda: dst.copy_(x), lambda got: (torch.equal(got, x), ""), lambda: poison(dst))
         rows.append({"variant": "ceiling", "backend": "copy", "constants": "dst.copy_(x)", **res})
     return rows
 
