@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from autopad.kernels.transpose_io import TransposeIO
+from autopad.kernels.transpose_io import input_tensor as _x
 
 from autopad.access import Instruction
 from autopad.arch import get_arch
-from autopad.bases import CudaKernel, Inputs, Out
+from autopad.bases import CudaKernel, Out
 from autopad.layouts import Legality, Padded, Swizzled
 from autopad.spec import DTYPE_BYTES
 
@@ -191,7 +193,7 @@ class Built:
     shifted: Any = None
 
 
-class TransposeCuda(CudaKernel):
+class TransposeCuda(TransposeIO, CudaKernel):
     """The CUDA transpose as the tuner sees it (see the module docstring)."""
 
     NAME = "transpose"
@@ -350,44 +352,6 @@ class TransposeCuda(CudaKernel):
         else:
             x = torch.randn(tuple(shape)).clamp(-400, 400).to(td)
         return [Out((*tuple(shape)[:-2], n, m), td), x]
-
-    def make_inputs(
-        self, shape: tuple[int, ...], dtype: str, device: Any = "cuda", seed: int = 0, dist: str = "uniform"
-    ) -> Inputs:
-        """``(x,)`` with the shape: fresh random values under ``seed`` (the output comes from
-        ``alloc_output``)."""
-        ins = super().make_inputs(shape, dtype, device, seed, dist)
-        return Inputs([a for a in ins if not isinstance(a, Out)], ins.shape)
-
-    def inputs_from(self, x: Any) -> Inputs:
-        """``autopad.ops.transpose(x)``'s arguments as the kernel's inputs: x itself, no copy."""
-        return Inputs((x,), tuple(x.shape))
-
-    def alloc_output(self, inputs: Any, constants: dict[str, int] | None = None) -> Any:
-        import torch
-
-        x = _x(inputs)
-        return torch.empty((*x.shape[:-2], x.shape[-1], x.shape[-2]), dtype=x.dtype, device=x.device)
-
-    def reference(self, x: Any) -> Any:
-        return _x(x).transpose(-1, -2).contiguous()
-
-    def expected(self, inputs: Any) -> tuple:
-        return (self.reference(_x(inputs)),)
-
-    def check(self, out: Any, ref: Any) -> tuple[bool, str]:
-        """Exact: a transpose moves bits, so compare them bit for bit."""
-        import torch
-
-        out = out[0] if isinstance(out, (tuple, list)) else out
-        ref = ref[0] if isinstance(ref, (tuple, list)) else ref
-        if out.shape != ref.shape:
-            return False, f"shape {tuple(out.shape)} != {tuple(ref.shape)}"
-        # flatten first: a contiguous [N, 1] tensor may keep a stride != 1 on its size-1 dim (view rejects it)
-        a = out.contiguous().flatten().view(torch.uint8)
-        b = ref.contiguous().flatten().view(torch.uint8)
-        bad = int((a != b).sum().item())
-        return (bad == 0), ("exact" if bad == 0 else f"{bad} bytes differ")
 
     def defines(self, constants: dict[str, int], dtype: str, misaligned: bool = False) -> dict[str, int]:
         """Every -D the template takes: the layout's own macros plus the tile and thread constants."""
@@ -575,13 +539,6 @@ def _legal_shape(
 def _scalar(c: dict[str, int]) -> bool:
     """Does the candidate take the original guarded scalar path (SCALAR_EDGE 1, the default when absent)?"""
     return bool(c.get("SCALAR_EDGE", 1))
-
-
-def _x(inputs: Any) -> Any:
-    """The input tensor, from a tensor, ``(x,)``, or an argument list holding ``Out`` placeholders."""
-    if isinstance(inputs, (tuple, list)):
-        return next(a for a in inputs if not isinstance(a, Out))
-    return inputs
 
 
 # tile shapes whose swizzled read-out the model scores best at 256 threads (searched over 32/64/128 tiles,

@@ -28,9 +28,12 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from autopad.kernels.transpose_io import TransposeIO
+from autopad.kernels.transpose_io import input_tensor as _x
+
 from autopad.access import Instruction
 from autopad.arch import get_arch
-from autopad.bases import Inputs, Out, TritonKernel
+from autopad.bases import Out, TritonKernel
 from autopad.gluon_model import Blocked, instructions
 from autopad.layouts import Legality, Padded, Swizzled
 from autopad.spec import DTYPE_BYTES
@@ -193,13 +196,6 @@ def _torch_dtype(dtype: str) -> Any:
     return getattr(torch, dtype)
 
 
-def _x(inputs: Any) -> Any:
-    """The input tensor, from a tensor, ``(x,)``, or an argument list holding ``Out`` placeholders."""
-    if isinstance(inputs, (tuple, list)):
-        return next(a for a in inputs if not isinstance(a, Out))
-    return inputs
-
-
 if HAS_TRITON:
 
     @gluon.jit
@@ -293,7 +289,7 @@ def candidates(shape: tuple[int, ...], dtype: str) -> list[dict[str, int]]:
     return out
 
 
-class TransposeGluon(TritonKernel):
+class TransposeGluon(TransposeIO, TritonKernel):
     """The Gluon transpose as the tuner sees it: the space, legality, layouts and pattern above; inputs,
     output, reference and the bitwise check in the base's form."""
 
@@ -351,42 +347,6 @@ class TransposeGluon(TritonKernel):
         b, m, n = _mnb(tuple(shape))
         td = _torch_dtype(dtype)
         return [x.to(td), Out((*tuple(shape)[:-2], n, m), td)]
-
-    def make_inputs(
-        self, shape: tuple[int, ...], dtype: str, device: Any = "cuda", seed: int = 0, dist: str = "uniform"
-    ) -> Inputs:
-        """``(x,)`` with the shape (the output comes from ``alloc_output``)."""
-        ins = super().make_inputs(shape, dtype, device, seed, dist)
-        return Inputs([a for a in ins if not isinstance(a, Out)], ins.shape)
-
-    def inputs_from(self, x: Any) -> Inputs:
-        """``autopad.ops.transpose(x)``'s arguments as the kernel's inputs: x itself, no copy."""
-        return Inputs((x,), tuple(x.shape))
-
-    def alloc_output(self, inputs: Any, constants: dict[str, int] | None = None) -> Any:
-        import torch
-
-        x = _x(inputs)
-        return torch.empty((*x.shape[:-2], x.shape[-1], x.shape[-2]), dtype=x.dtype, device=x.device)
-
-    def reference(self, x: Any) -> Any:
-        return _x(x).transpose(-1, -2).contiguous()
-
-    def expected(self, inputs: Any) -> tuple:
-        return (self.reference(inputs),)
-
-    def check(self, out: Any, ref: Any) -> tuple[bool, str]:
-        """Exact: a transpose moves bits (compared as raw bytes, so NaN payloads and -0.0 count too)."""
-        import torch
-
-        out = out[0] if isinstance(out, (tuple, list)) else out
-        ref = ref[0] if isinstance(ref, (tuple, list)) else ref
-        if out.shape != ref.shape:
-            return False, f"shape {tuple(out.shape)} != {tuple(ref.shape)}"
-        a = out.contiguous().flatten().view(torch.uint8)
-        b = ref.contiguous().flatten().view(torch.uint8)
-        bad = int((a != b).sum())
-        return (bad == 0, "exact" if bad == 0 else f"{bad} bytes differ")
 
     def build(self, c: dict[str, int], dtype: str) -> dict[str, Any]:
         return build(c, dtype)
