@@ -24,7 +24,7 @@ from typing import Any
 
 from .cli import Failed, UsageError, add_json, emit_json
 
-__all__ = ["add_sweep", "plan_items", "parse_gpus", "sweep_ray_columns"]
+__all__ = ["add_sweep", "plan_items", "parse_gpus"]
 
 
 def add_sweep(sub: argparse._SubParsersAction) -> None:
@@ -168,7 +168,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         rows, interrupted = _ray_rows(args, todo, out, progress)
     rows = _in_order(rows + skipped, kernels, shapes, dtypes)
     try:
-        extra = sweep_ray_columns() if args.ray is not None else ()
+        extra = ("node", "gpu_type") if args.ray is not None else ()  # what a Ray sweep's rows add
         csv_path = sweep.write_csv(rows, out / "sweep.csv", extra=extra)
     except OSError as err:
         raise Failed(f"autopad sweep: error: cannot write {out / 'sweep.csv'}: {err}") from None
@@ -195,11 +195,6 @@ def run_sweep(args: argparse.Namespace) -> int:
     if failed:
         raise Failed(f"autopad sweep: {failed} of {len(todo)} items failed (see the error column)")
     return 0
-
-
-def sweep_ray_columns() -> tuple[str, ...]:
-    """The columns a Ray sweep's CSV adds to ``sweep.COLUMNS``."""
-    return ("node", "gpu_type")
 
 
 def _check_ray_args(args: argparse.Namespace) -> None:

@@ -86,7 +86,9 @@ class ReplayBenchmarker:
         self.defaults = dict(defaults or {})
         self.asked: list[str] = []
 
-    def lookup(self, key: str, constants: dict[str, int]) -> tuple[str | None, dict[str, Any] | None]:
+    def lookup(self, constants: dict[str, int]) -> tuple[str | None, dict[str, Any] | None]:
+        """(the candidate's key in the study's terms, the study's row), or (None, None) if unmeasured."""
+        key = ",".join(f"{k}={v}" for k, v in sorted(constants.items()))
         if key in self.table:
             return key, self.table[key]
         k = study_key(constants, self.names, self.defaults)
@@ -96,7 +98,7 @@ class ReplayBenchmarker:
         from autopad.results import Measurement
 
         for key, constants in job.candidates:
-            skey, r = self.lookup(key, constants)
+            skey, r = self.lookup(constants)
             if r is None:
                 continue
             self.asked.append(skey)
@@ -129,12 +131,11 @@ def replay(group: tuple[str, str, str, str], rows: list[dict[str, Any]]) -> tupl
     asked = set(bench.asked)
     out = []
     for i, c in enumerate(res.candidates):
-        skey, r = bench.lookup(c.key, c.constants)
+        skey, r = bench.lookup(c.constants)
         if r is not None:
             pred = c.prediction.seconds * 1e6
             out.append({**r, "predicted_us": pred, "model_rank": i, "in_shortlist": skey in asked})
-    best = res.best.constants
-    pick = bench.lookup(",".join(f"{k}={v}" for k, v in sorted(best.items())), best)
+    pick = bench.lookup(res.best.constants)
     return out, pick[0] or "(a candidate the study did not measure)"
 
 
