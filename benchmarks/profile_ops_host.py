@@ -5,8 +5,10 @@ of host time per call against 14-16 us for torch's ``x.t().contiguous()``. A sma
 (32 KB moved, ~2-4 us of GPU time), so the call's Python path is what a user waits for. This script times
 the whole call, the path as it was layered (``kernel_call`` -> the spec's launcher -> ``prepare_launch``'s
 fire), and each step alone (guards, lookup, device check, allocation, inputs, alignment pick, pointers,
-stream, the ctypes driver call with argtypes against pre-converted arguments), then the Gluon GEMM's
-per-call host work (TMA descriptors, Triton's launch) on a GPU.
+stream, the ctypes driver call with argtypes against pre-converted arguments), then on a GPU the public
+``ops.matmul`` (bf16: the Gluon kernel through ``autopad.triton_launch``; fp32: the CUDA kernel) against
+``a @ b`` with the Gluon launch's parts (TMA descriptors), and the public ``ops.histogram`` of small inputs
+against ``torch.bincount``.
 
 - On a GPU (torch.cuda available, no ``--mock``): everything real. Each call launches a real kernel; the
   first call of every shape is checked against torch (exact for transpose, fp64 reference for matmul) on a
@@ -44,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SHAPES = ((64, 64), (512, 512), (1000, 37))
 GEMM_SHAPES = ((128, 128, 128), (1024, 1024, 1024))
+HIST_SIZES = (4096, 65536)
 STUB = r"""
 typedef struct { unsigned gx, gy, gz, bx, by, bz, smem; void* stream; void* attrs; unsigned nattrs; } Cfg;
 static volatile unsigned long long seen;
@@ -372,35 +375,88 @@ def launch_rows(
 
 
 def gemm_rows(t: Table, n: int, sync: Callable[[], None]) -> None:
-    """The GEMM's per-call host cost (GPU only): the public call, then its parts."""
+    """The GEMM's per-call host cost (GPU only): the public call against ``a @ b`` for bf16 (the Gluon
+    kernel) and fp32 (the CUDA SIMT kernel; torch with TF32 off, as autopad's fp32 is full fp32), then the
+    Gluon launch's parts."""
     import torch
 
     import autopad.ops
 
-    sec = "matmul bf16"
     mm = autopad.ops.matmul
-    for m, nn, k in GEMM_SHAPES:
-        shape = f"{m}x{nn}x{k}"
-        a = torch.randn(m, k, device="cuda").bfloat16()
-        b = torch.randn(k, nn, device="cuda").bfloat16()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for dt in (torch.bfloat16, torch.float32):
+        sec = f"matmul {str(dt).replace('torch.', '')}"
+        for m, nn, k in GEMM_SHAPES:
+            shape = f"{m}x{nn}x{k}"
+            a = torch.randn(m, k, device="cuda").to(dt)
+            b = torch.randn(k, nn, device="cuda").to(dt)
 
-        def check(a: Any = a, b: Any = b, shape: str = shape) -> None:
-            y = mm(a, b)
-            ref = a.double() @ b.double()
-            err = float((y.double() - ref).abs().max() / ref.abs().max().clamp_min(1e-9))
-            if not err < 2e-2:
-                raise AssertionError(f"matmul {shape}: relative error {err}")
+            def check(a: Any = a, b: Any = b, shape: str = shape) -> None:
+                for _ in range(3):  # the first call binds (the JIT); later ones take the compiled launcher
+                    a.normal_()
+                    b.normal_()
+                    y = mm(a, b)
+                    ref = a.double() @ b.double()
+                    err = float((y.double() - ref).abs().max() / ref.abs().max().clamp_min(1e-9))
+                    if not err < 2e-2:
+                        raise AssertionError(f"matmul {shape}: relative error {err}")
 
-        t.add(sec, "check against fp64", shape, lambda check=check: (check(), None)[1])
+            t.add(
+                sec,
+                "check against fp64 (3 calls, fresh inputs)",
+                shape,
+                lambda check=check: (check(), None)[1],
+            )
+            t.add(
+                sec,
+                "autopad.ops.matmul(a, b): the public call",
+                shape,
+                lambda a=a, b=b: per_call(lambda: mm(a, b), n, sync),
+            )
+            t.add(sec, "torch a @ b", shape, lambda a=a, b=b: per_call(lambda: a @ b, n, sync))
+            if dt == torch.bfloat16:
+                t.add(sec, "  TensorDescriptor.from_tensor (one)", shape, lambda a=a: _descriptor_cost(a, n))
+                t.add(
+                    sec,
+                    "  fill_tma_descriptor (one host tensor map)",
+                    shape,
+                    lambda a=a: _tensor_map_cost(a, n),
+                )
+
+
+def histogram_rows(t: Table, n: int, sync: Callable[[], None]) -> None:
+    """A small histogram's per-call host cost (GPU only): the public call against ``torch.bincount``, after
+    a check that the counts are equal."""
+    import torch
+
+    import autopad.ops
+
+    sec = "histogram int32, 256 bins"
+    for size in HIST_SIZES:
+        x = torch.randint(0, 256, (size,), device="cuda", dtype=torch.int32)
+
+        def check(x: Any = x) -> None:
+            for _ in range(3):
+                x.random_(0, 256)
+                got = autopad.ops.histogram(x, 256)
+                if not torch.equal(got.long(), torch.bincount(x, minlength=256)):
+                    raise AssertionError(f"histogram of {x.numel()} values: counts differ from bincount")
+
+        t.add(
+            sec, "check against torch.bincount (3 calls)", str(size), lambda check=check: (check(), None)[1]
+        )
         t.add(
             sec,
-            "autopad.ops.matmul(a, b): the public call",
-            shape,
-            lambda a=a, b=b: per_call(lambda: mm(a, b), n, sync),
+            "autopad.ops.histogram(x, 256): the public call",
+            str(size),
+            lambda x=x: per_call(lambda: autopad.ops.histogram(x, 256), n, sync),
         )
-        t.add(sec, "torch a @ b", shape, lambda a=a, b=b: per_call(lambda: a @ b, n, sync))
-        t.add(sec, "  TensorDescriptor.from_tensor (one)", shape, lambda a=a: _descriptor_cost(a, n))
-        t.add(sec, "  fill_tma_descriptor (one host tensor map)", shape, lambda a=a: _tensor_map_cost(a, n))
+        t.add(
+            sec,
+            "torch.bincount(x, minlength=256)",
+            str(size),
+            lambda x=x: per_call(lambda: torch.bincount(x, minlength=256), n, sync),
+        )
 
 
 def _descriptor_cost(a: Any, n: int) -> float:
@@ -449,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         if real:
             gemm_rows(t, max(200, args.calls // 4), sync)
+            histogram_rows(t, max(200, args.calls // 4), sync)
     t.rows = [r for r in t.rows if r["row"] != "all rows" or r["error"]]
     args.out.mkdir(parents=True, exist_ok=True)
     with open(args.out / "profile_ops_host.csv", "w", newline="") as f:

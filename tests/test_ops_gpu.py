@@ -288,3 +288,41 @@ def test_import_autopad_ops_defines_the_operators():
 
     ops.register()
     assert autopad.ops.transpose.__module__ == "autopad.ops.api" and hasattr(torch.ops.autopad, "matmul")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_matmul_16bit_repeated_calls_take_the_compiled_launcher_and_stay_right(dtype):
+    """After the first call (Triton's JIT) the Gluon kernel is launched through the compiled kernel's own
+    launcher (``autopad.triton_launch``): fresh data every call, a view at an address that is not a multiple
+    of 16 bytes (TMA cannot read it: copied first), and a CUDA graph replay with new data."""
+    import torch
+
+    from autopad.ops import runner
+
+    dt = getattr(torch, dtype)
+    m, k, n = 136, 200, 264
+    a, b = torch.empty(m, k, device="cuda", dtype=dt), torch.empty(k, n, device="cuda", dtype=dt)
+    for _ in range(3):
+        a.normal_(), b.normal_()
+        got = _poisoned(ops.matmul, a, b)
+        ref = a.float() @ b.float()
+        assert ((got.float() - ref).norm() / ref.norm()).item() < 1e-2
+    (bd,) = [x for x in runner._BOUND.values() if x.spec.NAME == "matmul" and x.shape == (m, n, k)]
+    assert bd.run.fast.ready  # the compiled kernel was adopted after the first call
+    buf = torch.randn(m * k + 1, device="cuda").to(dt)
+    odd = buf[1:].view(m, k)
+    assert odd.data_ptr() % 16 and odd.is_contiguous()
+    got = ops.matmul(odd, b)
+    ref = odd.float() @ b.float()
+    assert ((got.float() - ref).norm() / ref.norm()).item() < 1e-2
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.cuda.graph(g):
+        c = ops.matmul(a, b)
+    torch.cuda.current_stream().wait_stream(s)
+    a.normal_()
+    g.replay()
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float()
+    assert ((c.float() - ref).norm() / ref.norm()).item() < 1e-2

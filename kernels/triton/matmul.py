@@ -46,6 +46,7 @@ from autopad.access import Instruction
 from autopad.arch import get_arch
 from autopad.bases import Inputs, Out, TritonKernel
 from autopad.layouts import Legality, Swizzled
+from autopad.triton_launch import Desc, FastLaunch
 
 HAS_TRITON = _k.HAS_TRITON
 nvmma = _k.nvmma
@@ -412,9 +413,14 @@ class MatmulGluon(TritonKernel):
     def launcher(
         self, built: dict[str, Any], shape: tuple[int, ...], dtype: str, kn: bool | None = None
     ) -> Any:
-        """Everything shape-dependent done once (grid, block shapes, layouts, the workspace's shape); a call
-        makes the three host-side TMA descriptors (they hold the pointers) and launches. ``kn`` overrides
-        B's form (False: a 16-bit B given as [N, K], to compare with the [K, N] path)."""
+        """Everything shape-dependent done once (grid, block shapes, layouts, the workspace's shape, the
+        kernels' fixed arguments); a call passes the tensors. The first call goes through Triton's JIT with
+        Gluon's ``TensorDescriptor``; later calls through the compiled kernel's own launcher
+        (``autopad.triton_launch.FastLaunch``, which encodes the three TMA descriptors from ``Desc``
+        stand-ins), unless a pointer, the device or a launch hook sends them to the JIT again. ``kn``
+        overrides B's form (False: a 16-bit B given as [N, K], to compare with the [K, N] path)."""
+        import torch
+
         c = built["constants"]
         m, n, k = shape
         bm, bn, bk, s = c["BM"], c["BN"], c["BK"], c.get("SPLIT_K", 1)
@@ -423,11 +429,14 @@ class MatmulGluon(TritonKernel):
         kernel = built["kernel"]
         if c.get("PATH", 0):
             args = (m, n, k, bm, bn, bk, c["GROUP_M"], dtype == "tf32", kn)
-            opts_tl = {"num_warps": c["WARPS"], "num_stages": c["STAGES"]}
+            fl_tl = FastLaunch(kernel, (tiles,), args, {"num_warps": c["WARPS"], "num_stages": c["STAGES"]})
 
             def go_tl(inputs: Any, out: Any) -> None:
-                kernel[(tiles,)](inputs[0], inputs[1], out, *args, **opts_tl)
+                a, b = inputs[0], inputs[1]
+                if not fl_tl.launch(a, b, out):
+                    fl_tl.first(a, b, out)
 
+            go_tl.fast = fl_tl  # type: ignore[attr-defined]
             return go_tl
 
         from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -435,36 +444,50 @@ class MatmulGluon(TritonKernel):
         lay, c_lay = built["layout"], built["c_layout"]
         a_block, b_block, c_block = [bm, bk], ([bk, bn] if kn else [bn, bk]), [bm, bn]
         ws_rows = s * _cdiv(m, bm) * bm
-        opts = {"num_warps": c["WARPS"]}
         if c.get("PERSIST", 0):
             grid: tuple[int, ...] = (min(tiles, _sm_count()),)
             extra = (c["STAGES"], c["GROUP_M"], kn)
         else:
             grid = (tiles * s,)
             extra = (c["STAGES"], c["GROUP_M"], s, kn)
-        red_grid = (_cdiv(m * n, _REDUCE_BLOCK),)
+        fl = FastLaunch(kernel, grid, (m, n, k, *extra), {"num_warps": c["WARPS"]})
+        red = FastLaunch(
+            splitk_reduce,
+            (_cdiv(m * n, _REDUCE_BLOCK),),
+            (m * n, ws_rows // s * n, s, _REDUCE_BLOCK),
+            {"num_warps": 4},
+        )
+        td, f32 = TensorDescriptor.from_tensor, torch.float32
 
         def go(inputs: Any, out: Any) -> None:
-            import torch
-
             a, b = inputs[0], inputs[1]
-            a_desc = TensorDescriptor.from_tensor(a, a_block, lay)
-            b_desc = TensorDescriptor.from_tensor(b, b_block, lay)
-            if s == 1:
-                c_desc = TensorDescriptor.from_tensor(out, c_block, c_lay)
-                kernel[grid](a_desc, b_desc, c_desc, m, n, k, *extra, **opts)
-                return
-            ws = torch.empty((ws_rows, n), dtype=torch.float32, device=a.device)
-            c_desc = TensorDescriptor.from_tensor(ws, c_block, c_lay)
-            kernel[grid](a_desc, b_desc, c_desc, m, n, k, *extra, **opts)
-            splitk_reduce[red_grid](ws, out, m * n, ws_rows // s * n, s, _REDUCE_BLOCK, num_warps=4)
+            if (a.data_ptr() | b.data_ptr()) & 15:  # TMA reads from 16-byte-aligned addresses only: a view
+                a, b = _aligned(a), _aligned(b)  # at an odd offset is copied to a fresh (aligned) block
+            cc = out if s == 1 else torch.empty((ws_rows, n), dtype=f32, device=a.device)
+            if not (
+                fl.compiled is not None
+                and fl.launch(
+                    Desc(a, a.shape, a.stride()),
+                    Desc(b, b.shape, b.stride()),
+                    Desc(cc, cc.shape, cc.stride()),
+                )
+            ):
+                fl.first(td(a, a_block, lay), td(b, b_block, lay), td(cc, c_block, c_lay))
+            if s > 1 and not red.launch(cc, out):
+                red.first(cc, out)
 
+        go.fast = fl  # type: ignore[attr-defined]
         return go
 
     def run(self, built: dict[str, Any], inputs: Any, out: Any) -> None:
         a, b = inputs[0], inputs[1]
         shape = (a.shape[0], b.shape[1] if b_kn(built["dtype"]) else b.shape[0], a.shape[1])
         self.launcher(built, shape, built["dtype"])(inputs, out)
+
+
+def _aligned(t: Any) -> Any:
+    """``t`` if its address is a multiple of 16 bytes, else a copy in a fresh block (which is)."""
+    return t if t.data_ptr() % 16 == 0 else t.clone()
 
 
 def b_kn_tensor(a: Any) -> bool:
