@@ -23,9 +23,13 @@ What keeps that equal to the JIT's call (otherwise a call takes the JIT again):
   kernels take ``num_warps`` as a constexpr parameter), nothing filled from a default, so the argument
   list is the JIT's ``bound_args`` in order.
 
-``Desc`` stands in for a host-side TMA descriptor after the first call: the launcher reads its base
-tensor's pointer, its shape, strides and padding (block shape and shared layout are in the compiled
-kernel), which skips the descriptor class's validation.
+A TMA descriptor argument is given as its tensor after the first call. Triton's launcher would turn a host
+descriptor into a CUtensorMap (``make_tensordesc_arg``: the tensor's address, shape and strides with the
+compiled kernel's block shape and swizzle) and the kernel's shape and stride parameters on every call;
+here that expansion is kept per (address, shape, strides), which is all a tensor map encodes, so a call
+with the same tensors (a loop, the caching allocator's recycled blocks) encodes nothing, and the
+expanded arguments go straight to the C launcher under the wrapper (no scratch buffers: the kernels
+``autopad.ops`` binds need none; a kernel that does takes the wrapper with ``Desc`` stand-ins).
 """
 
 from __future__ import annotations
@@ -37,8 +41,7 @@ __all__ = ["Desc", "FastLaunch"]
 
 
 class Desc:
-    """What the compiled kernel's launcher reads of a host ``TensorDescriptor`` (base, shape, strides,
-    padding)."""
+    """What Triton's launcher reads of a host ``TensorDescriptor`` (base, shape, strides, padding)."""
 
     __slots__ = ("base", "shape", "strides")
     padding = "zero"
@@ -47,16 +50,27 @@ class Desc:
         self.base, self.shape, self.strides = base, shape, strides
 
 
-def _ptr(arg: Any) -> int:
-    """A launch argument's global address: a tensor's, or a descriptor's base tensor's."""
-    base = getattr(arg, "base", arg)
-    return base.data_ptr()
-
-
 def _hooked(hook: Any) -> bool:
     """Whether a launch hook would run: Triton 3.6 keeps a ``HookChain`` (empty: nothing to call) where
     older versions kept None; anything else is a hook."""
     return hook is not None and bool(getattr(hook, "calls", True))
+
+
+def _raw_launcher(run: Any, n_desc: int) -> Any:
+    """The C launcher under Triton's descriptor wrapper (``wrap_handle_tensordesc``'s ``launcher``), or
+    None where this Triton keeps it elsewhere or the kernel needs scratch buffers."""
+    if getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1):
+        return None
+    launch = getattr(run, "launch", None)
+    if n_desc == 0:
+        return launch
+    import inspect
+
+    try:
+        raw = inspect.getclosurevars(launch).nonlocals.get("launcher")
+    except TypeError:
+        return None
+    return raw if callable(raw) else None
 
 
 class FastLaunch:
@@ -64,12 +78,14 @@ class FastLaunch:
     launcher afterwards.
 
     ``varying``: the per-call tensors or descriptors (leading parameters); ``fixed``: every later parameter
-    (integers, constexprs), all positional. Call ``first(*varying)`` with real descriptors when ``ready``
-    is false or ``launch`` returned False; ``launch(*varying)`` with ``Desc`` stand-ins otherwise.
+    (integers, constexprs), all positional; ``opts``: keywords (``num_warps``, ...). ``first(*varying)``
+    takes real descriptors; ``launch(*tensors)`` takes each descriptor's tensor instead and returns False
+    (nothing launched) where the JIT must serve, the caller then calls ``first``.
     """
 
     __slots__ = (
-        "kernel", "grid", "fixed", "opts", "compiled", "device", "_tail", "_stream", "_dev", "_hook", "_g"
+        "kernel", "grid", "fixed", "opts", "compiled", "device", "_tail", "_desc", "_maps", "_stream", "_dev",
+        "_hook", "_g", "_raw", "_head",
     )  # fmt: skip
 
     def __init__(self, kernel: Any, grid: Sequence[int], fixed: Sequence[Any], opts: dict[str, Any]) -> None:
@@ -79,7 +95,9 @@ class FastLaunch:
         self.compiled: Any = None
         self.device = -1
         self._tail: tuple = ()  # fixed, then the parameters passed as keywords, in the kernel's order
-        self._stream = self._dev = self._hook = None
+        self._desc: tuple[int, ...] = ()  # positions of the descriptor arguments among ``varying``
+        self._maps: list[dict] = []  # per descriptor: (address, shape, strides) -> its expanded arguments
+        self._stream = self._dev = self._hook = self._raw = self._head = None
 
     @property
     def ready(self) -> bool:
@@ -100,7 +118,7 @@ class FastLaunch:
             return  # a parameter came from its default: the JIT's bound list is not ours
         if not all(hasattr(ret, a) for a in ("run", "function", "packed_metadata")):
             return  # not a compiled kernel (an interpreter, a stand-in)
-        if any(_ptr(v) % 16 for v in varying):
+        if any(getattr(v, "base", v).data_ptr() % 16 for v in varying):
             return  # compiled for an unaligned pointer: keep asking the JIT
         try:
             import torch
@@ -113,8 +131,31 @@ class FastLaunch:
             self.device = self._dev()
         except (ImportError, AttributeError, RuntimeError):
             return
+        self._desc = tuple(i for i, v in enumerate(varying) if hasattr(v, "block_shape"))
+        self._maps = [{} for _ in self._desc]
+        metas = getattr(ret.metadata, "tensordesc_meta", None) or [None] * len(self._desc)
+        self._raw = _raw_launcher(run, len(self._desc)) if len(metas) == len(self._desc) else None
+        if self._raw is not None:
+            # the C launcher's leading arguments after the function: cooperative grid, PDL, the two scratch
+            # buffers (none), the packed metadata, launch metadata and hooks (none)
+            coop, pdl = run.launch_cooperative_grid, run.launch_pdl
+            self._head = (coop, pdl, None, None, ret.packed_metadata, None, None, None)
         self._tail = (*self.fixed, *(self.opts[r] for r in rest))
-        self.compiled = (ret, run, ret.function, ret.packed_metadata)
+        self.compiled = (ret, run, ret.function, ret.packed_metadata, metas)
+
+    def _expand(self, j: int, t: Any) -> tuple:
+        """Descriptor ``j``'s launcher arguments for tensor ``t`` (Triton's own expansion, kept per address,
+        shape and strides)."""
+        key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()))
+        got = self._maps[j].get(key)
+        if got is None:
+            from triton.backends.nvidia.driver import make_tensordesc_arg
+
+            got = tuple(make_tensordesc_arg(Desc(t, list(key[1]), list(key[2])), self.compiled[4][j]))
+            if len(self._maps[j]) >= 64:  # bounded: a long run of new addresses starts afresh
+                self._maps[j].clear()
+            self._maps[j][key] = got
+        return got
 
     def launch(self, *varying: Any) -> bool:
         """Launch through the compiled kernel's launcher; False (nothing launched) where the JIT must serve:
@@ -123,7 +164,7 @@ class FastLaunch:
         if c is None:
             return False
         for v in varying:
-            if _ptr(v) & 15:
+            if v.data_ptr() & 15:
                 return False
         dev = self._dev()
         if (
@@ -133,5 +174,24 @@ class FastLaunch:
         ):
             return False
         g0, g1, g2 = self._g
+        desc = self._desc
+        if self._raw is not None:
+            if desc:
+                args: list = []
+                j = 0
+                for i, v in enumerate(varying):
+                    if j < len(desc) and desc[j] == i:
+                        args.extend(self._expand(j, v))
+                        j += 1
+                    else:
+                        args.append(v)
+                self._raw(g0, g1, g2, self._stream(dev), c[2], *self._head, *args, *self._tail)
+            else:
+                self._raw(g0, g1, g2, self._stream(dev), c[2], *self._head, *varying, *self._tail)
+            return True
+        if desc:
+            varying = tuple(
+                Desc(v, tuple(v.shape), v.stride()) if i in desc else v for i, v in enumerate(varying)
+            )
         c[1](g0, g1, g2, self._stream(dev), c[2], c[3], None, None, None, *varying, *self._tail)
         return True

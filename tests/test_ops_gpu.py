@@ -307,7 +307,11 @@ def test_matmul_16bit_repeated_calls_take_the_compiled_launcher_and_stay_right(d
         got = _poisoned(ops.matmul, a, b)
         ref = a.float() @ b.float()
         assert ((got.float() - ref).norm() / ref.norm()).item() < 1e-2
-    (bd,) = [x for x in runner._BOUND.values() if x.spec.NAME == "matmul" and x.shape == (m, n, k)]
+    (bd,) = [
+        x
+        for x in runner._BOUND.values()
+        if x.spec.NAME == "matmul" and x.shape == (m, n, k) and x.dtype == dtype
+    ]
     assert bd.run.fast.ready  # the compiled kernel was adopted after the first call
     buf = torch.randn(m * k + 1, device="cuda").to(dt)
     odd = buf[1:].view(m, k)

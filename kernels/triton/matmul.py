@@ -46,7 +46,7 @@ from autopad.access import Instruction
 from autopad.arch import get_arch
 from autopad.bases import Inputs, Out, TritonKernel
 from autopad.layouts import Legality, Swizzled
-from autopad.triton_launch import Desc, FastLaunch
+from autopad.triton_launch import FastLaunch
 
 HAS_TRITON = _k.HAS_TRITON
 nvmma = _k.nvmma
@@ -416,8 +416,8 @@ class MatmulGluon(TritonKernel):
         """Everything shape-dependent done once (grid, block shapes, layouts, the workspace's shape, the
         kernels' fixed arguments); a call passes the tensors. The first call goes through Triton's JIT with
         Gluon's ``TensorDescriptor``; later calls through the compiled kernel's own launcher
-        (``autopad.triton_launch.FastLaunch``, which encodes the three TMA descriptors from ``Desc``
-        stand-ins), unless a pointer, the device or a launch hook sends them to the JIT again. ``kn``
+        (``autopad.triton_launch.FastLaunch``, given the tensors: it keeps their TMA tensor maps per
+        address), unless a pointer, the device or a launch hook sends them to the JIT again. ``kn``
         overrides B's form (False: a 16-bit B given as [N, K], to compare with the [K, N] path)."""
         import torch
 
@@ -464,14 +464,7 @@ class MatmulGluon(TritonKernel):
             if (a.data_ptr() | b.data_ptr()) & 15:  # TMA reads from 16-byte-aligned addresses only: a view
                 a, b = _aligned(a), _aligned(b)  # at an odd offset is copied to a fresh (aligned) block
             cc = out if s == 1 else torch.empty((ws_rows, n), dtype=f32, device=a.device)
-            if not (
-                fl.compiled is not None
-                and fl.launch(
-                    Desc(a, a.shape, a.stride()),
-                    Desc(b, b.shape, b.stride()),
-                    Desc(cc, cc.shape, cc.stride()),
-                )
-            ):
+            if not fl.launch(a, b, cc):
                 fl.first(td(a, a_block, lay), td(b, b_block, lay), td(cc, c_block, c_lay))
             if s > 1 and not red.launch(cc, out):
                 red.first(cc, out)
