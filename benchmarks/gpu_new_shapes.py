@@ -137,6 +137,15 @@ def measure_shape(cfg: tuple, writer: Any, deadline: float, drawn: dict[str, Any
         drawn = draw(cfg)
     spec = builtin_spec(kernel, backend)
     rows = drawn["rows"]
+    # a sample drawn for an older version of the spec (a constant since renamed or added) would run every
+    # candidate with the new constant at its default under the old label: refuse it
+    names = set(spec.SPACE)
+    stale = sorted({k for r in rows for k in set(r["params"]) ^ names})
+    if stale:
+        raise SystemExit(
+            f"{drawn['id']}: the sample's constants differ from the spec's ({', '.join(stale)}); "
+            "draw it again with --write-sample"
+        )
     by_key = {r["key"]: r for r in rows}
     items = tuple((r["key"], r["params"]) for r in rows)
     budget = max(10.0, deadline - time.perf_counter())
