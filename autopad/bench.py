@@ -20,7 +20,7 @@ import importlib
 import importlib.util
 import os
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from types import ModuleType
@@ -207,6 +207,17 @@ def poison(out: Any) -> None:
     _poison_(out)
 
 
+def unknown_constants(spec: Any, constants: Mapping[str, Any]) -> list[str]:
+    """The names in ``constants`` that the spec's ``SPACE`` does not have (a spec without a SPACE: none).
+
+    A build ignores a name it does not read, so a candidate written for another version of a spec (a
+    constant since renamed) would run with the new constant at its default under the old label."""
+    space = getattr(spec, "SPACE", None)
+    if not space:
+        return []
+    return sorted(str(k) for k in constants if k not in space)
+
+
 def measure(
     kernel: Any,
     candidates: Sequence[dict[str, int]],
@@ -226,6 +237,13 @@ def measure(
 
     dtype = normalize_dtype(dtype)
     spec = resolve(kernel, "auto", dtype)
+    for c in candidates:
+        bad = unknown_constants(spec, c)
+        if bad:
+            raise ValueError(
+                f"{getattr(spec, 'NAME', 'kernel')}: {', '.join(bad)} not among the spec's constants "
+                f"({', '.join(sorted(spec.SPACE))}); were these candidates written for another version of it?"
+            )
     items = tuple((",".join(f"{k}={v}" for k, v in sorted(c.items())), dict(c)) for c in candidates)
     job = BenchJob(
         spec_ref(spec), items, normalize_shape(shape), dtype, dist, seed=seed, reps=reps, device=device
@@ -267,6 +285,10 @@ def measure_local(
     for i, ((key, constants), b) in enumerate(zip(job.candidates, built)):
         if on_start:
             on_start(key)
+        bad = unknown_constants(spec, constants)
+        if bad:
+            yield Measurement(key, False, error=f"constants: {', '.join(bad)} not in the spec's SPACE"), False
+            continue
         if isinstance(b, Exception):
             yield Measurement(key, False, error=f"compile: {_short(b)}"), False
             continue

@@ -49,3 +49,19 @@ def test_median_and_interquartile_range():
 def test_no_bench_switch(monkeypatch):
     monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
     assert gpu_available() is False
+
+
+def test_candidates_naming_a_constant_the_spec_does_not_have_are_refused_before_anything_runs():
+    """A name the build does not read would run the candidate with the real constant at its default under
+    the wrong label (a sample written before EDGE became SCALAR_EDGE measured exactly that)."""
+    import pytest
+
+    from autopad.bench import measure, unknown_constants
+    from autopad.kernels_registry import builtin_spec
+
+    spec = builtin_spec("transpose", "cuda")
+    good = dict(spec.DEFAULTS)
+    stale = {**{k: v for k, v in good.items() if k != "SCALAR_EDGE"}, "EDGE": 0}
+    assert unknown_constants(spec, good) == [] and unknown_constants(spec, stale) == ["EDGE"]
+    with pytest.raises(ValueError, match="EDGE not among the spec's constants"):
+        measure("transpose", [good, stale], (64, 64), "float32")
