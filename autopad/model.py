@@ -46,7 +46,15 @@ counters read 0 for cp.async.cg, so the rule below stays a derivation). What the
 Backends: a numba kernel (_model_numba.py: one pass per instruction, all cores) when numba imports, else
 this module's numpy code (each phase a row, one sort per row, running sums count distinct words per bank).
 Both give identical numbers; ``AUTOPAD_MODEL_BACKEND=numpy`` forces numpy, ``=numba`` requires numba.
-numba loads on the first analyze/analyze_batch call, never at ``import autopad``.
+numba loads lazily, never at ``import autopad``: under the default ``auto`` a process scores its first
+``NUMPY_FIRST`` instructions with numpy and loads numba only when it needs more. Loading numba and its cached
+kernel takes 0.6-0.8 s on this project's 2-core machine, in which numpy scores about 500,000 instructions,
+so a process that ranks one space (a few tens of thousands of distinct instructions) never pays for it.
+
+``analyze_distinct`` scores each distinct instruction of a batch once: a uniform shift of every active lane
+by a whole turn of the banks (``shift_period``) cannot change a cost, so instructions equal after moving
+their lowest address into the first turn are one (a tuner's batch of hundreds of thousands of
+instructions holds a few tens of thousands).
 """
 
 from __future__ import annotations
@@ -62,7 +70,19 @@ import numpy as np
 
 from .arch import Arch, get_arch
 
-__all__ = ["Analysis", "analyze", "analyze_batch", "backend", "op_status", "OPS", "OP_STATUS", "WIDTHS"]
+__all__ = [
+    "Analysis",
+    "analyze",
+    "analyze_batch",
+    "analyze_distinct",
+    "backend",
+    "distinct_rows",
+    "op_status",
+    "shift_period",
+    "OPS",
+    "OP_STATUS",
+    "WIDTHS",
+]
 
 WIDTHS = (1, 2, 4, 8, 16)
 _MATRIX = tuple(
@@ -318,8 +338,9 @@ def _numpy_costs(addr: np.ndarray, rule: _Rule) -> np.ndarray:
     # access width over banks/k unit-banks gives the same per-bank maximum as counting all k words.
     # Narrower accesses count in whole words: bytes of one word are one word (they broadcast).
     cost = np.zeros((n, max(1, w // rule.lanes)), dtype=np.int64)
-    for size in np.unique(lanes):  # at most two: plain phases and merged ones
-        rows = np.nonzero(lanes == size)[0] if len(np.unique(lanes)) > 1 else slice(None)
+    sizes = np.unique(lanes, return_counts=True)[0]  # (with counts: no lazy numpy.ma import, 20 ms)
+    for size in sizes:  # at most two: plain phases and merged ones
+        rows = np.nonzero(lanes == size)[0] if len(sizes) > 1 else slice(None)
         per_phase = w // int(size)
         part = addr[rows].reshape(-1, int(size))  # phases are runs of consecutive lanes: a row each
         cost[rows, :per_phase] = _phase_cost(part, rule.broadcast, rule.unit, rule.unit_banks).reshape(
@@ -330,7 +351,11 @@ def _numpy_costs(addr: np.ndarray, rule: _Rule) -> np.ndarray:
 
 # ---- the numba backend ------------------------------------------------------------------------------------
 
-_NUMBA: list = []  # [module or None, why not]: filled on the first call
+_NUMBA: list = []  # [module or None, why not]: filled when numba is first needed
+# instructions the ``auto`` backend scores with numpy before it loads numba: about what numpy does in the
+# time numba takes to load (see the module docstring); both backends give identical numbers
+NUMPY_FIRST = 300_000
+_NUMPY_DONE = [0]  # instructions numpy has scored under ``auto`` while numba was not loaded
 
 
 def _numba_module():
@@ -373,7 +398,12 @@ def _threads() -> int:
 
 
 def _run(arr: np.ndarray, rule: _Rule, arch: Arch, check: bool, phases: bool):
-    """(wavefronts, ideal, per-phase costs or None) of a converted batch, on the fastest backend."""
+    """(wavefronts, ideal, per-phase costs or None) of a converted batch, on the fastest backend: numba
+    once loaded; before that, numpy while this process's numpy work stays under ``NUMPY_FIRST``."""
+    if not _NUMBA and os.environ.get("AUTOPAD_MODEL_BACKEND", "auto").strip().lower() in ("", "auto"):
+        if _NUMPY_DONE[0] + arr.shape[0] <= NUMPY_FIRST:
+            _NUMPY_DONE[0] += arr.shape[0]
+            return _run_numpy(arr, rule, check, phases)
     mod = _numba_module()
     if mod is not None and _compiled_fits(rule, arch, mod):
         return _run_numba(mod, arr, rule, arch, check, phases)
@@ -516,3 +546,97 @@ def analyze(
     wavefronts = sum(costs)
     ideal = sum(1 for c in costs if c)
     return Analysis(wavefronts=wavefronts, ideal=ideal, conflicts=wavefronts - ideal, phase_costs=costs)
+
+
+def shift_period(access_bytes: int = 4, op: str = "load", arch: str | Arch = "sm_90") -> int:
+    """Bytes by which every active lane of an instruction may move together without changing its cost.
+
+    One whole turn of the banks (``banks * bank_bytes``, 128 bytes on sm_90): a lane's unit number
+    ``address // unit`` moves by ``unit_banks``, so every lane keeps its bank and every bank's distinct
+    words stay distinct (or equal); the pair-merge test compares addresses, which move alike.
+    """
+    rule = _rule(op, access_bytes, get_arch(arch))
+    return rule.unit * rule.unit_banks
+
+
+_HASH = np.random.default_rng(0x0DDBA11).integers(1, 2**62, size=(2, 64), dtype=np.int64) | 1
+_DISTINCT_CHUNK = 1 << 12  # rows normalised and hashed at a time (temporaries stay in cache)
+
+
+def analyze_distinct(
+    addresses: np.ndarray, access_bytes: int = 4, op: str = "load", arch: str | Arch = "sm_90"
+) -> tuple[np.ndarray, np.ndarray]:
+    """``analyze_batch``'s answer, scoring each distinct instruction once.
+
+    Each row's active lanes move down together by whole ``shift_period`` turns until its lowest address
+    lies in the first turn (inactive lanes, -1, stay); rows equal after that cost the same. Rows are
+    grouped by a 64-bit hash of their lanes and each is then compared with its group's first row (a
+    collision falls back on sorting the rows themselves). A batch with a bad address is handed to
+    ``analyze_batch``, whose error names the caller's row.
+    """
+    a = get_arch(arch)
+    rule = _rule(op, access_bytes, a)
+    arr = addresses if isinstance(addresses, np.ndarray) else np.asarray(addresses)
+    if arr.ndim != 2 or arr.dtype.kind != "i" or arr.shape[0] < 2 or arr.shape[1] > _HASH.shape[1]:
+        return analyze_batch(arr, access_bytes, op, a)
+    if arr.dtype.itemsize > 4 and int(arr.max()) >= ADDRESS_LIMIT:  # a shift could hide it: let it raise
+        return analyze_batch(arr, access_bytes, op, a)
+    n, w = arr.shape
+    period = rule.unit * rule.unit_banks
+    h = np.empty(n, dtype=np.int64)
+    m = _HASH[0, :w]
+    for s in range(0, n, _DISTINCT_CHUNK):
+        part = arr[s : s + _DISTINCT_CHUNK]
+        active = part >= 0
+        lo = np.where(active, part, ADDRESS_LIMIT).min(axis=1)
+        shift = np.where(lo == ADDRESS_LIMIT, 0, lo - lo % period)
+        # the hash is linear: the shifted row's is the row's less shift x the active lanes' multipliers
+        with np.errstate(over="ignore"):
+            h[s : s + _DISTINCT_CHUNK] = part @ m - shift * (active @ m)
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    reps = _normalised(arr[first], period)
+    for s in range(0, n, _DISTINCT_CHUNK):  # every row equals its representative, or hashes collided
+        if not (
+            _normalised(arr[s : s + _DISTINCT_CHUNK], period) == reps[inverse[s : s + _DISTINCT_CHUNK]]
+        ).all():
+            _, first, inverse = np.unique(
+                _normalised(arr, period), axis=0, return_index=True, return_inverse=True
+            )
+            inverse = inverse.ravel()
+            reps = _normalised(arr[first], period)
+            break
+    try:
+        wave, ideal = analyze_batch(reps, access_bytes, op, a)
+    except ValueError:
+        analyze_batch(arr, access_bytes, op, a)  # raises, naming the caller's row
+        raise
+    return wave[inverse], ideal[inverse]
+
+
+def _normalised(rows: np.ndarray, period: int) -> np.ndarray:
+    """``rows`` (int64) with each row's active lanes moved down by whole periods, its lowest address now
+    below ``period``; inactive lanes (negative) unchanged."""
+    rows = rows.astype(np.int64, copy=False)
+    active = rows >= 0
+    lo = np.where(active, rows, ADDRESS_LIMIT).min(axis=1)
+    shift = np.where(lo == ADDRESS_LIMIT, 0, lo - lo % period)
+    return np.where(active, rows - shift[:, None], rows)
+
+
+def distinct_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of each distinct row's first occurrence, each row's distinct index) of an integer matrix: rows
+    matched by a 64-bit hash of their entries, then confirmed exactly (a collision falls back on sorting
+    the rows themselves). The distinct rows come in the hashes' order."""
+    m = np.asarray(m)
+    if len(m) < 2 or m.shape[1] > _HASH.shape[1]:
+        _, first, inverse = np.unique(m, axis=0, return_index=True, return_inverse=True)
+        return first, inverse.ravel()
+    with np.errstate(over="ignore"):
+        h = m.astype(np.int64, copy=False) @ _HASH[0, : m.shape[1]]
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    if not (m[first][inverse] == m).all():  # two distinct rows share a hash
+        _, first, inverse = np.unique(m, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+    return first, inverse

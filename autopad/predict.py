@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .arch import Arch, get_arch
+from .model import distinct_rows
 
 __all__ = [
     "Prediction",
@@ -38,6 +39,9 @@ __all__ = [
     "KEYS",
     "predict_batch",
     "predict_arrays",
+    "predictions",
+    "info_columns",
+    "INFO_DEFAULTS",
     "LaunchInfoError",
     "check_launch_info",
     "check_traffic",
@@ -95,6 +99,18 @@ KEYS = {
     "extra_wavefronts": "shared-memory wavefronts per block the pattern does not list (TMA, wgmma reads)",
 }
 _OPTIONAL = tuple(k for k in KEYS)
+# what a candidate's launch info means where it leaves a key out (nan: the term's own default applies)
+INFO_DEFAULTS = {
+    "blocks": 1.0,
+    "threads": 32.0,
+    "smem_bytes": 0.0,
+    "tiles_per_block": 1.0,
+    "inflight_bytes": np.nan,
+    "dram_efficiency": 1.0,
+    "mma_bytes": 0.0,
+    "l2_bytes": np.nan,
+    "extra_wavefronts": 0.0,
+}
 
 
 def check_launch_info(info: Any, where: str) -> dict[str, float]:
@@ -152,13 +168,43 @@ def _swizzled(layouts: Sequence[Any] | None, n: int) -> np.ndarray:
     """The share of a candidate's tiles that are XOR-swizzled: their index arithmetic costs a shift, mask
     and XOR per access more than a padded tile's multiply-add. A layout of several operand tiles (the SIMT
     GEMM's A and B, attributes ``a`` and ``b``) counts each tile as a share."""
-    out = np.zeros(n)
     if layouts is None:
-        return out
-    for i, lay in enumerate(layouts):
+        return np.zeros(n)
+
+    def share(lay: Any) -> float:
         parts = [getattr(lay, x) for x in ("a", "b") if hasattr(lay, x)] or [lay]
-        out[i] = sum(int(getattr(p, "max_phase", 1) or 1) > 1 for p in parts) / len(parts)
+        return sum(int(getattr(p, "max_phase", 1) or 1) > 1 for p in parts) / len(parts)
+
+    out = np.zeros(n)
+    out[: len(layouts)] = _per_layout(layouts, share, len(layouts))
     return out
+
+
+def _per_layout(layouts: Sequence[Any], fn: Any, n: int) -> np.ndarray:
+    """``fn(layout)`` for each of ``layouts`` as a float array, computed once per distinct layout object
+    (a ranked space holds tens of thousands of candidates but a few hundred layouts)."""
+    ids = list(map(id, layouts))
+    value = {i: fn(lay) for i, lay in dict(zip(ids, layouts)).items()}
+    return np.fromiter(map(value.__getitem__, ids), dtype=np.float64, count=n)
+
+
+def _data_bytes(lay: Any) -> float:
+    """The bytes a tile layout holds (rows x cols x element), nan for any other layout."""
+    if all(isinstance(getattr(lay, f, None), int) for f in ("rows", "cols", "elem_bytes")):
+        return float(lay.rows * lay.cols * lay.elem_bytes)
+    return np.nan
+
+
+def info_columns(infos: Sequence[Mapping[str, float]] | Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Launch infos as one float64 column per key of ``KEYS`` plus blocks and threads, a left-out key
+    taking its default: from a list of ``launch_info`` dicts, or from columns (a dict of arrays)."""
+    if isinstance(infos, Mapping):
+        n = len(np.asarray(infos["blocks"])) if "blocks" in infos else 0
+        return {
+            k: np.asarray(infos[k], dtype=np.float64) if k in infos else np.full(n, d)
+            for k, d in INFO_DEFAULTS.items()
+        }
+    return {k: np.array([i.get(k, d) for i in infos], dtype=np.float64) for k, d in INFO_DEFAULTS.items()}
 
 
 def predict_batch(
@@ -174,34 +220,46 @@ def predict_batch(
     tile (and, where given, its layout: a swizzle's index arithmetic costs issue slots)."""
     if len(infos) == 0:
         return []
-    seconds, terms, bound_i, occupancy, smem, mem_eff, wave_factor, resident = predict_arrays(
-        infos, traffic, wavefronts, ideal, arch, layouts, constants
-    )
-    names = ("dram", "l2", "smem", "flops", "issue", "tiles")
-    out = []
-    for i in range(len(infos)):
-        out.append(
-            Prediction(
-                float(seconds[i]),
-                names[int(bound_i[i])],
-                int(wavefronts[i]),
-                int(ideal[i]),
-                float(occupancy[i]),
-                int(smem[i]),
-                (
-                    ("dram_s", float(terms[0, i])),
-                    ("l2_s", float(terms[1, i])),
-                    ("smem_s", float(terms[2, i])),
-                    ("flops_s", float(terms[3, i])),
-                    ("issue_s", float(terms[4, i])),
-                    ("tiles_s", float(terms[5, i])),
-                    ("mem_efficiency", float(mem_eff[i])),
-                    ("wave_factor", float(wave_factor[i])),
-                    ("resident_blocks", float(resident[i])),
-                ),
-            )
+    arrays = predict_arrays(infos, traffic, wavefronts, ideal, arch, layouts, constants)
+    return predictions(arrays, wavefronts, ideal)
+
+
+_BOUNDS = ("dram", "l2", "smem", "flops", "issue", "tiles")
+_TERMS = ("dram_s", "l2_s", "smem_s", "flops_s", "issue_s", "tiles_s")
+
+
+def predictions(
+    arrays: tuple[np.ndarray, ...], wavefronts: np.ndarray, ideal: np.ndarray
+) -> list[Prediction]:
+    """``Prediction`` objects from ``predict_arrays``' answer and the wavefronts and ideal it was given.
+
+    Candidates that differ only in what the model does not see (a ranked transpose space: 23,000
+    candidates, under 600 distinct predictions) share one object (it is frozen); each distinct one is
+    built from ``tolist`` values, the same Python numbers as ``float``/``int`` of each entry.
+    """
+    seconds, terms, bound_i, occupancy, smem, mem_eff, wave_factor, resident = arrays
+    wavefronts, ideal = np.asarray(wavefronts), np.asarray(ideal)
+    floats = np.stack([seconds, occupancy, smem, *terms, mem_eff, wave_factor, resident], axis=1)
+    ints = np.stack([bound_i, wavefronts, ideal], axis=1).astype(np.int64)
+    every = np.concatenate([floats.view(np.int64), ints], axis=1)  # exact: a float by its bits
+    first, inverse = distinct_rows(every)
+    names = [*_TERMS, "mem_efficiency", "wave_factor", "resident_blocks"]
+    cols = [*terms[:, first].tolist(), mem_eff[first].tolist(), wave_factor[first].tolist()]
+    cols.append(resident[first].tolist())
+    pairs = zip(*(zip([name] * len(first), col) for name, col in zip(names, cols)))
+    made = list(
+        map(
+            Prediction,
+            seconds[first].tolist(),
+            [_BOUNDS[b] for b in bound_i[first].tolist()],
+            map(int, wavefronts[first].tolist()),
+            map(int, ideal[first].tolist()),
+            occupancy[first].tolist(),
+            map(int, smem[first].tolist()),
+            pairs,
         )
-    return out
+    )
+    return [made[j] for j in inverse.tolist()]
 
 
 def predict_arrays(
@@ -217,15 +275,12 @@ def predict_arrays(
     efficiency, wave factor, resident blocks): what fitting the constants calls thousands of times."""
     a = get_arch(arch)
     k = constants or CONSTANTS
-    n = len(infos)
-
-    def col(key: str, default: float) -> np.ndarray:
-        return np.array([i.get(key, default) for i in infos], dtype=np.float64)
-
-    blocks, threads = col("blocks", 1), col("threads", 32)
-    smem, tiles = col("smem_bytes", 0), col("tiles_per_block", 1)
-    inflight, dram_eff = col("inflight_bytes", np.nan), col("dram_efficiency", 1.0)
-    mma, l2_bytes, extra_wf = col("mma_bytes", 0), col("l2_bytes", np.nan), col("extra_wavefronts", 0)
+    cols = info_columns(infos)
+    n = len(cols["blocks"])
+    blocks, threads = cols["blocks"], cols["threads"]
+    smem, tiles = cols["smem_bytes"].copy(), cols["tiles_per_block"]
+    inflight, dram_eff = cols["inflight_bytes"], cols["dram_efficiency"]
+    mma, l2_bytes, extra_wf = cols["mma_bytes"], cols["l2_bytes"], cols["extra_wavefronts"]
     wavefronts = np.asarray(wavefronts, dtype=np.float64)
     ideal = np.asarray(ideal, dtype=np.float64)
 
@@ -253,9 +308,10 @@ def predict_arrays(
     need = a.dram_latency_s * a.dram_bytes_per_s / a.sm_count
     # the bytes a tile holds, not its footprint: padding takes shared memory but carries no data
     data = smem.copy()
-    for i, lay in enumerate(layouts or ()):
-        if all(isinstance(getattr(lay, f, None), int) for f in ("rows", "cols", "elem_bytes")):
-            data[i] = min(smem[i], lay.rows * lay.cols * lay.elem_bytes) if smem[i] else 0.0
+    if layouts is not None and len(layouts):
+        held = _per_layout(layouts, _data_bytes, len(layouts))
+        tile = np.flatnonzero(~np.isnan(held))
+        data[tile] = np.where(smem[tile] != 0, np.minimum(smem[tile], held[tile]), 0.0)
     staged = k.default_inflight_share * data / np.maximum(threads, 1)
     per_thread = np.where(np.isnan(inflight), staged, inflight)
     x = np.where(per_thread > 0, resident * threads * np.nan_to_num(per_thread) / need, occupancy / 0.25)
@@ -272,7 +328,8 @@ def predict_arrays(
     # of 128 blocks runs one block per SM: 4 warps measured 1.11x slower than 8 (quality study, H200).
     # Tensor-core arithmetic (``mma_bytes``) runs at the measured tensor rate of its operand size.
     w = resident * threads / 32 / 4
-    rate = np.array([a.mma_rate(int(m)) if m else a.fp32_flops for m in mma])
+    kinds, which = np.unique(mma, return_inverse=True)
+    rate = np.array([a.mma_rate(int(m)) if m else a.fp32_flops for m in kinds.tolist()])[which.ravel()]
     t_flops = traffic.get("flops", 0.0) / (rate * _knee(w))
     # instruction issue: every shared access costs its address arithmetic (one instruction per phase of
     # 32 lanes, ``ideal``, on four schedulers per SM); an XOR swizzle's per-access shift-mask-XOR more.

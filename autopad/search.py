@@ -7,18 +7,19 @@ every survivor with the model (``predict``) -> rank -> keep ``top_k`` plus the b
 layout and, where legal, the textbook +1 pad) and the best layout of each of the ``top_k`` best launch
 configurations for measurement.
 
-Why scoring is batched: a space of thousands of candidates is a few hundred access patterns (launch
-configurations) times a few dozen layouts. A pattern is built once per configuration; an instruction whose
-rows differ from another's by a whole number of the layout's row period (one row for plain padding,
-``per_phase * max_phase`` rows for a swizzle) moves every lane by the same byte offset, which cannot change
-its bank conflicts, so it is scored once; and the remaining instructions of every candidate go through the
-model in one call per access width. Ranking the largest built-in space so takes well under a second.
+``rank`` is the model-only ranking the ops' shape policy and the tuner start from, so it is built to be
+fast for spaces of tens of thousands of candidates. The space is kept as columns per spec and dtype
+(``space.Space``) with everything that does not depend on the problem's shape: each candidate's frozen
+constants, layout and score (``score.score_candidates``: each distinct instruction content under each
+layout once, each distinct address row through the model once). Per shape, legality and launch info come
+as arrays from the spec's ``legal_batch`` / ``launch_info_batch`` where it has them (else its scalar
+functions, candidate by candidate), the prediction is array arithmetic (``predict.predict_arrays``) and
+the order one ``np.lexsort``. benchmarks/bench_rank_speed.py measures it on the largest built-in spaces.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -26,11 +27,19 @@ from typing import Any
 import numpy as np
 
 from .arch import Arch, get_arch
-from .expr import ExprError, compile_expr
-from .layouts import Legality
-from .model import analyze_batch
-from .predict import LaunchInfoError, Prediction, check_launch_info, check_traffic, predict_batch
-from .spec import DTYPE_BYTES, KernelSpec, SpecError
+from .predict import (
+    LaunchInfoError,
+    Prediction,
+    check_launch_info,
+    check_traffic,
+    info_columns,
+    predict_arrays,
+    predict_batch,
+    predictions,
+)
+from .score import _PerLayout, score_candidates
+from .space import Space, check_legal, layout_of, space
+from .spec import KernelSpec, SpecError
 
 __all__ = [
     "Candidate",
@@ -43,10 +52,10 @@ __all__ = [
     "shortlist",
     "baselines",
     "check_legal",
+    "score_candidates",
 ]
 
-_CHUNK = 1 << 18  # points of the space evaluated per vectorised restriction pass
-_SCORE_CHUNK = 1 << 16  # instructions per model call (bounds memory)
+_layout = layout_of  # the names benchmarks/model_only_report.py and gpu_new_shapes.py import
 
 
 @dataclass(frozen=True)
@@ -72,400 +81,11 @@ def _freeze(constants: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((str(k), int(v)) for k, v in constants.items()))
 
 
-# ---- enumeration ---------------------------------------------------------------------------------------
-
-
-def check_legal(spec: KernelSpec, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
-    """The spec's validity predicate, as a Legality; a return that is neither is a SpecError naming it."""
-    res = spec.legal(constants, shape, dtype)
-    if isinstance(res, Legality):
-        return res
-    if isinstance(res, (bool, np.bool_)):
-        return Legality(bool(res), "" if res else "rejected by the spec's legal()")
-    raise SpecError(
-        f"legal: returned {res!r} ({type(res).__name__}) for {constants}; return a bool or an "
-        f"autopad.layouts.Legality(ok, reason)"
-    )
-
-
-def _restrictions(spec: KernelSpec) -> list[tuple[str, Callable[[Mapping[str, Any]], Any]]]:
-    out = []
-    for r in getattr(spec, "RESTRICTIONS", ()) or ():
-        if isinstance(r, str):
-            try:
-                out.append((r, compile_expr(r)))
-            except ExprError as e:
-                raise SpecError(f"RESTRICTIONS: {e}") from None
-        elif callable(r):
-            out.append((getattr(r, "__name__", repr(r)), r))
-        else:
-            raise SpecError(f"RESTRICTIONS: {r!r} is neither an expression string nor a callable")
-    return out
-
-
 def enumerate_candidates(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> list[dict[str, int]]:
     """Every combination of the spec's tunables that its restrictions and ``legal`` accept, in a fixed order
-    (``itertools.product`` over the sorted names). Restrictions see the constants and ``E``, the element
-    size in bytes.
-
-    The product is built one constant at a time, and a restriction is applied as soon as every name it
-    reads is there, so the table never holds the millions of points a restriction would drop at once
-    (the CUDA transpose: 1.5 million points, 21,000 legal).
-    """
-    from .expr import names_in
-
-    names = sorted(spec.SPACE)
-    e = DTYPE_BYTES.get(dtype, 4)
-    rules = _restrictions(spec)
-    raw = list(getattr(spec, "RESTRICTIONS", ()) or ())
-    needs = [
-        (set(names_in(r)) - {"E"}) & set(names) if isinstance(r, str) else set(names) for r in raw
-    ]  # a callable sees the whole point: it runs last
-    cols: dict[str, np.ndarray] = {}
-    n = 1
-    done = [False] * len(rules)
-    for i, name in enumerate(names):
-        vals = np.asarray(spec.SPACE[name], dtype=np.int64)
-        # extend every row by each value of this constant, keeping product order (earlier names vary slower)
-        cols = {k: np.repeat(v, len(vals)) for k, v in cols.items()}
-        cols[name] = np.tile(vals, n)
-        n *= len(vals)
-        have = set(names[: i + 1])
-        keep = np.ones(n, dtype=bool)
-        for j, (text, rule) in enumerate(rules):
-            if done[j] or not needs[j] <= have:
-                continue
-            done[j] = True
-            env = {**cols, "E": e}
-            try:
-                ok = rule(env)
-            except (ExprError, KeyError, TypeError, ZeroDivisionError, FloatingPointError) as exc:
-                raise SpecError(f"RESTRICTIONS: {text!r} failed: {exc}") from None
-            ok = np.broadcast_to(np.asarray(ok), keep.shape)
-            if ok.dtype != bool:
-                raise SpecError(f"RESTRICTIONS: {text!r} gave {ok.dtype} values, not True/False")
-            keep &= ok
-        if not keep.all():
-            cols = {k: v[keep] for k, v in cols.items()}
-            n = int(keep.sum())
-    out: list[dict[str, int]] = []
-    lists = [cols[k].tolist() for k in names]
-    for point in zip(*lists):
-        c = dict(zip(names, point))
-        if check_legal(spec, c, shape, dtype):
-            out.append(c)
-    return out
-
-
-# ---- scoring -------------------------------------------------------------------------------------------
-
-
-def _periods(layout: Any) -> tuple[int, int] | None:
-    """(rows, cols) after which the layout repeats up to a uniform byte shift, or None when unknown.
-
-    Padded rows shift by ``row_stride`` every row and by one element every column; an XOR swizzle's
-    pattern repeats every ``per_phase * max_phase`` rows and every ``sw_vec * max_phase`` columns (the XOR
-    touches only the chunk index's low bits). A uniform shift of every lane moves them all by the same
-    number of banks (or whole bank turns), which cannot change a conflict, so instructions that differ only
-    by such a shift cost the same. The shift must also be whole 4-byte words: 2-byte elements in rows of
-    odd length would move lanes between words, so the periods are stretched until the shift is.
-    """
-    rp = getattr(layout, "row_period", None)
-    if isinstance(rp, tuple) and len(rp) == 2:
-        return rp
-    if not all(hasattr(layout, a) for a in ("row_stride", "per_phase", "max_phase", "sw_vec", "elem_bytes")):
-        return None
-    e, m = int(layout.elem_bytes), int(layout.max_phase)
-    p = int(layout.per_phase) * m if m > 1 else 1
-    q = int(layout.sw_vec) * m if m > 1 else 1
-    p *= 4 // math.gcd(p * int(layout.row_stride) * e, 4)
-    q *= 4 // math.gcd(q * e, 4)
-    return p, q
-
-
-def _stacked(pattern: Any, warp: int) -> list[tuple[str, int, _Group]]:
-    """A pattern as (op, width, rows (n, warp), cols (n, warp), counts (n,)) groups."""
-    if hasattr(pattern, "groups"):  # already stacked
-        return [(op, w, _Group(np.asarray(r, np.int64), np.asarray(c, np.int64), np.asarray(k, np.int64)))
-                for op, w, r, c, k in pattern.groups]  # fmt: skip
-    groups: dict[tuple[str, int], list[Any]] = {}
-    for ins in pattern:
-        groups.setdefault((ins.op, ins.access_bytes), []).append(ins)
-    out = []
-    for (op, width), items in groups.items():
-        for ins in items:
-            if len(ins.rows) != warp:
-                raise SpecError(
-                    f"smem_pattern: instruction {ins.name!r} has {len(ins.rows)} lanes; warps have {warp}"
-                )
-        rows = np.stack([i.rows for i in items]).astype(np.int64, copy=False)
-        cols = np.stack([i.cols for i in items]).astype(np.int64, copy=False)
-        counts = np.array([i.count for i in items], dtype=np.int64)
-        out.append((op, width, _Group(rows, cols, counts)))
-    return out
-
-
-_MULTS = np.random.default_rng(0x5EED).integers(1, 2**62, size=(4, 1024), dtype=np.int64) | 1
-
-
-class _Group:
-    """One (op, width) group of a pattern, with what every canonicalisation of it shares.
-
-    Canonical form: each instruction moved towards (0, 0) by whole periods of the layout (see ``_periods``);
-    instructions equal after that cost the same. Two independent 64-bit hashes of each instruction's lanes
-    are kept as sums that a shift changes linearly (hash = sum(rows * M) + sum(cols * M'), inactive lanes
-    fixed), so each period's canonical hashes cost a few vector operations on n numbers, not n x 32.
-    """
-
-    def __init__(self, rows: np.ndarray, cols: np.ndarray, counts: np.ndarray) -> None:
-        self.rows, self.counts = rows, counts
-        self.active = rows >= 0
-        self.cols = np.where(self.active, cols, 0)
-        big = np.iinfo(np.int64).max
-        lo_r = np.where(self.active, rows, big).min(axis=1)
-        lo_c = np.where(self.active, self.cols, big).min(axis=1)
-        self.lo_r, self.lo_c = np.where(lo_r == big, 0, lo_r), np.where(lo_c == big, 0, lo_c)
-        w = rows.shape[1]
-        act = self.active.astype(np.int64)
-        with np.errstate(over="ignore"):
-            m = _MULTS[:, :w]
-            self.h = [(rows * m[0]).sum(axis=1) + (self.cols * m[1]).sum(axis=1),
-                      (rows * m[2]).sum(axis=1) + (self.cols * m[3]).sum(axis=1)]  # fmt: skip
-            self.a = [((act * m[0]).sum(axis=1), (act * m[1]).sum(axis=1)),
-                      ((act * m[2]).sum(axis=1), (act * m[3]).sum(axis=1))]  # fmt: skip
-
-    def canonical(self, periods: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(rows, cols, counts) of the distinct canonical instructions."""
-        if periods is None or len(self.rows) < 2:
-            return self.rows, self.cols, self.counts
-        p, q = periods
-        sr, sc = (self.lo_r // p) * p, (self.lo_c // q) * q
-        with np.errstate(over="ignore"):
-            h1 = self.h[0] - sr * self.a[0][0] - sc * self.a[0][1]
-            h2 = self.h[1] - sr * self.a[1][0] - sc * self.a[1][1]
-        _, first, inverse = np.unique(h1, return_index=True, return_inverse=True)
-        inverse = inverse.ravel()
-        sel = first
-        if not (h2 == h2[first[inverse]]).all():  # a hash collision: exact row comparison instead
-            sel = np.arange(len(self.rows))
-        act = self.active[sel]
-        r = np.where(act, self.rows[sel] - sr[sel, None], -1)
-        c = np.where(act, self.cols[sel] - sc[sel, None], 0)
-        if sel is not first:
-            _, first, inverse = np.unique(np.concatenate([r, c], axis=1), axis=0, return_index=True,
-                                          return_inverse=True)  # fmt: skip
-            inverse = inverse.ravel()
-            r, c = r[first], c[first]
-        merged = np.bincount(inverse, weights=self.counts, minlength=len(first)).astype(np.int64)
-        return r, c, merged
-
-    def canonical_many(self, periods: Sequence[tuple[int, int] | None]) -> list[tuple]:
-        """``canonical`` for several periods at once: one sort of the (period, hash) table instead of one
-        ``np.unique`` per period."""
-        known = sorted({p for p in periods if p is not None})
-        if len(known) < 2 or len(self.rows) < 2:
-            return [self.canonical(p) for p in periods]
-        n = len(self.rows)
-        p = np.array([x[0] for x in known], dtype=np.int64)[:, None]
-        q = np.array([x[1] for x in known], dtype=np.int64)[:, None]
-        sr, sc = (self.lo_r[None, :] // p) * p, (self.lo_c[None, :] // q) * q  # (K, n)
-        with np.errstate(over="ignore"):
-            h1 = self.h[0][None, :] - sr * self.a[0][0][None, :] - sc * self.a[0][1][None, :]
-            h2 = self.h[1][None, :] - sr * self.a[1][0][None, :] - sc * self.a[1][1][None, :]
-        order = np.argsort(h1, axis=1, kind="stable")
-        hs = np.take_along_axis(h1, order, axis=1)
-        new = np.ones(hs.shape, dtype=bool)
-        new[:, 1:] = hs[:, 1:] != hs[:, :-1]
-        gid_sorted = np.cumsum(new, axis=1) - 1  # distinct-hash index of each sorted entry, per period
-        first_pos = np.maximum.accumulate(np.where(new, np.arange(n)[None, :], 0), axis=1)
-        rep = np.empty_like(order)  # each instruction's representative (first of its hash), per period
-        np.put_along_axis(rep, order, np.take_along_axis(order, first_pos, axis=1), axis=1)
-        exact = (np.take_along_axis(h2, rep, axis=1) == h2).all(axis=1)  # a second hash confirms the first
-        out: dict[tuple[int, int], tuple] = {}
-        for k, per in enumerate(known):
-            if not exact[k]:
-                out[per] = self.canonical(per)
-                continue
-            firsts = order[k][new[k]]
-            gid = np.empty(n, dtype=np.int64)
-            gid[order[k]] = gid_sorted[k]
-            merged = np.bincount(gid, weights=self.counts, minlength=len(firsts)).astype(np.int64)
-            act = self.active[firsts]
-            r = np.where(act, self.rows[firsts] - sr[k, firsts][:, None], -1)
-            c = np.where(act, self.cols[firsts] - sc[k, firsts][:, None], 0)
-            out[per] = (r, c, merged)
-        return [out[x] if x is not None else self.canonical(None) for x in periods]
-
-
-def _check_bounds(name: str, layout: Any, rows: np.ndarray, cols: np.ndarray) -> None:
-    """A pattern that reaches outside its layout's tile is a spec mistake, not a layout to score."""
-    lr, lc = getattr(layout, "rows", None), getattr(layout, "cols", None)
-    if not isinstance(lr, int) or not isinstance(lc, int) or not hasattr(layout, "row_stride"):
-        return
-    active = rows >= 0
-    bad = active & ((rows >= lr) | (cols < 0) | (cols >= lc))
-    if bad.any():
-        i, lane = np.argwhere(bad)[0]
-        raise SpecError(
-            f"smem_pattern: {name}: lane {lane} of an instruction touches (row {rows[i, lane]}, col "
-            f"{cols[i, lane]}), outside the layout's {lr} x {lc} tile"
-        )
-
-
-def _tile_params(layout: Any) -> tuple[int, int, int, int, int] | None:
-    """(row stride, sw_vec, per_phase, max_phase, elem bytes) of a layout that uses the one tile formula
-    unchanged (autopad.layouts' padded / swizzled tiles), else None."""
-    from . import layouts
-
-    base = getattr(layouts, "_Tile", None) or getattr(layouts, "Tile", None)
-    if base is None or not isinstance(layout, base) or type(layout).offsets is not base.offsets:
-        return None
-    v, pp, mp = int(layout.sw_vec), int(layout.per_phase), int(layout.max_phase)
-    if any(x & (x - 1) for x in (v, pp, mp)):
-        return None  # the batched formula below uses shifts and masks
-    return int(layout.row_stride), v.bit_length() - 1, pp.bit_length() - 1, mp - 1, int(layout.elem_bytes)
-
-
-def _addresses(parts: Sequence[tuple[int, Any, np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
-    """Byte addresses of every part's instructions, in order. Parts on tile layouts go through the tile
-    formula together (one vectorised pass with per-row parameters); other layouts through their own
-    ``offsets``."""
-    out: list[np.ndarray | None] = [None] * len(parts)
-    tiles = []
-    for i, (_, lay, r, c, _k) in enumerate(parts):
-        p = _tile_params(lay)
-        if p is None:
-            out[i] = np.asarray(lay.offsets(r, c), dtype=np.int64)
-        else:
-            tiles.append((i, p, r, c))
-    if tiles:
-        r = np.concatenate([t[2] for t in tiles]).astype(np.int32)
-        c = np.concatenate([t[3] for t in tiles]).astype(np.int32)
-        lens = [len(t[2]) for t in tiles]
-        prm = np.repeat(np.array([t[1] for t in tiles], dtype=np.int32), lens, axis=0)
-        off = np.empty(r.shape, dtype=np.int64)
-        step = max(1, (1 << 16) // max(1, r.shape[1]))  # rows per pass: temporaries stay in cache
-        for s in range(0, len(r), step):
-            sl = slice(s, s + step)
-            rr, cc = r[sl], c[sl]
-            stride, lv, lp, mmask, e = (prm[sl, j : j + 1] for j in range(5))
-            # the one formula (layouts.py): r * (cols + pad) + ((c // vec) ^ ((r // per_phase) % max_phase))
-            # * vec + c % vec, in elements; vec, per_phase and max_phase are powers of two: shifts and masks
-            o = (rr * stride + ((((cc >> lv) ^ ((rr >> lp) & mmask)) << lv) | (cc & ((1 << lv) - 1)))) * e
-            off[sl] = np.where(rr < 0, -1, o)
-        for (i, *_), part in zip(tiles, np.split(off, np.cumsum(lens)[:-1])):
-            out[i] = part
-    return np.concatenate(out) if len(out) > 1 else out[0]
-
-
-_UNIT_SCORES: dict[tuple, tuple[int, int]] = {}  # (spec, dtype, dist, arch, pattern memo, layout) -> score
-_UNIT_SCORES_MAX = 1 << 19
-
-
-def _spec_id(spec: KernelSpec) -> tuple:
-    from .kernels_registry import source_hash
-
-    return (spec.NAME, spec.BACKEND, source_hash(spec))
-
-
-def score_candidates(
-    spec: KernelSpec,
-    consts: Sequence[Mapping[str, int]],
-    layouts: Sequence[Any],
-    dtype: str,
-    dist: str | None,
-    arch: Arch,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Wavefronts and ideal wavefronts per tile of every candidate, in one model call per access width.
-
-    A (pattern, layout) pair's score does not depend on the problem's shape, so it is kept for the rest of
-    the process: ranking a second shape of the same kernel (the ops' shape policy does) scores nothing new.
-    """
-    n = len(consts)
-    keys = getattr(spec, "PATTERN_KEYS", None)
-    sid = _spec_id(spec) + (dtype, dist, arch.name) if keys is not None else None
-    patterns: dict[Any, list] = {}
-    units: dict[tuple[Any, Any], list[int]] = {}  # (pattern memo, layout) -> candidate indices
-    for i, (c, lay) in enumerate(zip(consts, layouts)):
-        memo = tuple(c[k] for k in keys) if keys is not None else i
-        try:
-            units.setdefault((memo, lay), []).append(i)
-        except TypeError:  # an unhashable layout: score it on its own
-            units.setdefault((memo, i), []).append(i)
-    unit_list = list(units.items())
-    wave_u = np.zeros(len(unit_list), dtype=np.int64)
-    ideal_u = np.zeros(len(unit_list), dtype=np.int64)
-    todo: list[int] = []
-    for u, ((memo, lay_key), _) in enumerate(unit_list):
-        hit = _UNIT_SCORES.get(sid + (memo, lay_key)) if sid is not None else None
-        if hit is not None:
-            wave_u[u], ideal_u[u] = hit
-        else:
-            todo.append(u)
-    # the patterns and periods the unscored units need
-    need: dict[Any, set] = {}
-    for u in todo:
-        (memo, _), members = unit_list[u]
-        if memo not in patterns:
-            c = consts[members[0]]
-            pat = (
-                spec.smem_pattern(dict(c), dtype, dist=dist)
-                if dist is not None
-                else spec.smem_pattern(dict(c), dtype)
-            )
-            if pat is None:
-                raise SpecError(f"smem_pattern: returned None for {dict(c)}; return the block's instructions")
-            patterns[memo] = _stacked(pat, arch.warp_size)
-            for _op, _width, grp in patterns[memo]:
-                _check_bounds(f"{spec.NAME} {dict(c)}", layouts[members[0]], grp.rows, grp.cols)
-        need.setdefault(memo, set()).add(_periods(layouts[members[0]]))
-    canon: dict[tuple[Any, Any, int], tuple] = {}
-    for memo, pers in need.items():
-        pers_l = sorted(pers, key=lambda x: (x is None, x or (0, 0)))
-        for g, (_, _, grp) in enumerate(patterns[memo]):
-            for per, out in zip(pers_l, grp.canonical_many(pers_l)):
-                canon[(memo, per, g)] = out
-    # per (op, width): the canonical instructions of every unscored unit, concatenated; one model call each
-    batches: dict[tuple[str, int], list[tuple[int, Any, np.ndarray, np.ndarray, np.ndarray]]] = {}
-    for u in todo:
-        (memo, _), members = unit_list[u]
-        lay = layouts[members[0]]
-        per = _periods(lay)
-        for g, (op, width, _) in enumerate(patterns[memo]):
-            r, c, k = canon[(memo, per, g)]
-            batches.setdefault((op, width), []).append((u, lay, r, c, k))
-    for (op, width), parts in batches.items():
-        addr = _addresses(parts)
-        counts = np.concatenate([p[4] for p in parts])
-        owner = np.concatenate([np.full(len(p[2]), p[0], dtype=np.int64) for p in parts])
-        w = np.empty(len(addr), dtype=np.int64)
-        d = np.empty(len(addr), dtype=np.int64)
-        for s in range(0, len(addr), _SCORE_CHUNK):
-            sl = slice(s, s + _SCORE_CHUNK)
-            w[sl], d[sl] = analyze_batch(addr[sl], width, op, arch)
-        wave_u += np.bincount(owner, weights=w * counts, minlength=len(unit_list)).astype(np.int64)
-        ideal_u += np.bincount(owner, weights=d * counts, minlength=len(unit_list)).astype(np.int64)
-    if sid is not None and todo:
-        if len(_UNIT_SCORES) + len(todo) > _UNIT_SCORES_MAX:
-            _UNIT_SCORES.clear()
-        for u in todo:
-            _UNIT_SCORES[sid + (unit_list[u][0][0], unit_list[u][0][1])] = (int(wave_u[u]), int(ideal_u[u]))
-    wave = np.zeros(n, dtype=np.int64)
-    ideal = np.zeros(n, dtype=np.int64)
-    for u, (_, members) in enumerate(unit_list):
-        wave[members] = wave_u[u]
-        ideal[members] = ideal_u[u]
-    return wave, ideal
-
-
-def _layout(spec: KernelSpec, c: Mapping[str, int], dtype: str) -> Any:
-    lay = spec.layout(dict(c), dtype)
-    if lay is None or not hasattr(lay, "offsets"):
-        raise SpecError(
-            f"layout: returned {lay!r} for {dict(c)}; return an autopad.layouts layout (Padded, Swizzled, "
-            f"Tile, Structs, Replicated) or an object with offsets(rows, cols) and footprint"
-        )
-    return lay
+    (``itertools.product`` over the sorted names; see ``space.restricted``)."""
+    kept = space(spec, dtype)
+    return [kept.constants(i) for i in np.flatnonzero(kept.legal(spec, shape, dtype)).tolist()]
 
 
 def _launch_infos(
@@ -503,6 +123,57 @@ def _launch_infos(
             except LaunchInfoError as e:
                 raise SpecError(f"{e} (for {dict(consts[i])})") from None
             raise SpecError(f"launch_info: {k!r} is {vals[i]!r} for {dict(consts[i])}")
+    return out
+
+
+def _info_columns(
+    spec: KernelSpec,
+    kept: Space,
+    rows: np.ndarray,
+    extras: Sequence[Mapping[str, int]],
+    layouts: Sequence[Any],
+    shape: tuple,
+    dtype: str,
+) -> dict[str, np.ndarray]:
+    """The launch info of the rows then the extras, as ``predict.info_columns``: ``launch_info_batch``
+    over the rows' columns where the spec has it (checked as ``_launch_infos`` checks), else
+    ``launch_info`` one candidate at a time."""
+    batch = getattr(spec, "launch_info_batch", None)
+    if not callable(batch) or not len(rows):
+        consts = [kept.constants(i) for i in rows.tolist()] + [dict(c) for c in extras]
+        return info_columns(_launch_infos(spec, consts, layouts, shape, dtype))
+    got = batch({k: v[rows] for k, v in kept.cols.items()}, shape, dtype)
+    if not isinstance(got, Mapping):
+        raise SpecError(f"launch_info_batch: returned {type(got).__name__}; return a dict of arrays")
+    first = {k: np.asarray(v)[0].item() for k, v in got.items()}
+    try:
+        check_launch_info(first, "launch_info_batch")
+    except LaunchInfoError as e:
+        raise SpecError(f"{e} (for {kept.constants(int(rows[0]))})") from None
+    cols = {}
+    for k, v in got.items():
+        arr = np.asarray(v)
+        if arr.shape != rows.shape or arr.dtype.kind not in "iuf":
+            raise SpecError(
+                f"launch_info_batch: {k!r} is {arr.dtype} of shape {arr.shape}; want {len(rows)} numbers"
+            )
+        arr = arr.astype(np.float64)
+        bad = ~np.isfinite(arr) | (arr < 0) | ((arr < 1) if k in ("blocks", "threads") else False)
+        if bad.any():
+            i = int(rows[int(np.argmax(bad))])
+            raise SpecError(
+                f"launch_info_batch: {k!r} is {arr[int(np.argmax(bad))]!r} for {kept.constants(i)}"
+            )
+        cols[k] = arr
+    if "smem_bytes" not in cols:  # the layout's footprint, as ``_launch_infos`` defaults it
+        foot = _PerLayout(lambda lay: float(getattr(lay, "footprint", 0)))
+        cols["smem_bytes"] = np.array([foot.of(lay) for lay in layouts[: len(rows)]], dtype=np.float64)
+    out = info_columns(cols)
+    if extras:
+        rest = info_columns(
+            _launch_infos(spec, [dict(c) for c in extras], layouts[len(rows) :], shape, dtype)
+        )
+        out = {k: np.concatenate([out[k], rest[k]]) for k in out}
     return out
 
 
@@ -549,35 +220,102 @@ def rank(
     extra: Iterable[Mapping[str, int]] | None = None,
     dist: str | None = None,
 ) -> list[Candidate]:
-    """All legal candidates, best predicted first; ties go to fewer conflicts, then the smaller footprint.
+    """All legal candidates, best predicted first; ties go to fewer conflicts, then the smaller footprint,
+    then the key (the constants as text).
 
     ``extra`` adds constants outside the enumeration (the baselines), each still subject to ``legal``.
     """
     a = get_arch(arch)
-    seen = {_freeze(c): c for c in enumerate_candidates(spec, shape, dtype)}
+    kept = space(spec, dtype)
+    legal = kept.legal(spec, shape, dtype)
+    rows = np.flatnonzero(legal)
+    frozen_rows = kept.frozen
+    frozen = [frozen_rows[i] for i in rows.tolist()]
+    extras: dict[tuple, dict[str, int]] = {}
     for c in extra or []:
-        frozen = _freeze(c)
-        if frozen not in seen and check_legal(spec, dict(c), shape, dtype):
-            seen[frozen] = dict(c)
-    if not seen:
+        f = _freeze(c)
+        i = kept.find(f)
+        if (i is not None and legal[i]) or f in extras:
+            continue
+        if check_legal(spec, dict(c), shape, dtype):
+            extras[f] = dict(c)
+    if not len(rows) and not extras:
         return []
-    frozen_all = list(seen)
-    consts = list(seen.values())
-    layouts = [_layout(spec, c, dtype) for c in consts]
-    wave, ideal = score_candidates(spec, consts, layouts, dtype, dist, a)
-    infos = _launch_infos(spec, consts, layouts, shape, dtype)
-    preds = predict_batch(infos, _traffic(spec, shape, dtype), wave, ideal, a, layouts=layouts)
-    roles_of: dict[tuple, list[str]] = {}
+    frozen += list(extras)
+    layouts = kept.layouts(spec, rows, dtype) + [_layout(spec, c, dtype) for c in extras.values()]
+    wave, ideal = kept.score(spec, rows, layouts, dtype, dist, a)
+    if extras:
+        w, d = score_candidates(spec, list(extras.values()), layouts[len(rows) :], dtype, dist, a)
+        wave, ideal = np.concatenate([wave, w]), np.concatenate([ideal, d])
+    infos = _info_columns(spec, kept, rows, list(extras.values()), layouts, shape, dtype)
+    arrays = predict_arrays(infos, _traffic(spec, shape, dtype), wave, ideal, a, layouts=layouts)
+    preds = predictions(arrays, wave, ideal)
+    roles: list[tuple[str, ...]] = [()] * len(frozen)
+    where = {f: j for j, f in enumerate(extras, len(rows))}
+    named = []
     if getattr(spec, "DEFAULTS", None) is not None:
-        roles_of.setdefault(_freeze(spec.DEFAULTS), []).append("unpadded")
+        named.append((_freeze(spec.DEFAULTS), "unpadded"))
     textbook = spec.textbook(shape, dtype) if hasattr(spec, "textbook") else None
     if textbook is not None:
-        roles_of.setdefault(_freeze(textbook), []).append("textbook")
-    out = [Candidate(f, lay, p, tuple(roles_of.get(f, ()))) for f, lay, p in zip(frozen_all, layouts, preds)]
-    out.sort(
-        key=lambda c: (c.prediction.seconds, c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key)
-    )
-    return out
+        named.append((_freeze(textbook), "textbook"))
+    for f, role in named:
+        i = kept.find(f)
+        j = int(np.searchsorted(rows, i)) if i is not None and legal[i] else where.get(f)
+        if j is not None:
+            roles[j] = (*roles[j], role)
+    order = _order(frozen, preds, arrays, wave, kept, rows)
+    return [Candidate(frozen[i], layouts[i], preds[i], roles[i]) for i in order]
+
+
+def _order(
+    frozen: list[tuple],
+    preds: list[Prediction],
+    arrays: tuple[np.ndarray, ...],
+    wave: np.ndarray,
+    kept: Space,
+    rows: np.ndarray,
+) -> list[int]:
+    """The ranking's order: by (seconds, wavefronts, footprint, key), as one ``np.lexsort``.
+
+    The key is the constants as text, ``"NAME=value,..."`` in name order. Where every candidate has the same
+    names, comparing two keys compares the names' values as decimal text, first name first (a value that
+    is a prefix of another sorts first: the ',' that follows it sorts before any digit), so each column
+    is ranked by its values' text once and the columns sort as numbers. Otherwise (an extra with other
+    names, or a NaN time) it is Python's sort of the text keys."""
+    seconds, smem = arrays[0], arrays[4]
+    names = kept.names
+    n = len(frozen)
+    same = all(tuple(k for k, _ in f) == names for f in frozen[len(rows) :])
+    tail = None
+    if same:
+        try:
+            tail = np.array([[v for _, v in f] for f in frozen[len(rows) :]], dtype=np.int64)
+            tail = tail.reshape(-1, len(names))
+        except OverflowError:  # an extra's value beyond int64
+            tail = None
+    if not same or tail is None or np.isnan(seconds).any():
+        return sorted(
+            range(n),
+            key=lambda i: (
+                preds[i].seconds,
+                preds[i].wavefronts_per_tile,
+                preds[i].footprint,
+                _key(frozen[i]),
+            ),
+        )
+    keys = []
+    for j, name in enumerate(names):
+        col = np.concatenate([kept.cols[name][rows], tail[:, j]])
+        vals = np.unique(col, return_counts=True)[0]
+        by_text = np.argsort(np.argsort([str(v) for v in vals.tolist()], kind="stable"), kind="stable")
+        keys.append(by_text[np.searchsorted(vals, col)])
+    # Prediction.footprint and .wavefronts_per_tile are these, as ints
+    foot, waves = smem.astype(np.int64), np.asarray(wave).astype(np.int64)
+    return np.lexsort((*keys[::-1], foot, waves, seconds)).tolist()
+
+
+def _key(frozen: tuple) -> str:
+    return ",".join(f"{k}={v}" for k, v in frozen)
 
 
 # ---- shortlist and neighbourhood -------------------------------------------------------------------------

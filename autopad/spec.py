@@ -38,22 +38,41 @@ constants ``smem_pattern`` depends on), ``LAYOUT_KEYS`` (the constants that only
 ``ACCUMULATES`` (``run`` adds into ``out``: the harness zeroes it first), ``DISTS`` (input classes that
 change the speed; ``smem_pattern`` then takes ``dist=``), ``check_shape(shape)`` and ``inputs_from(*args)``.
 
+Optional, for speed (the tuner ranks spaces of tens of thousands of candidates): ``legal_batch(columns,
+shape, dtype)`` and ``launch_info_batch(columns, shape, dtype)`` take the candidates as columns (constant
+name -> int64 array, one entry per candidate) and return ``legal``'s answers as a bool array and
+``launch_info``'s as a dict of arrays. They must agree with ``legal`` and ``launch_info`` entry for entry
+(the CUDA transpose has both, and its tests hold them to it); ``legal`` and ``launch_info`` stay the
+definition, used for a single candidate.
+
 ``KernelSpec`` checks the static parts when it wraps a spec, and the tuner checks what the functions return
 the first time it calls them, so a mistake is reported as the spec function's name and what was wrong.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-__all__ = ["KernelSpec", "SpecError", "REQUIRED", "BENCH_REQUIRED", "DTYPE_BYTES", "spec_name"]
+import numpy as np
+
+__all__ = [
+    "KernelSpec",
+    "SpecError",
+    "REQUIRED",
+    "BENCH_REQUIRED",
+    "DTYPE_BYTES",
+    "spec_name",
+    "per_distinct",
+    "batched_info",
+]
 
 REQUIRED = ("NAME", "BACKEND", "DTYPES", "SPACE", "legal", "layout", "smem_pattern", "launch_info", "traffic")
 BENCH_REQUIRED = ("make_inputs", "alloc_output", "build", "run", "reference", "check")
 BACKENDS = ("cuda", "triton")
+BATCHED = ("legal_batch", "launch_info_batch")  # optional: legal and launch_info over many candidates
 
 DTYPE_BYTES = {
     "float64": 8,
@@ -121,6 +140,9 @@ def _check_static(impl: Any) -> None:
     for fn in ("legal", "layout", "smem_pattern", "launch_info", "traffic"):
         if not callable(getattr(impl, fn)):
             raise SpecError(f"{fn}: must be a function, got {getattr(impl, fn)!r}")
+    for fn in BATCHED:
+        if getattr(impl, fn, None) is not None and not callable(getattr(impl, fn)):
+            raise SpecError(f"{fn}: must be a function (or absent), got {getattr(impl, fn)!r}")
     defaults = getattr(impl, "DEFAULTS", None)
     if defaults is not None:
         if not isinstance(defaults, Mapping) or set(defaults) != set(space):
@@ -162,3 +184,46 @@ class KernelSpec:
                 f"kernel: {spec_name(self.impl)} cannot be measured; it lacks {', '.join(missing)} "
                 f"(derive from autopad.CudaKernel or autopad.TritonKernel to get them)"
             )
+
+
+def per_distinct(columns: Mapping[str, Any], names: Sequence[str]) -> tuple[list[dict[str, int]], np.ndarray]:
+    """For a spec's batch hooks: the distinct combinations of the named columns (each the whole first row
+    that has it, as a constants dict of Python ints) and each row's combination. A hook asks its scalar
+    function once per combination of the constants that function reads and spreads the answers with the
+    index (``answers[index]``)."""
+    cols = [np.asarray(columns[k]) for k in names]
+    n = len(next(iter(columns.values()))) if columns else 0
+    code, size = np.zeros(n, dtype=np.int64), 1
+    for col in cols:  # the combination as one int: mixed radix over each column's values
+        vals, inv = np.unique(col, return_inverse=True)
+        if size * len(vals) >= 2**62:  # renumber the combinations so far
+            code = np.unique(code, return_inverse=True)[1].ravel()
+            size = int(code.max(initial=0)) + 1
+        code, size = code * len(vals) + inv.ravel(), size * len(vals)
+    _, first, index = np.unique(code, return_index=True, return_inverse=True)
+    keys = list(columns)
+    rows = [dict(zip(keys, v)) for v in zip(*(np.asarray(columns[k])[first].tolist() for k in keys))]
+    return rows, index.ravel()
+
+
+def batched_info(
+    spec: Any,
+    columns: Mapping[str, Any],
+    shape: tuple,
+    dtype: str,
+    reads: Sequence[str],
+    layout: Sequence[str],
+) -> dict[str, np.ndarray]:
+    """A ``launch_info_batch`` from a spec's ``launch_info`` and ``smem_bytes``: ``launch_info`` once per
+    distinct combination of the constants it ``reads`` (besides the layout's), ``smem_bytes`` once per
+    distinct combination of the ``layout``'s. A key that some candidates leave out takes the predictor's
+    default there (``autopad.predict.INFO_DEFAULTS``), or is dropped if the predictor does not read it."""
+    from .predict import INFO_DEFAULTS
+
+    rows, at = per_distinct(columns, reads)
+    infos = [spec.launch_info(r, shape, dtype) for r in rows]
+    tiles, at_tile = per_distinct(columns, layout)
+    keys = {k for i in infos for k in i if k in INFO_DEFAULTS or all(k in j for j in infos)}
+    out = {k: np.array([i.get(k, INFO_DEFAULTS.get(k, 0)) for i in infos])[at] for k in keys}
+    out["smem_bytes"] = np.array([spec.smem_bytes(r, dtype) for r in tiles])[at_tile]
+    return out

@@ -718,14 +718,17 @@ def test_addresses_beyond_2_29_take_the_numpy_path_with_the_same_answer():
     assert got[0].tolist() == [1, 1, 8] and got[1].tolist() == [1, 1, 1]
 
 
-def test_import_autopad_loads_no_numba_and_the_first_call_does():
+def test_import_autopad_loads_no_numba_and_backend_does():
+    """numba loads lazily: not at import, not for a first small batch (numpy scores it, see the next
+    section), but as soon as ``backend()`` or a large batch asks for it."""
     pytest.importorskip("numba")
     import subprocess
     import sys
 
     code = (
         "import sys, autopad; assert 'numba' not in sys.modules, 'import autopad loaded numba'; "
-        "autopad.analyze([4 * n for n in range(32)]); print(autopad.model.backend(), 'numba' in sys.modules)"
+        "autopad.analyze([4 * n for n in range(32)]); assert 'numba' not in sys.modules; "
+        "print(autopad.model.backend(), 'numba' in sys.modules)"
     )
     env = {k: v for k, v in __import__("os").environ.items() if k != "AUTOPAD_MODEL_BACKEND"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
@@ -879,3 +882,73 @@ def test_backends_agree_on_other_32_lane_geometries(geometry):
         fast = _with_backend("numba", lambda: analyze_batch(addr, width, op, arch))  # noqa: B023
         slow = _with_backend("numpy", lambda: analyze_batch(addr, width, op, arch))  # noqa: B023
         assert fast[0].tolist() == slow[0].tolist() and fast[1].tolist() == slow[1].tolist(), (op, width)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# (i) analyze_distinct: each distinct instruction once, the same answers as analyze_batch
+# ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op,width", ALL_FORMS)
+def test_analyze_distinct_equals_analyze_batch(op, width):
+    """Rows repeated as they are and moved by whole turns of the banks (and, to tell the shift apart from
+    a mere copy, by a word or a half turn) score as analyze_batch scores them."""
+    from autopad.model import analyze_distinct, shift_period
+
+    rng = np.random.default_rng(hash(("distinct", op, width)) % 2**32)
+    base = _random_batch(rng, 300, op, width)
+    base = base[(base < 1 << 28).all(axis=1)]
+    turn = shift_period(width, op)
+    assert turn == 128
+    moved = []
+    for k in (turn, 3 * turn, width, turn // 2):
+        moved.append(np.where(base >= 0, base + k, -1))
+    addr = np.concatenate([base, base[::-1], *moved])
+    want = analyze_batch(addr, width, op)
+    for arr in (addr, addr.astype(np.int32)):
+        got = analyze_distinct(arr, width, op)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+def test_analyze_distinct_names_the_callers_bad_row():
+    from autopad.model import analyze_distinct
+
+    addr = np.tile(np.arange(32, dtype=np.int64) * 4, (50, 1))
+    addr[37, 3] = 6
+    with pytest.raises(ValueError, match=r"^addresses: row 37 lane 3 address 6 is not aligned"):
+        analyze_distinct(addr)
+    addr[37, 3] = (1 << 32) + 4
+    with pytest.raises(ValueError, match=r"row 37 lane 3 .* out of range"):
+        analyze_distinct(addr)
+
+
+def test_auto_scores_a_small_first_batch_with_numpy_and_loads_numba_for_more():
+    """Loading numba costs more than numpy's first NUMPY_FIRST instructions: ``auto`` waits for them."""
+    pytest.importorskip("numba")
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, autopad; from autopad import model\n"
+        "a = np.tile(np.arange(32) * 4, (1000, 1)); small = model.analyze_batch(a)\n"
+        "print('numba' in sys.modules)\n"
+        "big = model.analyze_batch(np.tile(a, (model.NUMPY_FIRST // 1000, 1)))\n"
+        "print('numba' in sys.modules, (big[0][:1000] == small[0]).all())\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "AUTOPAD_MODEL_BACKEND"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True", "True"]
+
+
+def test_analyze_distinct_survives_hash_collisions(monkeypatch):
+    """Every row is compared with its group's first: with a hash that maps every row alike, the exact
+    comparison takes over and the answers stay analyze_batch's."""
+    from autopad import model
+
+    monkeypatch.setattr(model, "_HASH", np.zeros_like(model._HASH))
+    addr = _random_batch(np.random.default_rng(3), 500, "load", 4)
+    addr = np.concatenate([addr, np.where(addr >= 0, addr + 256, -1)])
+    got = model.analyze_distinct(addr, 4, "load")
+    want = analyze_batch(addr, 4, "load")
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()

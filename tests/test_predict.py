@@ -182,3 +182,40 @@ def test_summary_counts_what_the_targets_count():
     s = mo.summarise(rows)
     assert (s["within_2pct"], s["within_10pct"], s["slower_than_default"], s["with_default"]) == (1, 2, 1, 2)
     assert s["worst_pick_over_best"] == 1.5 and s["spearman_min"] == -0.1
+
+
+def test_predictions_share_equal_objects_and_match_one_by_one_construction():
+    """predict_batch builds one Prediction per distinct answer (columns, not per-candidate dicts) and
+    shares it; every entry equals the one a candidate-by-candidate construction gives, and launch infos
+    given as columns predict what the same infos as dicts do."""
+    import fake_kernel
+
+    from autopad.predict import Prediction, info_columns, predict_arrays
+    from autopad.search import _launch_infos, _layout, _traffic, enumerate_candidates, score_candidates
+    from autopad.spec import KernelSpec
+
+    spec = KernelSpec(fake_kernel)
+    shape = (4096, 4000)
+    consts = enumerate_candidates(spec, shape, "float32") * 3
+    lays = [_layout(spec, c, "float32") for c in consts]
+    wave, ideal = score_candidates(spec, consts, lays, "float32", None, A)
+    infos = _launch_infos(spec, consts, lays, shape, "float32")
+    traffic = _traffic(spec, shape, "float32")
+    got = predict_batch(infos, traffic, wave, ideal, A, layouts=lays)
+    arrays = predict_arrays(infos, traffic, wave, ideal, A, lays)
+    seconds, terms, bound_i, occupancy, smem, mem_eff, wave_factor, resident = arrays
+    names = ("dram", "l2", "smem", "flops", "issue", "tiles")
+    term_names = ("dram_s", "l2_s", "smem_s", "flops_s", "issue_s", "tiles_s")
+    for i, p in enumerate(got):
+        one = Prediction(
+            float(seconds[i]), names[int(bound_i[i])], int(wave[i]), int(ideal[i]), float(occupancy[i]),
+            int(smem[i]),
+            tuple((k, float(terms[j, i])) for j, k in enumerate(term_names))
+            + (("mem_efficiency", float(mem_eff[i])), ("wave_factor", float(wave_factor[i])),
+               ("resident_blocks", float(resident[i]))),
+        )  # fmt: skip
+        assert p == one
+    n = len(consts) // 3
+    assert all(got[i] is got[i + n] for i in range(n)) and len({id(p) for p in got}) <= n
+    cols = predict_arrays(info_columns(infos), traffic, wave, ideal, A, lays)
+    assert all(np.array_equal(x, y) for x, y in zip(cols, arrays))

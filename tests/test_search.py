@@ -119,3 +119,129 @@ def test_first_round_spans_launch_configurations_and_the_search_steps_from_the_f
             values = tr.SPACE[k]
             assert abs(values.index(cfg[k]) - values.index(other[k])) == 1
     assert sum(1 for c in steps if launch_config(tr, c) == launch_config(tr, here)) == 2
+
+
+# ---- the batched ranking against a straightforward one ---------------------------------------------------
+#
+# ``rank`` keeps the restricted space as columns, scores each distinct (instruction content, layout) pair
+# once, takes legality and launch info from the spec's batch hooks and sorts with np.lexsort. The
+# reference below does none of that: itertools.product, the scalar legal/layout/launch_info of every
+# candidate, every instruction of its pattern through the model, one Prediction at a time and Python's
+# sort of the text keys. The two must agree exactly.
+
+
+def _reference_rank(spec, shape, dtype, extra=()):
+    import itertools
+
+    import numpy as np
+
+    from autopad.expr import evaluate
+    from autopad.model import analyze_batch
+    from autopad.predict import predict_batch
+    from autopad.search import _freeze
+    from autopad.spec import DTYPE_BYTES
+
+    names = sorted(spec.SPACE)
+    rules = [r for r in getattr(spec, "RESTRICTIONS", ()) or ()]
+    env_e = {"E": DTYPE_BYTES[dtype]}
+    seen = {}
+    for vals in itertools.product(*(spec.SPACE[k] for k in names)):
+        c = dict(zip(names, vals))
+        if all(bool(evaluate(r, {**c, **env_e}) if isinstance(r, str) else r({**c, **env_e})) for r in rules):
+            if spec.legal(dict(c), shape, dtype):
+                seen[_freeze(c)] = c
+    for c in extra:
+        if _freeze(c) not in seen and spec.legal(dict(c), shape, dtype):
+            seen[_freeze(c)] = dict(c)
+    traffic = {k: float(v) for k, v in spec.traffic(shape, dtype).items()}
+    traffic.setdefault("flops", 0.0)
+    roles = {}
+    if getattr(spec, "DEFAULTS", None) is not None:
+        roles.setdefault(_freeze(spec.DEFAULTS), []).append("unpadded")
+    tb = spec.textbook(shape, dtype) if hasattr(spec, "textbook") else None
+    if tb is not None:
+        roles.setdefault(_freeze(tb), []).append("textbook")
+    out = []
+    for f, c in seen.items():
+        lay = spec.layout(dict(c), dtype)
+        wave = ideal = 0
+        by_form = {}  # every instruction's addresses, one model call per (op, width)
+        for ins in spec.smem_pattern(dict(c), dtype):
+            addr = np.asarray(lay.offsets(np.asarray(ins.rows), np.asarray(ins.cols)), dtype=np.int64)
+            by_form.setdefault((ins.op, ins.access_bytes), []).append((addr, ins.count))
+        for (op, width), got in by_form.items():
+            w, d = analyze_batch(np.stack([a for a, _ in got]), width, op, "sm_90")
+            counts = np.array([k for _, k in got])
+            wave, ideal = wave + int((w * counts).sum()), ideal + int((d * counts).sum())
+        info = dict(spec.launch_info(dict(c), shape, dtype))
+        info.setdefault("smem_bytes", lay.footprint)
+        pred = predict_batch([info], traffic, np.array([wave]), np.array([ideal]), "sm_90", layouts=[lay])[0]
+        out.append((f, pred, tuple(roles.get(f, ()))))
+    out.sort(
+        key=lambda t: (
+            t[1].seconds,
+            t[1].wavefronts_per_tile,
+            t[1].footprint,
+            ",".join(f"{k}={v}" for k, v in t[0]),
+        )
+    )
+    return out
+
+
+def _small_transpose():
+    """The CUDA transpose on a space small enough for the reference, with its batch hooks."""
+    from autopad.kernels.cuda.transpose import TransposeCuda
+
+    class Small(TransposeCuda):
+        SPACE = {
+            "TILE_M": (32, 64),
+            "TILE_N": (64, 32),
+            "THREADS": (128, 256),
+            "VEC": (1, 8),
+            "PAD": (0, 1, 16),
+            "SW_VEC": (1, 8, 16),  # ties: "16" sorts before "8" as text
+            "SW_PER_PHASE": (1, 2),
+            "SW_MAX_PHASE": (1, 2, 8),
+            "READOUT": (0, 1, 2),
+            "SCALAR_EDGE": (0, 1),
+            "GROUP": (1, 16),
+        }
+
+    return KernelSpec(Small())
+
+
+@pytest.mark.parametrize("dtype,shape", [("float32", (4097, 8191)), ("float16", (2, 96, 80))])
+def test_rank_equals_a_straightforward_ranking(dtype, shape):
+    spec = _small_transpose()
+    assert callable(spec.legal_batch) and callable(spec.launch_info_batch)
+    extra = baselines(spec, shape, dtype)
+    for _ in range(2):  # the second time from what the first kept
+        fast = rank(spec, shape, dtype, extra=extra)
+        ref = _reference_rank(spec, shape, dtype, extra)
+        assert [c.constants for c in fast] == [f for f, _, _ in ref]
+        assert [c.prediction for c in fast] == [p for _, p, _ in ref]
+        assert [c.roles for c in fast] == [r for _, _, r in ref]
+        assert any(c.roles for c in fast)
+
+
+class _Hookless:
+    """fake_kernel (no batch hooks) with a string and a callable restriction, as a class-based spec."""
+
+    NAME, BACKEND, DTYPES, DEFAULTS = "fake_hookless", "cuda", fake_kernel.DTYPES, fake_kernel.DEFAULTS
+    SPACE = {"TILE": (32, 64), "PAD": (0, 1, 2, 4), "VEC": (1, 2, 4)}
+    RESTRICTIONS = ("PAD % VEC == 0 or PAD == 1", lambda env: (env["TILE"] // env["VEC"]) >= 8)
+    legal = staticmethod(fake_kernel.legal)
+    layout = staticmethod(fake_kernel.layout)
+    smem_pattern = staticmethod(fake_kernel.smem_pattern)
+    launch_info = staticmethod(fake_kernel.launch_info)
+    traffic = staticmethod(fake_kernel.traffic)
+    textbook = staticmethod(fake_kernel.textbook)
+
+
+def test_rank_without_batch_hooks_equals_the_straightforward_ranking():
+    spec = KernelSpec(_Hookless())
+    for shape in [(4096, 4096), (100, 37)]:
+        extra = [*baselines(spec, shape, "float32"), {"TILE": 32, "PAD": 3, "VEC": 1}]
+        fast = rank(spec, shape, "float32", extra=extra)
+        ref = _reference_rank(spec, shape, "float32", extra)
+        assert [(c.constants, c.prediction, c.roles) for c in fast] == ref

@@ -31,7 +31,7 @@ from autopad.access import Instruction
 from autopad.arch import get_arch
 from autopad.bases import CudaKernel, Inputs, Out
 from autopad.layouts import Legality, Replicated
-from autopad.spec import DTYPE_BYTES
+from autopad.spec import DTYPE_BYTES, batched_info, per_distinct
 
 _SOURCE = Path(__file__).with_name("histogram.cu")
 SOURCE_FILES = (str(_SOURCE), str(Path(__file__).with_name("common.cuh")))
@@ -306,7 +306,8 @@ class HistogramCuda(CudaKernel):
             raise ValueError(f"histogram: need 1 <= n < 2**31 values and bins >= 1, got n={n}, bins={bins}")
 
     def legal(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> Legality:
-        """The restrictions, the layout's budget, passes, occupancy and the shape's own limits."""
+        """The restrictions, the layout's budget, passes, occupancy and the shape's own limits (the checks
+        of the constants alone are cached: ``_static``)."""
         missing = [k for k in self.SPACE if k not in constants]
         if missing:
             return Legality(False, f"missing constants {missing}")
@@ -317,29 +318,35 @@ class HistogramCuda(CudaKernel):
         except ValueError as exc:
             return Legality(False, str(exc))
         c = constants
-        broken = _broken_rule(c)
-        if broken:
-            return Legality(False, f"restriction {broken}")
+        fits, per_sm = _static(self, tuple(c[k] for k in _KEYS), dtype)
+        if not fits:
+            return fits
+        ok = _legal_bins(c["BINS_PER_PASS"], c["COUNTER"], int(shape[1]), dtype)
+        return ok if not ok else per_sm
+
+    def legal_batch(self, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> np.ndarray:
+        """``legal`` of many candidates at once (``columns``: constant -> int array), the same answer row for
+        row: the constants' checks once per candidate (cached for the next shape), the bins' once per
+        distinct pass width and counter."""
+        n = len(next(iter(columns.values()))) if columns else 0
+        if dtype not in self.DTYPES or any(k not in columns for k in _KEYS):
+            return np.zeros(n, dtype=bool)
         try:
-            smem = self.smem_bytes(c, dtype)  # builds (and so validates) the layout
-        except (ValueError, KeyError) as exc:
-            return Legality(False, str(exc))
-        if smem > ARCH.smem_per_block:
-            return Legality(
-                False,
-                f"footprint {smem} bytes exceeds the shared-memory budget of {ARCH.smem_per_block} bytes",
-            )
-        bins = int(shape[1])
-        if dtype == "uint8" and bins > 256:
-            return Legality(False, "uint8 values cannot reach more than 256 bins")
-        if c["BINS_PER_PASS"] > _fit_pass(bins):
-            return Legality(False, f"{c['BINS_PER_PASS']} bins per pass waste shared memory on {bins} bins")
-        if c["COUNTER"] == 16 and c["BINS_PER_PASS"] < bins:
-            return Legality(False, "16-bit counters run in one pass: BINS_PER_PASS must cover the bins")
-        bps = c["BLOCKS_PER_SM"]
-        if smem * bps > ARCH.smem_per_sm - 1024 * bps:
-            return Legality(False, f"{bps} blocks of {smem} bytes do not fit one SM")
-        return Legality(True)
+            self.check_shape(tuple(shape))
+        except ValueError:
+            return np.zeros(n, dtype=bool)
+        keys = zip(*(np.asarray(columns[k]).tolist() for k in _KEYS))
+        ok = np.fromiter((all(_static(self, key, dtype)) for key in keys), dtype=bool, count=n)
+        rows, at = per_distinct(columns, ("BINS_PER_PASS", "COUNTER"))
+        bins = [bool(_legal_bins(r["BINS_PER_PASS"], r["COUNTER"], int(shape[1]), dtype)) for r in rows]
+        return ok & np.array(bins, dtype=bool)[at]
+
+    def launch_info_batch(self, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> dict:
+        """``launch_info`` of many candidates at once, as a dict of arrays: asked once per distinct
+        combination of what it reads besides the layout, the footprint once per distinct layout."""
+        reads = ("THREADS", "BLOCKS_PER_SM", "BINS_PER_PASS", "ITEMS", "PRIV", "COUNTER")
+        layout_keys = ("COUNTER", "PRIV", "BINS_PER_PASS", "THREADS", "REPLICAS", "INTERLEAVED", "PAD")
+        return batched_info(self, columns, shape, dtype, reads, layout_keys)
 
     def grid(self, constants: dict[str, int], shape: tuple[int, ...] = (), dtype: str = "int32") -> tuple:
         return (ARCH.sm_count * constants["BLOCKS_PER_SM"],)
@@ -511,6 +518,43 @@ def _broken_rule(c: dict[str, int]) -> str | None:
     return next((r for r, good in zip(HistogramCuda.RESTRICTIONS, ok) if not good), None)
 
 
+_KEYS = tuple(HistogramCuda.SPACE)  # the constants, in SPACE's order (_static's key)
+
+
+@lru_cache(maxsize=1 << 16)
+def _static(spec: HistogramCuda, key: tuple[int, ...], dtype: str) -> tuple[Legality, Legality]:
+    """``legal``'s checks of the constants alone (in ``_KEYS`` order), before and after the bins': the
+    restrictions, the layout and the block's budget; then the blocks an SM must hold."""
+    c = dict(zip(_KEYS, key))
+    broken = _broken_rule(c)
+    if broken:
+        return Legality(False, f"restriction {broken}"), Legality(True)
+    try:
+        smem = spec.smem_bytes(c, dtype)  # builds (and so validates) the layout
+    except (ValueError, KeyError) as exc:
+        return Legality(False, str(exc)), Legality(True)
+    if smem > ARCH.smem_per_block:
+        return Legality(
+            False,
+            f"footprint {smem} bytes exceeds the shared-memory budget of {ARCH.smem_per_block} bytes",
+        ), Legality(True)
+    bps = c["BLOCKS_PER_SM"]
+    if smem * bps > ARCH.smem_per_sm - 1024 * bps:
+        return Legality(True), Legality(False, f"{bps} blocks of {smem} bytes do not fit one SM")
+    return Legality(True), Legality(True)
+
+
+@lru_cache(maxsize=4096)
+def _legal_bins(per_pass: int, counter: int, bins: int, dtype: str) -> Legality:
+    if dtype == "uint8" and bins > 256:
+        return Legality(False, "uint8 values cannot reach more than 256 bins")
+    if per_pass > _fit_pass(bins):
+        return Legality(False, f"{per_pass} bins per pass waste shared memory on {bins} bins")
+    if counter == 16 and per_pass < bins:
+        return Legality(False, "16-bit counters run in one pass: BINS_PER_PASS must cover the bins")
+    return Legality(True)
+
+
 @lru_cache(maxsize=4096)
 def _replicated(bins: int, replicas: int, elem: int, interleaved: int, pad: int) -> Replicated:
     return Replicated(bins, replicas, elem, bool(interleaved), pad)
@@ -617,6 +661,7 @@ def __getattr__(name: str) -> Any:  # the weighted spec moved to histogram_weigh
 SPEC = HistogramCuda()
 NAME, BACKEND, DTYPES, SPACE, DEFAULTS = SPEC.NAME, SPEC.BACKEND, SPEC.DTYPES, SPEC.SPACE, SPEC.DEFAULTS
 LAYOUT_KEYS, PATTERN_KEYS, RESTRICTIONS = SPEC.LAYOUT_KEYS, SPEC.PATTERN_KEYS, SPEC.RESTRICTIONS
+legal_batch, launch_info_batch = SPEC.legal_batch, SPEC.launch_info_batch
 legal, layout, smem_pattern, launch_info, traffic = (
     SPEC.legal, SPEC.layout, SPEC.smem_pattern, SPEC.launch_info, SPEC.traffic
 )  # fmt: skip

@@ -31,6 +31,7 @@ from autopad.access import Instruction
 from autopad.arch import get_arch
 from autopad.bases import CudaKernel, Inputs, Out
 from autopad.layouts import Legality, Padded, Swizzled
+from autopad.spec import batched_info, per_distinct
 
 _ARCH = get_arch("sm_90")
 _SOURCE = Path(__file__).with_name("matmul.cu")
@@ -241,54 +242,48 @@ class MatmulCuda(CudaKernel):
 
     def legal(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "float32") -> Legality:
         """The operand layouts' own checks (16-byte fragments) plus the kernel's thread and register limits,
-        and where splitting K pays."""
+        and where splitting K pays. The checks of the constants alone are cached (``_static``); the shape's
+        come between them, in this order."""
         missing = [k for k in self.SPACE if k not in constants]
         if missing:
             return Legality(False, f"missing constants {missing}")
         if dtype not in self.DTYPES:
             return Legality(False, f"dtype {dtype} not supported (fp32 only)")
         c = constants
-        for x in ("A", "B"):
-            if c[f"SW_MAX_PHASE_{x}"] == 1 and (c[f"SW_VEC_{x}"], c[f"SW_PER_PHASE_{x}"]) != (1, 1):
-                return Legality(False, f"no swizzle on {x} is spelt SW_VEC_{x} = SW_PER_PHASE_{x} = 1")
-            if c[f"SW_MAX_PHASE_{x}"] > 1 and c[f"PAD_{x}"]:
-                return Legality(False, f"padding and swizzle on {x} are exclusive")
-        if c["BM"] % c["TM"] or c["BN"] % c["TN"] or c["TM"] % 4 or c["TN"] % 4 or c["BK"] % 4:
-            return Legality(False, "thread tile must divide the block tile in 4-wide vectors")
-        tx_n, ty_n, t = _threads(c)
-        if t % 32 or t < 64 or t > 1024:
-            return Legality(False, f"{t} threads: need a whole number of warps, 64 to 1024")
-        if (c["BM"] * c["BK"] // 4) % t or c["BM"] * c["BK"] // 4 < t:
-            return Legality(
-                False, f"A tile's {c['BM'] * c['BK'] // 4} vectors do not divide among {t} threads"
-            )
-        if (c["BN"] * c["BK"] // 4) % t or c["BN"] * c["BK"] // 4 < t:
-            return Legality(
-                False, f"B tile's {c['BN'] * c['BK'] // 4} vectors do not divide among {t} threads"
-            )
-        if c["TM"] * c["TN"] > 64:
-            return Legality(False, "more than 64 accumulators per thread")
-        if c["MIN_BLOCKS"] * t * 128 > 65536 and c["TM"] * c["TN"] >= 64:
-            return Legality(False, "64 accumulators need 128 registers: at most 65536 / 128 threads per SM")
-        if len(shape) != 3 or min(shape) < 1:
-            return Legality(False, f"shape must be (M, N, K) >= 1, got {shape}")
-        if math.ceil(shape[0] / c["BM"]) > 65535:
-            return Legality(False, "M too large for grid.y")
-        if c.get("THREAD_MAP", 0) and (tx_n % min(tx_n, 16) or ty_n % (32 // min(tx_n, 16))):
-            return Legality(False, "THREAD_MAP 1 needs the warp's lanes to tile the thread grid")
-        s = c.get("SPLIT_K", 1)
-        if s > 1:
-            m, n, k = shape
-            tiles = math.ceil(m / c["BM"]) * math.ceil(n / c["BN"])
-            if tiles * s > 2 * _ARCH.sm_count:
-                return Legality(False, f"split-K only while {tiles} tiles x {s} splits fit two blocks per SM")
-            if k < 8 * s * c["BK"]:
-                return Legality(False, f"K = {k} gives each of {s} splits under 8 steps of {c['BK']}")
-        try:
-            lay = self.layout(c)
-        except ValueError as exc:
-            return Legality(False, str(exc))
-        return _check_tiles(lay)  # 16-byte fragments; B is stored in 16-byte vectors
+        threads, thread_map, tiles = _static(self, tuple(c[k] for k in _KEYS))
+        if not threads:
+            return threads
+        ok = _legal_grid(c["BM"], tuple(shape))
+        if not ok:
+            return ok
+        if not thread_map:
+            return thread_map
+        ok = _legal_split(c["BM"], c["BN"], c["BK"], c.get("SPLIT_K", 1), tuple(shape))
+        return ok if not ok else tiles
+
+    def legal_batch(self, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> np.ndarray:
+        """``legal`` of many candidates at once (``columns``: constant -> int array), the same answer row for
+        row: the constants' checks once per candidate (cached for the next shape), the shape's once per
+        distinct tile and split."""
+        n = len(next(iter(columns.values()))) if columns else 0
+        if dtype not in self.DTYPES or any(k not in columns for k in _KEYS):
+            return np.zeros(n, dtype=bool)
+        keys = zip(*(np.asarray(columns[k]).tolist() for k in _KEYS))
+        ok = np.fromiter((all(_static(self, key)) for key in keys), dtype=bool, count=n)
+        shape = tuple(shape)
+        rows, at = per_distinct(columns, ("BM", "BN", "BK", "SPLIT_K"))
+        fits = [
+            bool(_legal_grid(r["BM"], shape))
+            and bool(_legal_split(r["BM"], r["BN"], r["BK"], r["SPLIT_K"], shape))
+            for r in rows
+        ]
+        return ok & np.array(fits, dtype=bool)[at]
+
+    def launch_info_batch(self, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> dict:
+        """``launch_info`` of many candidates at once, as a dict of arrays: asked once per distinct tile,
+        thread tile and split (what it reads besides the layout), the footprint once per distinct layout."""
+        reads = ("BM", "BN", "BK", "TM", "TN", "SPLIT_K")
+        return batched_info(self, columns, shape, dtype, reads, ("BM", "BN", "BK", *self.LAYOUT_KEYS))
 
     def smem_pattern(self, constants: dict[str, int], dtype: str = "float32") -> tuple[Instruction, ...]:
         """One block's shared-memory instructions for one BK step (lane = threadIdx.x % 32), all warps at
@@ -452,6 +447,75 @@ class MatmulCuda(CudaKernel):
         return {name: v for name, v in out.items() if self.legal(v, (4096, 4096, 4096), dtype)}
 
 
+_KEYS = tuple(MatmulCuda.SPACE)  # the constants, in SPACE's order (_static's key)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _static(spec: MatmulCuda, key: tuple[int, ...]) -> tuple[Legality, Legality, Legality]:
+    """``legal``'s checks of the constants alone (in ``_KEYS`` order), in its three runs: the thread tile,
+    threads, operand vectors and registers; the warp map; the operand layouts."""
+    c = dict(zip(_KEYS, key))
+    ok = Legality(True)
+    threads = thread_map = tiles = ok
+    for x in ("A", "B"):
+        if c[f"SW_MAX_PHASE_{x}"] == 1 and (c[f"SW_VEC_{x}"], c[f"SW_PER_PHASE_{x}"]) != (1, 1):
+            threads = Legality(False, f"no swizzle on {x} is spelt SW_VEC_{x} = SW_PER_PHASE_{x} = 1")
+            break
+        if c[f"SW_MAX_PHASE_{x}"] > 1 and c[f"PAD_{x}"]:
+            threads = Legality(False, f"padding and swizzle on {x} are exclusive")
+            break
+    tx_n, ty_n, t = _threads(c) if threads else (0, 0, 0)
+    if not threads:
+        pass
+    elif c["BM"] % c["TM"] or c["BN"] % c["TN"] or c["TM"] % 4 or c["TN"] % 4 or c["BK"] % 4:
+        threads = Legality(False, "thread tile must divide the block tile in 4-wide vectors")
+    elif t % 32 or t < 64 or t > 1024:
+        threads = Legality(False, f"{t} threads: need a whole number of warps, 64 to 1024")
+    elif (c["BM"] * c["BK"] // 4) % t or c["BM"] * c["BK"] // 4 < t:
+        threads = Legality(
+            False, f"A tile's {c['BM'] * c['BK'] // 4} vectors do not divide among {t} threads"
+        )
+    elif (c["BN"] * c["BK"] // 4) % t or c["BN"] * c["BK"] // 4 < t:
+        threads = Legality(
+            False, f"B tile's {c['BN'] * c['BK'] // 4} vectors do not divide among {t} threads"
+        )
+    elif c["TM"] * c["TN"] > 64:
+        threads = Legality(False, "more than 64 accumulators per thread")
+    elif c["MIN_BLOCKS"] * t * 128 > 65536 and c["TM"] * c["TN"] >= 64:
+        threads = Legality(False, "64 accumulators need 128 registers: at most 65536 / 128 threads per SM")
+    if threads and c.get("THREAD_MAP", 0) and (tx_n % min(tx_n, 16) or ty_n % (32 // min(tx_n, 16))):
+        thread_map = Legality(False, "THREAD_MAP 1 needs the warp's lanes to tile the thread grid")
+    if threads and thread_map:
+        try:
+            lay = spec.layout(c)
+        except ValueError as exc:
+            tiles = Legality(False, str(exc))
+        else:
+            tiles = _check_tiles(lay)  # 16-byte fragments; B is stored in 16-byte vectors
+    return threads, thread_map, tiles
+
+
+@functools.lru_cache(maxsize=4096)
+def _legal_grid(bm: int, shape: tuple) -> Legality:
+    if len(shape) != 3 or min(shape) < 1:
+        return Legality(False, f"shape must be (M, N, K) >= 1, got {shape}")
+    if math.ceil(shape[0] / bm) > 65535:
+        return Legality(False, "M too large for grid.y")
+    return Legality(True)
+
+
+@functools.lru_cache(maxsize=4096)
+def _legal_split(bm: int, bn: int, bk: int, s: int, shape: tuple) -> Legality:
+    if s > 1:
+        m, n, k = shape
+        tiles = math.ceil(m / bm) * math.ceil(n / bn)
+        if tiles * s > 2 * _ARCH.sm_count:
+            return Legality(False, f"split-K only while {tiles} tiles x {s} splits fit two blocks per SM")
+        if k < 8 * s * bk:
+            return Legality(False, f"K = {k} gives each of {s} splits under 8 steps of {bk}")
+    return Legality(True)
+
+
 @dataclass(frozen=True)
 class Built:
     kernel: Any
@@ -463,6 +527,7 @@ class Built:
 SPEC = MatmulCuda()
 NAME, BACKEND, DTYPES, SPACE, DEFAULTS = SPEC.NAME, SPEC.BACKEND, SPEC.DTYPES, SPEC.SPACE, SPEC.DEFAULTS
 LAYOUT_KEYS, PATTERN_KEYS, RESTRICTIONS = SPEC.LAYOUT_KEYS, SPEC.PATTERN_KEYS, SPEC.RESTRICTIONS
+legal_batch, launch_info_batch = SPEC.legal_batch, SPEC.launch_info_batch
 SOURCE_FILES = (str(_SOURCE), str(_SOURCE.with_name("common.cuh")))
 SMEM_BUDGET = _ARCH.smem_per_block
 RTOL = SPEC.TOLERANCE

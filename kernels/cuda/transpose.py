@@ -36,7 +36,7 @@ from autopad.access import Instruction
 from autopad.arch import get_arch
 from autopad.bases import CudaKernel, Out
 from autopad.layouts import Legality, Padded, Swizzled
-from autopad.spec import DTYPE_BYTES
+from autopad.spec import DTYPE_BYTES, per_distinct
 
 _ARCH = get_arch("sm_90")
 _SOURCE = Path(__file__).with_name("transpose.cu")
@@ -285,6 +285,45 @@ class TransposeCuda(TransposeIO, CudaKernel):
             key[_I_TM], key[_I_TN], key[_I_VEC], key[_I_SC], key[_I_RO], tuple(shape), e, int(group)
         )
 
+    def legal_batch(self, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> np.ndarray:
+        """``legal`` of many candidates at once (``columns``: constant -> int array, a candidate per entry),
+        the same answer row for row: each part of ``legal`` (the tile and its layout, the threads, the
+        block order, the shape) is asked once per distinct combination of the constants it reads, and
+        those answers are cached as ``legal``'s are."""
+        n = len(next(iter(columns.values()))) if columns else 0
+        ok = np.zeros(n, dtype=bool)
+        if dtype not in self.DTYPES or any(k not in columns for k in _KEYS):
+            return ok
+        e = DTYPE_BYTES[dtype]
+        c = {k: np.asarray(columns[k]) for k in _KEYS}
+        group = np.asarray(columns["GROUP"]) if "GROUP" in columns else np.ones(n, dtype=np.int64)
+        ok[:] = _each(_legal_tile, {k: c[k] for k in _TILE_KEYS}, e)
+        ok[ok] = _each(_legal_threads, {k: c[k][ok] for k in _THREAD_KEYS}, e)
+        ok &= (group == 1) | ((group >= 1) & (c["SCALAR_EDGE"] == 0))  # legal's GROUP rule
+        shape_cols = {k: c[k][ok] for k in ("TILE_M", "TILE_N", "VEC", "SCALAR_EDGE", "READOUT")}
+        shape_cols["GROUP"] = group[ok]
+        ok[ok] = _each(
+            lambda tm, tn, v, sc, ro, g: _legal_shape(tm, tn, v, sc, ro, tuple(shape), e, g), shape_cols
+        )
+        return ok
+
+    def launch_info_batch(self, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> dict:
+        """``launch_info`` of many candidates at once, as a dict of arrays (the same numbers)."""
+        c, n = columns, len(columns["THREADS"])
+        group = np.asarray(c["GROUP"]) if "GROUP" in c else np.ones(n, dtype=np.int64)
+        scalar = np.asarray(c["SCALAR_EDGE"]) != 0 if "SCALAR_EDGE" in c else np.ones(n, dtype=bool)
+        pad = np.where(np.asarray(c["SW_MAX_PHASE"]) == 1, c["PAD"], 0)  # a swizzled tile has no padding
+        return _launch_arrays(
+            *(np.asarray(c[k]) for k in ("THREADS", "VEC")),
+            scalar,
+            c["TILE_M"],
+            c["TILE_N"],
+            pad,
+            group,
+            tuple(shape),
+            self._e(dtype),
+        )
+
     def smem_pattern(self, constants: dict[str, int], dtype: str, dist: str | None = None) -> SmemPattern:
         """Every shared-memory instruction of one block over one tile, lane = threadIdx.x (block is 1-D).
 
@@ -432,81 +471,119 @@ class TransposeCuda(TransposeIO, CudaKernel):
 @lru_cache(maxsize=1 << 17)
 def _legal_static(key: tuple[int, ...], e: int) -> Legality:
     """The shape-independent part of ``legal`` for constants in ``_KEYS`` order (cached: the tuner asks it
-    for every shape)."""
+    for every shape): the tile and its layout, then the threads."""
     c = dict(zip(_KEYS, key))
-    if c["SW_MAX_PHASE"] == 1 and (c["SW_VEC"], c["SW_PER_PHASE"]) != (1, 1):
+    ok = _legal_tile(*(c[k] for k in _TILE_KEYS), e)
+    return ok if not ok else _legal_threads(*(c[k] for k in _THREAD_KEYS), e)
+
+
+@lru_cache(maxsize=1 << 15)
+def _legal_tile(tm: int, tn: int, vec: int, pad: int, sv: int, pp: int, mp: int, e: int) -> Legality:
+    """The tile and its layout: the swizzle's spelling, padding or swizzle, the vector width, the layout's
+    own check (vector alignment, the shared-memory budget)."""
+    if mp == 1 and (sv, pp) != (1, 1):
         return Legality(False, "no swizzle (SW_MAX_PHASE = 1) is spelt SW_VEC = SW_PER_PHASE = 1")
-    if c["SW_MAX_PHASE"] > 1 and c["PAD"]:
+    if mp > 1 and pad:
         return Legality(False, "padding and swizzle are exclusive")
-    if c["VEC"] * e > 16:
-        return Legality(False, f"VEC {c['VEC']} x {e} bytes exceeds a 16-byte access")
+    if vec * e > 16:
+        return Legality(False, f"VEC {vec} x {e} bytes exceeds a 16-byte access")
     try:
-        lay = _layout(*_lkey(c, e))
+        lay = _layout(tm, tn, e, pad, sv, pp, mp)
     except ValueError as exc:
         return Legality(False, str(exc))
-    ok = lay.check(c["VEC"], _ARCH.smem_per_block)
+    ok = lay.check(vec, _ARCH.smem_per_block)
     if not ok:
         return ok
-    if c["TILE_M"] % c["VEC"]:
-        return Legality(False, f"TILE_M {c['TILE_M']} is not a whole number of {c['VEC']}-element vectors")
-    t = c["THREADS"]
+    if tm % vec:
+        return Legality(False, f"TILE_M {tm} is not a whole number of {vec}-element vectors")
+    return Legality(True)
+
+
+@lru_cache(maxsize=1 << 15)
+def _legal_threads(tm: int, tn: int, t: int, vec: int, readout: int, scalar: int, e: int) -> Legality:
+    """The kernel's thread and register arithmetic, for a tile ``_legal_tile`` accepts (whole vectors)."""
+    c = {"TILE_M": tm, "TILE_N": tn, "THREADS": t, "VEC": vec}
     if t % 32 or t > 1024:
         return Legality(False, f"{t} threads is not a whole number of warps up to 1024")
     lx, ly, lpass, sx, sy, spass = _phases(c)
-    if t % lx or ly == 0 or c["TILE_M"] % ly:
-        return Legality(False, f"{t} threads cannot sweep {c['TILE_M']} rows in rows of {lx} vectors")
-    if t % sx or sy == 0 or c["TILE_N"] % sy:
-        return Legality(False, f"{t} threads cannot sweep {c['TILE_N']} columns in groups of {sx} vectors")
-    scalar, readout = c.get("SCALAR_EDGE", 1), c.get("READOUT", 0)
+    if t % lx or ly == 0 or tm % ly:
+        return Legality(False, f"{t} threads cannot sweep {tm} rows in rows of {lx} vectors")
+    if t % sx or sy == 0 or tn % sy:
+        return Legality(False, f"{t} threads cannot sweep {tn} columns in groups of {sx} vectors")
     if scalar not in (0, 1):
         return Legality(False, f"SCALAR_EDGE {scalar} is not 0 (vector edges, shifted rows) or 1 (scalar)")
     if readout not in (0, 1, 2):
         return Legality(False, f"READOUT {readout} is not 0 (gather), 1 (register transpose), 2 (ldmatrix)")
     if readout == 1:
-        if e > 2 or c["VEC"] * e != 16:
+        if e > 2 or vec * e != 16:
             return Legality(False, "the register read-out needs 1- or 2-byte elements in 16-byte vectors")
-        if c["TILE_N"] % (sy * (4 // e)):
-            return Legality(False, f"{c['TILE_N']} columns: not whole {sy * 4 // e}-row passes")
+        if tn % (sy * (4 // e)):
+            return Legality(False, f"{tn} columns: not whole {sy * 4 // e}-row passes")
     if readout == 2:
-        if scalar or e != 2 or c["VEC"] != 8:
+        if scalar or e != 2 or vec != 8:
             return Legality(
                 False, "the ldmatrix read-out needs SCALAR_EDGE 0 and 2-byte elements in 16-byte vectors"
             )
-        if c["TILE_M"] % 32 or (c["TILE_M"] * c["TILE_N"] // 256) % (t // 32):
-            return Legality(False, f"{c['TILE_M']} x {c['TILE_N']}: not whole 32 x 8 blocks per warp")
-    if lpass * c["VEC"] * e > 4 * MAX_VEC_REGS:
-        return Legality(False, f"{lpass} passes of {c['VEC'] * e} bytes exceed {MAX_VEC_REGS} registers")
+        if tm % 32 or (tm * tn // 256) % (t // 32):
+            return Legality(False, f"{tm} x {tn}: not whole 32 x 8 blocks per warp")
+    if lpass * vec * e > 4 * MAX_VEC_REGS:
+        return Legality(False, f"{lpass} passes of {vec * e} bytes exceed {MAX_VEC_REGS} registers")
     return Legality(True)
+
+
+def _each(fn: Any, cols: dict[str, np.ndarray], *extra: Any) -> np.ndarray:
+    """``bool(fn(*row, *extra))`` for every row of ``cols`` (values in the dict's order), called once per
+    distinct row."""
+    rows, at = per_distinct(cols, list(cols))
+    return np.array([bool(fn(*(r[k] for k in cols), *extra)) for r in rows], dtype=bool)[at]
 
 
 @lru_cache(maxsize=1 << 14)
 def _launch_info(
     key: tuple[int, ...], shape: tuple[int, ...], group: int = 1
 ) -> tuple[tuple[str, float], ...]:
-    threads, vec, scalar, tm, tn, e = key[:6]
-    smem = int(_layout(*key[3:]).footprint)
+    threads, vec, scalar, tm, tn, e, pad, sv, pp, mp = key
+    one = [np.array([v]) for v in (threads, vec, bool(scalar), tm, tn, pad if mp == 1 else 0, group)]
+    return tuple((k, v[0].item()) for k, v in _launch_arrays(*one, shape, e).items())
+
+
+def _launch_arrays(
+    threads: np.ndarray,
+    vec: np.ndarray,
+    scalar: np.ndarray,
+    tm: np.ndarray,
+    tn: np.ndarray,
+    pad: np.ndarray,
+    group: np.ndarray,
+    shape: tuple[int, ...],
+    e: int,
+) -> dict[str, np.ndarray]:
+    """The launch info of candidates given as arrays (one entry each; ``pad`` is the tile's padding, 0 for
+    a swizzled tile): blocks, threads, the tile's footprint, tiles per block, bytes in flight and the
+    global side's efficiency."""
     b, m, n = _dims(shape)
-    gx, gy = _cdiv(n, tn), _cdiv(m, tm)
+    gx, gy = -(-n // tn), -(-m // tm)
     lpass = tm // (threads // (tn // vec))
-    misaligned = m % vec != 0 or n % vec != 0
-    width = e if (scalar and misaligned) else vec * e  # bytes per global access
-    eff = 1.0 / (1.0 + NARROW_ACCESS_COST) if width < 4 else 1.0
-    if misaligned and scalar:
-        eff /= 1.0 + SCALAR_PATH_COST * (vec - 1)
+    misaligned = (m % vec != 0) | (n % vec != 0)
+    width = np.where(scalar & misaligned, e, vec * e)  # bytes per global access
+    eff = np.where(width < 4, 1.0 / (1.0 + NARROW_ACCESS_COST), 1.0)
+    eff = np.where(misaligned & scalar, eff / (1.0 + SCALAR_PATH_COST * (vec - 1)), eff)
     # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path is left
     # as the study ranked it (its 2-D grid walks GROUP 1's order, but its candidates keep their predictions)
-    if not scalar:
-        gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
-        eff *= gains.get(group, 1.0) / max(gains.values())
-    return (
-        ("blocks", gx * gy * min(b, 65535) if scalar else b * gx * gy),
-        ("threads", threads),
-        ("smem_bytes", smem),
-        ("tiles_per_block", _cdiv(b, min(b, 65535)) if scalar else 1),
+    gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
+    gain = np.ones(len(group))
+    for g, v in gains.items():
+        gain[group == g] = v
+    eff = np.where(scalar, eff, eff * (gain / max(gains.values())))
+    return {
+        "blocks": np.where(scalar, gx * gy * min(b, 65535), b * gx * gy),
+        "threads": threads,
+        "smem_bytes": tm * (tn + pad) * e,  # the layout's footprint (layouts.py: rows x row stride)
+        "tiles_per_block": np.where(scalar, _cdiv(b, min(b, 65535)), 1),
         # the load loop issues all its passes before the first use: bytes each thread has in flight
-        ("inflight_bytes", lpass * vec * e),
-        ("dram_efficiency", eff),
-    )
+        "inflight_bytes": lpass * vec * e,
+        "dram_efficiency": eff,
+    }
 
 
 @lru_cache(maxsize=1 << 14)
@@ -575,6 +652,8 @@ def presets(dtype: str) -> dict[str, dict[str, int]]:
 
 
 _KEYS = tuple(k for k in TransposeCuda.SPACE if k != "GROUP")  # GROUP is optional (1 when absent)
+_TILE_KEYS = ("TILE_M", "TILE_N", "VEC", "PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")  # _legal_tile's
+_THREAD_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "READOUT", "SCALAR_EDGE")  # _legal_threads'
 _GROUPS = TransposeCuda.SPACE["GROUP"]
 _key_of = itemgetter(*_KEYS)  # a candidate's constants in _KEYS order (a KeyError names a missing one)
 _I_TM, _I_TN, _I_VEC, _I_SC, _I_RO = (
@@ -598,6 +677,7 @@ legal, layout, smem_pattern, launch_info, traffic = (
     SPEC.launch_info,
     SPEC.traffic,
 )
+legal_batch, launch_info_batch = SPEC.legal_batch, SPEC.launch_info_batch
 textbook, check_shape, inputs_from, launcher, grid = (
     SPEC.textbook,
     SPEC.check_shape,

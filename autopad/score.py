@@ -1,0 +1,438 @@
+"""Score candidates with the bank-conflict model: wavefronts per tile of each (pattern, layout) pair.
+
+A unit is a pattern (one block's shared-memory instructions for one tile, ``smem_pattern``) under a layout;
+its cost is the sum over the instructions of count x the model's cost of the instruction's byte addresses.
+Three observations make a space of thousands of units cheap:
+
+* A uniform shift of every lane by whole 4-byte words rotates the banks and moves every word alike, so it
+  cannot change a conflict. A tile layout repeats up to such a shift every ``_periods`` rows and columns
+  (one row for padding, ``per_phase * max_phase`` rows for an XOR swizzle, stretched until the shift is
+  whole words), so an instruction moved towards (0, 0) by whole periods costs what it did. Its *content*
+  is then its kind (op, width), its shape (lanes relative to its lowest row and column) and that lowest
+  row and column within one period: the CUDA transpose in fp32 has 5,700 units of 290 instructions each,
+  but 3,100 contents.
+* Units that share a pattern and a period (a *block*) share their contents: they are worked out per
+  block, and only then spread over the units, as (content, layout) pairs: 112,000 distinct ones for the
+  transpose's half a million unit instructions. Each pair's addresses come from the one tile formula
+  (layouts.py), for all tile layouts at once.
+* The model scores each distinct address row once (``model.analyze_distinct``: rows equal after moving by
+  whole turns of the banks, 128 bytes, are one): 13,000 rows for the transpose, which numpy scores in a
+  few tens of milliseconds (numba loads only for more).
+
+A unit's score does not depend on the problem's shape, so it is kept for the rest of the process.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .arch import Arch
+from .model import analyze_distinct
+from .model import distinct_rows as model_distinct_rows
+from .spec import KernelSpec, SpecError
+
+__all__ = ["score_candidates"]
+
+_BLOCK_LANES = 1 << 16  # lanes of addresses computed at a time (temporaries stay in cache)
+_CHUNK_INSTRUCTIONS = 1 << 16  # pattern instructions scored together (bounds memory)
+
+
+def _periods(layout: Any) -> tuple[int, int] | None:
+    """(rows, cols) after which the layout repeats up to a uniform byte shift, or None when unknown.
+
+    Padded rows shift by ``row_stride`` every row and by one element every column; an XOR swizzle's
+    pattern repeats every ``per_phase * max_phase`` rows and every ``sw_vec * max_phase`` columns (the XOR
+    touches only the chunk index's low bits). A uniform shift of every lane moves them all by the same
+    number of banks (or whole bank turns), which cannot change a conflict, so instructions that differ only
+    by such a shift cost the same. The shift must also be whole 4-byte words: 2-byte elements in rows of
+    odd length would move lanes between words, so the periods are stretched until the shift is.
+    """
+    rp = getattr(layout, "row_period", None)
+    if isinstance(rp, tuple) and len(rp) == 2:
+        return rp
+    if not all(hasattr(layout, a) for a in ("row_stride", "per_phase", "max_phase", "sw_vec", "elem_bytes")):
+        return None
+    e, m = int(layout.elem_bytes), int(layout.max_phase)
+    p = int(layout.per_phase) * m if m > 1 else 1
+    q = int(layout.sw_vec) * m if m > 1 else 1
+    p *= 4 // math.gcd(p * int(layout.row_stride) * e, 4)
+    q *= 4 // math.gcd(q * e, 4)
+    return p, q
+
+
+def _stacked(pattern: Any, warp: int) -> list[tuple[str, int, np.ndarray, np.ndarray, np.ndarray]]:
+    """A pattern as (op, width, rows (n, warp), cols (n, warp), counts (n,)) groups."""
+    if hasattr(pattern, "groups"):  # already stacked
+        return [(op, w, np.asarray(r, np.int64), np.asarray(c, np.int64), np.asarray(k, np.int64))
+                for op, w, r, c, k in pattern.groups]  # fmt: skip
+    groups: dict[tuple[str, int], list[Any]] = {}
+    for ins in pattern:
+        groups.setdefault((ins.op, ins.access_bytes), []).append(ins)
+    out = []
+    for (op, width), items in groups.items():
+        for ins in items:
+            if len(ins.rows) != warp:
+                raise SpecError(
+                    f"smem_pattern: instruction {ins.name!r} has {len(ins.rows)} lanes; warps have {warp}"
+                )
+        rows = np.stack([i.rows for i in items]).astype(np.int64, copy=False)
+        cols = np.stack([i.cols for i in items]).astype(np.int64, copy=False)
+        counts = np.array([i.count for i in items], dtype=np.int64)
+        out.append((op, width, rows, cols, counts))
+    return out
+
+
+def _check_bounds(name: str, layout: Any, rows: np.ndarray, cols: np.ndarray) -> None:
+    """A pattern that reaches outside its layout's tile is a spec mistake, not a layout to score."""
+    lr, lc = getattr(layout, "rows", None), getattr(layout, "cols", None)
+    if not isinstance(lr, int) or not isinstance(lc, int) or not hasattr(layout, "row_stride"):
+        return
+    active = rows >= 0
+    bad = active & ((rows >= lr) | (cols < 0) | (cols >= lc))
+    if bad.any():
+        i, lane = np.argwhere(bad)[0]
+        raise SpecError(
+            f"smem_pattern: {name}: lane {lane} of an instruction touches (row {rows[i, lane]}, col "
+            f"{cols[i, lane]}), outside the layout's {lr} x {lc} tile"
+        )
+
+
+def _tile_params(layout: Any) -> tuple[int, int, int, int, int] | None:
+    """(row stride, log2 sw_vec, log2 per_phase, max_phase - 1, elem bytes) of a layout that uses the one
+    tile formula unchanged (autopad.layouts' padded / swizzled tiles), else None."""
+    from . import layouts
+
+    base = getattr(layouts, "_Tile", None) or getattr(layouts, "Tile", None)
+    if base is None or not isinstance(layout, base) or type(layout).offsets is not base.offsets:
+        return None
+    v, pp, mp = int(layout.sw_vec), int(layout.per_phase), int(layout.max_phase)
+    if any(x & (x - 1) for x in (v, pp, mp)):
+        return None  # the batched formula below uses shifts and masks
+    return int(layout.row_stride), v.bit_length() - 1, pp.bit_length() - 1, mp - 1, int(layout.elem_bytes)
+
+
+def _tile_addresses(params: np.ndarray, rows: np.ndarray, cols: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """Byte addresses (n, warp) of instructions ``which`` of (rows, cols: (m, warp)), each under its own
+    tile layout (``params``: (n, 5) from ``_tile_params``); -1 where rows < 0."""
+    out = np.empty((len(which), rows.shape[1]), dtype=np.int32)
+    rows, cols = rows.astype(np.int32), cols.astype(np.int32)
+    step = max(1, _BLOCK_LANES // max(1, rows.shape[1]))
+    for s in range(0, len(which), step):
+        r, c = rows[which[s : s + step]], cols[which[s : s + step]]
+        stride, lv, lp, mmask, e = (params[s : s + step, j, None].astype(np.int32) for j in range(5))
+        # the one formula (layouts.py): r * (cols + pad) + ((c // vec) ^ ((r // per_phase) % max_phase))
+        # * vec + c % vec, in elements; vec, per_phase and max_phase are powers of two: shifts and masks
+        o = (r * stride + ((((c >> lv) ^ ((r >> lp) & mmask)) << lv) | (c & ((1 << lv) - 1)))) * e
+        out[s : s + step] = np.where(r < 0, -1, o)
+    return out
+
+
+class _PerLayout(dict):
+    """A layout's periods or tile parameters, computed once per distinct layout (``fn`` on a miss)."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def of(self, layout: Any) -> Any:
+        try:
+            return self[layout] if layout in self else self.setdefault(layout, self.fn(layout))
+        except TypeError:  # unhashable
+            return self.fn(layout)
+
+
+_UNIT_SCORES: dict[tuple, tuple[int, int]] = {}  # (spec, dtype, dist, arch, pattern memo, layout) -> score
+_UNIT_SCORES_MAX = 1 << 19
+
+
+def _spec_id(spec: KernelSpec) -> tuple:
+    from .kernels_registry import source_hash
+
+    return (spec.NAME, spec.BACKEND, source_hash(spec))
+
+
+def _combine(*cols: tuple[np.ndarray, int, int]) -> tuple[np.ndarray, int]:
+    """(one int64 per row, equal exactly where every column is; the codes' bound) of columns given as
+    (values, lowest, highest possible value): mixed radix, renumbering the combinations so far whenever
+    the next radix would overflow."""
+    code, size = np.zeros(len(cols[0][0]), dtype=np.int64), 1
+    for col, lo, hi in cols:
+        span = hi - lo + 1
+        if size * span >= 2**62:
+            code = np.unique(code, return_inverse=True)[1].ravel()
+            size = int(code.max(initial=0)) + 1
+        code *= span
+        code += col - lo if lo else col
+        size *= span
+    return code, size
+
+
+def _ids(code: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(each entry's distinct index, in the codes' order; one entry holding each distinct code) of codes
+    in [0, size): marks in a table of ``size`` where that is small (no sort), else ``np.unique``."""
+    if size <= max(8 * len(code), 1 << 22):
+        seen = np.zeros(size, dtype=bool)
+        seen[code] = True
+        ids = (np.cumsum(seen, dtype=np.int32) - 1)[code]
+        count = int(seen.sum())
+    elif size <= 1 << 26:
+        seen = np.zeros(size, dtype=bool)
+        seen[code] = True
+        uniq = np.flatnonzero(seen)
+        ids, count = np.searchsorted(uniq, code), len(uniq)
+    else:
+        uniq, ids = np.unique(code, return_inverse=True)
+        ids, count = ids.ravel(), len(uniq)
+    rep = np.empty(count, dtype=np.int64)
+    rep[ids] = np.arange(len(code))
+    return ids, rep
+
+
+def score_candidates(
+    spec: KernelSpec,
+    consts: Sequence[Mapping[str, int]],
+    layouts: Sequence[Any],
+    dtype: str,
+    dist: str | None,
+    arch: Arch,
+    memos: Sequence[tuple] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wavefronts and ideal wavefronts per tile of every candidate, in one model call per access width
+    (``memos``: each candidate's ``PATTERN_KEYS`` values where the caller has them).
+
+    A unit is a (pattern, layout) pair; its cost is the sum over the pattern's instructions of count x the
+    model's cost of the instruction's addresses. An instruction is first moved towards (0, 0) by whole
+    periods of the layout (``_periods``: a uniform shift, which cannot change its cost): its *content* is
+    then its shape (lanes relative to its lowest row and column) and that offset within one period. A
+    space of thousands of units holds a few thousand contents and a few hundred layouts, so addresses are
+    computed once per distinct (content, layout) pair (the CUDA transpose in fp32: 112,000 of them for
+    half a million unit instructions), and the model sees each distinct address row once.
+
+    A unit's score does not depend on the problem's shape, so it is kept for the rest of the process:
+    ranking a second shape of the same kernel (the ops' shape policy does) scores nothing new.
+    """
+    n = len(consts)
+    keys = getattr(spec, "PATTERN_KEYS", None)
+    sid = _spec_id(spec) + (dtype, dist, arch.name) if keys is not None else None
+    if keys is None:
+        memos = range(n)  # type: ignore[assignment]
+    elif memos is None:
+        memos = [tuple(c[k] for k in keys) for c in consts]
+    # units: (pattern memo, layout object); each candidate's unit, each unit's first candidate
+    at: dict[tuple[Any, int], int] = {}
+    unit_of = np.fromiter(
+        (at.setdefault(key, len(at)) for key in zip(memos, map(id, layouts))), dtype=np.int64, count=n
+    )
+    first = np.empty(len(at), dtype=np.int64)
+    first[unit_of[::-1]] = np.arange(n - 1, -1, -1)
+    wave_u = np.zeros(len(at), dtype=np.int64)
+    ideal_u = np.zeros(len(at), dtype=np.int64)
+    todo: list[int] = []
+    stored: list[Any] = []  # each unscored unit's _UNIT_SCORES key (None: not kept)
+    for u, ((memo, _), i) in enumerate(zip(at, first.tolist())):
+        key = None
+        if sid is not None:
+            try:
+                key = sid + (memo, layouts[i])
+                hit = _UNIT_SCORES.get(key)
+            except TypeError:  # an unhashable layout
+                key = hit = None
+            if hit is not None:
+                wave_u[u], ideal_u[u] = hit
+                continue
+        todo.append(u)
+        stored.append(key)
+    if todo:
+        memo_of = list(at)
+        w, d = _score_units(
+            spec, [memo_of[u][0] for u in todo], first[todo].tolist(), consts, layouts, dtype, dist, arch
+        )
+        wave_u[todo], ideal_u[todo] = w, d
+        if sid is not None:
+            if len(_UNIT_SCORES) + len(todo) > _UNIT_SCORES_MAX:
+                _UNIT_SCORES.clear()
+            for key, a, b in zip(stored, w.tolist(), d.tolist()):
+                if key is not None:
+                    _UNIT_SCORES[key] = (a, b)
+    return wave_u[unit_of], ideal_u[unit_of]
+
+
+def _score_units(
+    spec: KernelSpec,
+    memos: list[Any],
+    reps: list[int],
+    consts: Sequence[Mapping[str, int]],
+    layouts: Sequence[Any],
+    dtype: str,
+    dist: str | None,
+    arch: Arch,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(wavefronts, ideal) of each unit, given as its pattern memo and the candidate that stands for it;
+    see ``score_candidates``. Each pattern is built once; they are scored some tens of thousands of
+    instructions at a time (a spec without ``PATTERN_KEYS`` has a pattern per candidate)."""
+    wave, ideal = np.zeros(len(memos), dtype=np.int64), np.zeros(len(memos), dtype=np.int64)
+    of_memo: dict[Any, list[int]] = {}
+    for u, memo in enumerate(memos):
+        of_memo.setdefault(memo, []).append(u)
+    todo = list(of_memo.values())
+    pats: list[list[tuple[str, int, np.ndarray, np.ndarray, np.ndarray]]] = []
+    sel: list[int] = []  # the chunk's units
+    which: list[int] = []  # each one's pattern, an index into pats
+    size = 0
+    for j, us in enumerate(todo):
+        c, lay = consts[reps[us[0]]], layouts[reps[us[0]]]
+        pat = (
+            spec.smem_pattern(dict(c), dtype, dist=dist)
+            if dist is not None
+            else spec.smem_pattern(dict(c), dtype)
+        )
+        if pat is None:
+            raise SpecError(f"smem_pattern: returned None for {dict(c)}; return the block's instructions")
+        groups = _stacked(pat, arch.warp_size)
+        for _op, _width, r, cc, _k in groups:
+            _check_bounds(f"{spec.NAME} {dict(c)}", lay, r, cc)
+        which += [len(pats)] * len(us)
+        pats.append(groups)
+        sel += us
+        size += sum(len(g[2]) for g in groups)
+        if size >= _CHUNK_INSTRUCTIONS or j == len(todo) - 1:
+            lays = [layouts[reps[u]] for u in sel]
+            wave[sel], ideal[sel] = _score_chunk(pats, which, lays, [id(x) for x in lays], arch)
+            pats, sel, which, size = [], [], [], 0
+    return wave, ideal
+
+
+def _score_chunk(
+    patterns: list[list[tuple[str, int, np.ndarray, np.ndarray, np.ndarray]]],
+    which: list[int],
+    unit_layouts: list[Any],
+    layout_ids: list[int],
+    arch: Arch,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(wavefronts, ideal) of units given as their pattern (an index into ``patterns``) and layout."""
+    # every pattern's instructions, stacked: pattern m holds rows [start[m], end[m])
+    parts = [g for groups in patterns for g in groups]
+    sizes = [sum(len(g[2]) for g in groups) for groups in patterns]
+    end = np.cumsum(sizes, dtype=np.int64)
+    start = end - np.array(sizes, dtype=np.int64)
+    if not parts:
+        return np.zeros(len(which), dtype=np.int64), np.zeros(len(which), dtype=np.int64)
+    kinds: dict[tuple[str, int], int] = {}
+    kind = np.concatenate([np.full(len(p[2]), kinds.setdefault((p[0], p[1]), len(kinds))) for p in parts])
+    # a group of one instruction is left where it is (as a period of None leaves every instruction)
+    multi = np.concatenate([np.full(len(p[2]), len(p[2]) > 1) for p in parts])
+    rows = np.concatenate([p[2] for p in parts])
+    active = rows >= 0
+    cols = np.where(active, np.concatenate([p[3] for p in parts]), 0)
+    counts = np.concatenate([p[4] for p in parts])
+    big = np.iinfo(np.int64).max
+    lo_r, lo_c = np.where(active, rows, big).min(axis=1), np.where(active, cols, big).min(axis=1)
+    lo_r, lo_c = np.where(lo_r == big, 0, lo_r), np.where(lo_c == big, 0, lo_c)
+    # each instruction's shape: its lanes relative to its lowest row and column
+    shape_rep, shape_of = model_distinct_rows(
+        np.concatenate(
+            [np.where(active, rows - lo_r[:, None], -1), np.where(active, cols - lo_c[:, None], 0)], 1
+        )
+    )
+    n_shapes = len(shape_rep)
+    # per unit: its layout (one entry per layout object) and its block: (pattern, the layout's period)
+    lay_at: dict[int, int] = {}
+    lays: list[Any] = []
+    periods = _PerLayout(_periods)
+    block_at: dict[tuple[int, Any], int] = {}
+    ul, ub = [], []
+    per_of: list[tuple[int, int]] = []
+    for m, lay, lid in zip(which, unit_layouts, layout_ids):
+        j = lay_at.get(lid)
+        if j is None:
+            j = lay_at[lid] = len(lays)
+            lays.append(lay)
+            per_of.append(periods.of(lay) or (0, 0))
+        ul.append(j)
+        ub.append(block_at.setdefault((m, per_of[j]), len(block_at)))
+    bm = np.array([m for m, _ in block_at], dtype=np.int64)
+    bp = np.array([per[0] for _, per in block_at], dtype=np.int64)
+    bq = np.array([per[1] for _, per in block_at], dtype=np.int64)
+    # An instruction moved down by whole periods (a group of one instruction stays where it is, as a
+    # period of None leaves every instruction) has its lowest row and column within the first period; its
+    # content is its class (kind and shape) and that offset, one int64 code. Blocks of one period at a
+    # time: the modulus is one number, and the temporaries stay small.
+    cls = kind * n_shapes + shape_of
+    r_lo, r_hi = min(0, int(lo_r.min())), max(int(lo_r.max()), int(bp.max()) - 1)
+    c_lo, c_hi = min(0, int(lo_c.min())), max(int(lo_c.max()), int(bq.max()) - 1)
+    dr_n, dc_n = r_hi - r_lo + 1, c_hi - c_lo + 1
+    if len(kinds) * n_shapes * dr_n * dc_n >= 2**62:
+        raise SpecError(f"smem_pattern: rows up to {r_hi} and columns up to {c_hi} are beyond any tile")
+    sizes = end - start
+    by_period: dict[tuple[int, int], list[int]] = {}
+    for b, per in enumerate(zip(bp.tolist(), bq.tolist())):
+        by_period.setdefault(per, []).append(b)
+    got: list[tuple[np.ndarray, ...]] = []  # per period: block, code, count, instruction, dr, dc
+    for (pp, qq), blocks in by_period.items():
+        blocks_a = np.array(blocks, dtype=np.int64)
+        b_of, inst = _expand(start[bm[blocks_a]], sizes[bm[blocks_a]])
+        dr, dc = lo_r[inst], lo_c[inst]
+        if pp > 0:
+            dr = np.where(multi[inst], dr % pp, dr)
+        if qq > 0:
+            dc = np.where(multi[inst], dc % qq, dc)
+        code = (cls[inst] * dr_n + (dr - r_lo)) * dc_n + (dc - c_lo)
+        # a block's distinct contents and their counts (the key sorts by block first)
+        span = int(code.max()) + 1
+        key = b_of * span + code if span * len(blocks) < 2**62 else np.stack([b_of, code], axis=1)
+        _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        count = np.bincount(inv.ravel(), weights=counts[inst], minlength=len(first)).astype(np.int64)
+        got.append((blocks_a[b_of[first]], code[first], count, inst[first], dr[first], dc[first]))
+    m_block, m_code, m_count, m_inst, m_dr, m_dc = (np.concatenate(x) for x in zip(*got))
+    order = np.argsort(m_block, kind="stable")
+    m_block, m_code, m_count, m_inst, m_dr, m_dc = (
+        x[order] for x in (m_block, m_code, m_count, m_inst, m_dr, m_dc)
+    )
+    m_content, crep = _ids(m_code, len(kinds) * n_shapes * dr_n * dc_n)
+    b_len = np.bincount(m_block, minlength=len(bm))
+    b_start = np.cumsum(b_len) - b_len
+    # every unit's rows: its block's contents under its layout; distinct (content, layout) pairs
+    ub_a, ul_a = np.array(ub, dtype=np.int64), np.array(ul, dtype=np.int64)
+    unit, row = _expand(b_start[ub_a], b_len[ub_a])
+    lay = ul_a[unit]
+    pair, prep = _ids(*_combine((m_content[row], 0, len(crep) - 1), (lay, 0, len(lays) - 1)))
+    i0 = m_inst[crep]
+    act0 = active[i0]
+    r0 = np.where(act0, rows[i0] - (lo_r[i0] - m_dr[crep])[:, None], -1)
+    c0 = np.where(act0, cols[i0] - (lo_c[i0] - m_dc[crep])[:, None], 0)
+    pc, pl = m_content[row[prep]], lay[prep]
+    # each pair's addresses: tile layouts all at once, any other layout through its own offsets
+    prm = [_tile_params(x) for x in lays]
+    on_tile = np.array([x is not None for x in prm])[pl]
+    table = np.array([x if x is not None else (0,) * 5 for x in prm], dtype=np.int64)
+    if on_tile.all():
+        addr = _tile_addresses(table[pl], r0, c0, pc)
+    else:
+        addr = np.empty((len(prep), r0.shape[1]), dtype=np.int64)
+        at = np.flatnonzero(on_tile)
+        addr[at] = _tile_addresses(table[pl[at]], r0, c0, pc[at])
+        at = np.flatnonzero(~on_tile)
+        at = at[np.argsort(pl[at], kind="stable")]
+        for run in np.split(at, np.flatnonzero(np.diff(pl[at])) + 1):
+            addr[run] = np.asarray(lays[int(pl[run[0]])].offsets(r0[pc[run]], c0[pc[run]]), dtype=np.int64)
+    cost_w, cost_d = np.empty(len(prep), dtype=np.int64), np.empty(len(prep), dtype=np.int64)
+    kind0 = kind[i0][pc]
+    for (op, width), kd in kinds.items():
+        sel = np.flatnonzero(kind0 == kd)
+        if len(sel):
+            cost_w[sel], cost_d[sel] = analyze_distinct(addr[sel], width, op, arch)
+    k = m_count[row]
+    wave = np.bincount(unit, weights=k * cost_w[pair], minlength=len(which)).astype(np.int64)
+    ideal = np.bincount(unit, weights=k * cost_d[pair], minlength=len(which)).astype(np.int64)
+    return wave, ideal
+
+
+def _expand(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(owner, index) of every entry of the ranges [starts[i], starts[i] + lengths[i]), range by range."""
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    offset = np.cumsum(lengths) - lengths
+    return owner, np.repeat(starts - offset, lengths) + np.arange(len(owner))

@@ -1,0 +1,148 @@
+"""How fast ``autopad.search.rank`` ranks the largest built-in spaces with the model alone (target: < 1 s).
+
+Why it matters: the ops' shape policy (``autopad.ops``) and ``autopad tune`` rank a kernel's whole space with
+the model before anything runs on the GPU, and an op called on a new shape waits for that ranking. The
+largest built-in space is the CUDA transpose (about 23,000 legal candidates in fp32 and 31,000 in fp16 at
+8192 x 8192); the CUDA histogram (8,000) and the fp32 CUDA SIMT matmul (10,000) are the next ones.
+
+For each case a fresh Python process (``--runs`` of them; the median is reported) times:
+
+* ``first_call_with_import``: ``import autopad`` and the first ``rank`` of the first shape, what a new
+  process pays before its first model-only answer;
+* ``first_call_rank``: the same first ``rank`` alone;
+* ``second_shape``: ``rank`` of another shape of the same kernel and dtype in that process (the scores of
+  patterns and layouts are kept; legality, launch info and the prediction are per shape);
+* ``same_shape_again``: the first shape once more.
+
+Each call is ``rank(spec, shape, dtype, extra=baselines(...))``, as the tuner and the ops' policy call it.
+One untimed process runs first so that the numba cache and, unless ``--no-bytecode``, the modules' bytecode
+exist, as they do for an installed package (this machine sets PYTHONDONTWRITEBYTECODE; the children run
+without it so the bytecode is written once and read after). ``numba`` says whether the process loaded
+numba (the model scores its first instructions with numpy; ``autopad/model.py``). Results go to stdout
+and to ``rank_speed.csv`` under ``--out``. ``results/rank_speed_before.csv`` is this benchmark run on the
+code before the batched ranking (git 4048c39, exported and put first on PYTHONPATH, from outside the
+repository so that the child does not import the working tree); the machine's speed drifts by a third
+over minutes, so compare runs made close together.
+
+    python benchmarks/bench_rank_speed.py                       # every case, 3 runs each
+    python benchmarks/bench_rank_speed.py --cases transpose-fp32 --runs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = ROOT / "benchmarks" / "results"
+TARGET_S = 1.0
+# name -> (kernel, backend, dtype, first shape, second shape)
+CASES = {
+    "transpose-fp32": ("transpose", "cuda", "float32", (8192, 8192), (4096, 4096)),
+    "transpose-fp16": ("transpose", "cuda", "float16", (8192, 8192), (4097, 8191)),
+    "histogram-int32": ("histogram", "cuda", "int32", (1 << 24, 4096), (1000003, 100000)),
+    "matmul-fp32": ("matmul", "cuda", "float32", (4096, 4096, 4096), (3000, 5000, 1000)),
+}
+PHASES = ("first_call_with_import", "first_call_rank", "second_shape", "same_shape_again")
+FIELDS = ["case", "kernel", "backend", "dtype", "shape", "candidates", "phase", "seconds", "runs",
+          "min_seconds", "max_seconds", "numba", "bytecode", "machine", "date"]  # fmt: skip
+
+_CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+from autopad.kernels_registry import builtin_spec
+from autopad.search import baselines, rank
+kernel, backend, dtype, first, second = json.loads(sys.argv[1])
+spec = builtin_spec(kernel, backend)
+out = {}
+for phase, shape in (("first_call_rank", first), ("second_shape", second), ("same_shape_again", first)):
+    shape = tuple(shape)
+    t = time.perf_counter()
+    ranked = rank(spec, shape, dtype, extra=baselines(spec, shape, dtype))
+    out[phase] = time.perf_counter() - t
+    out.setdefault("first_call_with_import", time.perf_counter() - t0)
+    out["n_" + phase] = len(ranked)
+out["numba"] = "numba" in sys.modules
+print(json.dumps(out))
+"""
+
+
+def machine() -> str:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        load = f" loadavg {os.getloadavg()[0]:.2f}"
+    except OSError:
+        load = ""
+    cpu = platform.processor() or platform.machine()
+    return f"nproc={cores} cpu={cpu} python={platform.python_version()}{load}"
+
+
+def child(case: tuple, bytecode: bool) -> dict:
+    env = dict(os.environ)
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps(case)], env=env, capture_output=True, text=True, timeout=900
+    )
+    if done.returncode:
+        raise RuntimeError(f"{case}: the child failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    ap.add_argument("--runs", type=int, default=3, help="fresh processes per case; the median is reported")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for rank_speed.csv")
+    ap.add_argument("--no-bytecode", action="store_true", help="keep PYTHONDONTWRITEBYTECODE as it is")
+    args = ap.parse_args(argv)
+    names = [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = [c for c in names if c not in CASES]
+    if unknown:
+        ap.error(f"unknown case(s) {unknown}; known: {', '.join(CASES)}")
+    bytecode = not args.no_bytecode
+    host, when = machine(), datetime.now(timezone.utc).isoformat(timespec="minutes")
+    print(f"rank speed ({host}; bytecode {'cached' if bytecode else 'as the environment says'})")
+    child(CASES[names[0]], bytecode)  # untimed: bytecode and the numba cache exist from here on
+    rows = []
+    print(f"{'case':<16} {'candidates':>10} {'phase':<24} {'median s':>9} {'min s':>7} {'max s':>7}  numba")
+    for name in names:
+        kernel, backend, dtype, first, second = CASES[name]
+        got = [child(CASES[name], bytecode) for _ in range(args.runs)]
+        for phase in PHASES:
+            vals = [g[phase] for g in got]
+            shape = second if phase == "second_shape" else first
+            n = got[0]["n_" + ("first_call_rank" if phase == "first_call_with_import" else phase)]
+            numba = sum(g["numba"] for g in got)
+            med = statistics.median(vals)
+            print(f"{name:<16} {n:>10,} {phase:<24} {med:>9.3f} {min(vals):>7.3f} {max(vals):>7.3f}  "
+                  f"{numba}/{len(got)}")  # fmt: skip
+            rows.append({"case": name, "kernel": kernel, "backend": backend, "dtype": dtype,
+                         "shape": "x".join(map(str, shape)), "candidates": n, "phase": phase,
+                         "seconds": f"{med:.4f}", "runs": len(got), "min_seconds": f"{min(vals):.4f}",
+                         "max_seconds": f"{max(vals):.4f}", "numba": f"{numba}/{len(got)}",
+                         "bytecode": "cached" if bytecode else "environment", "machine": host,
+                         "date": when})  # fmt: skip
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "rank_speed.csv"
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    slow = [r for r in rows if r["phase"] == "first_call_with_import" and float(r["seconds"]) >= TARGET_S]
+    print(
+        f"wrote {path}; first call with import under {TARGET_S:g} s: {len(names) - len(slow)} of {len(names)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The kept space (autopad.space): the restricted product in product order, and what is kept between
+rankings following the spec."""
+
+from __future__ import annotations
+
+import fake_kernel
+from test_search import SHAPE, SPEC, _Hookless
+
+from autopad.search import predict, rank
+from autopad.spec import KernelSpec
+
+
+def test_restricted_space_is_the_filtered_product_in_product_order():
+    import itertools
+
+    from autopad.expr import evaluate
+    from autopad.space import restricted
+
+    class S(_Hookless):
+        SPACE = {"A": (3, 1, 2), "B": (0, 5, 7, 9), "C": (4, 8), "D": (1, 0)}
+        DEFAULTS = None
+        # the callable comes first at D's step (it sees the step's grid flattened), the text after it
+        RESTRICTIONS = (
+            "A + B > 2",
+            lambda env: env["B"] != 5 * env["D"],
+            "C % (A + 1) == 0 or D == 1",
+            "E > 1",
+        )
+
+    spec = KernelSpec(S())
+    names = sorted(S.SPACE)
+
+    def kept(p: tuple) -> bool:
+        env = {**dict(zip(names, p)), "E": 4}
+        return all(bool(evaluate(r, env) if isinstance(r, str) else r(env)) for r in S.RESTRICTIONS)
+
+    want = [p for p in itertools.product(*(S.SPACE[k] for k in names)) if kept(p)]
+    assert 0 < len(want) < 48
+    cols = restricted(spec, "float32")
+    assert list(zip(*(cols[k].tolist() for k in names))) == want
+    assert len(restricted(spec, "int8")["A"]) == 0  # E > 1 fails for 1-byte elements
+
+
+def test_kept_space_follows_a_changed_spec_function(monkeypatch):
+    """What rank keeps between calls (layouts, scores) is keyed by the spec's functions: patching one is
+    seen at once."""
+    first = rank(SPEC, SHAPE, "float32")
+    whole = fake_kernel.smem_pattern
+    monkeypatch.setattr(fake_kernel, "smem_pattern", lambda c, d: whole(c, d)[:1])
+    second = rank(KernelSpec(fake_kernel), SHAPE, "float32")
+    assert [c.prediction for c in second] == [predict(SPEC, c.params, SHAPE, "float32") for c in second]
+    assert sorted(c.prediction.wavefronts_per_tile for c in second) < sorted(
+        c.prediction.wavefronts_per_tile for c in first
+    )
