@@ -586,7 +586,7 @@ def analyze_distinct(
     h = np.empty(n, dtype=np.int64)
     m = _HASH[0, :w]
     for s in range(0, n, _DISTINCT_CHUNK):
-        part = arr[s : s + _DISTINCT_CHUNK]
+        part = arr[s : s + _DISTINCT_CHUNK].astype(np.int64, copy=False)  # int32 cannot hold ADDRESS_LIMIT
         active = part >= 0
         lo = np.where(active, part, ADDRESS_LIMIT).min(axis=1)
         shift = np.where(lo == ADDRESS_LIMIT, 0, lo - lo % period)

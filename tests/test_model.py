@@ -952,3 +952,21 @@ def test_analyze_distinct_survives_hash_collisions(monkeypatch):
     got = model.analyze_distinct(addr, 4, "load")
     want = analyze_batch(addr, 4, "load")
     assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+def test_analyze_distinct_takes_int32_rows_with_inactive_lanes():
+    """int32 addresses (as the patterns hand them over) with inactive lanes: the normalising shift compares
+    with ADDRESS_LIMIT (2^32), which int32 cannot hold (numpy versions that raise on it failed every ops
+    GPU test of H200 run 9)."""
+    import numpy as np
+
+    from autopad.model import analyze_batch, analyze_distinct
+
+    rng = np.random.default_rng(5)
+    rows = (rng.integers(0, 4096, size=(300, 32)) * 4).astype(np.int32)
+    rows[1::5, :] = rows[0] + 128 * 4  # whole turns apart: one distinct row for several
+    rows[::3, 7] = -1
+    for op in ("load", "store"):
+        got = analyze_distinct(rows, 4, op)
+        want = analyze_batch(rows, 4, op)
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
