@@ -587,9 +587,7 @@ def analyze_distinct(
     m = _HASH[0, :w]
     for s in range(0, n, _DISTINCT_CHUNK):
         part = arr[s : s + _DISTINCT_CHUNK].astype(np.int64, copy=False)  # int32 cannot hold ADDRESS_LIMIT
-        active = part >= 0
-        lo = np.where(active, part, ADDRESS_LIMIT).min(axis=1)
-        shift = np.where(lo == ADDRESS_LIMIT, 0, lo - lo % period)
+        active, shift = _shift(part, period)
         # the hash is linear: the shifted row's is the row's less shift x the active lanes' multipliers
         with np.errstate(over="ignore"):
             h[s : s + _DISTINCT_CHUNK] = part @ m - shift * (active @ m)
@@ -618,10 +616,16 @@ def _normalised(rows: np.ndarray, period: int) -> np.ndarray:
     """``rows`` (int64) with each row's active lanes moved down by whole periods, its lowest address now
     below ``period``; inactive lanes (negative) unchanged."""
     rows = rows.astype(np.int64, copy=False)
+    active, shift = _shift(rows, period)
+    return np.where(active, rows - shift[:, None], rows)
+
+
+def _shift(rows: np.ndarray, period: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the active lanes of int64 ``rows``, each row's shift: its lowest active address rounded down to a
+    whole period; 0 for a row with no active lane)."""
     active = rows >= 0
     lo = np.where(active, rows, ADDRESS_LIMIT).min(axis=1)
-    shift = np.where(lo == ADDRESS_LIMIT, 0, lo - lo % period)
-    return np.where(active, rows - shift[:, None], rows)
+    return active, np.where(lo == ADDRESS_LIMIT, 0, lo - lo % period)
 
 
 def distinct_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -33,7 +33,7 @@ import numpy as np
 from .arch import Arch
 from .model import analyze_distinct
 from .model import distinct_rows as model_distinct_rows
-from .spec import KernelSpec, SpecError
+from .spec import KernelSpec, SpecError, combine_codes
 
 __all__ = ["score_candidates"]
 
@@ -153,22 +153,6 @@ def _spec_id(spec: KernelSpec) -> tuple:
     from .kernels_registry import source_hash
 
     return (spec.NAME, spec.BACKEND, source_hash(spec))
-
-
-def _combine(*cols: tuple[np.ndarray, int, int]) -> tuple[np.ndarray, int]:
-    """(one int64 per row, equal exactly where every column is; the codes' bound) of columns given as
-    (values, lowest, highest possible value): mixed radix, renumbering the combinations so far whenever
-    the next radix would overflow."""
-    code, size = np.zeros(len(cols[0][0]), dtype=np.int64), 1
-    for col, lo, hi in cols:
-        span = hi - lo + 1
-        if size * span >= 2**62:
-            code = np.unique(code, return_inverse=True)[1].ravel()
-            size = int(code.max(initial=0)) + 1
-        code *= span
-        code += col - lo if lo else col
-        size *= span
-    return code, size
 
 
 def _ids(code: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -399,7 +383,7 @@ def _score_chunk(
     ub_a, ul_a = np.array(ub, dtype=np.int64), np.array(ul, dtype=np.int64)
     unit, row = _expand(b_start[ub_a], b_len[ub_a])
     lay = ul_a[unit]
-    pair, prep = _ids(*_combine((m_content[row], 0, len(crep) - 1), (lay, 0, len(lays) - 1)))
+    pair, prep = _ids(*combine_codes((m_content[row], 0, len(crep) - 1), (lay, 0, len(lays) - 1)))
     i0 = m_inst[crep]
     act0 = active[i0]
     r0 = np.where(act0, rows[i0] - (lo_r[i0] - m_dr[crep])[:, None], -1)

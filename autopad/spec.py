@@ -66,6 +66,7 @@ __all__ = [
     "DTYPE_BYTES",
     "spec_name",
     "per_distinct",
+    "combine_codes",
     "batched_info",
 ]
 
@@ -186,20 +187,33 @@ class KernelSpec:
             )
 
 
+def combine_codes(*cols: tuple[np.ndarray, int, int]) -> tuple[np.ndarray, int]:
+    """(one int64 per row, equal exactly where every column is; the codes' bound) of columns given as
+    (values, lowest, highest possible value): mixed radix, renumbering the combinations so far whenever
+    the next radix would overflow."""
+    code, size = np.zeros(len(cols[0][0]), dtype=np.int64), 1
+    for col, lo, hi in cols:
+        span = hi - lo + 1
+        if size * span >= 2**62:
+            code = np.unique(code, return_inverse=True)[1].ravel()
+            size = int(code.max(initial=0)) + 1
+        code *= span
+        code += col - lo if lo else col
+        size *= span
+    return code, size
+
+
 def per_distinct(columns: Mapping[str, Any], names: Sequence[str]) -> tuple[list[dict[str, int]], np.ndarray]:
     """For a spec's batch hooks: the distinct combinations of the named columns (each the whole first row
     that has it, as a constants dict of Python ints) and each row's combination. A hook asks its scalar
     function once per combination of the constants that function reads and spreads the answers with the
     index (``answers[index]``)."""
-    cols = [np.asarray(columns[k]) for k in names]
     n = len(next(iter(columns.values()))) if columns else 0
-    code, size = np.zeros(n, dtype=np.int64), 1
-    for col in cols:  # the combination as one int: mixed radix over each column's values
-        vals, inv = np.unique(col, return_inverse=True)
-        if size * len(vals) >= 2**62:  # renumber the combinations so far
-            code = np.unique(code, return_inverse=True)[1].ravel()
-            size = int(code.max(initial=0)) + 1
-        code, size = code * len(vals) + inv.ravel(), size * len(vals)
+    ranks = []  # each column as the rank of its value among the column's values
+    for k in names:
+        vals, inv = np.unique(np.asarray(columns[k]), return_inverse=True)
+        ranks.append((inv.ravel(), 0, len(vals) - 1))
+    code = combine_codes(*ranks)[0] if ranks else np.zeros(n, dtype=np.int64)
     _, first, index = np.unique(code, return_index=True, return_inverse=True)
     keys = list(columns)
     rows = [dict(zip(keys, v)) for v in zip(*(np.asarray(columns[k])[first].tolist() for k in keys))]

@@ -22,7 +22,7 @@ from multiprocessing import connection as mp_connection
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SweepItem", "items", "run_sweep", "tune_item", "write_csv", "plot"]
+__all__ = ["SweepItem", "items", "item_row", "run_sweep", "tune_item", "write_csv", "plot"]
 
 COLUMNS = [
     "kernel",
@@ -60,6 +60,14 @@ class SweepItem:
         return f"{self.kernel} {'x'.join(map(str, self.shape))} {self.dtype}" + (
             f" {self.dist}" if self.dist else ""
         )
+
+
+def item_row(it: SweepItem) -> dict[str, Any]:
+    """A CSV row of ``COLUMNS`` holding the item's own columns (kernel, backend, shape, dtype, dist)."""
+    row: dict[str, Any] = {c: "" for c in COLUMNS}
+    shape = "x".join(map(str, it.shape))
+    row.update(kernel=it.kernel, backend=it.backend, shape=shape, dtype=it.dtype, dist=it.dist or "")
+    return row
 
 
 def items(
@@ -255,16 +263,7 @@ def run_sweep(
             sys.stderr.write("\n")
     out = []
     for i, it in enumerate(work):
-        row = {c: "" for c in COLUMNS}
-        row.update(
-            {
-                "kernel": it.kernel,
-                "backend": it.backend,
-                "shape": "x".join(map(str, it.shape)),
-                "dtype": it.dtype,
-                "dist": it.dist or "",
-            }
-        )
+        row = item_row(it)
         row.update({k: v for k, v in rows[i].items() if v is not None})
         out.append(row)
     return out

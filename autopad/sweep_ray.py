@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .sweep import COLUMNS, SweepItem
+from .sweep import SweepItem, item_row
 
 __all__ = [
     "SweepInterrupted",
@@ -458,17 +458,7 @@ def _full(work: Sequence[SweepItem], units: Sequence[tuple[int, str | None]], u:
     """A CSV row of ``sweep.COLUMNS`` (and ``node``, ``gpu_type``) for unit ``u``, as the local sweep's."""
     idx, gtype = units[u]
     it = work[idx]
-    row: dict[str, Any] = {c: "" for c in COLUMNS}
-    row.update(
-        {
-            "kernel": it.kernel,
-            "backend": it.backend,
-            "shape": "x".join(map(str, it.shape)),
-            "dtype": it.dtype,
-            "dist": it.dist or "",
-            "node": "",
-        }
-    )
+    row = {**item_row(it), "node": ""}
     if gtype is not None:
         row["gpu_type"] = gtype
     row.update({k: v for k, v in got.items() if v is not None})

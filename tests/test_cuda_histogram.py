@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from autopad.kernels.cuda import histogram as H
+from batch_hooks import hooks_agree
 
 from autopad import cuda_runtime as rt
 from autopad.access import score
@@ -320,26 +321,7 @@ def test_gpu_multi_pass_out_of_range_and_misaligned_values():
         assert torch.equal(out.long(), torch.bincount(big.long(), minlength=256))
 
 
-def _hooks_agree(spec, module, dtype, shapes):
-    """legal_batch and launch_info_batch (what search.rank calls over the whole space) give legal's and
-    launch_info's answers for every candidate the restrictions keep."""
-    from autopad.space import restricted as _restricted
-
-    cols = _restricted(spec, dtype)
-    names = sorted(cols)
-    rows = [dict(zip(names, v)) for v in zip(*(cols[k].tolist() for k in names))]
-    for shape in shapes:
-        fast = module.legal_batch(dict(cols), shape, dtype)
-        slow = np.array([bool(module.legal(c, shape, dtype)) for c in rows])
-        assert (fast == slow).all(), (shape, int((fast != slow).sum()))
-        ok = np.flatnonzero(slow)
-        got = module.launch_info_batch({k: v[ok] for k, v in cols.items()}, shape, dtype)
-        for j in range(0, len(ok), max(1, len(ok) // 500)):
-            want = {k: v for k, v in module.launch_info(rows[ok[j]], shape, dtype).items() if k in got}
-            assert {k: got[k][j] for k in want} == want, (shape, rows[ok[j]])
-
-
 @pytest.mark.parametrize("dtype", H.DTYPES)
 def test_batch_hooks_agree_with_legal_and_launch_info(dtype):
     shapes = [(1 << 24, 256), (1 << 24, 4096), (1000003, 100000), (1, 1), (5, 70000), (1 << 20, 200)]
-    _hooks_agree(builtin_spec("histogram", "cuda"), H, dtype, shapes)
+    hooks_agree(builtin_spec("histogram", "cuda"), H, dtype, shapes)

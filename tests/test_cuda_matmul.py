@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 from autopad.kernels.cuda import matmul as G
+from batch_hooks import hooks_agree
 
 from autopad import cuda_runtime as rt
 from autopad.access import score
@@ -338,25 +339,6 @@ def test_source_has_no_lambdas_nvrtc_would_reject():
     assert not re.search(r"\[[&=][^\]]*\]\s*\(", code)
 
 
-def _hooks_agree(spec, module, dtype, shapes):
-    """legal_batch and launch_info_batch (what search.rank calls over the whole space) give legal's and
-    launch_info's answers for every candidate the restrictions keep."""
-    from autopad.space import restricted as _restricted
-
-    cols = _restricted(spec, dtype)
-    names = sorted(cols)
-    rows = [dict(zip(names, v)) for v in zip(*(cols[k].tolist() for k in names))]
-    for shape in shapes:
-        fast = module.legal_batch(dict(cols), shape, dtype)
-        slow = np.array([bool(module.legal(c, shape, dtype)) for c in rows])
-        assert (fast == slow).all(), (shape, int((fast != slow).sum()))
-        ok = np.flatnonzero(slow)
-        got = module.launch_info_batch({k: v[ok] for k, v in cols.items()}, shape, dtype)
-        for j in range(0, len(ok), max(1, len(ok) // 500)):
-            want = {k: v for k, v in module.launch_info(rows[ok[j]], shape, dtype).items() if k in got}
-            assert {k: got[k][j] for k in want} == want, (shape, rows[ok[j]])
-
-
 def test_batch_hooks_agree_with_legal_and_launch_info():
     shapes = [
         (4096, 4096, 4096),
@@ -365,4 +347,4 @@ def test_batch_hooks_agree_with_legal_and_launch_info():
         (65535 * 128 + 1, 8, 8),
         (512, 512, 100000),
     ]
-    _hooks_agree(KernelSpec(G), G, "float32", shapes)
+    hooks_agree(KernelSpec(G), G, "float32", shapes)

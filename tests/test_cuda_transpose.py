@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 from autopad.kernels.cuda import transpose as T
+from batch_hooks import hooks_agree
 
 from autopad import cuda_runtime as rt
 from autopad.access import score
@@ -587,21 +588,14 @@ def test_batch_hooks_agree_with_legal_and_launch_info(dtype):
     """legal_batch and launch_info_batch (what search.rank calls over the whole space) give legal's and
     launch_info's answers for every candidate the restrictions keep, on aligned, misaligned, batched,
     tiny and grid-limit shapes; and legal_batch rejects what legal rejects for lack of constants."""
-    from autopad.space import restricted as _restricted
-
-    spec = builtin_spec("transpose", "cuda")
-    cols = _restricted(spec, dtype)
-    names = sorted(cols)
-    rows = [dict(zip(names, v)) for v in zip(*(cols[k].tolist() for k in names))]
-    for shape in [(4097, 8191), (8, 4096, 1024), (1, 1), (65535 * 32 + 1, 8)]:
-        fast = T.legal_batch(dict(cols), shape, dtype)
-        slow = np.array([bool(T.legal(c, shape, dtype)) for c in rows])
-        assert (fast == slow).all(), (shape, int((fast != slow).sum()))
-        ok = np.flatnonzero(slow)
-        got = T.launch_info_batch({k: v[ok] for k, v in cols.items()}, shape, dtype)
-        for j in range(0, len(ok), max(1, len(ok) // 300)):
-            want = T.launch_info(rows[ok[j]], shape, dtype)
-            assert {k: got[k][j] for k in want} == want, (shape, rows[ok[j]])
+    cols = hooks_agree(
+        builtin_spec("transpose", "cuda"),
+        T,
+        dtype,
+        [(4097, 8191), (8, 4096, 1024), (1, 1), (65535 * 32 + 1, 8)],
+        every=300,
+        shared_keys=False,
+    )
     less = {k: v for k, v in cols.items() if k != "PAD"}
     assert not T.legal_batch(less, (64, 64), dtype).any()
     assert not T.legal_batch(dict(cols), (64, 64), "int64").any()
