@@ -82,6 +82,7 @@ class Constants:
     swizzle_cycles: float = 2.56  # extra issue slots per phase on an XOR-swizzled tile
     tile_cycles: float = 18.75  # fixed cycles per tile a block walks through (barrier, loop, refill)
     default_inflight_share: float = 0.8  # bytes in flight per thread = share x footprint / threads
+    launch_s: float = 9.5e-6  # each launch after the first (a pass over the input): ramp, drain, gap
 
 
 CONSTANTS = Constants()
@@ -93,10 +94,11 @@ KEYS = {
     "tiles_per_block": "tiles (k-steps) each block walks through; the pattern is one tile's (default 1)",
     "inflight_bytes": "global bytes each thread keeps in flight (default: footprint / threads)",
     "dram_efficiency": "share of the copy bandwidth its global accesses can reach, <= 1 (default 1)",
-    "passes": "launches over the input (informational)",
+    "passes": "launches over the input; each after the first costs Constants.launch_s (default 1)",
     "mma_bytes": "operand bytes of tensor-core arithmetic (2: bf16/fp16, 4: tf32, 1: fp8); 0 = SIMT",
     "l2_bytes": "bytes all blocks read and write through L2, operand re-reads included (default: traffic)",
     "extra_wavefronts": "shared-memory wavefronts per block the pattern does not list (TMA, wgmma reads)",
+    "block_cycles": "SM cycles each block spends once, after its tiles (a flush of private counters)",
 }
 _OPTIONAL = tuple(k for k in KEYS)
 # what a candidate's launch info means where it leaves a key out (nan: the term's own default applies)
@@ -110,6 +112,8 @@ INFO_DEFAULTS = {
     "mma_bytes": 0.0,
     "l2_bytes": np.nan,
     "extra_wavefronts": 0.0,
+    "block_cycles": 0.0,
+    "passes": 1.0,
 }
 
 
@@ -225,7 +229,7 @@ def predict_batch(
 
 
 _BOUNDS = ("dram", "l2", "smem", "flops", "issue", "tiles")
-_TERMS = ("dram_s", "l2_s", "smem_s", "flops_s", "issue_s", "tiles_s")
+_TERMS = ("dram_s", "l2_s", "smem_s", "flops_s", "issue_s", "tiles_s", "serial_s")
 
 
 def predictions(
@@ -271,7 +275,7 @@ def predict_arrays(
     layouts: Sequence[Any] | None = None,
     constants: Constants | None = None,
 ) -> tuple[np.ndarray, ...]:
-    """``predict_batch`` as arrays (seconds, terms (6, n), bound index, occupancy, footprint, memory
+    """``predict_batch`` as arrays (seconds, terms (7, n), bound index, occupancy, footprint, memory
     efficiency, wave factor, resident blocks): what fitting the constants calls thousands of times."""
     a = get_arch(arch)
     k = constants or CONSTANTS
@@ -340,10 +344,17 @@ def predict_arrays(
     # every tile a block walks through costs a fixed overhead (barrier, loop, refilling the pipeline)
     # that other resident blocks can hide: per SM, ceil(blocks / (SMs x resident)) rounds of tiles each
     t_tiles = np.ceil(waves) * tiles * k.tile_cycles / a.clock_hz / np.maximum(resident, 1) ** 0.5
-    terms = np.stack([t_dram, t_l2, t_smem, t_flops, t_issue, t_tiles]) * wave_factor
-    terms[5] /= wave_factor  # the tile overhead already counts whole rounds
-    bound_i = terms.argmax(axis=0)
-    top = terms.max(axis=0)
+    streams = np.stack([t_dram, t_l2, t_smem, t_flops, t_issue, t_tiles]) * wave_factor
+    streams[5] /= wave_factor  # the tile overhead already counts whole rounds
+    bound_i = streams.argmax(axis=0)
+    top = streams.max(axis=0)
+    # what overlaps no stream: work each block does once after its tiles (``block_cycles``: a histogram's
+    # flush of 32 private replicas, a shuffle tree and a global atomic per bin, ran 18-22 cycles of an SM
+    # per bin, 99 us where the reading took 2; H200 run 8), shared by the blocks an SM holds, and every
+    # launch after the first (``passes``: the ramp and drain of a whole grid, fitted on the same run)
+    t_serial = cols["block_cycles"] * blocks / (a.sm_count * a.clock_hz)
+    t_serial = t_serial + np.maximum(cols["passes"] - 1.0, 0.0) * k.launch_s
     # the streams overlap imperfectly: the slowest dominates, the others add a little
-    seconds = top + k.overlap * (terms.sum(axis=0) - top)
+    seconds = top + k.overlap * (streams.sum(axis=0) - top) + t_serial
+    terms = np.concatenate([streams, t_serial[None]])
     return seconds, terms, bound_i, occupancy, smem, mem_eff, wave_factor, resident

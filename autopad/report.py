@@ -6,10 +6,11 @@ why ``auto`` chose its backend, show each candidate's predicted time term by ter
 only what a cache hit stored (so that printing a hit never re-ranks thousands of candidates), and give
 ``--json`` the same content as the text.
 
-The predicted time of a candidate is the largest of its six terms plus ``overlap`` (0.195, fitted in
-predict.py) times the sum of the others, each term the time one stream would take alone: DRAM bytes,
+The predicted time of a candidate is the largest of its six stream terms plus ``overlap`` (0.195, fitted
+in predict.py) times the sum of the others, each term the time one stream would take alone: DRAM bytes,
 L2 bytes, shared-memory wavefronts (bank conflicts multiply these), arithmetic, issue slots, per-tile
-overheads; ``mem_efficiency``, ``wave_factor`` and ``resident_blocks`` are what scaled them.
+overheads; plus ``serial``, what overlaps none of them (a block's final flush, launches after the
+first); ``mem_efficiency``, ``wave_factor`` and ``resident_blocks`` are what scaled them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ __all__ = [
     "trust_statement",
 ]
 
-TERMS = ("dram_s", "l2_s", "smem_s", "flops_s", "issue_s", "tiles_s")  # seconds, in Prediction.terms
+# seconds, in Prediction.terms
+TERMS = ("dram_s", "l2_s", "smem_s", "flops_s", "issue_s", "tiles_s", "serial_s")
 
 
 def backend_line(kernel: str, asked: str, chosen: str, dtype: str, source: str | None = None) -> str:

@@ -203,7 +203,7 @@ def load_shapes(paths: dict[str, Path], cache: Path | None = None) -> list[Shape
 
 
 # the launch_info keys the GEMM specs took from PROPOSED after the study ran: ``bare`` predicts without them
-ADDED_KEYS = ("mma_bytes", "l2_bytes", "extra_wavefronts", "inflight_bytes")
+ADDED_KEYS = ("mma_bytes", "l2_bytes", "extra_wavefronts", "inflight_bytes", "block_cycles")
 
 
 def predicted(s: Shape, constants: Constants = CONSTANTS, arch: Arch | None = None, proposed: bool = False,

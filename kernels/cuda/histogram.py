@@ -44,6 +44,14 @@ SORTED_RUN = 1024  # equal values in a row of sorted input, as the model draws i
 _MAX_DRAW = 1024 * 4 * 16  # values of the largest block iteration: THREADS x ITEMS x values per 16 bytes
 SPILL_AT = 4096  # histogram.cu: a 16-bit counter >= this is moved to global memory at a scan
 RED_SPLIT = 4  # hist16_reduce: row groups, each adding its partial sums atomically
+# Each block's final flush (histogram.cu, after the grid-stride loop) takes SM cycles that overlap nothing
+# (``block_cycles``): every bin added to the global histogram (a global atomic), and with PRIV 1 every warp
+# iteration of the flush loop (a warp per bin: a load of its 32 replicas, a 5-step shuffle tree, one atomic
+# from lane 0). Fitted, with ``predict.Constants.launch_s``, on the 122 candidates of H200 run 8 at 2^20
+# values x 1000 bins (benchmarks/results/h200/2026-12-01/run8), where the flush decides: PRIV 1 ran 18 to
+# 99 us against 8.9 us for the best PRIV 0, while reading the input takes about 2.
+FLUSH_WARP_CYCLES = 30.7
+FLUSH_BIN_CYCLES = 3.9
 
 # ``atomicAdd(&h[i], 1u)`` compiles to ATOMS.POPC.INC.32 on sm_90 (checked in the SASS of histogram.cu):
 # the hardware adds the popcount of the lanes that share an address, so equal bins in a warp cost one
@@ -378,6 +386,8 @@ class HistogramCuda(CudaKernel):
         }
         if passes > 1:  # every pass re-reads the input: 1/passes of the bytes are the useful ones
             info["dram_efficiency"] = 1.0 / passes
+        if c["COUNTER"] == 32:
+            info["block_cycles"] = _flush_cycles(c, bins)
         if c["PRIV"] == 2:  # the flushes: every counter word loaded and zeroed, 32 words a wavefront
             flushes = math.ceil(iters / (254 // (c["ITEMS"] * per))) + 1
             info["extra_wavefronts"] = flushes * 2 * c["BINS_PER_PASS"] // 4 * c["THREADS"] // 32
@@ -500,6 +510,16 @@ def launch_fn(kernel: Any, grid: Any, block: Any, smem: int) -> Any:
         cuda_runtime.launch(kernel, grid, block, args, smem)
 
     return fire
+
+
+def _flush_cycles(c: dict[str, int], bins: int) -> float:
+    """SM cycles of one block's flushes over all passes: warp iterations of the flush loop and bins added."""
+    warps = c["THREADS"] // 32
+    iters = 0
+    if c["PRIV"] == 1:  # a warp per bin: every warp iterates ceil(bins of the pass / warps) times
+        for lo in range(0, bins, c["BINS_PER_PASS"]):
+            iters += -(-min(c["BINS_PER_PASS"], bins - lo) // warps) * warps
+    return FLUSH_WARP_CYCLES * iters + FLUSH_BIN_CYCLES * bins
 
 
 def _broken_rule(c: dict[str, int]) -> str | None:
