@@ -16,6 +16,19 @@ Round 2 answers the cells the first run (2026-12-01) left open:
   8), its time on 4096x4095x4093 next to cuBLAS, and on 4096^3 next to the TMA kernel (the model ranks it
   below; this checks that).
 
+Round 3 (issue 13, ``--only ws``: the four "ws" cells, about 2-3 minutes): the warp-specialized persistent
+kernels at bf16 / fp16 3000x5000x1000 (target 0.85 of cuBLAS) and 4096^3, next to cuBLAS, the plain
+kernel (the best so far, 0.75-0.78) and PERSIST 1 with its refill arithmetic moved out of the K loop:
+
+* "g ws ..." (PERSIST 2, ``matmul_gluon_ws``): a one-warp TMA loader partition and the consumer warps
+  (wgmma + epilogue); 128x256x64 with 3 stages and one C tile, or 2 stages and two C tiles (the store of
+  tile t drains while t + 1 computes), and 128x128x64 with 4 warps;
+* "g pp ..." (PERSIST 3, ``matmul_gluon_pingpong``): two 4-warp consumers taking alternate tiles and turns
+  at the tensor cores (one's epilogue overlaps the other's wgmma), 128x128 or 64x256 tiles each.
+
+Each variant is checked on the odd shapes first (a failing or hanging one is recorded, the rest go on: a
+deadlocked kernel costs ``--hang-s`` seconds, then a fresh worker takes the next task).
+
 What it runs, in one worker process (replaced if a kernel faults and takes its CUDA context with it; the
 task it was on is recorded as failed and the rest go on):
 
@@ -36,7 +49,8 @@ task it was on is recorded as failed and the rest go on):
 Output: ``OUT/gpu_check_matmul.csv`` (one row per check and per timing), then a table, each target's verdict
 (best correct autopad variant / cuBLAS of the same run) and ANSWERS (the open questions, one line each).
 
-    python benchmarks/gpu_check_matmul.py --out $OUT [--budget-s 140] [--only bf16,decode]
+    python benchmarks/gpu_check_matmul.py --out $OUT [--budget-s 140] [--only bf16,decode] [--hang-s 120]
+    python benchmarks/gpu_check_matmul.py --out $OUT --only ws --budget-s 240 --hang-s 40   # round 3
     GPU_CHECK_FAKE=1 python benchmarks/gpu_check_matmul.py --out /tmp/x   # the flow without a GPU
 """
 
@@ -79,6 +93,13 @@ VARIANTS: dict[str, tuple[str, dict[str, int], str]] = {
     "g 128x256x64 s3 gm64": ("triton", {**D16, "GROUP_M": 64}, "kn"),
     "g persist 128x256x64 s3": ("triton", {**D16, "PERSIST": 1}, "kn"),
     "g persist 128x256x64 s3 gm64": ("triton", {**D16, "PERSIST": 1, "GROUP_M": 64}, "kn"),
+    "g ws 128x256x64 s3": ("triton", {**D16, "PERSIST": 2}, "kn"),
+    "g ws 128x256x64 s2 2C": ("triton", {**D16, "PERSIST": 2, "STAGES": 2}, "kn"),
+    "g ws 128x128x64 s4 w4": ("triton", {**D16, "PERSIST": 2, "BN": 128, "WARPS": 4, "STAGES": 4}, "kn"),
+    "g ws 128x128x64 s5 w4": ("triton", {**D16, "PERSIST": 2, "BN": 128, "WARPS": 4, "STAGES": 5}, "kn"),
+    "g pp 128x128x64 s4": ("triton", {**D16, "PERSIST": 3, "BN": 128, "WARPS": 4, "STAGES": 4}, "kn"),
+    "g pp 128x128x64 s5": ("triton", {**D16, "PERSIST": 3, "BN": 128, "WARPS": 4, "STAGES": 5}, "kn"),
+    "g pp 64x256x64 s4": ("triton", {**D16, "PERSIST": 3, "BM": 64, "WARPS": 4, "STAGES": 4}, "kn"),
     "g 128x128x64 s3 w4": ("triton", {**D16, "BN": 128, "WARPS": 4}, "kn"),
     "g 128x64x64 s4 w4": ("triton", {**D16, "BN": 64, "STAGES": 4, "WARPS": 4}, "kn"),
     "g split4 128x256x64 s3": ("triton", {**D16, "SPLIT_K": 4}, "kn"),
@@ -114,8 +135,15 @@ BF = ["g 128x256x64 s3", "g 128x256x64 s3 [N,K]", "g 128x256x64 s3 via B^T copy"
 FP = ["g 128x256x64 s3", "g 128x256x64 s3 [N,K]", "g persist 128x256x64 s3", "g 128x256x64 s3 gm64",
       "g 128x256x64 s3 gm4", "g 128x256x64 s3 via B^T copy"]  # fmt: skip
 P1 = ["tl 128x256x64 s3 (PATH 1)", "tl 128x128x32 s4 w4 (PATH 1)"]
+WSV = ["g 128x256x64 s3", "g persist 128x256x64 s3", "g ws 128x256x64 s3", "g ws 128x256x64 s2 2C",
+       "g ws 128x128x64 s4 w4", "g ws 128x128x64 s5 w4", "g pp 128x128x64 s4", "g pp 128x128x64 s5",
+       "g pp 64x256x64 s4"]  # fmt: skip
 # (cell, dtype, shape, variants, target ratio to cuBLAS), open cells first (a spent budget drops the tail)
 CELLS = [
+    ("ws bf16 3000x5000x1000", "bfloat16", ODD, WSV, 0.85),
+    ("ws fp16 3000x5000x1000", "float16", ODD, WSV, 0.85),
+    ("ws bf16 4096^3", "bfloat16", BIG, WSV, 0.95),
+    ("ws fp16 4096^3", "float16", BIG, WSV, 0.95),
     ("bf16 8192^3", "bfloat16", MID, BF, 0.95),
     ("fp32 4096^3", "float32", BIG, C32[:5], 0.85),
     ("bf16 3000x5000x1000", "bfloat16", ODD, FP + ["g 128x256x64 s4", "g persist 128x256x64 s3 gm64"], 0.85),
@@ -148,6 +176,8 @@ def tasks(only: str | None) -> list[dict[str, Any]]:
     """Cell by cell, in priority order: the checks of its variants not checked yet (odd shapes), then its
     timings (cuBLAS first). A variant is always checked before it is first timed."""
     cells = [c for c in CELLS if not only or any(w in c[0] for w in only.split(","))]
+    if not only:  # a plain run keeps round 2's cells; the ws cells are asked for by name
+        cells = [c for c in cells if not c[0].startswith("ws ")]
     out, seen = [], set()
     for cell, dt, shape, variants, target in cells:
         for v in variants:
@@ -333,9 +363,9 @@ def _child(todo: list[dict[str, Any]], conn: Any, deadline: float) -> None:
     q.send(("done",))
 
 
-def run_all(todo: list[dict[str, Any]], budget_s: float) -> list[dict[str, Any]]:
-    """Run the tasks in a worker; a worker that dies or hangs costs the task it was on, then a fresh one
-    takes the rest."""
+def run_all(todo: list[dict[str, Any]], budget_s: float, hang_s: float = 120.0) -> list[dict[str, Any]]:
+    """Run the tasks in a worker; a worker that dies or hangs (no answer in ``hang_s`` after its last: a
+    deadlocked kernel) costs the task it was on, then a fresh one takes the rest."""
     deadline = time.time() + budget_s
     results: dict[int, dict[str, Any]] = {}
     pending = list(range(len(todo)))
@@ -355,7 +385,7 @@ def run_all(todo: list[dict[str, Any]], budget_s: float) -> list[dict[str, Any]]
                 msg = recv.recv()
             except (EOFError, OSError) as exc:
                 msg = ("fault", str(exc) or "the worker died")
-            last, limit = time.time(), 120.0
+            last, limit = time.time(), hang_s
             if msg[0] == "start":
                 current = msg[1]
             elif msg[0] == "result":
@@ -452,6 +482,9 @@ def answers(rows: list[dict[str, Any]]) -> list[str]:
         txt = f"{b / a:.3f} ({how})" if a and b else "n/a (a timing is missing or failed)"
         out.append(f"  {label:64} {txt}")
 
+    for cell in [c[0] for c in CELLS if c[0].startswith("ws ")]:
+        for v in WSV[1:]:
+            ratio(f"{cell}: '{v}' vs the plain kernel", cell, v, "g 128x256x64 s3")
     for cell in ("bf16 8192^3", "fp16 8192^3", "bf16 3000x5000x1000", "fp16 3000x5000x1000"):
         kn = [r for r in rows if r["phase"] == "time" and r["cell"] == cell and r.get("ok") and r.get("ms")
               and r["variant"] in VARIANTS and VARIANTS[r["variant"]][2] == "kn"]  # fmt: skip
@@ -485,7 +518,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="folder for gpu_check_matmul.csv")
     ap.add_argument("--budget-s", type=float, default=140.0, help="stop starting tasks after this long")
-    ap.add_argument("--only", help="comma-separated words a cell name must contain (e.g. 'bf16,decode')")
+    ap.add_argument(
+        "--only",
+        help="comma-separated words a cell name must contain (e.g. 'bf16,decode'); "
+        "'ws': the warp-specialized cells of round 3 (left out unless named)",
+    )
+    ap.add_argument("--hang-s", type=float, default=120.0, help="a task silent this long is a hang: a fresh "
+                    "worker takes the rest")  # fmt: skip
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -498,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
     todo = tasks(args.only)
     checks = sum(t["phase"] == "check" for t in todo)
     print(f"{len(todo)} tasks ({checks} checks), budget {args.budget_s:.0f} s", flush=True)
-    rows = run_all(todo, args.budget_s)
+    rows = run_all(todo, args.budget_s, args.hang_s)
     lines = summarise(rows)
     path = out / "gpu_check_matmul.csv"
     with open(path, "w", newline="") as f:

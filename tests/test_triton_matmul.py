@@ -147,13 +147,18 @@ def test_persistent_schedule_loads_each_step_once_and_in_order(k, bk, stages, np
 
         slot = {i: step(i) for i in range(stages - 1) if i < total}  # the prologue
         g, done = 0, []
+        lt, lk = (stages - 1) // k_tiles, (stages - 1) % k_tiles  # the kernel's refill counters
         for t in range(my):
             for kt in range(k_tiles):
                 assert slot.pop(g % stages) == (pid + t * nprog, kt)
                 p = g + stages - 1
+                assert (pid + lt * nprog, lk) == step(p)  # the counters are p's tile and K step
                 if p < total:
                     assert p % stages not in slot  # its previous step has been consumed
                     slot[p % stages] = step(p)
+                lk += 1
+                if lk == k_tiles:
+                    lk, lt = 0, lt + 1
                 g += 1
             done.append(pid + t * nprog)
         assert not slot and done == list(range(pid, tiles, nprog))
@@ -196,6 +201,8 @@ def _compile(c, dt):
         "K": "i32",
     }
     cx = {"STAGES": c["STAGES"], "GROUP_M": c["GROUP_M"], "B_KN": G.b_kn(dt), "num_warps": c["WARPS"]}
+    if c["PERSIST"] >= 2:
+        return _compile_ws(c, dt, sig, cx)
     if c["PERSIST"]:
         return compile_sm90(G.matmul_gluon_persistent, sig, cx, num_warps=c["WARPS"])
     return compile_sm90(G.matmul_gluon, sig, {**cx, "SPLIT_K": c["SPLIT_K"]}, num_warps=c["WARPS"])
@@ -237,6 +244,154 @@ def test_gluon_gemm_compiles_for_sm90(dt, c, shape):
     # kernel on the H200)
     log = _ptxas_log(ptx)
     assert "C7517" not in log and "C7510" not in log, log
+
+
+def _compile_ws(c, dt, sig, cx):
+    """The warp-specialized kernels for sm_90 with the launcher's register cap (``maxnreg``, which
+    autopad.gluon_model.compile_sm90 does not pass)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    fn = G.matmul_gluon_ws if c["PERSIST"] == 2 else G.matmul_gluon_pingpong
+    if c["PERSIST"] == 2:
+        cx = {**cx, "C_BUFS": G.c_bufs(c, dt)}
+    src = GluonASTSource(fn, {**sig, **dict.fromkeys(cx, "constexpr")}, constexprs=cx)
+    opts = {"num_warps": c["WARPS"], "num_stages": 3, "maxnreg": G.ws_maxnreg(c)}
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=opts)
+
+
+WS = {**D, "PERSIST": 2}
+PP = {**D, "BN": 128, "WARPS": 4, "STAGES": 4, "PERSIST": 3}
+
+
+@pytest.mark.parametrize(
+    "dt,c,shape",
+    [
+        ("bfloat16", WS, (3000, 5000, 1000)),  # one C tile beside 3 stages
+        ("float16", {**WS, "STAGES": 2}, (3000, 5000, 1000)),  # two C tiles beside 2 stages
+        ("bfloat16", {**WS, "BN": 128, "WARPS": 4, "STAGES": 4}, (3000, 5000, 1000)),
+        ("tf32", {**WS, "BN": 128, "BK": 32, "STAGES": 3}, (3000, 5000, 1000)),
+        ("float16", PP, (3000, 5000, 1000)),
+        ("bfloat16", {**PP, "BM": 64, "BN": 256}, (4096, 4096, 4096)),
+    ],
+)
+def test_warp_specialized_gemm_compiles_for_sm90(dt, c, shape):
+    """PERSIST 2 and 3 on sm_90: legal, shared memory as smem_bytes() charges it (ring, C tiles, barriers,
+    warp_specialize's captures), the partitions' register split (setmaxnreg: 24 for the loader, the rest
+    for the consumers, within the 64K file), wgmma not serialised by ptxas, no spills."""
+    pytest.importorskip("triton")
+    assert G.legal(c, shape, dt)
+    k = _compile(c, dt)
+    ptx = k.asm["ptx"]
+    assert k.metadata.shared == G.smem_bytes(c, dt) <= 232448
+    # operands reach wgmma by descriptor; the only shared loads are the workers' reads of their captured
+    # arguments (scalar, from the region after the barriers)
+    assert "wgmma.mma_async" in ptx and not re.search(r"\bld\.shared\.v", ptx)
+    assert len(re.findall(r"\bld\.shared", ptx)) < 40
+    cap = G.ws_maxnreg(c)
+    assert f".maxnreg {cap}" in ptx
+    regs = {int(r) for r in re.findall(r"setmaxnreg\.(?:inc|dec)\.sync\.aligned\.u32\s+(\d+)", ptx)}
+    assert 24 in regs
+    consumers = c["WARPS"] * (2 if c["PERSIST"] == 3 else 1)
+    top = max(regs - {256}) if c["PERSIST"] == 3 else max(regs)
+    assert top * 32 * consumers + 24 * 128 <= 65536 and top >= 200  # the accumulator's 128 and room
+    log = _ptxas_log(ptx)
+    assert "C7517" not in log and "C7510" not in log, log
+    assert " 0 bytes spill stores" in log, log
+
+
+def test_warp_specialized_legality():
+    big = (3000, 5000, 1000)
+    assert G.c_bufs(WS, "bfloat16") == 1 and G.c_bufs({**WS, "STAGES": 2}, "bfloat16") == 2
+    assert G.smem_bytes(WS, "bfloat16") == 3 * (128 + 256) * 64 * 2 + 128 * 256 * 2 + 32 + 24 + 116
+    assert not G.legal({**WS, "STAGES": 4}, big, "bfloat16")  # 4 stages + one C tile > 227 KB
+    assert not G.legal(WS, (1024, 1024, 1024), "bfloat16")  # 32 tiles: fewer than SMs
+    assert not G.legal({**WS, "SPLIT_K": 2}, big, "bfloat16")
+    assert not G.legal({**WS, "PATH": 1}, big, "bfloat16")
+    assert not G.legal(WS, (3000, 5001, 1000), "bfloat16")  # TMA stride alignment
+    assert not G.legal({**PP, "WARPS": 8}, big, "bfloat16")  # ping-pong consumers are one warpgroup
+    assert not G.legal({**PP, "BN": 256}, big, "bfloat16")  # 128 x 256 in one warpgroup: 256 registers
+    assert G.legal(PP, big, "float16") and G.legal({**PP, "BM": 64, "BN": 256}, big, "float16")
+    assert G.c_bufs(PP, "float16") == 2 and G.ws_maxnreg(PP) == G.ws_maxnreg(WS) == 168
+    assert G.ws_maxnreg({**WS, "WARPS": 4}) == 256  # 4 + 1 warps: two warpgroups
+    # the model sees the plain kernel's geometry, as for PERSIST 1
+    for c in (WS, PP):
+        base = G.launch_info({**c, "PERSIST": 0}, big, "bfloat16")
+        assert {**G.launch_info(c, big, "bfloat16"), "smem_bytes": 0} == {**base, "smem_bytes": 0}
+
+
+def _ws_replay(tiles, nprog, k_tiles, stages, consumers):
+    """Replays the warp-specialized ring (PERSIST 2: one consumer; 3: two taking alternate tiles and
+    turns) as an interleaving of the partitions, each step of each partition allowed only when its mbarrier
+    wait would pass by parity (a wait for parity p passes when completions % 2 != p), and checks that
+    every such pass is a real one (the completion awaited has happened, not one two phases back)."""
+    rng = np.random.default_rng(tiles * 31 + nprog)
+    for pid in range(min(nprog, 3)):
+        my = -(-(tiles - pid) // nprog)
+        ready, empty, turn = [0] * stages, [0] * stages, [0, 0]
+        loaded = {}  # slot -> step
+        lg = 0  # loader's next step
+        cons = [{"t": c, "kt": 0, "state": "turn", "pending": None} for c in range(consumers)]
+        stored = []
+        for _ in range(10**6):
+            moves = []
+            if lg < my * k_tiles:
+                moves.append("L")
+            moves += [c for c in range(consumers) if cons[c]["t"] < my]
+            if not moves:
+                break
+            m = moves[rng.integers(len(moves))]
+            if m == "L":
+                s, i = lg % stages, lg // stages
+                if empty[s] % 2 != (i & 1) ^ 1:  # the loader's wait passes
+                    assert empty[s] >= i  # real: step lg - stages has been released
+                    assert s not in loaded
+                    loaded[s] = lg
+                    ready[s] += 1
+                    lg += 1
+                continue
+            c = cons[m]
+            t = c["t"]
+            if c["state"] == "turn":
+                if consumers == 1:
+                    c["state"] = "mma"
+                else:
+                    p = ((t // 2) & 1) ^ (1 - m)
+                    if turn[m] % 2 != p:
+                        assert turn[m] == t // 2 + m  # the other consumer finished tile t - 1's loop
+                        c["state"] = "mma"
+                continue
+            if c["state"] == "mma":
+                g = t * k_tiles + c["kt"]
+                s, i = g % stages, g // stages
+                if ready[s] % 2 != i & 1:
+                    assert ready[s] == i + 1 and loaded[s] == g  # real: step g itself is in slot s
+                    if c["pending"] is not None:  # wgmma of the previous step retires: its slot freed
+                        ps = c["pending"] % stages
+                        del loaded[ps]
+                        empty[ps] += 1
+                    c["pending"] = g
+                    c["kt"] += 1
+                    if c["kt"] == k_tiles:
+                        if consumers == 2:
+                            turn[1 - m] += 1
+                        ps = c["pending"] % stages  # wait(0): the last step retires
+                        del loaded[ps]
+                        empty[ps] += 1
+                        c["pending"] = None
+                        stored.append(pid + t * nprog)
+                        c["t"], c["kt"], c["state"] = t + consumers, 0, "turn"
+        assert lg == my * k_tiles and not loaded
+        assert sorted(stored) == list(range(pid, tiles, nprog))
+
+
+@pytest.mark.parametrize("consumers", [1, 2])
+@pytest.mark.parametrize(
+    "tiles,nprog,k_tiles,stages", [(480, 132, 16, 3), (7, 2, 1, 4), (9, 2, 2, 3), (11, 3, 5, 2), (5, 1, 3, 5)]
+)
+def test_warp_specialized_ring_replayed(tiles, nprog, k_tiles, stages, consumers):
+    _ws_replay(tiles, nprog, k_tiles, stages, consumers)
 
 
 def _ptxas_log(ptx: str) -> str:
@@ -386,6 +541,41 @@ def test_gluon_gemm_matches_fp64_on_gpu(dt):
                 assert ok, ("tl.dot", dt, shape, dist, why)
 
 
+WS_GPU_SHAPES = [(1000, 1032, 520), (2056, 4104, 72), (3000, 5000, 1000), (257, 384, 4104)]
+WS_VARIANTS = [WS, {**WS, "STAGES": 2}, {**WS, "BN": 128, "WARPS": 4, "STAGES": 4}, PP,
+               {**PP, "BM": 64, "BN": 256}]  # fmt: skip
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+def test_warp_specialized_gemm_matches_torch_on_gpu(dt):
+    """PERSIST 2 and 3 through the spec's launcher (the JIT's first call, then the fast launcher) against
+    the fp64 product and torch, on shapes with M not a multiple of BM, few K steps (72: 2 per tile, fewer
+    than the ring) and 3000x5000x1000 (480 tiles of 128x256 over the SMs); legal() is relaxed on the
+    smaller ones (persistence refuses fewer tiles than SMs as not worth it)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs an NVIDIA GPU")
+    for c in WS_VARIANTS:
+        built = G.build(c, dt)
+        for i, shape in enumerate(WS_GPU_SHAPES):
+            assert G.legal({**c, "PERSIST": 0}, shape, dt), (c, shape)
+            x = G.make_inputs(shape, dt, "cuda", seed=11 + i, dist="skewed" if i % 2 else "uniform")
+            go = G.launcher(built, shape, dt)
+            for _ in range(2):  # the JIT's call, then the compiled kernel's own launcher
+                out = G.alloc_output(x).fill_(float("nan"))
+                go(x, out)
+                torch.cuda.synchronize()
+                ok, why = G.check(out, G.expected(x))
+                assert ok, (dt, c, shape, why)
+            ref = (x[0].float() @ x[1].float()).to(out.dtype)
+            torch.testing.assert_close(out, ref, rtol=2e-2, atol=2e-2 * float(ref.abs().max()))
+
+
+# the Gluon kernel of each PERSIST value
+GLUON_KERNELS = ("matmul_gluon", "matmul_gluon_persistent", "matmul_gluon_ws", "matmul_gluon_pingpong")
+
+
 class _Recorder:
     """Stands in for a @gluon.jit / @triton.jit function: ``fn[grid](*args, **kw)`` records the call."""
 
@@ -399,6 +589,9 @@ class _Recorder:
 @pytest.mark.parametrize(
     "c,shape,dt",
     [(D, (1000, 1032, 520), "bfloat16"), ({**D, "PERSIST": 1}, (3000, 5000, 1000), "float16"),
+     ({**D, "PERSIST": 2}, (3000, 5000, 1000), "bfloat16"),
+     ({**D, "PERSIST": 2, "STAGES": 2}, (3000, 5000, 1000), "float16"),
+     ({**D, "BN": 128, "WARPS": 4, "PERSIST": 3}, (3000, 5000, 1000), "bfloat16"),
      ({**D, "SPLIT_K": 4}, (136, 2056, 4104), "bfloat16"),
      ({**D, "BN": 128, "BK": 32}, (64, 40, 24), "tf32"), (P1, (999, 1001, 77), "float16"),
      ({**P1, "BN": 128, "BK": 32}, (64, 41, 23), "tf32")],
@@ -408,7 +601,7 @@ def test_launcher_hands_the_kernel_the_users_tensors_and_matching_descriptors(c,
     block shapes and layouts as the compiled kernel was built for, the grid, the split-K workspace and its
     reduction."""
     torch = pytest.importorskip("torch")
-    rec = {n: _Recorder() for n in ("matmul_gluon", "matmul_gluon_persistent", "splitk_reduce", "matmul_tl")}
+    rec = {n: _Recorder() for n in (*GLUON_KERNELS, "splitk_reduce", "matmul_tl")}
     for n, r in rec.items():
         monkeypatch.setattr(G, n, r)
     m, n, k = shape
@@ -424,10 +617,11 @@ def test_launcher_hands_the_kernel_the_users_tensors_and_matching_descriptors(c,
         assert args[3:] == (m, n, k, c["BM"], c["BN"], c["BK"], c["GROUP_M"], dt == "tf32", G.b_kn(dt))
         assert kw == {"num_warps": c["WARPS"], "num_stages": c["STAGES"]}
         return
-    kern = rec["matmul_gluon_persistent" if c["PERSIST"] else "matmul_gluon"]
+    kern = rec[GLUON_KERNELS[c["PERSIST"]]]
     ((grid, args, kw),) = kern.calls
     a_desc, b_desc, c_desc = args[:3]
-    assert a_desc.base is a and args[3:6] == (m, n, k) and kw == {"num_warps": c["WARPS"]}
+    reg = {"maxnreg": G.ws_maxnreg(c)} if c["PERSIST"] >= 2 else {}
+    assert a_desc.base is a and args[3:6] == (m, n, k) and kw == {"num_warps": c["WARPS"], **reg}
     assert a_desc.block_shape == [c["BM"], c["BK"]]
     if G.b_kn(dt):
         assert b_desc.base is b and b_desc.block_shape == [c["BK"], c["BN"]]
@@ -436,7 +630,8 @@ def test_launcher_hands_the_kernel_the_users_tensors_and_matching_descriptors(c,
     assert a_desc.layout.swizzle_byte_width == c["SWIZZLE"] == c_desc.layout.swizzle_byte_width
     s = c["SPLIT_K"]
     if c["PERSIST"]:
-        assert grid == (min(tiles, G._sm_count()),) and args[6:] == (c["STAGES"], c["GROUP_M"], True)
+        cb = (G.c_bufs(c, dt),) if c["PERSIST"] == 2 else ()
+        assert grid == (min(tiles, G._sm_count()),) and args[6:] == (c["STAGES"], c["GROUP_M"], True, *cb)
     else:
         assert grid == (tiles * s,) and args[6:] == (c["STAGES"], c["GROUP_M"], s, G.b_kn(dt))
     if s == 1:

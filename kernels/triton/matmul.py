@@ -21,10 +21,17 @@ Constants: ``BM, BN, BK, STAGES, WARPS, SWIZZLE, GROUP_M, SPLIT_K, PERSIST, PATH
 * ``SPLIT_K`` (1, 2, 4): when the output has fewer tiles than SMs (decode-like M = 128), each program
   reduces a 1/SPLIT_K slice of K into an fp32 workspace and a small Triton kernel sums the slices into C.
   The model is charged the workspace's bytes (written and read once).
-* ``PERSIST`` (0, 1): one program per SM walks its tiles (outer loop) and their K steps (inner loop); the
-  next tile's first loads fly during this tile's last steps and epilogue, and its TMA store drains while
-  the next tile computes. Legal when there are more tiles than SMs. The
-  model sees the tile geometry of the plain kernel (the overlap is invisible to it), so both are measured.
+* ``PERSIST`` (0, 1, 2, 3): one program per SM walks its tiles (outer loop) and their K steps (inner loop).
+  1: the consumer warps also issue the loads; the next tile's first loads fly during this tile's last
+  steps and epilogue, and its TMA store drains while the next tile computes. 2: warp-specialized
+  (``matmul_gluon_ws``): a one-warp loader partition keeps the ring full across tiles while the WARPS
+  consumer warps run wgmma and the epilogue; the C tile is double-buffered where shared memory allows
+  (``c_bufs``). 3: ping-pong (``matmul_gluon_pingpong``, WARPS 4 only): two 4-warp consumers take
+  alternate tiles and turns at the tensor cores, so one's epilogue overlaps the other's wgmma; each
+  holds a BM x BN accumulator, so BM * BN <= 16384 (128 fp32 registers a thread). 2 and 3 launch with a
+  register cap (``ws_maxnreg``) so that the extra warpgroup fits the register file. Legal when there are
+  more tiles than SMs, for 16-bit and tf32 alike. The model sees the tile geometry of the plain kernel
+  (the overlap is invisible to it), so all are measured.
 * ``PATH`` (0, 1): 0 is the Gluon TMA kernel; 1 the plain ``tl.dot`` kernel with masked pointer loads
   (Triton stages them with cp.async into NVMMA 128-byte-swizzled tiles), legal for every shape: TMA needs
   row strides that are multiples of 16 bytes, so a 16-bit N or K that is not a multiple of 8 has PATH 1
@@ -52,6 +59,7 @@ HAS_TRITON = _k.HAS_TRITON
 nvmma = _k.nvmma
 if HAS_TRITON:  # module names: build() and the launchers look them up here (tests substitute recorders)
     matmul_gluon, matmul_gluon_persistent = _k.matmul_gluon, _k.matmul_gluon_persistent
+    matmul_gluon_ws, matmul_gluon_pingpong = _k.matmul_gluon_ws, _k.matmul_gluon_pingpong
     matmul_tl, splitk_reduce = _k.matmul_tl, _k.splitk_reduce
 
 _ARCH = get_arch("sm_90")
@@ -91,15 +99,56 @@ def _wgmma_warps(bm: int, warps: int) -> tuple[int, int]:
     return wm, wn
 
 
+# bytes Triton 3.6 keeps in shared memory for the values a warp_specialize hands its partitions (the
+# captures), after the barriers: measured from ``metadata.shared`` of sm_90 compiles (the tests compare)
+_WS_CAPTURES = {2: 116, 3: 152}
+
+
+def _ws_bytes(c: dict[str, int], n_c: int, eb: int, cb: int) -> int:
+    """Warp-specialized kernels: the ring, ``n_c`` C tiles, the barrier arrays (each starting on 16 bytes:
+    ready and empty of STAGES 8-byte mbarriers; ping-pong adds its two turn barriers) and the captures."""
+    ring = c["STAGES"] * (c["BM"] + c["BN"]) * c["BK"] * eb
+    bars = 8 * c["STAGES"]
+    pad = -(-bars // 16) * 16
+    bars = pad + bars if c["PERSIST"] == 2 else 2 * pad + 16
+    return ring + n_c * c["BM"] * c["BN"] * cb + bars + _WS_CAPTURES[c["PERSIST"]]
+
+
+def c_bufs(c: dict[str, int], dtype: str) -> int:
+    """C tiles in shared memory: two under ping-pong (one per consumer) and under PERSIST 2 where two fit
+    beside the ring (tile t's TMA store then drains while tile t + 1 computes and is stored: BM 128 x
+    BN 256 x BK 64 fits 2 stages with two, 3 with one), else one."""
+    p = c.get("PERSIST", 0)
+    if p == 3:
+        return 2
+    if p == 2:
+        eb = _EB[dtype]
+        return 2 if _ws_bytes(c, 2, eb, eb) <= _ARCH.smem_per_block else 1
+    return 1
+
+
+def ws_maxnreg(c: dict[str, int]) -> int:
+    """Register cap of a warp-specialized launch: the partitions' warps, rounded up to whole warpgroups
+    (the loader's one warp takes a warpgroup of its own), share the 64K-register file; e.g. 8 consumer
+    warps + 1 loader = 12 warps: 65536 / 384 = 170, 168 in steps of 8. Triton then gives the loader 24
+    and the consumers what is left (240 each with 12 warps)."""
+    consumers = c["WARPS"] * (2 if c.get("PERSIST", 0) == 3 else 1)
+    warps = -(-(consumers + 1) // 4) * 4
+    return min(256, 65536 // (32 * warps) // 8 * 8)
+
+
 def smem_bytes(c: dict[str, int], dtype: str) -> int:
     """PATH 0: the A/B ring with one 8-byte mbarrier per stage, then the C tile: in the dead ring's place
-    (Triton's allocator reuses it) or, persistent, beside it (the ring stays live across tiles). PATH 1:
-    Triton's cp.async ring alone (the epilogue stores from registers). Both match the compiler's
-    ``metadata.shared`` (compiled for sm_90; PATH 1 with 16-byte-aligned rows, the case it pipelines)."""
+    (Triton's allocator reuses it) or, persistent, beside it (the ring stays live across tiles); the
+    warp-specialized kernels (PERSIST 2, 3): ``_ws_bytes``. PATH 1: Triton's cp.async ring alone (the
+    epilogue stores from registers). All match the compiler's ``metadata.shared`` (compiled for sm_90;
+    PATH 1 with 16-byte-aligned rows, the case it pipelines)."""
     eb = _EB[dtype]
     ring = c["STAGES"] * (c["BM"] + c["BN"]) * c["BK"] * eb
     if c.get("PATH", 0):
         return ring
+    if c.get("PERSIST", 0) >= 2:
+        return _ws_bytes(c, c_bufs(c, dtype), eb, c_bytes(c, dtype))
     ring += 8 * c["STAGES"]
     ctile = c["BM"] * c["BN"] * c_bytes(c, dtype)
     return ring + ctile if c.get("PERSIST", 0) else max(ring, ctile)
@@ -120,7 +169,7 @@ class MatmulGluon(TritonKernel):
         "SWIZZLE": (0, 32, 64, 128),
         "GROUP_M": (8,),
         "SPLIT_K": (1, 2, 4),
-        "PERSIST": (0, 1),
+        "PERSIST": (0, 1, 2, 3),
         "PATH": (0, 1),
     }
     DEFAULTS = {
@@ -145,6 +194,7 @@ class MatmulGluon(TritonKernel):
         "PATH == 1 or ((BK * E) % max(SWIZZLE, 1) == 0 and (BN * E) % max(SWIZZLE, 1) == 0)",
         f"STAGES * (BM + BN) * BK * E <= {_ARCH.smem_per_block}",
         "PERSIST == 0 or SPLIT_K == 1",
+        "PERSIST != 3 or WARPS == 4",
         "PATH == 0 or (SWIZZLE == 128 and SPLIT_K == 1 and PERSIST == 0)",
     )
     FLOPS = "2 * M * N * K"
@@ -246,6 +296,8 @@ class MatmulGluon(TritonKernel):
         if c.get("PERSIST", 0):
             if s > 1:
                 return Legality(False, "persistent programs do not split K")
+            if c["PERSIST"] == 3 and c["WARPS"] != 4:
+                return Legality(False, "ping-pong consumers are one warpgroup each: WARPS 4")
             if tiles <= _ARCH.sm_count:
                 return Legality(
                     False, "persistent needs more output tiles than SMs (one tile each otherwise)"
@@ -403,9 +455,10 @@ class MatmulGluon(TritonKernel):
         built = {"constants": c, "dtype": dtype}
         if c.get("PATH", 0):
             return {**built, "kernel": matmul_tl}
+        kernels = {0: matmul_gluon, 1: matmul_gluon_persistent, 2: matmul_gluon_ws, 3: matmul_gluon_pingpong}
         return {
             **built,
-            "kernel": matmul_gluon_persistent if c.get("PERSIST", 0) else matmul_gluon,
+            "kernel": kernels[c.get("PERSIST", 0)],
             "layout": nvmma(c["SWIZZLE"], dtype),
             "c_layout": nvmma(c["SWIZZLE"], "tf32" if c.get("SPLIT_K", 1) > 1 else dtype),
         }
@@ -444,13 +497,18 @@ class MatmulGluon(TritonKernel):
         lay, c_lay = built["layout"], built["c_layout"]
         a_block, b_block, c_block = [bm, bk], ([bk, bn] if kn else [bn, bk]), [bm, bn]
         ws_rows = s * _cdiv(m, bm) * bm
+        opts: dict[str, Any] = {"num_warps": c["WARPS"]}
         if c.get("PERSIST", 0):
             grid: tuple[int, ...] = (min(tiles, _sm_count()),)
-            extra = (c["STAGES"], c["GROUP_M"], kn)
+            extra: tuple = (c["STAGES"], c["GROUP_M"], kn)
+            if c["PERSIST"] == 2:
+                extra += (c_bufs(c, dtype),)
+            if c["PERSIST"] >= 2:
+                opts["maxnreg"] = ws_maxnreg(c)
         else:
             grid = (tiles * s,)
             extra = (c["STAGES"], c["GROUP_M"], s, kn)
-        fl = FastLaunch(kernel, grid, (m, n, k, *extra), {"num_warps": c["WARPS"]})
+        fl = FastLaunch(kernel, grid, (m, n, k, *extra), opts)
         red = FastLaunch(
             splitk_reduce,
             (_cdiv(m * n, _REDUCE_BLOCK),),

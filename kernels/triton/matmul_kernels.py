@@ -44,6 +44,9 @@ except ImportError:  # pragma: no cover
     HAS_TRITON = False
 
 _BITS = {"bfloat16": 16, "float16": 16, "tf32": 32}
+# registers per thread of the second ping-pong consumer (a worker partition must be given its count; the
+# default partition gets what is left of the kernel's maxnreg budget, see matmul.ws_maxnreg)
+CONSUMER_REGS = 240
 
 
 def nvmma(swizzle: int, dtype: str) -> Any:
@@ -52,6 +55,7 @@ def nvmma(swizzle: int, dtype: str) -> Any:
 
 
 if HAS_TRITON:
+    PP_REGS = gl.constexpr(CONSUMER_REGS)
 
     @gluon.constexpr_function
     def _acc_layout(bm, bn, warps, kbits):
@@ -196,6 +200,14 @@ if HAS_TRITON:
 
         acc_layout: gl.constexpr = _acc_layout(BM, BN, num_warps, dtype.primitive_bitwidth)
         acc = gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout)
+        # the refill's step p = g + STAGES - 1 is K step lk of the program's tile lt (offsets lm, ln), kept
+        # as counters advanced by one a step: computing them from p (p // k_tiles, p % k_tiles, then the
+        # grouped order's divisions) put ~130 integer instructions, four run-time divisions, between the
+        # wgmmas of every step in the sm_90 SASS (the plain kernel has ~40), delaying the issue of a
+        # step's later wgmmas
+        lt = (STAGES - 1) // k_tiles
+        lk = (STAGES - 1) % k_tiles
+        lm, ln = _tile_offsets(pid + lt * nprog, n_m, n_n, BM, BN, GROUP_M)
         g = 0  # steps consumed: buffer g % STAGES, barrier phase (g // STAGES) & 1
         for t in range(my_tiles):
             off_m, off_n = _tile_offsets(pid + t * nprog, n_m, n_n, BM, BN, GROUP_M)
@@ -208,11 +220,14 @@ if HAS_TRITON:
                 )
                 acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
                 # refill step g - 1's buffer with step g + STAGES - 1: near a tile's end, the next tile's
-                p = g + STAGES - 1
-                ns = p % STAGES
-                lm, ln = _tile_offsets(pid + (p // k_tiles) * nprog, n_m, n_n, BM, BN, GROUP_M)
+                ns = (g + STAGES - 1) % STAGES
                 _load_ab(a_desc, b_desc, bars.index(ns), a_bufs.index(ns), b_bufs.index(ns), lm, ln,
-                         (p % k_tiles) * BK, p < total, B_KN)  # fmt: skip
+                         lk * BK, g + STAGES - 1 < total, B_KN)  # fmt: skip
+                lk += 1
+                if lk == k_tiles:  # the next load starts tile lt + 1 (one division per tile, not per step)
+                    lk = 0
+                    lt += 1
+                    lm, ln = _tile_offsets(pid + lt * nprog, n_m, n_n, BM, BN, GROUP_M)
                 g += 1
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
             tma.store_wait(pendings=0)  # the previous tile's TMA store has read c_smem
@@ -222,6 +237,202 @@ if HAS_TRITON:
         tma.store_wait(pendings=0)
         for i in gl.static_range(STAGES):
             mbarrier.invalidate(bars.index(i))
+
+    @gluon.jit
+    def _ws_loader(
+        a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, M, N, K,
+        STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_KN: gl.constexpr,
+    ):  # fmt: skip
+        # the producer (one warp): walks the program's tiles and their K steps in the consumer's order; step
+        # g goes to slot g % STAGES once the slot's previous step, g - STAGES, has been released: that is
+        # completion g // STAGES of empty[s] (completion i ends the wgmma of step s + (i - 1) * STAGES),
+        # so it waits for parity (g // STAGES & 1) ^ 1, which a fresh barrier passes at once (g < STAGES)
+        BM: gl.constexpr = c_desc.block_type.shape[0]
+        BN: gl.constexpr = c_desc.block_type.shape[1]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        pid = gl.program_id(0)
+        nprog = gl.num_programs(0)
+        n_m = gl.cdiv(M, BM)
+        n_n = gl.cdiv(N, BN)
+        k_tiles = gl.cdiv(K, BK)
+        g = 0
+        for t in range(gl.cdiv(n_m * n_n - pid, nprog)):
+            off_m, off_n = _tile_offsets(pid + t * nprog, n_m, n_n, BM, BN, GROUP_M)
+            for kt in range(k_tiles):
+                s = g % STAGES
+                mbarrier.wait(empty.index(s), ((g // STAGES) & 1) ^ 1)
+                _load_ab(a_desc, b_desc, ready.index(s), a_bufs.index(s), b_bufs.index(s), off_m, off_n,
+                         kt * BK, True, B_KN)  # fmt: skip
+                g += 1
+
+    @gluon.jit
+    def _ws_consumer(
+        a_desc, b_desc, c_desc, a_bufs, b_bufs, c_bufs, ready, empty, M, N, K,
+        STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_KN: gl.constexpr, C_BUFS: gl.constexpr,
+        num_warps: gl.constexpr,
+    ):  # fmt: skip
+        # the default partition (num_warps warps): wgmma over the ring, then the epilogue. Step g is ready
+        # at completion g // STAGES + 1 of ready[g % STAGES] (parity (g // STAGES) & 1, the TMA bytes of
+        # its load). After issuing step g's wgmma it waits for step g - 1's (one group in flight) and
+        # releases that slot (empty[(g - 1) % STAGES]); a tile's last step is released after the full
+        # wait. The C tile alternates between two buffers: tile t writes c_bufs[t % 2] after
+        # store_wait(1) has seen tile t - 2's store (the same buffer) finish reading it, so tile t - 1's
+        # store still drains while tile t computes
+        BM: gl.constexpr = c_desc.block_type.shape[0]
+        BN: gl.constexpr = c_desc.block_type.shape[1]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        dtype: gl.constexpr = a_desc.dtype
+        pid = gl.program_id(0)
+        nprog = gl.num_programs(0)
+        n_m = gl.cdiv(M, BM)
+        n_n = gl.cdiv(N, BN)
+        k_tiles = gl.cdiv(K, BK)
+        acc_layout: gl.constexpr = _acc_layout(BM, BN, num_warps, dtype.primitive_bitwidth)
+        acc = gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout)
+        g = 0
+        for t in range(gl.cdiv(n_m * n_n - pid, nprog)):
+            off_m, off_n = _tile_offsets(pid + t * nprog, n_m, n_n, BM, BN, GROUP_M)
+            for kt in range(k_tiles):
+                s = g % STAGES
+                mbarrier.wait(ready.index(s), (g // STAGES) & 1)
+                acc = warpgroup_mma(
+                    a_bufs.index(s), _b_operand(b_bufs.index(s), B_KN), acc, use_acc=kt > 0, is_async=True
+                )
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+                # step g - 1 has retired (on a tile's first step it is the previous tile's, released there)
+                mbarrier.arrive(empty.index((g + STAGES - 1) % STAGES), pred=kt > 0)
+                g += 1
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+            mbarrier.arrive(empty.index((g + STAGES - 1) % STAGES))
+            c_buf = c_bufs.index(t % C_BUFS)
+            tma.store_wait(pendings=C_BUFS - 1)  # tile t - C_BUFS's store has read c_buf
+            c_buf.store(acc.to(c_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_buf)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def matmul_gluon_ws(
+        a_desc,
+        b_desc,
+        c_desc,
+        M,
+        N,
+        K,
+        STAGES: gl.constexpr,
+        GROUP_M: gl.constexpr,
+        B_KN: gl.constexpr,
+        C_BUFS: gl.constexpr,
+        num_warps: gl.constexpr,
+    ):
+        # the barriers and buffers both partitions share; the loader is a worker of one warp and 24
+        # registers, the consumer the default partition (num_warps warps, the registers left)
+        dtype: gl.constexpr = a_desc.dtype
+        a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
+        b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+        c_bufs = gl.allocate_shared_memory(c_desc.dtype, [C_BUFS] + c_desc.block_type.shape, c_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=1)
+        gl.warp_specialize(
+            [
+                (_ws_consumer, (a_desc, b_desc, c_desc, a_bufs, b_bufs, c_bufs, ready, empty, M, N, K,
+                                STAGES, GROUP_M, B_KN, C_BUFS, num_warps)),
+                (_ws_loader, (a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, M, N, K,
+                              STAGES, GROUP_M, B_KN)),
+            ],
+            [1],
+            [24],
+        )  # fmt: skip
+
+    @gluon.jit
+    def _pp_consumer(
+        a_desc, b_desc, c_desc, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
+        STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_KN: gl.constexpr, ME: gl.constexpr, NW: gl.constexpr,
+    ):  # fmt: skip
+        # ping-pong consumer ME (0: the default partition, 1: a worker; NW = 4 warps each): the program's
+        # tiles t = ME, ME + 2, ... Their K loops take turns: consumer 0's loop of tile t follows consumer
+        # 1's of tile t - 1 (completion t // 2 of turn[0], parity (t // 2 & 1) ^ 1: passes at once for
+        # t = 0), consumer 1's of tile t follows consumer 0's of tile t - 1 (completion t // 2 + 1 of
+        # turn[1], parity t // 2 & 1). Each hands the turn over once its last wgmma is issued and then
+        # runs its epilogue while the other one's wgmmas run. The ring's steps are therefore waited for in
+        # global order, as with one consumer (step g = t * k_tiles + kt: ready[g % STAGES], parity
+        # (g // STAGES) & 1), which keeps every parity wait unambiguous. Each has its own C buffer.
+        BM: gl.constexpr = c_desc.block_type.shape[0]
+        BN: gl.constexpr = c_desc.block_type.shape[1]
+        BK: gl.constexpr = a_desc.block_type.shape[1]
+        dtype: gl.constexpr = a_desc.dtype
+        pid = gl.program_id(0)
+        nprog = gl.num_programs(0)
+        n_m = gl.cdiv(M, BM)
+        n_n = gl.cdiv(N, BN)
+        k_tiles = gl.cdiv(K, BK)
+        acc_layout: gl.constexpr = _acc_layout(BM, BN, NW, dtype.primitive_bitwidth)
+        acc = gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout)
+        c_buf = c_bufs.index(ME)
+        for t in range(ME, gl.cdiv(n_m * n_n - pid, nprog), 2):
+            off_m, off_n = _tile_offsets(pid + t * nprog, n_m, n_n, BM, BN, GROUP_M)
+            mbarrier.wait(turn.index(ME), ((t // 2) & 1) ^ (1 - ME))
+            g = t * k_tiles
+            for kt in range(k_tiles):
+                s = g % STAGES
+                mbarrier.wait(ready.index(s), (g // STAGES) & 1)
+                acc = warpgroup_mma(
+                    a_bufs.index(s), _b_operand(b_bufs.index(s), B_KN), acc, use_acc=kt > 0, is_async=True
+                )
+                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+                mbarrier.arrive(empty.index((g + STAGES - 1) % STAGES), pred=kt > 0)
+                g += 1
+            mbarrier.arrive(turn.index(1 - ME))  # every wgmma of this tile is issued: the other's turn
+            acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+            mbarrier.arrive(empty.index((g + STAGES - 1) % STAGES))
+            tma.store_wait(pendings=0)  # this consumer's previous store has read c_buf
+            c_buf.store(acc.to(c_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_buf)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def matmul_gluon_pingpong(
+        a_desc,
+        b_desc,
+        c_desc,
+        M,
+        N,
+        K,
+        STAGES: gl.constexpr,
+        GROUP_M: gl.constexpr,
+        B_KN: gl.constexpr,
+        num_warps: gl.constexpr,
+    ):
+        # two 4-warp consumers (the default partition and a worker given CONSUMER_REGS registers) and the
+        # one-warp loader of matmul_gluon_ws (which walks every tile of the program in order)
+        dtype: gl.constexpr = a_desc.dtype
+        a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
+        b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+        c_bufs = gl.allocate_shared_memory(c_desc.dtype, [2] + c_desc.block_type.shape, c_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=1)
+        for i in gl.static_range(2):
+            mbarrier.init(turn.index(i), count=1)
+        gl.warp_specialize(
+            [
+                (_pp_consumer, (a_desc, b_desc, c_desc, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
+                                STAGES, GROUP_M, B_KN, 0, num_warps)),
+                (_pp_consumer, (a_desc, b_desc, c_desc, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
+                                STAGES, GROUP_M, B_KN, 1, num_warps)),
+                (_ws_loader, (a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, M, N, K,
+                              STAGES, GROUP_M, B_KN)),
+            ],
+            [num_warps, 1],
+            [PP_REGS, 24],
+        )  # fmt: skip
 
     @triton.jit
     def splitk_reduce(ws_ptr, c_ptr, MN, SPLIT_STRIDE, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
