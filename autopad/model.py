@@ -62,7 +62,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -429,6 +428,8 @@ def _run_numpy(arr: np.ndarray, rule: _Rule, check: bool, phases: bool):
         for s in starts:
             run(s)
     else:  # numpy's sorts and ufuncs release the GIL, so chunks run in parallel on every core
+        from concurrent.futures import ThreadPoolExecutor  # here: most processes never need threads
+
         with ThreadPoolExecutor(max_workers=_threads()) as pool:
             list(pool.map(run, starts))
     return wave, ideal, costs
@@ -469,6 +470,8 @@ def _run_numba(mod, arr: np.ndarray, rule: _Rule, arch: Arch, check: bool, phase
     if parts == 1:
         answers = [run(0)]
     else:  # the kernel releases the GIL: parts run on every core
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=min(threads, parts)) as pool:
             answers = list(pool.map(run, range(parts)))
     if mod.NEED_NUMPY in answers:  # an address of 2**29 or more: numpy counts it (and checks everything)
@@ -559,7 +562,19 @@ def shift_period(access_bytes: int = 4, op: str = "load", arch: str | Arch = "sm
     return rule.unit * rule.unit_banks
 
 
-_HASH = np.random.default_rng(0x0DDBA11).integers(1, 2**62, size=(2, 64), dtype=np.int64) | 1
+def _splitmix64(seed: int, n: int) -> np.ndarray:
+    """``n`` pseudo-random odd int64 multipliers (SplitMix64 from ``seed``): the row hashes' weights,
+    made without importing numpy.random (its import is a tenth of ``import autopad``'s own time)."""
+    mask, out, x = (1 << 64) - 1, [], seed
+    for _ in range(n):
+        x = (x + 0x9E3779B97F4A7C15) & mask
+        z = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        out.append(((z ^ (z >> 31)) >> 2) | 1)  # below 2**62, odd
+    return np.array(out, dtype=np.int64)
+
+
+_HASH = _splitmix64(0x0DDBA11, 128).reshape(2, 64)
 _DISTINCT_CHUNK = 1 << 12  # rows normalised and hashed at a time (temporaries stay in cache)
 
 
@@ -570,8 +585,8 @@ def analyze_distinct(
 
     Each row's active lanes move down together by whole ``shift_period`` turns until its lowest address
     lies in the first turn (inactive lanes, -1, stay); rows equal after that cost the same. Rows are
-    grouped by a 64-bit hash of their lanes and each is then compared with its group's first row (a
-    collision falls back on sorting the rows themselves). A batch with a bad address is handed to
+    grouped by a 64-bit hash of their moved lanes and each is then compared with its group's first row
+    (a collision falls back on sorting the rows themselves). A batch with a bad address is handed to
     ``analyze_batch``, whose error names the caller's row.
     """
     a = get_arch(arch)
@@ -579,30 +594,27 @@ def analyze_distinct(
     arr = addresses if isinstance(addresses, np.ndarray) else np.asarray(addresses)
     if arr.ndim != 2 or arr.dtype.kind != "i" or arr.shape[0] < 2 or arr.shape[1] > _HASH.shape[1]:
         return analyze_batch(arr, access_bytes, op, a)
-    if arr.dtype.itemsize > 4 and int(arr.max()) >= ADDRESS_LIMIT:  # a shift could hide it: let it raise
+    top, low = int(arr.max()), int(arr.min())
+    if top >= ADDRESS_LIMIT or low < -1:  # a bad address: analyze_batch raises, naming its row
         return analyze_batch(arr, access_bytes, op, a)
-    n, w = arr.shape
+    # int32 when every address fits (the tile formula's are): half the bytes through every pass below
+    work = arr.astype(np.int32 if top < 2**31 else np.int64, copy=False)
+    n, w = work.shape
     period = rule.unit * rule.unit_banks
-    h = np.empty(n, dtype=np.int64)
+    norm, h = np.empty_like(work), np.empty(n, dtype=np.int64)
     m = _HASH[0, :w]
     for s in range(0, n, _DISTINCT_CHUNK):
-        part = arr[s : s + _DISTINCT_CHUNK].astype(np.int64, copy=False)  # int32 cannot hold ADDRESS_LIMIT
-        active, shift = _shift(part, period)
-        # the hash is linear: the shifted row's is the row's less shift x the active lanes' multipliers
-        with np.errstate(over="ignore"):
-            h[s : s + _DISTINCT_CHUNK] = part @ m - shift * (active @ m)
-    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
-    reps = _normalised(arr[first], period)
+        part = work[s : s + _DISTINCT_CHUNK]
+        norm[s : s + _DISTINCT_CHUNK] = np.where(part >= 0, part - _shift(part, period)[:, None], part)
+        with np.errstate(over="ignore"):  # the hash wraps around 2**64
+            h[s : s + _DISTINCT_CHUNK] = norm[s : s + _DISTINCT_CHUNK] @ m
+    first, inverse = _groups(h)
+    reps = norm[first]
     for s in range(0, n, _DISTINCT_CHUNK):  # every row equals its representative, or hashes collided
-        if not (
-            _normalised(arr[s : s + _DISTINCT_CHUNK], period) == reps[inverse[s : s + _DISTINCT_CHUNK]]
-        ).all():
-            _, first, inverse = np.unique(
-                _normalised(arr, period), axis=0, return_index=True, return_inverse=True
-            )
+        if not (reps[inverse[s : s + _DISTINCT_CHUNK]] == norm[s : s + _DISTINCT_CHUNK]).all():
+            _, first, inverse = np.unique(norm, axis=0, return_index=True, return_inverse=True)
             inverse = inverse.ravel()
-            reps = _normalised(arr[first], period)
+            reps = norm[first]
             break
     try:
         wave, ideal = analyze_batch(reps, access_bytes, op, a)
@@ -612,20 +624,33 @@ def analyze_distinct(
     return wave[inverse], ideal[inverse]
 
 
+def _groups(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(one index holding each distinct value, each entry's distinct index) of ``h``: one sort, and no
+    second one for the first occurrences (``np.unique``'s return_index)."""
+    order = np.argsort(h)
+    s = h[order]
+    new = np.empty(len(h), dtype=bool)
+    new[:1] = True
+    np.not_equal(s[1:], s[:-1], out=new[1:])
+    inverse = np.empty(len(h), dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
+
+
 def _normalised(rows: np.ndarray, period: int) -> np.ndarray:
     """``rows`` (int64) with each row's active lanes moved down by whole periods, its lowest address now
     below ``period``; inactive lanes (negative) unchanged."""
     rows = rows.astype(np.int64, copy=False)
-    active, shift = _shift(rows, period)
-    return np.where(active, rows - shift[:, None], rows)
+    return np.where(rows >= 0, rows - _shift(rows, period)[:, None], rows)
 
 
-def _shift(rows: np.ndarray, period: int) -> tuple[np.ndarray, np.ndarray]:
-    """(the active lanes of int64 ``rows``, each row's shift: its lowest active address rounded down to a
-    whole period; 0 for a row with no active lane)."""
-    active = rows >= 0
-    lo = np.where(active, rows, ADDRESS_LIMIT).min(axis=1)
-    return active, np.where(lo == ADDRESS_LIMIT, 0, lo - lo % period)
+def _shift(rows: np.ndarray, period: int) -> np.ndarray:
+    """Each row's shift: its lowest active address rounded down to a whole period (0 for a row with no
+    active lane), in the rows' type. An inactive lane (negative) read as unsigned is larger than any
+    address, so the unsigned minimum is the lowest active address."""
+    unsigned = np.dtype(f"u{rows.dtype.itemsize}")
+    lo = rows.view(unsigned).min(axis=1)  # the largest unsigned value: no active lane
+    return np.where(lo == np.iinfo(unsigned).max, 0, lo - lo % period).astype(rows.dtype)
 
 
 def distinct_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -334,8 +334,8 @@ class HistogramCuda(CudaKernel):
 
     def legal_batch(self, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> np.ndarray:
         """``legal`` of many candidates at once (``columns``: constant -> int array), the same answer row for
-        row: the constants' checks once per candidate (cached for the next shape), the bins' once per
-        distinct pass width and counter."""
+        row: the restrictions as array expressions (``_rules_batch``), the footprint once per distinct
+        layout, the bins' checks once per distinct pass width and counter."""
         n = len(next(iter(columns.values()))) if columns else 0
         if dtype not in self.DTYPES or any(k not in columns for k in _KEYS):
             return np.zeros(n, dtype=bool)
@@ -343,9 +343,18 @@ class HistogramCuda(CudaKernel):
             self.check_shape(tuple(shape))
         except ValueError:
             return np.zeros(n, dtype=bool)
-        keys = zip(*(np.asarray(columns[k]).tolist() for k in _KEYS))
-        ok = np.fromiter((all(_static(self, key, dtype)) for key in keys), dtype=bool, count=n)
-        rows, at = per_distinct(columns, ("BINS_PER_PASS", "COUNTER"))
+        cols = {k: np.asarray(columns[k], dtype=np.int64) for k in _KEYS}
+        ok = _rules_batch(cols)
+        at = np.flatnonzero(ok)
+        if len(at):  # _static's footprint checks, on the candidates every restriction keeps
+            sub = {k: v[at] for k, v in cols.items()}
+            rows, which = per_distinct(sub, _LAYOUT_READS)
+            smem = np.array([_static_smem(self, r, dtype) for r in rows], dtype=np.int64)[which]
+            bps = sub["BLOCKS_PER_SM"]
+            # smem -1: the layout refused the constants (``_static`` reports its ValueError)
+            fits = (smem >= 0) & (smem <= ARCH.smem_per_block)
+            ok[at] = fits & (smem * bps <= ARCH.smem_per_sm - 1024 * bps)  # BLOCKS_PER_SM blocks per SM
+        rows, at = per_distinct(cols, ("BINS_PER_PASS", "COUNTER"))
         bins = [bool(_legal_bins(r["BINS_PER_PASS"], r["COUNTER"], int(shape[1]), dtype)) for r in rows]
         return ok & np.array(bins, dtype=bool)[at]
 
@@ -353,8 +362,7 @@ class HistogramCuda(CudaKernel):
         """``launch_info`` of many candidates at once, as a dict of arrays: asked once per distinct
         combination of what it reads besides the layout, the footprint once per distinct layout."""
         reads = ("THREADS", "BLOCKS_PER_SM", "BINS_PER_PASS", "ITEMS", "PRIV", "COUNTER")
-        layout_keys = ("COUNTER", "PRIV", "BINS_PER_PASS", "THREADS", "REPLICAS", "INTERLEAVED", "PAD")
-        return batched_info(self, columns, shape, dtype, reads, layout_keys)
+        return batched_info(self, columns, shape, dtype, reads, _LAYOUT_READS)
 
     def grid(self, constants: dict[str, int], shape: tuple[int, ...] = (), dtype: str = "int32") -> tuple:
         return (ARCH.sm_count * constants["BLOCKS_PER_SM"],)
@@ -562,6 +570,32 @@ def _static(spec: HistogramCuda, key: tuple[int, ...], dtype: str) -> tuple[Lega
     if smem * bps > ARCH.smem_per_sm - 1024 * bps:
         return Legality(True), Legality(False, f"{bps} blocks of {smem} bytes do not fit one SM")
     return Legality(True), Legality(True)
+
+
+# what ``layout`` and ``smem_bytes`` read: the footprint is the same for candidates equal in these
+_LAYOUT_READS = ("COUNTER", "PRIV", "BINS_PER_PASS", "THREADS", "REPLICAS", "INTERLEAVED", "PAD")
+
+
+def _static_smem(spec: HistogramCuda, c: dict[str, int], dtype: str) -> int:
+    """``smem_bytes`` as ``_static`` asks for it, -1 where building the layout fails."""
+    try:
+        return spec.smem_bytes(c, dtype)
+    except (ValueError, KeyError):
+        return -1
+
+
+def _rules_batch(c: dict[str, np.ndarray]) -> np.ndarray:
+    """``_broken_rule(c) is None`` for columns of candidates (int64 arrays): the same eight rules."""
+    rep, prv, agg, ctr = c["REPLICAS"], c["PRIV"], c["AGG"], c["COUNTER"]
+    ok = c["THREADS"] * c["BLOCKS_PER_SM"] <= 2048
+    ok &= (rep > 1) | ((c["INTERLEAVED"] == 0) & (c["PAD"] == 0))
+    ok &= (rep < 32) | (prv == 1)
+    ok &= (prv == 1) | (rep * 32 <= c["THREADS"])
+    ok &= (prv != 1) | ((rep > 1) & (agg == 0) & (ctr == 32))
+    ok &= (prv != 2) | ((rep == 1) & (agg == 0) & (ctr == 32))
+    ok &= (ctr == 32) | ((rep == 1) & (agg != 1) & (c["BINS_PER_PASS"] >= 16384))
+    ok &= (agg < 3) | (ctr == 16)
+    return ok
 
 
 @lru_cache(maxsize=4096)

@@ -263,15 +263,21 @@ class MatmulCuda(CudaKernel):
 
     def legal_batch(self, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> np.ndarray:
         """``legal`` of many candidates at once (``columns``: constant -> int array), the same answer row for
-        row: the constants' checks once per candidate (cached for the next shape), the shape's once per
-        distinct tile and split."""
+        row: ``_static``'s arithmetic checks as array expressions (``_static_batch``), the operand layouts'
+        checks once per distinct layout, the shape's once per distinct tile and split."""
         n = len(next(iter(columns.values()))) if columns else 0
         if dtype not in self.DTYPES or any(k not in columns for k in _KEYS):
             return np.zeros(n, dtype=bool)
-        keys = zip(*(np.asarray(columns[k]).tolist() for k in _KEYS))
-        ok = np.fromiter((all(_static(self, key)) for key in keys), dtype=bool, count=n)
+        cols = {k: np.asarray(columns[k], dtype=np.int64) for k in _KEYS}
+        ok = _static_batch(cols)
+        at = np.flatnonzero(ok)
+        if len(at):  # the layouts' checks, on the candidates that reach them in ``_static``
+            sub = {k: v[at] for k, v in cols.items()}
+            rows, which = per_distinct(sub, ("BM", "BN", "BK", *self.LAYOUT_KEYS))
+            tiles = np.array([bool(_static_tiles(self, r)) for r in rows], dtype=bool)
+            ok[at] = tiles[which]
         shape = tuple(shape)
-        rows, at = per_distinct(columns, ("BM", "BN", "BK", "SPLIT_K"))
+        rows, at = per_distinct(cols, ("BM", "BN", "BK", "SPLIT_K"))
         fits = [
             bool(_legal_grid(r["BM"], shape))
             and bool(_legal_split(r["BM"], r["BN"], r["BK"], r["SPLIT_K"], shape))
@@ -486,13 +492,42 @@ def _static(spec: MatmulCuda, key: tuple[int, ...]) -> tuple[Legality, Legality,
     if threads and c.get("THREAD_MAP", 0) and (tx_n % min(tx_n, 16) or ty_n % (32 // min(tx_n, 16))):
         thread_map = Legality(False, "THREAD_MAP 1 needs the warp's lanes to tile the thread grid")
     if threads and thread_map:
-        try:
-            lay = spec.layout(c)
-        except ValueError as exc:
-            tiles = Legality(False, str(exc))
-        else:
-            tiles = _check_tiles(lay)  # 16-byte fragments; B is stored in 16-byte vectors
+        tiles = _static_tiles(spec, c)
     return threads, thread_map, tiles
+
+
+def _static_tiles(spec: MatmulCuda, c: dict[str, int]) -> Legality:
+    """The operand layouts' own checks (16-byte fragments; B is stored in 16-byte vectors)."""
+    try:
+        lay = spec.layout(c)
+    except ValueError as exc:
+        return Legality(False, str(exc))
+    return _check_tiles(lay)
+
+
+def _static_batch(c: dict[str, np.ndarray]) -> np.ndarray:
+    """Whether ``_static``'s thread-tile and warp-map checks pass, for columns of candidates (int64 arrays
+    in ``_KEYS``): the same conditions as array expressions (its order only picks the reason)."""
+    ok = np.ones(len(c["BM"]), dtype=bool)
+    for x in ("A", "B"):
+        mp, vec, pp, pad = c[f"SW_MAX_PHASE_{x}"], c[f"SW_VEC_{x}"], c[f"SW_PER_PHASE_{x}"], c[f"PAD_{x}"]
+        ok &= ~((mp == 1) & ((vec != 1) | (pp != 1))) & ~((mp > 1) & (pad != 0))
+    bm, bn, bk, tm, tn = c["BM"], c["BN"], c["BK"], c["TM"], c["TN"]
+    ok &= (tm > 0) & (tn > 0)  # (the space's values are positive: this only keeps the divisions defined)
+    tm, tn = np.where(ok, tm, 1), np.where(ok, tn, 1)
+    tx, ty = bn // tn, bm // tm  # _threads
+    t = tx * ty
+    ok &= (bm % tm == 0) & (bn % tn == 0) & (tm % 4 == 0) & (tn % 4 == 0) & (bk % 4 == 0)
+    ok &= (t % 32 == 0) & (t >= 64) & (t <= 1024)
+    t = np.where(ok, t, 1)
+    for b in (bm, bn):  # each operand tile's 4-wide vectors divide among the threads
+        ok &= ((b * bk // 4) % t == 0) & (b * bk // 4 >= t)
+    ok &= tm * tn <= 64
+    ok &= ~((c["MIN_BLOCKS"] * t * 128 > 65536) & (tm * tn >= 64))
+    # THREAD_MAP 1: a warp of wx x (32 / wx) lanes, wx = min(tx, 16), must tile the tx x ty thread grid
+    wx = np.maximum(np.minimum(tx, 16), 1)
+    ok &= (c["THREAD_MAP"] == 0) | ((tx % wx == 0) & (ty % np.maximum(32 // wx, 1) == 0))
+    return ok
 
 
 @functools.lru_cache(maxsize=4096)
