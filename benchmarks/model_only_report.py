@@ -438,7 +438,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     d = Path(args.dir)
     paths = {r: d / f"{r}_quality_rows.csv.gz" for r in RUNS}
-    paths.update({Path(p).name.split("_")[0] or f"extra{i}": Path(p) for i, p in enumerate(args.extra)})
+    # an extra file is named by its folder (the device run that measured it: run8, run10, ...)
+    paths.update({Path(p).resolve().parent.name or f"extra{i}": Path(p) for i, p in enumerate(args.extra)})
     shapes = load_shapes(paths, Path(args.cache) if args.cache else None)
     k, a = CONSTANTS, get_arch("sm_90")
     if args.baseline:  # no new terms: the streams of the predictor before this work
@@ -455,7 +456,12 @@ def main(argv: Sequence[str] | None = None) -> int:
               "recorded in both runs and counts in each)\n\n" + family_table(recorded))  # fmt: skip
     extra = [x for x in rows if x["run"] not in RUNS]
     if extra:
-        md.append("\n## New shapes measured for the purpose (held out from every fit)\n\n" + table(extra))
+        md.append(
+            "\n## New shapes measured for the purpose\n\nHeld out from the fits of the predictor's "
+            "constants; run8's histogram (2^20 x 1000 bins) was then used to fit the histogram's flush "
+            "term (``kernels/cuda/histogram.py``), and run10's shapes were drawn after that fit.\n\n"
+            + table(extra)
+        )
         md.append("\n" + family_table(extra))
     splits = [(args.fit, args.test)] if args.fit and args.test else []
     if args.held_out:
