@@ -15,6 +15,7 @@ path needs them (``tune`` with a GPU, ``ops``, a base spec's build/run).
 from __future__ import annotations
 
 import importlib
+import sys as _sys
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"  # before the imports below: tune and cache read it
@@ -23,6 +24,9 @@ from . import layouts  # noqa: E402
 from .arch import ARCHS, Arch, get_arch  # noqa: E402
 from .model import Analysis, analyze, analyze_batch  # noqa: E402
 from .tune import tune  # noqa: E402  (eager: importing the submodule autopad.tune would shadow a lazy name)
+
+if "torch" in _sys.modules:  # torch is loaded already: autopad.ops defines torch.ops.autopad.* at import
+    from . import ops  # noqa: E402
 
 # The rest of the public names load when first used (PEP 562): a process that only ranks with the model
 # (``autopad.search``, the ops' shape policy) does not import the tuner, the ops layer, the pattern DSL

@@ -264,6 +264,10 @@ def _score_units(
         of_memo.setdefault(memo, []).append(u)
     todo = list(of_memo.values())
     pats: list[list[tuple[str, int, np.ndarray, np.ndarray, np.ndarray]]] = []
+    # a spec may hand out one pattern object to many memos (the Gluon transpose's gluon_model.Moves): each
+    # object is stacked once per chunk, and its units share blocks (objects kept alive while their id is)
+    held: dict[int, tuple[Any, int]] = {}
+    bounds: set[tuple] = set()  # (pattern, the layout's rows, cols, whether a tile) already checked
     sel: list[int] = []  # the chunk's units
     which: list[int] = []  # each one's pattern, an index into pats
     size = 0
@@ -276,17 +280,23 @@ def _score_units(
         )
         if pat is None:
             raise SpecError(f"smem_pattern: returned None for {dict(c)}; return the block's instructions")
-        groups = _stacked(pat, arch.warp_size)
-        for _op, _width, r, cc, _k in groups:
-            _check_bounds(f"{spec.NAME} {dict(c)}", lay, r, cc)
-        which += [len(pats)] * len(us)
-        pats.append(groups)
+        got = held.get(id(pat))
+        if got is None:
+            groups = _stacked(pat, arch.warp_size)
+            got = held[id(pat)] = (pat, len(pats))
+            pats.append(groups)
+            size += sum(len(g[2]) for g in groups)
+        seen = (id(pat), getattr(lay, "rows", None), getattr(lay, "cols", None), hasattr(lay, "row_stride"))
+        if seen not in bounds:
+            for _op, _width, r, cc, _k in pats[got[1]]:
+                _check_bounds(f"{spec.NAME} {dict(c)}", lay, r, cc)
+            bounds.add(seen)
+        which += [got[1]] * len(us)
         sel += us
-        size += sum(len(g[2]) for g in groups)
         if size >= _CHUNK_INSTRUCTIONS or j == len(todo) - 1:
             lays = [layouts[reps[u]] for u in sel]
             wave[sel], ideal[sel] = _score_chunk(pats, which, lays, [id(x) for x in lays], arch)
-            pats, sel, which, size = [], [], [], 0
+            pats, sel, which, size, held, bounds = [], [], [], 0, {}, set()
     return wave, ideal
 
 

@@ -3,7 +3,9 @@
 Why it matters: the ops' shape policy (``autopad.ops``) and ``autopad tune`` rank a kernel's whole space with
 the model before anything runs on the GPU, and an op called on a new shape waits for that ranking. The
 largest built-in space is the CUDA transpose (about 23,000 legal candidates in fp32 and 31,000 in fp16 at
-8192 x 8192); the CUDA histogram (8,000) and the fp32 CUDA SIMT matmul (10,000) are the next ones.
+8192 x 8192); the CUDA histogram (8,000) and the fp32 CUDA SIMT matmul (10,000) are the next ones. The
+Triton (Gluon) transpose (2,750 in fp16) has no PATTERN_KEYS: its patterns come from the register layouts
+through autopad.gluon_model, one per candidate until they were shared (10-12 s before, see the git log).
 
 For each case a fresh Python process (``--runs`` of them; the median is reported) times:
 
@@ -50,6 +52,7 @@ CASES = {
     "transpose-fp16": ("transpose", "cuda", "float16", (8192, 8192), (4097, 8191)),
     "histogram-int32": ("histogram", "cuda", "int32", (1 << 24, 4096), (1000003, 100000)),
     "matmul-fp32": ("matmul", "cuda", "float32", (4096, 4096, 4096), (3000, 5000, 1000)),
+    "triton-transpose-fp16": ("transpose", "triton", "float16", (8192, 8192), (4096, 3000)),
 }
 PHASES = ("first_call_with_import", "first_call_rank", "second_shape", "same_shape_again")
 FIELDS = ["case", "kernel", "backend", "dtype", "shape", "candidates", "phase", "seconds", "runs",

@@ -970,3 +970,24 @@ def test_analyze_distinct_takes_int32_rows_with_inactive_lanes():
         got = analyze_distinct(rows, 4, op)
         want = analyze_batch(rows, 4, op)
         assert all(np.array_equal(g, w) for g, w in zip(got, want))
+
+
+def test_analyze_distinct_with_idle_rows_high_addresses_and_narrow_ints():
+    """Rows with no active lane, addresses past 2**31 (the int64 path) and int16 rows score as
+    analyze_batch scores them; a lane below -1 is still named as the caller's bad row."""
+    from autopad.model import analyze_distinct
+
+    rng = np.random.default_rng(11)
+    base = _random_batch(rng, 200, "load", 4)
+    base = base[(base < 1 << 14).all(axis=1)]
+    idle = np.full((3, 32), -1, dtype=np.int64)
+    high = np.where(base >= 0, base + (3 << 30), -1)
+    mixed = np.concatenate([high, idle, base])
+    for arr in (np.concatenate([base, idle, base]), mixed, base.astype(np.int16)):
+        want = analyze_batch(arr.astype(np.int64), 4, "load")
+        got = analyze_distinct(arr, 4, "load")
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    bad = np.concatenate([base, idle])
+    bad[5, 2] = -7
+    with pytest.raises(ValueError, match=r"row 5 lane 2 has negative address -7"):
+        analyze_distinct(bad)

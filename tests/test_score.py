@@ -45,10 +45,12 @@ def _reference(spec, consts, dtype, dist=None):
         ("small-transpose", "int8", (4097, 8191), None, None),
         ("matmul", "float32", (2048, 2048, 2048), None, 60),  # two operand tiles: the layout's own offsets
         ("histogram", "int32", (1 << 24, 4096), "skewed", 40),  # atomics on replicated sub-histograms
+        ("transpose/triton", "float16", (8192, 8192), None, 80),  # Gluon moves: one pattern object shared
     ],
 )
 def test_batched_scores_equal_instruction_by_instruction(kernel, dtype, shape, dist, sample):
-    spec = _small_transpose() if kernel == "small-transpose" else builtin_spec(kernel, "cuda")
+    name, _, backend = kernel.partition("/")
+    spec = _small_transpose() if kernel == "small-transpose" else builtin_spec(name, backend or "cuda")
     consts = enumerate_candidates(spec, shape, dtype)
     if sample:
         consts = random.Random(7).sample(consts, sample)

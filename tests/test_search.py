@@ -245,3 +245,52 @@ def test_rank_without_batch_hooks_equals_the_straightforward_ranking():
         fast = rank(spec, shape, "float32", extra=extra)
         ref = _reference_rank(spec, shape, "float32", extra)
         assert [(c.constants, c.prediction, c.roles) for c in fast] == ref
+
+
+# ---- every built-in kernel's whole space: the fast path against the scalar one ---------------------------
+
+
+class _Scalar:
+    """A spec seen without its batch hooks (``legal_batch``, ``launch_info_batch``) and without shared
+    pattern objects: ``legal`` and ``launch_info`` are asked candidate by candidate, and each pattern is
+    stacked from Instructions as its own (``smem_pattern`` returns a fresh tuple; test_score holds the
+    stacked scores to instruction-by-instruction ones)."""
+
+    def __init__(self, impl):
+        self._impl = impl
+
+    def __getattr__(self, name):
+        if name in ("legal_batch", "launch_info_batch"):
+            raise AttributeError(name)
+        return getattr(self._impl, name)
+
+    def smem_pattern(self, c, dtype, **kw):
+        return tuple(self._impl.smem_pattern(c, dtype, **kw))
+
+
+@pytest.mark.parametrize(
+    "kernel,backend,dtype,shapes",
+    [
+        ("transpose", "cuda", "float32", [(8192, 8192), (4097, 8191)]),
+        ("transpose", "cuda", "float16", [(2, 96, 80)]),
+        ("histogram", "cuda", "int32", [(1 << 24, 4096), (1000003, 100000)]),
+        ("matmul", "cuda", "float32", [(4096, 4096, 4096), (128, 4096, 4096)]),
+        ("transpose", "triton", "float16", [(8192, 8192), (4096, 3000)]),
+    ],
+)
+def test_rank_equals_the_scalar_path_on_built_in_spaces(kernel, backend, dtype, shapes):
+    """What the first model-only ranking of a new process runs (vectorised legality and launch info,
+    shared patterns and layouts, each distinct address row scored once) ranks the whole space exactly
+    as the spec's scalar functions do: same candidates, order, predictions and roles."""
+    from autopad.kernels_registry import builtin_spec
+
+    fast_spec = builtin_spec(kernel, backend)
+    slow_spec = KernelSpec(_Scalar(fast_spec.impl))
+    for shape in shapes:
+        extra = baselines(fast_spec, shape, dtype)
+        fast = rank(fast_spec, shape, dtype, extra=extra)
+        slow = rank(slow_spec, shape, dtype, extra=extra)
+        assert len(fast) > 1000
+        assert [(c.constants, c.prediction, c.roles) for c in fast] == [
+            (c.constants, c.prediction, c.roles) for c in slow
+        ]

@@ -26,17 +26,19 @@ the base's pattern; the module-level names below are the registry's view of ``SP
 from __future__ import annotations
 
 import itertools
+import sys
+from functools import lru_cache
 from typing import Any
 
+import numpy as np
 from autopad.kernels.transpose_io import TransposeIO
 from autopad.kernels.transpose_io import input_tensor as _x
 
-from autopad.access import Instruction
 from autopad.arch import get_arch
 from autopad.bases import Out, TritonKernel
-from autopad.gluon_model import Blocked, instructions
+from autopad.gluon_model import Blocked, Moves, moves
 from autopad.layouts import Legality, Padded, Swizzled
-from autopad.spec import DTYPE_BYTES
+from autopad.spec import DTYPE_BYTES, batched_info, per_distinct
 
 try:  # triton is optional: enumeration and scoring need numpy only
     import triton
@@ -100,26 +102,34 @@ def pack(dtype: str) -> int:
 
 def register_layouts(c: dict[str, int], dtype: str = "float32") -> tuple[Blocked, Blocked]:
     """(load layout, read-back layout): rows of VEC along N, then VEC x pack blocks along M."""
-    w = pack(dtype)
-    tn = _tpw(c["BN"], c["VEC"])
-    tm = _tpw(c["BM"], c["VEC"])
-    lin = Blocked((1, c["VEC"]), (32 // tn, tn), (c["WARPS"], 1), (1, 0))
-    lout = Blocked((c["VEC"], w), (tm, 32 // tm), (1, c["WARPS"]), (0, 1))
+    return _register_layouts(c["BM"], c["BN"], c["VEC"], c["WARPS"], pack(dtype))
+
+
+@lru_cache(maxsize=1024)
+def _register_layouts(bm: int, bn: int, vec: int, warps: int, w: int) -> tuple[Blocked, Blocked]:
+    tn, tm = _tpw(bn, vec), _tpw(bm, vec)
+    lin = Blocked((1, vec), (32 // tn, tn), (warps, 1), (1, 0))
+    lout = Blocked((vec, w), (tm, 32 // tm), (1, warps), (0, 1))
     return lin, lout
 
 
 def layout(c: dict[str, int], dtype: str) -> Padded | Swizzled:
     """The tile's shared layout: Padded when PAD > 0, else Swizzled (MAX_PHASE 1 = plain row-major)."""
-    if c.get("PAD", 0):
-        return Padded(c["BM"], c["BN"], _eb(dtype), pad=c["PAD"])
-    return Swizzled(
-        c["BM"],
-        c["BN"],
-        _eb(dtype),
-        sw_vec=c.get("SW_VEC", 1),
-        per_phase=c.get("PER_PHASE", 1),
-        max_phase=c.get("MAX_PHASE", 1),
-    )
+    return _layout(
+        c["BM"], c["BN"], _eb(dtype), c.get("PAD", 0), c.get("SW_VEC", 1), c.get("PER_PHASE", 1),
+        c.get("MAX_PHASE", 1),
+    )  # fmt: skip
+
+
+@lru_cache(maxsize=4096)
+def _layout(
+    bm: int, bn: int, eb: int, pad: int, sw_vec: int, per_phase: int, max_phase: int
+) -> Padded | Swizzled:
+    """One layout object per parameter set: the tuner asks for the same few hundred thousands of times, and
+    the scorer then sees the candidates that share one as one layout."""
+    if pad:
+        return Padded(bm, bn, eb, pad=pad)
+    return Swizzled(bm, bn, eb, sw_vec=sw_vec, per_phase=per_phase, max_phase=max_phase)
 
 
 def legal(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
@@ -143,21 +153,60 @@ def legal(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
         return Legality(False, "SW_VEC / PER_PHASE without a swizzle (MAX_PHASE 1): duplicate of unswizzled")
     if pad and pad & (pad - 1):
         return Legality(False, f"PAD {pad}: Gluon padded layouts need a power-of-two padding")
+    return _layout_check(c, dtype)
+
+
+def smem_pattern(c: dict[str, int], dtype: str) -> Moves:
+    """Shared instructions of one block over one tile: the row-major store, then the column read (a
+    ``gluon_model.Moves``: iterates as Instructions; candidates with equal moves share one object)."""
+    lay = layout(c, dtype)
+    lin, lout = register_layouts(c, dtype)
+    shape = (c["BM"], c["BN"])
+    return moves((lin, shape, lay, "store"), (lout, shape, lay, "load"))
+
+
+def _layout_check(c: dict[str, int], dtype: str) -> Legality:
+    """``legal``'s last step: the layout builds, keeps the stores' vectors whole and fits the budget."""
     try:
         lay = layout(c, dtype)
     except ValueError as e:
         return Legality(False, str(e))
     # the row-major store writes VEC-element vectors: padding must keep every row's vectors aligned
     # (pad % VEC != 0 faults with "misaligned address" on sm_90); a swizzle chunk must hold whole vectors
-    return lay.check(vec, _SMEM_BUDGET)
+    return lay.check(c["VEC"], _SMEM_BUDGET)
 
 
-def smem_pattern(c: dict[str, int], dtype: str) -> tuple[Instruction, ...]:
-    """Shared instructions of one block over one tile: the row-major store, then the column read."""
-    lay = layout(c, dtype)
-    lin, lout = register_layouts(c, dtype)
-    shape = (c["BM"], c["BN"])
-    return instructions(lin, shape, lay, "store") + instructions(lout, shape, lay, "load")
+def legal_batch(columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """``legal`` of many candidates at once (``columns``: constant -> int array), the same answer row for
+    row: its arithmetic checks as array expressions, the layout's own check once per distinct layout and
+    vector width, on the candidates that reach it."""
+    n = len(next(iter(columns.values()))) if columns else 0
+    if dtype not in DTYPES or len(shape) not in (2, 3) or min(shape) < 1:
+        return np.zeros(n, dtype=bool)
+    c = {k: np.asarray(columns[k], dtype=np.int64) for k in SPACE}
+    eb, w = _eb(dtype), pack(dtype)
+    vec, bm, bn, warps = c["VEC"], c["BM"], c["BN"], c["WARPS"]
+    pad, mp, sv, pp = c["PAD"], c["MAX_PHASE"], c["SW_VEC"], c["PER_PHASE"]
+    ok = (vec > 0) & (vec * eb <= 16)
+    v = np.where(ok, vec, 1)  # (only keeps the divisions defined where a check already failed)
+    ok &= (bm % v == 0) & (bn % v == 0)
+    tn, tm = np.clip(bn // v, 1, 32), np.clip(bm // v, 1, 32)  # _tpw
+    ok &= ((32 // tn) * warps <= bm) & (w * (32 // tm) * warps <= bn)  # one pass of the warps fits
+    ok &= ~((pad != 0) & (mp > 1)) & ~((mp == 1) & ((sv != 1) | (pp != 1)))
+    ok &= (pad == 0) | (pad & (pad - 1) == 0)  # a power-of-two padding
+    at = np.flatnonzero(ok)
+    if len(at):
+        sub = {k: x[at] for k, x in c.items()}
+        rows, which = per_distinct(sub, ("BM", "BN", "VEC", *LAYOUT_KEYS))
+        ok[at] = np.array([bool(_layout_check(r, dtype)) for r in rows], dtype=bool)[which]
+    return ok
+
+
+def launch_info_batch(columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> dict:
+    """``launch_info`` of many candidates at once, as a dict of arrays: once per distinct tile and warps,
+    the footprint once per distinct layout."""
+    reads, tile = ("BM", "BN", "WARPS"), ("BM", "BN", *LAYOUT_KEYS)
+    return batched_info(sys.modules[__name__], columns, shape, dtype, reads, tile)
 
 
 def _mnb(shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -318,7 +367,13 @@ class TransposeGluon(TransposeIO, TritonKernel):
     def legal(self, c: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
         return legal(c, shape, dtype)
 
-    def smem_pattern(self, c: dict[str, int], dtype: str, dist: str | None = None) -> tuple[Instruction, ...]:
+    def legal_batch(self, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> np.ndarray:
+        return legal_batch(columns, shape, dtype)
+
+    def launch_info_batch(self, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> dict:
+        return launch_info_batch(columns, shape, dtype)
+
+    def smem_pattern(self, c: dict[str, int], dtype: str, dist: str | None = None) -> Moves:
         return smem_pattern(c, dtype)
 
     def smem_bytes(self, c: dict[str, int], dtype: str) -> int:
