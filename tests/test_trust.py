@@ -60,7 +60,9 @@ def test_the_shipped_figures_cover_every_recorded_family():
     fams = data["families"]
     assert {"transpose/cuda/float32", "transpose/cuda/float16", "histogram/cuda/int32",
             "histogram/cuda/uint8", "matmul/cuda/float32", "matmul/triton/bfloat16"} <= set(fams)  # fmt: skip
-    assert sum(f["shapes"] for f in fams.values()) == 19
+    # the 19 configuration-shapes of the exhaustive studies and the 10 new shapes of H200 runs 8 and 10
+    assert sum(f["shapes"] for f in fams.values()) == 29
+    assert "run8" in data["source"] and "run10" in data["source"]
     for name, f in fams.items():
         assert 0 <= f["within_2pct"] <= f["within_10pct"] <= f["shapes"], name
         assert 1.0 <= f["median"] <= f["worst"], name
