@@ -24,7 +24,10 @@ numba (the model scores its first instructions with numpy; ``autopad/model.py``)
 and to ``rank_speed.csv`` under ``--out``. ``results/rank_speed_before.csv`` is this benchmark run on the
 code before the batched ranking (git 4048c39, exported and put first on PYTHONPATH, from outside the
 repository so that the child does not import the working tree); the machine's speed drifts by a third
-over minutes, so compare runs made close together.
+over minutes, so compare runs made close together. ``results/rank_speed_b98637d.csv`` is the same
+benchmark on git b98637d (before the vectorised legality, the faster analyze_distinct, the lazy imports
+and the shared Gluon patterns), run right after ``rank_speed.csv`` on a machine loaded by other work
+(load average 1.2-1.7 against 0.9 for the older rows).
 
     python benchmarks/bench_rank_speed.py                       # every case, 3 runs each
     python benchmarks/bench_rank_speed.py --cases transpose-fp32 --runs 5
