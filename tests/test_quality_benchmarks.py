@@ -119,3 +119,39 @@ def test_report_cli_writes_table_and_plot(tmp_path, capsys):
     assert "64x64" in md.read_text()
     assert qr.main([str(tmp_path / "missing")]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_verify_fills_a_recorded_best_with_the_constants_added_since(tmp_path, monkeypatch):
+    # a study row from before SCALAR_EDGE and GROUP joined the transpose space: verify must time the
+    # candidate it measured (those constants at their defaults, the behaviour of its day), named in full
+    import types
+
+    import autopad
+
+    spec = builtin_spec("transpose", "cuda")
+    old = "PAD=1,READOUT=0,SW_MAX_PHASE=1,SW_PER_PHASE=1,SW_VEC=1,THREADS=256,TILE_M=32,TILE_N=32,VEC=1"
+    rows = tmp_path / "rows.csv.gz"
+    with gzip.open(rows, "wt", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["kernel", "backend", "dtype", "shape", "key", "correct", "ms"])
+        w.writeheader()
+        w.writerow({"kernel": "transpose", "backend": "cuda", "dtype": "float32", "shape": "512x512",
+                    "key": old, "correct": "1", "ms": "0.010"})  # fmt: skip
+    pick = dict(spec.DEFAULTS, TILE_M=64, TILE_N=64, VEC=4, SCALAR_EDGE=0, GROUP=16)
+    monkeypatch.setattr(
+        autopad,
+        "tune",
+        lambda *a, **k: types.SimpleNamespace(best=types.SimpleNamespace(constants=pick), candidates=[]),
+    )
+    timed = {}
+
+    def fake_measure(spec, items, shape, dtype, dist, devices, reps, budget, chunk):
+        timed.update(items)
+        ms = {k: 0.009 if "VEC=4" in k else 0.010 for k, _ in items}
+        return {k: [types.SimpleNamespace(ms=v)] for k, v in ms.items()}
+
+    monkeypatch.setattr(tq, "measure_all", fake_measure)
+    (row,) = tq.verify(["transpose/cuda/float32/512x512"], [rows], tmp_path)
+    filled = dict(spec.DEFAULTS, PAD=1, TILE_M=32, TILE_N=32)
+    assert timed[row["best"]] == filled and filled["SCALAR_EDGE"] == 1 and filled["GROUP"] == 1
+    assert row["pick_over_best"] == pytest.approx(0.9)
+    assert (tmp_path / "quality_verify.csv").is_file()
