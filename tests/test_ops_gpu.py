@@ -161,6 +161,36 @@ def test_matmul_16bit_takes_b_as_held(shape, dtype):
     assert ((got.float() - ref).norm() / ref.norm()).item() < 1e-2
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("shape", [(300, 1000, 520), (257, 130, 1001)])  # (m, k, n); K*2 % 16 != 0: tl.dot
+def test_matmul_16bit_reads_row_pitched_operands(shape, dtype):
+    """Operands from ``ops.empty_pitched`` (rows 128 bytes apart): the TMA GEMM reads them as they are, a
+    kernel that cannot (the tl.dot path of a shape TMA cannot describe) gets contiguous copies; both right,
+    on the operator's first call and on the direct path after it, and a contiguous call of the same shape."""
+    import torch
+
+    from autopad.ops import runner
+
+    dt = getattr(torch, dtype)
+    m, k, n = shape
+    a, b = ops.empty_pitched(m, k, dt, "cuda"), ops.empty_pitched(k, n, dt, "cuda")
+    assert not a.is_contiguous() and not b.is_contiguous()
+    for _ in range(3):
+        a.normal_(), b.normal_()
+        got = _poisoned(ops.matmul, a, b)
+        ref = a.float() @ b.float()
+        assert got.dtype == dt and got.is_contiguous()
+        assert ((got.float() - ref).norm() / ref.norm()).item() < 1e-2
+    got = ops.matmul(a.contiguous(), b.contiguous())
+    assert ((got.float() - ref).norm() / ref.norm()).item() < 1e-2
+    (bd,) = [
+        x
+        for x in runner._BOUND.values()
+        if x.spec.NAME == "matmul" and x.shape == (m, n, k) and x.dtype == dtype
+    ]
+    assert runner._reads_strides(bd) == ((k * 2) % 16 == 0 and (n * 2) % 16 == 0)
+
+
 def test_matmul_gradients_on_odd_shapes():
     import torch
 

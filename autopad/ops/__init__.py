@@ -28,6 +28,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from .pitch import empty_pitched, pitched
 from .plans import Item
 from .policy import REUSE_TOLERANCE, TUNE_MODES, AutopadTuningWarning, untuned
 from .pretune import PretuneRow, Recorder, cache_pack, cache_unpack, load_items, pretune, record
@@ -51,6 +52,8 @@ __all__ = [
     "AutopadTuningWarning",
     "TUNE_MODES",
     "REUSE_TOLERANCE",
+    "empty_pitched",
+    "pitched",
 ]
 
 

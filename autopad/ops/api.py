@@ -14,7 +14,8 @@ through ``torch.ops.autopad.*``:
   FlopCounterMode, ...), a functorch transform, a tensor subclass: the dispatcher handles them;
 - a shape, dtype or device met for the first time: the operator binds its kernel (``runner``).
 
-A non-contiguous input also takes the operator (which copies it first).
+A non-contiguous input also takes the operator (which copies it first), except a 16-bit matmul operand at a
+row pitch (``autopad.ops.empty_pitched``), which the bound GEMM reads as it is.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ _modes = torch._C._len_torch_dispatch_stack
 _functorch = getattr(torch._C, "_are_functorch_transforms_active", lambda: False)
 _T, _H, _M = runner.FAST_T, runner.FAST_H, runner.FAST_M
 _ops = torch.ops.autopad
+_PITCHED = runner._PITCHED_DTYPES
 
 
 def transpose(x: Any, backend: str = "auto") -> Any:
@@ -84,13 +86,21 @@ def histogram(x: Any, bins: int, weights: Any = None, dist: str | None = None, b
     return _ops.histogram(x, bins, weights, dist, backend)
 
 
+def _dense_or_pitched(t: Any) -> bool:
+    """Contiguous, or a 16-bit row-pitched view (``autopad.ops.empty_pitched``) the bound GEMM reads as is."""
+    return t.is_contiguous() or (t.dtype in _PITCHED and runner.is_pitched(t))
+
+
 def matmul(a: Any, b: Any, backend: str = "auto") -> Any:
     """``a @ b`` for CUDA tensors [M, K] x [K, N], with B as you hold it ([K, N] row-major; no copy).
 
     fp32 runs autopad's CUDA SIMT GEMM (full fp32, as torch with TF32 off); bf16 and fp16 its Gluon wgmma
     kernel. Differentiable (the backward runs autopad's matmul and transpose); one ``autopad::matmul``
     node under ``torch.compile`` and ``torch.export``. A transposed view of a row-major [N, K] (a Linear
-    weight's ``.t()``) is made [K, N] by autopad's transpose first; another non-contiguous B by a copy.
+    weight's ``.t()``) is made [K, N] by autopad's transpose first. A bf16 / fp16 operand at a row pitch
+    (``autopad.ops.empty_pitched``: rows 128 bytes aligned) is read as it is, which is faster when its rows
+    are not whole 128-byte lines (3000x5000x1000 bf16 on the H200: 56.9 us with B pitched, 68.2 us
+    contiguous); another non-contiguous operand is copied.
     """
     if not _compiling():
         if (
@@ -102,7 +112,7 @@ def matmul(a: Any, b: Any, backend: str = "auto") -> Any:
         ):
             key = (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), backend)
             fn = _M.get(key)
-            if fn is not None and a.is_contiguous() and b.is_contiguous():
+            if fn is not None and _dense_or_pitched(a) and _dense_or_pitched(b):
                 return fn(a, b)
         registry.check_matmul(a, b, backend)
     return _ops.matmul(a, b, backend)

@@ -24,6 +24,7 @@ import torch
 
 from ..bases import Inputs
 from . import plans, policy
+from .pitch import is_pitched
 
 __all__ = [
     "FAST_T",
@@ -357,13 +358,32 @@ def histogram_impl(
 # ---- matmul ----------------------------------------------------------------------------------------------
 
 
+_PITCHED_DTYPES = (torch.bfloat16, torch.float16)
+
+
+def _reads_strides(bd: Bound) -> bool:
+    """Whether the bound GEMM reads A and B through TMA descriptors, which take each operand's row stride:
+    the Gluon kernel (PATH 0). The tl.dot kernel (PATH 1) and the CUDA SIMT GEMM index rows as contiguous."""
+    c = bd.decision.params
+    return bd.spec.BACKEND == "triton" and c.get("PATH", 0) == 0 and "SWIZZLE" in c
+
+
 def _matmul_fn(a: Any, b: Any, backend: str) -> Callable[[Any, Any], Any]:
     m, k = a.shape
     n = b.shape[1]
     record("matmul", (m, n, k), a.dtype, backend=backend)
     p = plans.plan_matmul(m, n, k, dtype_name(a.dtype), backend)
     bd = bound(p, a.get_device())
-    call = kernel_call(bd, (a, b))
+    strided = _reads_strides(bd)
+
+    def dense(a: Any, b: Any) -> tuple[Any, Any]:
+        # a row-pitched operand (``autopad.ops.empty_pitched``) reaches a kernel that cannot take its stride
+        if strided or (a.is_contiguous() and b.is_contiguous()):
+            return a, b
+        return a.contiguous(), b.contiguous()
+
+    first = kernel_call(bd, dense(a, b))
+    call = first if strided else (lambda a, b: first(*dense(a, b)))
     run, get_dev = bd.run, _get_dev
     if getattr(run, "fast", None) is None or a.dtype == torch.float32 or get_dev is None:
         return call
@@ -374,7 +394,7 @@ def _matmul_fn(a: Any, b: Any, backend: str) -> Callable[[Any, Any], Any]:
         if get_dev() != dev:  # the caller's current device is another one: the layered call switches
             return call(a, b)
         out = empty(m, n, dtype=odt, device=odev)
-        run((a, b), out)
+        run(dense(a, b), out)
         return out
 
     return flat
@@ -382,9 +402,12 @@ def _matmul_fn(a: Any, b: Any, backend: str) -> Callable[[Any, Any], Any]:
 
 def matmul_impl(a: Any, b: Any, backend: str = "auto") -> Any:
     """The CUDA implementation of ``autopad::matmul``: ``a @ b`` for [M, K] x [K, N] (B as it is held)."""
-    if not a.is_contiguous():
+    # 16-bit operands at a row pitch (``autopad.ops.empty_pitched``) stay as they are: the Gluon GEMM's TMA
+    # takes their row stride (a kernel that cannot is handed a contiguous copy by ``_matmul_fn``)
+    keep = a.dtype in _PITCHED_DTYPES
+    if not a.is_contiguous() and not (keep and is_pitched(a)):
         a = a.contiguous()
-    if not b.is_contiguous():
+    if not b.is_contiguous() and not (keep and is_pitched(b)):
         # a transposed view of a row-major [N, K] (a Linear weight's .t()) goes through autopad's own
         # transpose; anything else through torch's copy
         b = transpose_impl(b.t(), "auto") if b.t().is_contiguous() else b.contiguous()
