@@ -44,19 +44,12 @@ __all__ = [
 ]
 
 _FLUSH_BYTES = 256 << 20  # larger than any current L2 (H200: 60 MB)
-# An idle GPU drops its SM clock (the H200 reads 345 MHz idle, 1,980 MHz busy); the first runs after a pause
-# then time a compute-bound kernel slow (H200 run 17: an fp32 SIMT GEMM at 150-166 us in one pass, 88-92 us
-# in the next). Before timing, a GPU idle for more than _IDLE_S is kept busy with the candidate and the L2
-# flush for AUTOPAD_BENCH_WARM_MS milliseconds of wall time (0: off).
-_IDLE_S = 0.02
-_last_busy = [0.0]
-
-
-def _warm_ms() -> float:
-    try:
-        return max(0.0, float(os.environ.get("AUTOPAD_BENCH_WARM_MS", "60")))
-    except ValueError:
-        return 60.0
+# Host time inside a timed run: a spec's ``run`` may do Python work before it launches (build a launcher,
+# allocate a workspace: the CUDA SIMT GEMM's split-K path). If the GPU reaches the start event before the
+# launch is enqueued, the event pair times the host. Each timed run is therefore preceded on the stream by
+# a spin of _LEAD_CYCLES GPU cycles (~250 us at 1.98 GHz) after the L2 flush, time in which the host
+# enqueues the run. H200 run 18: split-K fp32 GEMM timings varied 88-212 us between passes without it.
+_LEAD_CYCLES = 500_000
 
 
 def spec_ref(spec: KernelSpec) -> Any:
@@ -147,25 +140,17 @@ def _time(
     With ``budget_ms``, a candidate whose warm-up run shows it slow gets fewer repeats (at least 3), so
     that one hopeless candidate cannot take a sweep's time: ``reps`` x its run time stays near the budget.
     """
-    import time
-
     import torch
 
     flush = torch.empty(_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    warm = _warm_ms() / 1e3
-    if warm and time.perf_counter() - _last_busy[0] > _IDLE_S:  # the clock ramps up before anything counts
-        t0 = time.perf_counter()
-        while time.perf_counter() - t0 < warm:
-            if before:
-                before()
-            flush.zero_()
-            run()
-            torch.cuda.synchronize()
+    lead = getattr(torch.cuda, "_sleep", None)
     for i in range(warmup):
         if before:
             before()
         if budget_ms is not None and i == warmup - 1:
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if lead is not None:
+                lead(_LEAD_CYCLES)
             s.record()
             run()
             e.record()
@@ -179,11 +164,12 @@ def _time(
         if before:
             before()
         flush.zero_()
+        if lead is not None:
+            lead(_LEAD_CYCLES)  # the GPU waits here while the host enqueues the run (see _LEAD_CYCLES)
         s.record()
         run()
         e.record()
     torch.cuda.synchronize()
-    _last_busy[0] = time.perf_counter()
     return [s.elapsed_time(e) for s, e in zip(starts, ends)]
 
 
