@@ -44,12 +44,6 @@ __all__ = [
 ]
 
 _FLUSH_BYTES = 256 << 20  # larger than any current L2 (H200: 60 MB)
-# Host time inside a timed run: a spec's ``run`` may do Python work before it launches (build a launcher,
-# allocate a workspace: the CUDA SIMT GEMM's split-K path). If the GPU reaches the start event before the
-# launch is enqueued, the event pair times the host. Each timed run is therefore preceded on the stream by
-# a spin of _LEAD_CYCLES GPU cycles (~250 us at 1.98 GHz) after the L2 flush, time in which the host
-# enqueues the run. H200 run 18: split-K fp32 GEMM timings varied 88-212 us between passes without it.
-_LEAD_CYCLES = 500_000
 
 
 def spec_ref(spec: KernelSpec) -> Any:
@@ -143,14 +137,11 @@ def _time(
     import torch
 
     flush = torch.empty(_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    lead = getattr(torch.cuda, "_sleep", None)
     for i in range(warmup):
         if before:
             before()
         if budget_ms is not None and i == warmup - 1:
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            if lead is not None:
-                lead(_LEAD_CYCLES)
             s.record()
             run()
             e.record()
@@ -164,8 +155,6 @@ def _time(
         if before:
             before()
         flush.zero_()
-        if lead is not None:
-            lead(_LEAD_CYCLES)  # the GPU waits here while the host enqueues the run (see _LEAD_CYCLES)
         s.record()
         run()
         e.record()
