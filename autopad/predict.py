@@ -57,7 +57,7 @@ class Prediction:
     """What the model says of one candidate on one shape."""
 
     seconds: float
-    bound: str  # which stream limits it: "dram", "l2", "smem", "flops", "issue" or "tiles"
+    bound: str  # what limits it: "dram", "l2", "smem", "flops", "issue", "tiles" or "serial" (see terms)
     wavefronts_per_tile: int
     ideal_per_tile: int
     occupancy: float  # resident warps / the SM's maximum
@@ -98,7 +98,7 @@ KEYS = {
     "mma_bytes": "operand bytes of tensor-core arithmetic (2: bf16/fp16, 4: tf32, 1: fp8); 0 = SIMT",
     "l2_bytes": "bytes all blocks read and write through L2, operand re-reads included (default: traffic)",
     "extra_wavefronts": "shared-memory wavefronts per block the pattern does not list (TMA, wgmma reads)",
-    "block_cycles": "SM cycles each block spends once, after its tiles (a flush of private counters)",
+    "block_cycles": "SM cycles a block spends after its tiles, over all its launches (a counters' flush)",
 }
 _OPTIONAL = tuple(k for k in KEYS)
 # what a candidate's launch info means where it leaves a key out (nan: the term's own default applies)
@@ -228,7 +228,7 @@ def predict_batch(
     return predictions(arrays, wavefronts, ideal)
 
 
-_BOUNDS = ("dram", "l2", "smem", "flops", "issue", "tiles")
+_BOUNDS = ("dram", "l2", "smem", "flops", "issue", "tiles", "serial")
 _TERMS = ("dram_s", "l2_s", "smem_s", "flops_s", "issue_s", "tiles_s", "serial_s")
 
 
@@ -350,11 +350,12 @@ def predict_arrays(
     top = streams.max(axis=0)
     # what overlaps no stream: work each block does once after its tiles (``block_cycles``: a histogram's
     # flush of 32 private replicas, a shuffle tree and a global atomic per bin, ran 18-22 cycles of an SM
-    # per bin, 99 us where the reading took 2; H200 run 8), shared by the blocks an SM holds, and every
+    # per bin, 99 us where the reading took 2; H200 run 8), summed over the blocks an SM runs, and every
     # launch after the first (``passes``: the ramp and drain of a whole grid, fitted on the same run)
     t_serial = cols["block_cycles"] * blocks / (a.sm_count * a.clock_hz)
     t_serial = t_serial + np.maximum(cols["passes"] - 1.0, 0.0) * k.launch_s
     # the streams overlap imperfectly: the slowest dominates, the others add a little
     seconds = top + k.overlap * (streams.sum(axis=0) - top) + t_serial
     terms = np.concatenate([streams, t_serial[None]])
+    bound_i = np.where(t_serial > top, len(_BOUNDS) - 1, bound_i)  # the serial part outweighs every stream
     return seconds, terms, bound_i, occupancy, smem, mem_eff, wave_factor, resident

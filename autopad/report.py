@@ -113,7 +113,8 @@ def report_text(
         lines.append(f"cache hit{ms}: the result of the tune of {when}")
     if verbose:
         lines.append(
-            f"predicted = the largest term + {_overlap():g} x the others; terms are each stream's time alone"
+            f"predicted = the largest stream + {_overlap():g} x the other streams + serial; terms are each "
+            "stream's time alone (serial: a block's final flush, launches after the first)"
         )
     lines += ["", f"  {'layout':40} {'conf':>5} {'pred us':>9} {'meas us':>9} {'+-':>7}  constants / note"]
     for c in candidates:

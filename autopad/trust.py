@@ -5,8 +5,11 @@ guessed: ``benchmarks/model_only_report.py`` ranks every configuration-shape of 
 studies (benchmarks/results/h200/quality: every legal candidate timed) with the current model and writes,
 per kernel family (name, backend, dtype), how often the model-only pick was within 10% of the measured
 best, its median and worst distance, whether it was ever slower than the unpadded default, and Spearman's
-rank correlation of predicted with measured time. That file ships as ``trust_h200.json`` beside this
-module; ``statement`` turns it into the sentence that model-only output prints.
+rank correlation of predicted with measured time. Where a family was also measured on shapes no study
+recorded (a ~120-candidate sample each, held out from every fit: ``benchmarks/gpu_new_shapes.py``), those
+count apart, against the best of their sample, a weaker bar than an exhaustive best. That file ships as
+``trust_h200.json`` beside this module; ``statement`` turns it into the sentence that model-only output
+prints.
 
 A kernel the studies did not cover (a user's own spec, or a built-in one in another dtype) gets the
 figures over every recorded family and the plain advice to measure: a model that ranks the built-in
@@ -40,6 +43,9 @@ class Trust:
     spearman_min: float
     spearman_median: float
     gpu: str = "NVIDIA H200"
+    sampled_shapes: int = 0  # held-out new shapes, each timed on a sample of its space
+    sampled_within_10pct: int = 0  # ... where the pick was within 10% of the sample's best
+    sampled_worst: float = 0.0
 
 
 @lru_cache(maxsize=4)
@@ -51,6 +57,7 @@ def _load(path: str) -> dict[str, Any]:
 
 
 def _trust(family: str, d: dict[str, Any], gpu: str) -> Trust:
+    smp = d.get("sampled") or {}
     return Trust(
         family,
         int(d["shapes"]),
@@ -62,6 +69,9 @@ def _trust(family: str, d: dict[str, Any], gpu: str) -> Trust:
         float(d["spearman_min"]),
         float(d["spearman_median"]),
         gpu,
+        int(smp.get("shapes", 0)),
+        int(smp.get("within_10pct", 0)),
+        float(smp.get("worst", 0.0)),
     )
 
 
@@ -109,11 +119,18 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
             if t.slower_than_default
             else "; never slower than the unpadded default"
         )
+        held = (
+            f"; on {t.sampled_shapes} held-out shape{'s' if t.sampled_shapes != 1 else ''} timed on a sample "
+            f"of {'their' if t.sampled_shapes != 1 else 'its'} space, within 10% of the sample's best in "
+            f"{t.sampled_within_10pct} (worst {t.sampled_worst:.2f}x)"
+            if t.sampled_shapes
+            else ""
+        )
         return (
             f"model-only picks for {kernel} [{backend}] {dtype} were within 10% of the measured best in "
             f"{t.within_10pct} of {t.shapes} recorded {t.gpu} shapes (median {t.median:.2f}x, worst "
             f"{t.worst:.2f}x{worse}; rank correlation of predicted with measured time: min "
-            f"{t.spearman_min:.2f}, median {t.spearman_median:.2f})"
+            f"{t.spearman_min:.2f}, median {t.spearman_median:.2f}){held}"
         )
     data = _load(str(path))
     pooled = _pooled(data.get("families", {}), data.get("gpu", "NVIDIA H200"))

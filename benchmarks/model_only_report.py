@@ -202,7 +202,8 @@ def load_shapes(paths: dict[str, Path], cache: Path | None = None) -> list[Shape
 # ---- ranking and figures -------------------------------------------------------------------------------
 
 
-# the launch_info keys the GEMM specs took from PROPOSED after the study ran: ``bare`` predicts without them
+# the launch_info keys the specs took after the studies ran (the GEMMs' from PROPOSED, the histogram's flush):
+# ``bare`` predicts without them
 ADDED_KEYS = ("mma_bytes", "l2_bytes", "extra_wavefronts", "inflight_bytes", "block_cycles")
 
 
@@ -372,16 +373,27 @@ def family_table(rows: Sequence[dict[str, Any]]) -> str:
     return head + "\n".join(out) + "\n"
 
 
-def trust_json(rows: Sequence[dict[str, Any]], source: str) -> dict[str, Any]:
-    """Per family: the recorded figures ``autopad.trust`` turns into a sentence."""
+# new-shape rows that a fit has seen: not held out, so not in the trust file's sampled figures
+FITTED_ON = {("run8", "histogram [cuda] int32", "1048576x1000")}  # the histogram's flush term
+
+
+def trust_json(
+    rows: Sequence[dict[str, Any]], source: str, sampled: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """Per family: the exhaustive studies' figures ``autopad.trust`` turns into a sentence, and under
+    "sampled" those of held-out new shapes (pick over the best of a ~120-candidate sample, a weaker bar)."""
     fam: dict[str, list] = defaultdict(list)
     for x in rows:
         fam[x["family"]].append(x)
+    extra: dict[str, list] = defaultdict(list)
+    for x in sampled:
+        if (x["run"], x["family"], x["shape"]) not in FITTED_ON:
+            extra[x["family"]].append(x)
     out: dict[str, Any] = {"arch": "sm_90", "gpu": "NVIDIA H200", "source": source, "families": {}}
     for name, xs in sorted(fam.items()):
         s = summarise(xs)
         kernel, backend, dtype = name.replace("[", "").replace("]", "").split()
-        out["families"][f"{kernel}/{backend}/{dtype}"] = {
+        entry = out["families"][f"{kernel}/{backend}/{dtype}"] = {
             "shapes": s["shapes"],
             "within_10pct": s["within_10pct"],
             "within_2pct": s["within_2pct"],
@@ -392,6 +404,14 @@ def trust_json(rows: Sequence[dict[str, Any]], source: str) -> dict[str, Any]:
             "spearman_median": round(s["spearman_median"], 2),
             "shapes_list": [x["shape"] for x in xs],
         }
+        if extra.get(name):
+            e = summarise(extra[name])
+            entry["sampled"] = {
+                "shapes": e["shapes"],
+                "within_10pct": e["within_10pct"],
+                "worst": round(e["worst_pick_over_best"], 3),
+                "shapes_list": [x["shape"] for x in extra[name]],
+            }
     return out
 
 
@@ -439,7 +459,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     d = Path(args.dir)
     paths = {r: d / f"{r}_quality_rows.csv.gz" for r in RUNS}
     # an extra file is named by its folder (the device run that measured it: run8, run10, ...)
-    paths.update({Path(p).resolve().parent.name or f"extra{i}": Path(p) for i, p in enumerate(args.extra)})
+    for i, p in enumerate(args.extra):
+        name = Path(p).resolve().parent.name or f"extra{i}"
+        if name in paths:
+            ap.error(f"--extra: two files named {name!r} (name an extra by the folder of its run)")
+        paths[name] = Path(p)
     shapes = load_shapes(paths, Path(args.cache) if args.cache else None)
     k, a = CONSTANTS, get_arch("sm_90")
     if args.baseline:  # no new terms: the streams of the predictor before this work
@@ -480,11 +504,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.csv:
         write_csv(rows, Path(args.csv))
     if args.trust:
-        # the new shapes count too: a family's figures are every shape it was measured on, held out or not
         runs = "".join(f"+{x}" for x in sorted({r["run"] for r in extra}))
         keys = "proposed spec keys" if args.proposed else "specs as committed"
-        src = f"benchmarks/results/h200/quality run1+run2{runs} ({keys})"
-        Path(args.trust).write_text(json.dumps(trust_json(recorded + extra, src), indent=1) + "\n")
+        src = f"benchmarks/results/h200/quality run1+run2, sampled {runs.lstrip('+') or 'none'} ({keys})"
+        Path(args.trust).write_text(json.dumps(trust_json(recorded, src, extra), indent=1) + "\n")
     return 0
 
 

@@ -158,7 +158,7 @@ def test_verbose_shows_the_predictor_terms(capsys):
     terms = [ln for ln in out.splitlines() if ln.strip().startswith("us: dram")]
     rows = [ln for ln in out.splitlines() if ln[:2] in ("* ", "  ") and "TILE=" in ln]
     assert len(terms) == len(rows) >= 3 and "bound:" in terms[0]
-    assert "largest term + 0.195" in out
+    assert "largest stream + 0.195 x the other streams + serial" in out
 
 
 def test_all_lists_every_candidate(capsys):

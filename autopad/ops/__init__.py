@@ -16,7 +16,7 @@ else a neighbouring shape's pick only where the model predicts it within 3% of t
 (and it is legal, makes no more passes and streams no worse); else a tune on first use (announced) or,
 with ``AUTOPAD_TUNE=never`` / ``offline``, the model's pick. ``pretune`` tunes a list of shapes ahead of
 time, ``record`` collects the shapes a model uses, and ``cache_pack`` / ``cache_unpack`` ship the result.
-``empty_pitched`` / ``pitched`` give 2-D tensors whose rows start 128 bytes apart (``pitch``), which
+``empty_pitched`` / ``pitched`` give 2-D tensors whose rows start on 128-byte boundaries (``pitch``), which
 ``matmul`` reads as they are in bf16 / fp16.
 
 Importing this module needs numpy alone: the operators are defined (and torch imported) on the first call

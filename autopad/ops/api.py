@@ -98,9 +98,10 @@ def matmul(a: Any, b: Any, backend: str = "auto") -> Any:
     kernel. Differentiable (the backward runs autopad's matmul and transpose); one ``autopad::matmul``
     node under ``torch.compile`` and ``torch.export``. A transposed view of a row-major [N, K] (a Linear
     weight's ``.t()``) is made [K, N] by autopad's transpose first. A bf16 / fp16 operand at a row pitch
-    (``autopad.ops.empty_pitched``: rows 128 bytes aligned) is read as it is, which is faster when its rows
-    are not whole 128-byte lines (3000x5000x1000 bf16 on the H200: 56.9 us with B pitched, 68.2 us
-    contiguous); another non-contiguous operand is copied.
+    (``autopad.ops.empty_pitched``: rows on 128-byte boundaries) is read as it is, which is faster when its
+    rows are not whole 128-byte lines (3000x5000x1000 bf16 on the H200: 60.4 us with B pitched, 70.6 us
+    contiguous); another non-contiguous operand is copied. Under ``torch.compile`` the compiler may hand
+    the operator a contiguous buffer instead (correct, without the gain).
     """
     if not _compiling():
         if (

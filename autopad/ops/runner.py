@@ -383,7 +383,8 @@ def _matmul_fn(a: Any, b: Any, backend: str) -> Callable[[Any, Any], Any]:
         return a.contiguous(), b.contiguous()
 
     first = kernel_call(bd, dense(a, b))
-    call = first if strided else (lambda a, b: first(*dense(a, b)))
+    # fp32 operands are always contiguous here (matmul_impl): no check on their hot path
+    call = first if strided or a.dtype not in _PITCHED_DTYPES else (lambda a, b: first(*dense(a, b)))
     run, get_dev = bd.run, _get_dev
     if getattr(run, "fast", None) is None or a.dtype == torch.float32 or get_dev is None:
         return call

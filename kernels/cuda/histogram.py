@@ -48,8 +48,9 @@ RED_SPLIT = 4  # hist16_reduce: row groups, each adding its partial sums atomica
 # (``block_cycles``): every bin added to the global histogram (a global atomic), and with PRIV 1 every warp
 # iteration of the flush loop (a warp per bin: a load of its 32 replicas, a 5-step shuffle tree, one atomic
 # from lane 0). Fitted, with ``predict.Constants.launch_s``, on the 122 candidates of H200 run 8 at 2^20
-# values x 1000 bins (benchmarks/results/h200/2026-12-01/run8), where the flush decides: PRIV 1 ran 18 to
-# 99 us against 8.9 us for the best PRIV 0, while reading the input takes about 2.
+# values x 1000 bins (benchmarks/results/h200/2026-12-01/run8), where the flush decides: PRIV 1 ran 18 us
+# (one block an SM) to 99 us (eight), and 277 us in 4 passes, against 8.9 us for the best PRIV 0, while
+# reading the input takes about 2. A COUNTER 16 build's second launch (the workspace reduce) is not charged.
 FLUSH_WARP_CYCLES = 30.7
 FLUSH_BIN_CYCLES = 3.9
 
