@@ -361,6 +361,11 @@ def study_shape(
     return summary
 
 
+def _constants(key: str) -> dict[str, int]:
+    """A candidate's key ("A=1,B=2", as the study rows write it) as its constants."""
+    return {a: int(b) for a, b in (kv.split("=") for kv in key.split(","))}
+
+
 def verify(ids: Sequence[str], rows_paths: Sequence[Path], out: Path) -> list[dict[str, Any]]:
     """The real tuner on the GPU: ``autopad.tune`` each id afresh, then time its pick beside the study's
     exhaustive best in one job (one GPU, 40 runs each), so the replayed figures are checked end to end."""
@@ -385,10 +390,10 @@ def verify(ids: Sequence[str], rows_paths: Sequence[Path], out: Path) -> list[di
         pick = ",".join(f"{k}={v}" for k, v in sorted(res.best.constants.items()))
         # a study recorded before a constant joined the space names it not: it ran the constant's default
         # (the behaviour of its day), which is what the key is filled with, and then named in full
-        old = {a: int(b) for a, b in (kv.split("=") for kv in best[rid][0].split(","))}
-        best_key = ",".join(f"{k}={v}" for k, v in sorted({**spec.DEFAULTS, **old}.items()))
+        filled = {**spec.DEFAULTS, **_constants(best[rid][0])}
+        best_key = ",".join(f"{k}={v}" for k, v in sorted(filled.items()))
         keys = list(dict.fromkeys([pick, best_key]))
-        params = {k: {a: int(b) for a, b in (kv.split("=") for kv in k.split(","))} for k in keys}
+        params = {k: _constants(k) for k in keys}
         fin = measure_all(spec, [(k, params[k]) for k in keys], shape, dtype, dist, [0], 40, 400.0, len(keys))
         ms = {k: fin[k][0].ms for k in keys}
         row = {

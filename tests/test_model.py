@@ -722,25 +722,29 @@ def test_import_autopad_loads_no_numba_and_backend_does():
     """numba loads lazily: not at import, not for a first small batch (numpy scores it, see the next
     section), but as soon as ``backend()`` or a large batch asks for it."""
     pytest.importorskip("numba")
-    import subprocess
-    import sys
-
     code = (
         "import sys, autopad; assert 'numba' not in sys.modules, 'import autopad loaded numba'; "
         "autopad.analyze([4 * n for n in range(32)]); assert 'numba' not in sys.modules; "
         "print(autopad.model.backend(), 'numba' in sys.modules)"
     )
-    env = {k: v for k, v in __import__("os").environ.items() if k != "AUTOPAD_MODEL_BACKEND"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["numba", "True"]
-    env["AUTOPAD_MODEL_BACKEND"] = "numpy"
+    assert _fresh_python(code).split() == ["numba", "True"]
     code = code.replace(
         "print(autopad.model.backend(), 'numba' in sys.modules)", "print('numba' in sys.modules)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    out = _fresh_python(code, AUTOPAD_MODEL_BACKEND="numpy")
+    assert out.split() == ["False"], "AUTOPAD_MODEL_BACKEND=numpy never loads numba"
+
+
+def _fresh_python(code: str, **env: str) -> str:
+    """stdout of ``code`` in a new interpreter, AUTOPAD_MODEL_BACKEND unset unless given; it must exit 0."""
+    import os
+    import subprocess
+    import sys
+
+    full = {k: v for k, v in os.environ.items() if k != "AUTOPAD_MODEL_BACKEND"} | env
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False"], "AUTOPAD_MODEL_BACKEND=numpy never loads numba"
+    return done.stdout
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -925,9 +929,6 @@ def test_analyze_distinct_names_the_callers_bad_row():
 def test_auto_scores_a_small_first_batch_with_numpy_and_loads_numba_for_more():
     """Loading numba costs more than numpy's first NUMPY_FIRST instructions: ``auto`` waits for them."""
     pytest.importorskip("numba")
-    import subprocess
-    import sys
-
     code = (
         "import sys, numpy as np, autopad; from autopad import model\n"
         "a = np.tile(np.arange(32) * 4, (1000, 1)); small = model.analyze_batch(a)\n"
@@ -935,10 +936,7 @@ def test_auto_scores_a_small_first_batch_with_numpy_and_loads_numba_for_more():
         "big = model.analyze_batch(np.tile(a, (model.NUMPY_FIRST // 1000, 1)))\n"
         "print('numba' in sys.modules, (big[0][:1000] == small[0]).all())\n"
     )
-    env = {k: v for k, v in __import__("os").environ.items() if k != "AUTOPAD_MODEL_BACKEND"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "True", "True"]
+    assert _fresh_python(code).split() == ["False", "True", "True"]
 
 
 def test_analyze_distinct_survives_hash_collisions(monkeypatch):

@@ -35,7 +35,7 @@ _modes = torch._C._len_torch_dispatch_stack
 _functorch = getattr(torch._C, "_are_functorch_transforms_active", lambda: False)
 _T, _H, _M = runner.FAST_T, runner.FAST_H, runner.FAST_M
 _ops = torch.ops.autopad
-_PITCHED = runner._PITCHED_DTYPES
+_as_is = runner.takes_as_is
 
 
 def transpose(x: Any, backend: str = "auto") -> Any:
@@ -86,11 +86,6 @@ def histogram(x: Any, bins: int, weights: Any = None, dist: str | None = None, b
     return _ops.histogram(x, bins, weights, dist, backend)
 
 
-def _dense_or_pitched(t: Any) -> bool:
-    """Contiguous, or a 16-bit row-pitched view (``autopad.ops.empty_pitched``) the bound GEMM reads as is."""
-    return t.is_contiguous() or (t.dtype in _PITCHED and runner.is_pitched(t))
-
-
 def matmul(a: Any, b: Any, backend: str = "auto") -> Any:
     """``a @ b`` for CUDA tensors [M, K] x [K, N], with B as you hold it ([K, N] row-major; no copy).
 
@@ -113,7 +108,7 @@ def matmul(a: Any, b: Any, backend: str = "auto") -> Any:
         ):
             key = (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), backend)
             fn = _M.get(key)
-            if fn is not None and _dense_or_pitched(a) and _dense_or_pitched(b):
+            if fn is not None and _as_is(a) and _as_is(b):
                 return fn(a, b)
         registry.check_matmul(a, b, backend)
     return _ops.matmul(a, b, backend)

@@ -361,6 +361,12 @@ def histogram_impl(
 _PITCHED_DTYPES = (torch.bfloat16, torch.float16)
 
 
+def takes_as_is(t: Any) -> bool:
+    """Whether matmul keeps operand ``t`` as it is: contiguous, or a 16-bit row-pitched view
+    (``autopad.ops.empty_pitched``) that the Gluon GEMM's TMA reads through its row stride."""
+    return t.is_contiguous() or (t.dtype in _PITCHED_DTYPES and is_pitched(t))
+
+
 def _reads_strides(bd: Bound) -> bool:
     """Whether the bound GEMM reads A and B through TMA descriptors, which take each operand's row stride:
     the Gluon kernel (PATH 0). The tl.dot kernel (PATH 1) and the CUDA SIMT GEMM index rows as contiguous."""
@@ -377,10 +383,9 @@ def _matmul_fn(a: Any, b: Any, backend: str) -> Callable[[Any, Any], Any]:
     strided = _reads_strides(bd)
 
     def dense(a: Any, b: Any) -> tuple[Any, Any]:
-        # a row-pitched operand (``autopad.ops.empty_pitched``) reaches a kernel that cannot take its stride
-        if strided or (a.is_contiguous() and b.is_contiguous()):
-            return a, b
-        return a.contiguous(), b.contiguous()
+        # a row-pitched operand reaching a kernel that cannot take its stride: a contiguous copy (a no-op
+        # for a contiguous tensor)
+        return (a, b) if strided else (a.contiguous(), b.contiguous())
 
     first = kernel_call(bd, dense(a, b))
     # fp32 operands are always contiguous here (matmul_impl): no check on their hot path
@@ -403,12 +408,11 @@ def _matmul_fn(a: Any, b: Any, backend: str) -> Callable[[Any, Any], Any]:
 
 def matmul_impl(a: Any, b: Any, backend: str = "auto") -> Any:
     """The CUDA implementation of ``autopad::matmul``: ``a @ b`` for [M, K] x [K, N] (B as it is held)."""
-    # 16-bit operands at a row pitch (``autopad.ops.empty_pitched``) stay as they are: the Gluon GEMM's TMA
-    # takes their row stride (a kernel that cannot is handed a contiguous copy by ``_matmul_fn``)
-    keep = a.dtype in _PITCHED_DTYPES
-    if not a.is_contiguous() and not (keep and is_pitched(a)):
+    # 16-bit operands at a row pitch stay as they are (a kernel that cannot take their stride is handed a
+    # contiguous copy by ``_matmul_fn``)
+    if not takes_as_is(a):
         a = a.contiguous()
-    if not b.is_contiguous() and not (keep and is_pitched(b)):
+    if not takes_as_is(b):
         # a transposed view of a row-major [N, K] (a Linear weight's .t()) goes through autopad's own
         # transpose; anything else through torch's copy
         b = transpose_impl(b.t(), "auto") if b.t().is_contiguous() else b.contiguous()

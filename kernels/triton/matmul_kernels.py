@@ -266,6 +266,25 @@ if HAS_TRITON:
                 g += 1
 
     @gluon.jit
+    def _consume_steps(
+        a_bufs, b_bufs, ready, empty, acc, g, k_tiles, STAGES: gl.constexpr, B_KN: gl.constexpr
+    ):
+        # one tile's K steps on the ring, from global step g (the warp-specialized consumers): wait for step
+        # g's TMA bytes, issue its wgmma (use_acc False on the tile's first step: the accumulator restarts),
+        # keep one group in flight, and release step g - 1's slot once it has retired (on a tile's first
+        # step that is the previous tile's, released after that tile's full wait). Returns (acc, g after)
+        for kt in range(k_tiles):
+            s = g % STAGES
+            mbarrier.wait(ready.index(s), (g // STAGES) & 1)
+            acc = warpgroup_mma(
+                a_bufs.index(s), _b_operand(b_bufs.index(s), B_KN), acc, use_acc=kt > 0, is_async=True
+            )
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+            mbarrier.arrive(empty.index((g + STAGES - 1) % STAGES), pred=kt > 0)
+            g += 1
+        return acc, g
+
+    @gluon.jit
     def _ws_consumer(
         a_desc, b_desc, c_desc, a_bufs, b_bufs, c_bufs, ready, empty, M, N, K,
         STAGES: gl.constexpr, GROUP_M: gl.constexpr, B_KN: gl.constexpr, C_BUFS: gl.constexpr,
@@ -292,16 +311,7 @@ if HAS_TRITON:
         g = 0
         for t in range(gl.cdiv(n_m * n_n - pid, nprog)):
             off_m, off_n = _tile_offsets(pid + t * nprog, n_m, n_n, BM, BN, GROUP_M)
-            for kt in range(k_tiles):
-                s = g % STAGES
-                mbarrier.wait(ready.index(s), (g // STAGES) & 1)
-                acc = warpgroup_mma(
-                    a_bufs.index(s), _b_operand(b_bufs.index(s), B_KN), acc, use_acc=kt > 0, is_async=True
-                )
-                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-                # step g - 1 has retired (on a tile's first step it is the previous tile's, released there)
-                mbarrier.arrive(empty.index((g + STAGES - 1) % STAGES), pred=kt > 0)
-                g += 1
+            acc, g = _consume_steps(a_bufs, b_bufs, ready, empty, acc, g, k_tiles, STAGES, B_KN)
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
             mbarrier.arrive(empty.index((g + STAGES - 1) % STAGES))
             c_buf = c_bufs.index(t % C_BUFS)
@@ -376,15 +386,7 @@ if HAS_TRITON:
             off_m, off_n = _tile_offsets(pid + t * nprog, n_m, n_n, BM, BN, GROUP_M)
             mbarrier.wait(turn.index(ME), ((t // 2) & 1) ^ (1 - ME))
             g = t * k_tiles
-            for kt in range(k_tiles):
-                s = g % STAGES
-                mbarrier.wait(ready.index(s), (g // STAGES) & 1)
-                acc = warpgroup_mma(
-                    a_bufs.index(s), _b_operand(b_bufs.index(s), B_KN), acc, use_acc=kt > 0, is_async=True
-                )
-                acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-                mbarrier.arrive(empty.index((g + STAGES - 1) % STAGES), pred=kt > 0)
-                g += 1
+            acc, g = _consume_steps(a_bufs, b_bufs, ready, empty, acc, g, k_tiles, STAGES, B_KN)
             mbarrier.arrive(turn.index(1 - ME))  # every wgmma of this tile is issued: the other's turn
             acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
             mbarrier.arrive(empty.index((g + STAGES - 1) % STAGES))
