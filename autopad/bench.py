@@ -3,7 +3,8 @@
 For each shortlisted candidate: build it (all builds of a job run in parallel threads), run it once on
 fresh random input into a poisoned output buffer and compare with the kernel's torch reference, and only
 if that is right, time it: the median of CUDA-event timings with the L2 flushed before every run (and the
-output zeroed first for kernels that accumulate). A wrong result is recorded, never timed.
+output zeroed first for kernels that accumulate), and a GPU spin queued ahead of each start event so that
+the host's work to issue a run is not timed. A wrong result is recorded, never timed.
 
 The work runs in a child process (``Worker``), started as ``python -m autopad.worker`` (``worker.py``), so
 the caller's main module is never imported again there: a script without a ``__main__`` guard runs once.
@@ -44,6 +45,8 @@ __all__ = [
 ]
 
 _FLUSH_BYTES = 256 << 20  # larger than any current L2 (H200: 60 MB)
+_LEAD_HZ = 2.0e9  # cycles per second assumed for the spin ahead of a timed run (lead_cycles)
+_LEAD_MIN_S, _LEAD_MAX_S = 20e-6, 2e-3
 
 
 def spec_ref(spec: KernelSpec) -> Any:
@@ -122,6 +125,20 @@ def _poison_one(t: Any, torch: Any) -> None:
         t.fill_(float("nan") if t.is_floating_point() else -91)
 
 
+def lead_cycles(host_s: float) -> int:
+    """GPU clock cycles to spin ahead of each timed run, given the host's seconds to issue one run.
+
+    Each run is timed between two CUDA events. If the host takes longer to issue ``run`` (Python, launch
+    set-up) than the GPU takes for the work queued before the start event, the GPU reaches that event
+    first, idles, and the interval times the host too. A spin kernel queued just before the start event
+    keeps the GPU busy for three times the host's issue time (at least 20 us, at most 2 ms), so the run is
+    queued before its start event fires: the interval is the GPU's time alone. Cycles assume a 2 GHz SM
+    clock (the H200 boosts to 1.98); a slower clock only lengthens the lead.
+    """
+    lead_s = min(max(3.0 * host_s, _LEAD_MIN_S), _LEAD_MAX_S)
+    return int(lead_s * _LEAD_HZ)
+
+
 def _time(
     run: Callable[[], None],
     reps: int,
@@ -129,32 +146,46 @@ def _time(
     before: Callable[[], None] | None,
     budget_ms: float | None = None,
 ) -> list[float]:
-    """Event-timed milliseconds of ``reps`` runs, L2 flushed (and ``before`` called) ahead of each.
+    """Event-timed milliseconds of ``reps`` runs, L2 flushed (and ``before`` called) ahead of each, and a
+    GPU spin (``lead_cycles``, sized from the warm-up runs' host time) between the flush and the start
+    event, so that host work inside ``run`` is never inside the interval.
 
     With ``budget_ms``, a candidate whose warm-up run shows it slow gets fewer repeats (at least 3), so
     that one hopeless candidate cannot take a sweep's time: ``reps`` x its run time stays near the budget.
     """
+    import time
+
     import torch
 
     flush = torch.empty(_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    host = []
     for i in range(warmup):
         if before:
             before()
         if budget_ms is not None and i == warmup - 1:
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
+            t0 = time.perf_counter()
             run()
+            host.append(time.perf_counter() - t0)
             e.record()
             e.synchronize()
             reps = max(3, min(reps, int(budget_ms / max(s.elapsed_time(e), 1e-3))))
         else:
+            t0 = time.perf_counter()
             run()
+            host.append(time.perf_counter() - t0)
+    # the first warm-up run may compile or allocate: its host time counts only when it is the only one
+    spin = getattr(torch.cuda, "_sleep", None)
+    cycles = lead_cycles(max(host[1:] or host or [0.0]))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for s, e in zip(starts, ends):
         if before:
             before()
         flush.zero_()
+        if spin is not None:
+            spin(cycles)
         s.record()
         run()
         e.record()
@@ -192,7 +223,9 @@ def benchmark(
     budget_ms: float | None = None,
 ) -> Timing:
     """Time ``fn`` exactly as the tuner times a candidate: ``warmup`` runs, then ``reps`` runs each behind
-    a 256 MB L2 flush (and ``before``, e.g. zeroing an accumulator), CUDA events, the median.
+    a 256 MB L2 flush (and ``before``, e.g. zeroing an accumulator) and a GPU spin longer than the host's
+    time to issue ``fn`` (``lead_cycles``), CUDA events, the median: the GPU's time for ``fn``, not the
+    host's (``benchmarks/profile_ops_host.py`` measures that).
 
     Benchmarks time their peers (torch eager, ``torch.compile``, a plain Triton kernel, a copy) with this,
     so a published ratio compares like with like.

@@ -65,3 +65,64 @@ def test_candidates_naming_a_constant_the_spec_does_not_have_are_refused_before_
     assert unknown_constants(spec, good) == [] and unknown_constants(spec, stale) == ["EDGE"]
     with pytest.raises(ValueError, match="EDGE not among the spec's constants"):
         measure("transpose", [good, stale], (64, 64), "float32")
+
+
+def test_the_spin_ahead_of_a_timed_run_outlasts_the_hosts_issue_time():
+    from autopad.bench import lead_cycles
+
+    assert lead_cycles(0.0) == 40_000  # the 20 us floor at 2 GHz
+    assert lead_cycles(100e-6) == 600_000  # three times the host's 100 us
+    assert lead_cycles(1.0) == 4_000_000  # capped at 2 ms
+
+
+def test_timing_queues_flush_then_spin_then_start_event_then_the_run(monkeypatch):
+    """With a fake torch that logs the stream: every timed run sits between its events, each start event
+    comes right after a spin sized from the warm-up runs' host time (not the first, compiling one), and
+    that after the L2 flush."""
+    import sys
+    import time
+    import types
+
+    from autopad import bench
+
+    log: list = []
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            log.append(("record", self))
+            self.t = len(log)
+
+        def elapsed_time(self, other):
+            return float(other.t - self.t)
+
+        def synchronize(self):
+            pass
+
+    class Flush:
+        def zero_(self):
+            log.append(("flush",))
+
+    cuda = types.SimpleNamespace(
+        Event=Event, synchronize=lambda: None, _sleep=lambda cycles: log.append(("spin", cycles))
+    )
+    fake = types.SimpleNamespace(cuda=cuda, uint8="uint8", empty=lambda *a, **k: Flush())
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    calls = []
+
+    def run():
+        if not calls:
+            time.sleep(0.05)  # the first run compiles: its host time must not size the spin
+        calls.append(1)
+        log.append(("run",))
+
+    times = bench._time(run, reps=4, warmup=3, before=None)
+    assert len(times) == 4 and len(calls) == 7
+    timed = log[[i for i, x in enumerate(log) if x[0] == "flush"][0] :]
+    spins = [x[1] for x in timed if x[0] == "spin"]
+    assert len(spins) == 4 and len(set(spins)) == 1
+    assert bench.lead_cycles(0.0) <= spins[0] < bench.lead_cycles(0.01)  # not sized by the 50 ms compile
+    for i in range(4):
+        assert [x[0] for x in timed[5 * i : 5 * i + 5]] == ["flush", "spin", "record", "run", "record"]

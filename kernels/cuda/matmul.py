@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -430,9 +430,18 @@ class MatmulCuda(CudaKernel):
         return go
 
     def run(self, built: Built, inputs: Any, out: Any) -> None:
+        """One launch (two with split-K). The launcher for this shape and device is made on the first call
+        and kept on ``built``: made per call, its host work (the launch geometry, the shared-memory opt-in)
+        ran inside the harness's timed interval whenever it outlasted the GPU's lead."""
+        import torch
+
         a, b = inputs[0].contiguous(), inputs[1].contiguous()
         shape = (a.shape[0], b.shape[1], a.shape[1])
-        self.launcher(built, shape)((a, b), out)
+        key = (shape, torch.cuda.current_device())
+        go = built.launchers.get(key)
+        if go is None:
+            go = built.launchers[key] = self.launcher(built, shape)
+        go((a, b), out)
 
     def presets(self, dtype: str = "float32") -> dict[str, dict[str, int]]:
         """Named candidates: unpadded, the textbook 4-float pad on As, and an XOR swizzle of As's 16-byte
@@ -553,9 +562,12 @@ def _legal_split(bm: int, bn: int, bk: int, s: int, shape: tuple) -> Legality:
 
 @dataclass(frozen=True)
 class Built:
+    """The compiled GEMM (and split-K's reduce), its constants, ``run``'s launchers by shape and device."""
+
     kernel: Any
     constants: dict
     reduce: Any = None
+    launchers: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 # the module is the spec the registry loads (autopad.kernels_registry.BUILTIN): expose SPEC's names
