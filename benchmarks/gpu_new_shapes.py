@@ -206,8 +206,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--round", type=int, choices=sorted(ROUNDS), default=1, help="which set of shapes")
     ap.add_argument("--sample", help="the committed sample (default: the round's; else drawn here)")
     ap.add_argument("--write-sample", help="draw the samples (no GPU), write them here and stop")
+    ap.add_argument("--only", help="measure only the round's shapes of this kernel (e.g. matmul)")
     args = ap.parse_args(argv)
-    shapes = ROUNDS[args.round]
+    shapes = [c for c in ROUNDS[args.round] if not args.only or c[0] == args.only]
+    if not shapes:
+        ap.error(f"--only {args.only}: no shape of round {args.round} is of that kernel")
     args.sample = args.sample or str(SAMPLES[args.round])
     if args.write_sample:
         drawn = [draw(cfg) for cfg in shapes]
