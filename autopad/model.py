@@ -44,7 +44,8 @@ counters read 0 for cp.async.cg, so the rule below stays a derivation). What the
   so the global side may group the writes; the probes vary it (``*_op_ldgsts``).
 
 Backends: a numba kernel (_model_numba.py: one pass per instruction, all cores) when numba imports, else
-this module's numpy code (each phase a row, one sort per row, running sums count distinct words per bank).
+this module's numpy code (each phase a row, one sort per row, running sums count distinct words per bank;
+atomics, which never broadcast, one bincount of lanes per bank).
 Both give identical numbers; ``AUTOPAD_MODEL_BACKEND=numpy`` forces numpy, ``=numba`` requires numba.
 numba loads lazily, never at ``import autopad``: under the default ``auto`` a process scores its first
 ``NUMPY_FIRST`` instructions with numpy and loads numba only when it needs more. Loading numba and its cached
@@ -327,10 +328,35 @@ def _phase_cost(lanes: np.ndarray, broadcast: bool, unit: int, unit_banks: int) 
     return running.max(axis=1)
 
 
+_COUNT_ROWS = 4096  # _count_costs: phases counted at a time (the per-bank counts stay in cache)
+
+
+def _count_costs(addr: np.ndarray, rule: _Rule) -> np.ndarray:
+    """``_numpy_costs`` for a rule without broadcast (atomics) and without merged phases: every active
+    lane's unit counts, so a phase costs the most active lanes in one unit-bank, counted with one
+    ``np.bincount`` per block of phases (no sort; a tenth of ``_phase_cost``'s time)."""
+    n, w = addr.shape
+    lanes, ub = rule.lanes, rule.unit_banks
+    per = w // lanes
+    phases = addr.reshape(-1, lanes)  # phases are runs of consecutive lanes: a row each
+    dtype = np.int32 if int(phases.max(initial=0)) < 2**31 and _COUNT_ROWS * ub < 2**31 else np.int64
+    out = np.empty(len(phases), dtype=np.int64)
+    base = (np.arange(_COUNT_ROWS, dtype=dtype) * ub)[:, None]
+    for s in range(0, len(phases), _COUNT_ROWS):
+        part = phases[s : s + _COUNT_ROWS].astype(dtype)
+        m = len(part)
+        idx = (part // rule.unit) % ub + base[:m]
+        idx[part < 0] = m * ub  # inactive lanes: one bin past the counted ones
+        out[s : s + m] = np.bincount(idx.ravel(), minlength=m * ub + 1)[:-1].reshape(m, ub).max(axis=1)
+    return out.reshape(n, per)
+
+
 def _numpy_costs(addr: np.ndarray, rule: _Rule) -> np.ndarray:
     """Per-phase costs (n, phases before any merge) of a validated batch; lanes past ``rule.used`` ignored."""
     addr = addr[:, : rule.used]
     n, w = addr.shape
+    if not rule.broadcast and not rule.merge and w % rule.lanes == 0:
+        return _count_costs(addr, rule)
     lanes = _phase_lanes(addr, rule)
     # A width-aligned access of k = width/4 words covers banks 4j..4j+k-1 of one aligned group of k
     # banks, and every word of it meets exactly the same competitors. So counting in "units" of the
@@ -398,8 +424,11 @@ def _threads() -> int:
 
 def _run(arr: np.ndarray, rule: _Rule, arch: Arch, check: bool, phases: bool):
     """(wavefronts, ideal, per-phase costs or None) of a converted batch, on the fastest backend: numba
-    once loaded; before that, numpy while this process's numpy work stays under ``NUMPY_FIRST``."""
+    once loaded; before that, numpy while this process's numpy work stays under ``NUMPY_FIRST`` (atomics,
+    counted without a sort, do not draw on it)."""
     if not _NUMBA and os.environ.get("AUTOPAD_MODEL_BACKEND", "auto").strip().lower() in ("", "auto"):
+        if not rule.broadcast and not rule.merge:  # counted without a sort (_count_costs): no budget
+            return _run_numpy(arr, rule, check, phases)
         if _NUMPY_DONE[0] + arr.shape[0] <= NUMPY_FIRST:
             _NUMPY_DONE[0] += arr.shape[0]
             return _run_numpy(arr, rule, check, phases)
@@ -587,12 +616,16 @@ def analyze_distinct(
     lies in the first turn (inactive lanes, -1, stay); rows equal after that cost the same. Rows are
     grouped by a 64-bit hash of their moved lanes and each is then compared with its group's first row
     (a collision falls back on sorting the rows themselves). A batch with a bad address is handed to
-    ``analyze_batch``, whose error names the caller's row.
+    ``analyze_batch``, whose error names the caller's row. Atomics go to ``analyze_batch`` whole: numpy
+    counts them without a sort (``_count_costs``) in less time than hashing them would take, and their
+    rows (a histogram's sampled bins) are mostly distinct anyway.
     """
     a = get_arch(arch)
     rule = _rule(op, access_bytes, a)
     arr = addresses if isinstance(addresses, np.ndarray) else np.asarray(addresses)
     if arr.ndim != 2 or arr.dtype.kind != "i" or arr.shape[0] < 2 or arr.shape[1] > _HASH.shape[1]:
+        return analyze_batch(arr, access_bytes, op, a)
+    if not rule.broadcast and not rule.merge:  # atomics: counting every row costs less than hashing it
         return analyze_batch(arr, access_bytes, op, a)
     top, low = int(arr.max()), int(arr.min())
     if top >= ADDRESS_LIMIT or low < -1:  # a bad address: analyze_batch raises, naming its row
