@@ -201,3 +201,26 @@ def test_launcher_matches_torch():
     T.launcher(built, tuple(x.shape), "float16")(T.inputs_from(x), out)
     torch.cuda.synchronize()
     assert torch.equal(out, x.transpose(-1, -2))
+
+
+def test_the_spec_loads_triton_only_when_a_kernel_is_asked_for():
+    """Ranking the Gluon transpose needs numpy only: importing the spec leaves triton unloaded (0.2-0.3 s of
+    a first model-only ranking), and the kernels come when first asked for, under their own names."""
+    pytest.importorskip("triton")
+    code = (
+        "import sys\n"
+        "from autopad.kernels.triton import transpose as T\n"
+        "from autopad.search import rank\n"
+        "assert T.HAS_TRITON\n"
+        "assert len(rank(T.SPEC, (256, 256), 'float16')) > 100\n"
+        "assert 'triton' not in sys.modules, 'the spec or the ranking loaded triton'\n"
+        "k = T.transpose_gluon\n"
+        "assert type(k).__name__ == 'GluonJITFunction' and k.__name__ == 'transpose_gluon'\n"
+        "assert T.SPEC.KERNEL() is k and T.build(T.DEFAULTS, 'float32')['kernel'] is k\n"
+        "tl = T.transpose_tl\n"
+        "assert type(tl).__name__ == 'JITFunction' and tl.__name__ == 'transpose_tl'\n"
+        "assert k.src.startswith('def transpose_gluon(') and tl.src.startswith('def transpose_tl(')\n"
+        "print('OK')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
