@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import noise_ceiling as noise  # noqa: E402
 from quality_report import load_rows, parse_shape  # noqa: E402
 
 from autopad.arch import Arch, get_arch  # noqa: E402
@@ -105,6 +106,7 @@ class Shape:
     traffic: dict[str, float]
     ms: np.ndarray  # nan where the candidate failed or was not measured
     default: int | None  # index of the spec's DEFAULTS, if legal
+    iqr: np.ndarray | None = None  # the interquartile range of each measured median (spread_ms)
 
     @property
     def family(self) -> str:
@@ -154,10 +156,12 @@ def _features(
     wave, ideal = score_candidates(spec, consts, layouts, dtype, dist, get_arch("sm_90"))
     infos = _launch_infos(spec, consts, layouts, s, dtype)
     ms = np.array([meas[k]["ms"] if meas[k]["correct"] and meas[k]["ms"] else np.nan for k in keys])
+    iqr = np.array([float(meas[k].get("spread_ms") or "nan") for k in keys])
+    iqr[np.isnan(ms)] = np.nan
     dkey = ",".join(f"{k}={v}" for k, v in sorted(defaults.items()) if k in names)
     default = keys.index(dkey) if dkey in keys else None
     return Shape(run, kernel, backend, dtype, shape, keys, consts, layouts, wave, ideal, infos,
-                 _traffic(spec, s, dtype), ms, default)  # fmt: skip
+                 _traffic(spec, s, dtype), ms, default, iqr)  # fmt: skip
 
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -179,6 +183,7 @@ def load_shapes(paths: dict[str, Path], cache: Path | None = None) -> list[Shape
         # the cached inputs depend on the study and on the code that computes them (the specs, the model)
         code = sorted((str(f), f.stat().st_mtime) for d in (_ROOT / "kernels", _ROOT / "autopad")
                       for f in d.rglob("*.py"))  # fmt: skip
+        code.append((__file__, Path(__file__).stat().st_mtime))
         stamp = (str(path), path.stat().st_mtime, hash(tuple(code)))
         hit = got.get(run)
         if isinstance(hit, dict) and hit.get("stamp") == stamp:
@@ -256,6 +261,10 @@ def figures(s: Shape, seconds: np.ndarray) -> dict[str, Any]:
     if s.default is not None and not math.isnan(s.ms[s.default]):
         out["default_ms"] = float(s.ms[s.default])
         out["pick_over_default"] = out["pick_ms"] / out["default_ms"]
+        if s.iqr is not None:  # how many standard errors of the two medians the pick is slower by
+            se = noise.median_se(s.iqr[[pick, s.default]])
+            gap = out["pick_ms"] - out["default_ms"]
+            out["pick_vs_default_z"] = float(gap / math.hypot(*se)) if gap else 0.0
     ranked_ok = [i for i in rank if ok[i]]
     for k in (1, 6, 20):
         out[f"top{k}_over_best"] = float(min(s.ms[i] for i in ranked_ok[:k])) / best
@@ -276,6 +285,8 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "worst_pick_over_best": float(max(r)),
         "with_default": len(d),
         "slower_than_default": sum(v > 1.0 for v in d),
+        # slower by more than twice the two medians' combined standard error (from their IQRs)
+        "slower_beyond_noise": sum(x.get("pick_vs_default_z", 0.0) > 2.0 for x in rows),
         "spearman_min": float(min(rho)),
         "spearman_median": float(np.median(rho)),
     }
@@ -367,7 +378,7 @@ def family_table(rows: Sequence[dict[str, Any]]) -> str:
         out.append(
             f"| {name} | {s['shapes']} | {s['within_2pct']} | {s['within_10pct']} | "
             f"{s['median_pick_over_best']:.3f} | {s['worst_pick_over_best']:.3f} | "
-            f"{s['slower_than_default']} of {s['with_default']} | "
+            f"{s['slower_than_default']} of {s['with_default']} ({s['slower_beyond_noise']} beyond noise) | "
             f"{s['spearman_min']:.2f} / {s['spearman_median']:.2f} |"
         )
     return head + "\n".join(out) + "\n"
@@ -413,6 +424,110 @@ def trust_json(
                 "shapes_list": [x["shape"] for x in extra[name]],
             }
     return out
+
+
+FINAL_REPS = 40  # the final round's timings per candidate (tuner_quality.py)
+
+
+def _final_rounds(d: Path) -> dict[tuple[str, str], dict[str, tuple[float, float]]]:
+    """The final rounds' re-timings: {(run, name): {key: (ms, iqr)}}."""
+    out: dict[tuple[str, str], dict[str, tuple[float, float]]] = defaultdict(dict)
+    for run in RUNS:
+        p = d / f"{run}_quality_final.csv"
+        if not p.is_file():
+            continue
+        with open(p, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["correct"] == "1" and r["ms"]:
+                    name = f"{r['kernel']} [{r['backend']}] {r['dtype']} {r['shape']}"
+                    out[(run, name)][r["key"]] = (float(r["ms"]), float(r["spread_ms"] or "nan"))
+    return out
+
+
+def noise_figures(
+    shapes: Sequence[Shape], rows: Sequence[dict[str, Any]], inflate: float = 1.0
+) -> list[dict[str, Any]]:
+    """Per shape: the median relative IQR, the share of pairs within noise and the noise ceiling of
+    Spearman (``noise_ceiling``; also with the standard errors times ``inflate``), beside the model's
+    Spearman from ``rows`` (``figures``' answers)."""
+    got = {(x["run"], x["family"], x["shape"]): x for x in rows}
+    out = []
+    for s in shapes:
+        if s.iqr is None:
+            continue
+        se = noise.median_se(s.iqr)
+        x = got[(s.run, s.family, s.shape)]
+        out.append({
+            "run": s.run, "family": s.family, "shape": s.shape, "spearman": x["spearman"],
+            "rel_iqr": float(np.nanmedian(s.iqr / s.ms)),
+            "pairs_within_noise": noise.pairs_within_noise(s.ms, se),
+            "noise_ceiling": noise.ceiling(s.ms, se, _rho),
+            "noise_ceiling_inflated": noise.ceiling(s.ms, se * inflate, _rho),
+        })  # fmt: skip
+    return out
+
+
+def repeats(shapes: Sequence[Shape], d: Path) -> list[dict[str, Any]]:
+    """Every candidate measured twice: a shape recorded in two runs, and each final round against its
+    exhaustive pass."""
+    out = []
+    by = defaultdict(list)
+    for s in shapes:
+        by[s.name].append(s)
+    for name, ss in by.items():
+        for a, b in zip(ss, ss[1:]):
+            if a.iqr is None or b.iqr is None:
+                continue
+            at = {k: i for i, k in enumerate(a.keys)}
+            ib = [i for i, k in enumerate(b.keys) if k in at]
+            ia = [at[b.keys[i]] for i in ib]
+            r = noise.retest(a.ms[ia], a.iqr[ia], b.ms[ib], b.iqr[ib], noise.REPS, _rho)
+            out.append({"what": f"{name}: {a.run} against {b.run} (every candidate)", **r})
+    final = _final_rounds(d)
+    for s in shapes:
+        fin = final.get((s.run, s.name))
+        if not fin or s.iqr is None:
+            continue
+        idx = [i for i, k in enumerate(s.keys) if k in fin]
+        fm = np.array([fin[s.keys[i]][0] for i in idx])
+        fq = np.array([fin[s.keys[i]][1] for i in idx])
+        r = noise.retest(s.ms[idx], s.iqr[idx], fm, fq, FINAL_REPS, _rho)
+        out.append({"what": f"{s.run} {s.name}: final round against the exhaustive pass", **r})
+    return out
+
+
+def noise_md(shapes: Sequence[Shape], rows: Sequence[dict[str, Any]], d: Path) -> str:
+    """The report's noise section: repeats, the per-shape ceiling and a per-family summary."""
+    md = ["\n## Noise ceiling: how well the measurements agree with themselves\n\n", noise.__doc__.split(
+        "\n\n", 1)[1].strip() + "\n\n"]  # fmt: skip
+    rep = repeats(shapes, d)
+    md.append(
+        "### Repeats\n\n| what | candidates | Spearman | log-ratio spread (robust sd) | the IQRs predict | "
+        "beyond 5% |\n| --- | ---: | ---: | ---: | ---: | ---: |\n"
+    )
+    md += [
+        f"| {r['what']} | {r['n']} | {r['spearman']:.3f} | {r['log_ratio_sd']:.4f} | "
+        f"{r['iqr_predicted_sd']:.4f} | {r['beyond_5pct']} |\n"
+        for r in rep
+    ]
+    k = noise.inflation(rep)
+    nf = noise_figures(shapes, rows, k)
+    md.append(f"\n### Per shape\n\nInflated: every standard error times {k:.2f}, the largest ratio of "
+              "observed to IQR-predicted spread of the repeats above.\n\n" + noise.table(nf))  # fmt: skip
+    fam: dict[str, list] = defaultdict(list)
+    for x in nf:
+        fam[x["family"]].append(x)
+    md.append(
+        "\n| family | noise ceiling min / median | inflated min / median | model Spearman min / median |\n"
+        "| --- | ---: | ---: | ---: |\n"
+    )
+    for name, xs in [*sorted(fam.items()), ("all", nf)]:
+        c = [x["noise_ceiling"] for x in xs]
+        ci = [x["noise_ceiling_inflated"] for x in xs]
+        r = [x["spearman"] for x in xs]
+        md.append(f"| {name} | {min(c):.3f} / {np.median(c):.3f} | {min(ci):.3f} / {np.median(ci):.3f} | "
+                  f"{min(r):.2f} / {np.median(r):.2f} |\n")  # fmt: skip
+    return "".join(md)
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
@@ -487,6 +602,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             + table(extra)
         )
         md.append("\n" + family_table(extra))
+    md.append(noise_md(shapes, rows, d))
     splits = [(args.fit, args.test)] if args.fit and args.test else []
     if args.held_out:
         splits = [("run1", "run2"), ("run2", "run1")]

@@ -1,0 +1,58 @@
+"""The model-only report's noise ceiling (benchmarks/noise_ceiling.py, model_only_report.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import noise_ceiling as noise  # noqa: E402
+
+from autopad.validate import spearman  # noqa: E402
+
+
+def test_median_se_matches_simulated_medians():
+    # the standard error the IQR predicts for a median of 10 normal timings is what simulation shows
+    rng = np.random.default_rng(1)
+    x = rng.normal(100.0, 2.0, size=(20000, noise.REPS))
+    iqr = np.subtract(*np.percentile(x, [75, 25], axis=1))
+    predicted = float(np.median(noise.median_se(iqr)))
+    observed = float(np.median(x, axis=1).std())
+    assert predicted == pytest.approx(observed, rel=0.15)
+
+
+def test_pairs_within_noise_agrees_with_brute_force():
+    rng = np.random.default_rng(2)
+    ms = rng.uniform(1.0, 2.0, 301)
+    se = rng.uniform(0.0, 0.05, 301)
+    ms[7] = np.nan
+    ok = ~np.isnan(ms)
+    m, s = ms[ok], se[ok]
+    n = len(m)
+    close = sum(abs(m[i] - m[j]) < 2 * np.hypot(s[i], s[j]) for i in range(n) for j in range(n) if i != j)
+    assert noise.pairs_within_noise(ms, se, chunk=64) == pytest.approx(close / (n * (n - 1)))
+
+
+def test_ceiling_is_one_without_noise_and_falls_with_it():
+    ms = np.linspace(1.0, 2.0, 200)
+    assert noise.ceiling(ms, np.zeros(200), spearman, draws=5) == pytest.approx(1.0)
+    small = noise.ceiling(ms, np.full(200, 0.01), spearman, draws=20)
+    large = noise.ceiling(ms, np.full(200, 0.3), spearman, draws=20)
+    assert 1.0 > small > large > 0.0
+
+
+def test_retest_reports_the_spread_of_two_measurements():
+    rng = np.random.default_rng(3)
+    true = rng.uniform(1.0, 3.0, 500)
+    a = true * np.exp(rng.normal(0, 0.01, 500))
+    b = true * np.exp(rng.normal(0, 0.01, 500))
+    iqr = np.full(500, 0.0)  # the IQRs predict no spread: inflation reads the whole observed spread
+    r = noise.retest(a, iqr, b, iqr, noise.REPS, spearman)
+    assert r["n"] == 500
+    assert r["log_ratio_sd"] == pytest.approx(0.01 * np.sqrt(2), rel=0.15)
+    assert r["spearman"] > 0.99
+    assert noise.inflation([r]) == 1.0  # a zero prediction is left out, and inflation is at least 1
+    assert noise.inflation([{"log_ratio_sd": 0.03, "iqr_predicted_sd": 0.01}]) == pytest.approx(3.0)
