@@ -12,9 +12,11 @@ Three observations make a space of thousands of units cheap:
   row and column within one period: the CUDA transpose in fp32 has 5,700 units of 290 instructions each,
   but 3,100 contents.
 * Units that share a pattern and a period (a *block*) share their contents: they are worked out per
-  block, and only then spread over the units, as (content, layout) pairs: 112,000 distinct ones for the
-  transpose's half a million unit instructions. Each pair's addresses come from the one tile formula
-  (layouts.py), for all tile layouts at once.
+  block, and only then spread over the units, as (content, layout) pairs, where tile layouts of one
+  formula (the same row stride, swizzle and element size: tiles of other row counts) are one layout:
+  112,000 distinct pairs per layout object for the transpose's half a million unit instructions, about a
+  third of that per formula. Each pair's addresses come from the one tile formula (layouts.py), for all
+  tile layouts at once.
 * The model scores each distinct address row once (``model.analyze_distinct``: rows equal after moving by
   whole turns of the banks, 128 bytes, are one): 13,000 rows for the transpose, which numpy scores in a
   few tens of milliseconds (numba loads only for more).
@@ -393,14 +395,18 @@ def _score_chunk(
     ub_a, ul_a = np.array(ub, dtype=np.int64), np.array(ul, dtype=np.int64)
     unit, row = _expand(b_start[ub_a], b_len[ub_a])
     lay = ul_a[unit]
-    pair, prep = _ids(*combine_codes((m_content[row], 0, len(crep) - 1), (lay, 0, len(lays) - 1)))
+    # tile layouts with the same formula parameters (tiles of other row counts) give every content the same
+    # addresses: a pair is (content, the layout's formula), the formula's first layout standing for it
+    prm = [_tile_params(x) for x in lays]
+    formula: dict[Any, int] = {}
+    same = np.array([formula.setdefault(p if p is not None else j, j) for j, p in enumerate(prm)], np.int64)
+    pair, prep = _ids(*combine_codes((m_content[row], 0, len(crep) - 1), (same[lay], 0, len(lays) - 1)))
     i0 = m_inst[crep]
     act0 = active[i0]
     r0 = np.where(act0, rows[i0] - (lo_r[i0] - m_dr[crep])[:, None], -1)
     c0 = np.where(act0, cols[i0] - (lo_c[i0] - m_dc[crep])[:, None], 0)
     pc, pl = m_content[row[prep]], lay[prep]
     # each pair's addresses: tile layouts all at once, any other layout through its own offsets
-    prm = [_tile_params(x) for x in lays]
     on_tile = np.array([x is not None for x in prm])[pl]
     table = np.array([x if x is not None else (0,) * 5 for x in prm], dtype=np.int64)
     if on_tile.all():

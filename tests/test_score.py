@@ -59,3 +59,20 @@ def test_batched_scores_equal_instruction_by_instruction(kernel, dtype, shape, d
     want_w, want_d = _reference(spec, consts, dtype, dist)
     assert wave.tolist() == want_w and ideal.tolist() == want_d
     assert len(set(want_w)) > 1
+
+
+def test_tiles_of_one_formula_are_scored_as_one_layout():
+    """Tile layouts that differ only in their row count (TILE_M 32 and 64 of one width, pad and swizzle)
+    address every lane alike, so the scorer computes a content's addresses once for all of them; each
+    candidate still gets its own pattern's score, as instruction by instruction."""
+    from autopad.score import _tile_params
+
+    spec = _small_transpose()
+    consts = enumerate_candidates(spec, (4096, 4096), "float32")
+    lays = [spec.layout(dict(c), "float32") for c in consts]
+    by_formula = {}
+    for lay in lays:
+        by_formula.setdefault(_tile_params(lay), set()).add(lay.rows)
+    assert any(len(heights) > 1 for heights in by_formula.values())
+    wave, ideal = score_candidates(spec, consts, lays, "float32", None, A)
+    assert (wave.tolist(), ideal.tolist()) == _reference(spec, consts, "float32")
