@@ -463,8 +463,15 @@ def prepare_launch(
     block: int | Sequence[int],
     smem_bytes: int = 0,
     device: int | None = None,
+    overlap: bool = False,
 ) -> Callable[..., None]:
     """A launcher for ``kernel`` with a fixed geometry, for the hot path: ``fire(*args)`` or ``fire(args)``.
+
+    ``overlap``: launch with programmatic stream serialization (sm_90's programmatic dependent launch), so
+    that the kernel may start while the one ahead of it in the stream still runs; the kernel must execute
+    ``griddepcontrol.wait`` (``AP_GRID_WAIT`` in kernels/cuda/common.cuh) before it touches what that
+    kernel writes. Only the direct driver path sets the attribute; elsewhere the launch is in plain stream
+    order, which is correct for such a kernel too (the wait returns at once).
 
     Done here, once: the device (torch's current one unless given), the dynamic shared-memory opt-in, the
     ``cuda.core`` LaunchConfig. Done per call: torch's current stream as a raw pointer (its ``cuda.core``
@@ -479,7 +486,9 @@ def prepare_launch(
     _make_current(dev)
     _raise_smem_limit(kernel, dev, int(smem_bytes))
     if os.environ.get("AUTOPAD_LAUNCH", "driver") == "driver":
-        direct = _driver_launcher(kernel, grid, block, int(smem_bytes), dev, get_dev, raw_stream, tensor)
+        direct = _driver_launcher(
+            kernel, grid, block, int(smem_bytes), dev, get_dev, raw_stream, tensor, bool(overlap)
+        )
         if direct is not None:
             return direct
     cfg = cc.LaunchConfig(grid=_dims(grid), block=_dims(block), shmem_size=int(smem_bytes))
@@ -598,17 +607,40 @@ def _slot_type(a: Any, tensor: type) -> tuple[int, Any]:
     raise TypeError(f"launch: unsupported argument {a!r}")
 
 
-def _block_maker(g: tuple, b: tuple, smem: int, types: Sequence[Any], values: Sequence[Any]) -> Callable:
+_ATTR_PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CUlaunchAttributeID (cuda.h)
+
+
+def _attribute_type() -> Any:
+    """``CUlaunchAttribute`` (cuda.h): a 4-byte id, 4 bytes of padding, a 64-byte value union."""
+    import ctypes
+
+    class LaunchAttribute(ctypes.Structure):
+        _fields_ = [("id", ctypes.c_uint), ("pad", ctypes.c_char * 4), ("value", ctypes.c_ubyte * 64)]
+
+    return LaunchAttribute
+
+
+def _block_maker(
+    g: tuple, b: tuple, smem: int, types: Sequence[Any], values: Sequence[Any], overlap: bool = False
+) -> Callable:
     """``make() -> (config, pointer to it, parameter block, slots)``: one thread's launch state, the
-    scalar slots holding ``values`` (None for the per-call ones)."""
+    scalar slots holding ``values`` (None for the per-call ones); with ``overlap``, the configuration
+    carries the programmatic-stream-serialization attribute (``prepare_launch``)."""
     import ctypes
 
     cfg_t = _config_type()
+    attr_t = _attribute_type() if overlap else None
 
     def make() -> tuple:
         slots = [t() if v is None else t(v) for t, v in zip(types, values)]
         params = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.addressof(x) for x in slots])
         cfg = cfg_t(g[0], g[1], g[2], b[0], b[1], b[2], smem, None, None, 0)
+        if attr_t is not None:
+            attrs = (attr_t * 1)()
+            attrs[0].id = _ATTR_PROGRAMMATIC_STREAM_SERIALIZATION
+            ctypes.c_int.from_buffer(attrs[0].value).value = 1  # programmaticStreamSerializationAllowed
+            cfg.attrs, cfg.nattrs = ctypes.addressof(attrs), 1
+            cfg.keep = attrs  # alive as long as the configuration
         return (cfg, ctypes.pointer(cfg), params, slots)
 
     return make
@@ -638,6 +670,7 @@ def _driver_launcher(
     get_dev: Callable[[], int],
     raw_stream: Callable[[int], int],
     tensor: type,
+    overlap: bool = False,
 ) -> Callable[..., None] | None:
     """A ``prepare_launch`` fire that calls the driver through ctypes: each thread's parameter block is
     built for the first argument list it sees (again when the count changes) and only its slots are
@@ -656,7 +689,7 @@ def _driver_launcher(
 
     def state(args: Sequence[Any]) -> tuple:
         kt = [_slot_type(a, tensor) for a in args]
-        cfg, pcfg, params, slots = _block_maker(g, b, smem, [t for _, t in kt], [None] * len(kt))()
+        cfg, pcfg, params, slots = _block_maker(g, b, smem, [t for _, t in kt], [None] * len(kt), overlap)()
         st = tl.st = (len(args), tuple(k for k, _ in kt), cfg, pcfg, params, slots)
         return st
 

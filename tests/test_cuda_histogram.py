@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -261,6 +262,39 @@ def test_compiles_for_sm90(monkeypatch, tmp_path):
     body = sass.split("Function : hist16_kernel")[1].split("Function :")[0]
     # the even bins' +1 stays ATOMS.POPC.INC, the odd bins' +0x10000 is ATOMS.ADD (not merged into one)
     assert "ATOMS.POPC.INC" in body and "ATOMS.ADD" in body
+    # programmatic dependent launch: the zeroing lets the pass launch at once (PREEXIT is
+    # griddepcontrol.launch_dependents), the passes wait for it (ACQBULK: griddepcontrol.wait)
+    funcs = {f.split()[0]: f for f in sass.split("Function : ")[1:]}
+    assert "PREEXIT" in funcs["hist_zero"] and "ACQBULK" not in funcs["hist_zero"]
+    assert "ACQBULK" in funcs["hist16_kernel"] and "ACQBULK" in funcs["hist_kernel"]
+    assert "ACQBULK" not in funcs["hist16_reduce"]  # launched in plain stream order
+
+
+def test_launcher_zeroes_then_overlaps_each_pass_and_not_the_reduce(monkeypatch):
+    """The order of the launches a call makes, and which carry the overlap attribute: hist_zero first
+    (plain), every pass overlapping the kernel before it (it waits before adding to out), the 16-bit
+    path's reduce in plain order (it reads the workspace the pass wrote)."""
+    made, fired = {}, []
+
+    def fake_launch_fn(kernel, grid, block, smem, overlap=False):
+        made[kernel] = overlap
+        return lambda args: fired.append((kernel, args[1] if kernel == "zero" else args[-2]))
+
+    monkeypatch.setattr(H, "launch_fn", fake_launch_fn)
+    monkeypatch.setattr(H, "_sm_count", lambda: 4)
+    monkeypatch.setattr(H, "_aligned", lambda x: x)
+    c = dict(H.DEFAULTS, BINS_PER_PASS=1024)
+    built = H.Built(("main", "zero"), c, "int32")
+    S.launcher(built, (1000, 2500), "int32")(("x",), "out")
+    assert made == {"zero": False, "main": True}
+    assert [(k, int(a)) for k, a in fired] == [("zero", 2500), ("main", 0), ("main", 1024), ("main", 2048)]
+    fired.clear()
+    c16 = H.presets("int32", 65536)["c16"]
+    built16 = H.Built(("main16", "reduce", "zero"), c16, "int32")
+    monkeypatch.setattr(H.Built, "workspace", lambda self, dev, words: "ws")
+    S.launcher(built16, (1000, 65536), "int32")((SimpleNamespace(device="cpu"),), "out")
+    assert made["main16"] is True and made["reduce"] is False
+    assert [k for k, _ in fired] == ["zero", "main16", "reduce"]
 
 
 # ---- GPU ------------------------------------------------------------------------------------------------

@@ -330,8 +330,10 @@ def test_prepared_launch_cpu_side_cost(fake_cuda):
 # ---- the direct driver path, libcuda replaced by a C stub that records what it was given -----------------
 
 STUB = r"""
-typedef struct { unsigned d[7]; void* stream; void* attrs; unsigned nattrs; } Cfg;
+typedef struct { unsigned id; char pad[4]; int value[16]; } Attr;
+typedef struct { unsigned d[7]; void* stream; Attr* attrs; unsigned nattrs; } Cfg;
 unsigned last_dims[7]; void* last_stream; void* last_fn; void* last_params[16]; int want, calls, plain_calls;
+unsigned last_nattrs, last_attr_id; int last_attr_value;
 static int keep(void* f, void* stream, void** params) {
   last_fn = f; last_stream = stream; calls++;
   for (int i = 0; i < want && i < 16; i++) last_params[i] = params[i];
@@ -339,6 +341,8 @@ static int keep(void* f, void* stream, void** params) {
 #ifndef NO_EX
 int cuLaunchKernelEx(const Cfg* c, void* f, void** params, void** extra) {
   for (int i = 0; i < 7; i++) last_dims[i] = c->d[i];
+  last_nattrs = c->nattrs; last_attr_id = c->nattrs ? c->attrs[0].id : 0;
+  last_attr_value = c->nattrs ? c->attrs[0].value[0] : 0;
   return c->d[0] ? keep(f, c->stream, params) : 700; }
 #endif
 int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
@@ -464,6 +468,30 @@ def test_prepare_launch_driver_fire_uses_the_stub_with_any_arguments(stub_driver
     assert ctypes.c_int.in_dll(view, "plain_calls").value == 0  # cuLaunchKernelEx, not cuLaunchKernel
     with pytest.raises(TypeError, match="unsupported"):
         rt.prepare_launch(_Handle(0x20), 1, 32)("not a pointer")
+
+
+def test_overlap_launches_carry_programmatic_stream_serialization(stub_driver):
+    """``prepare_launch(..., overlap=True)``: one CUlaunchAttribute, id 6 (programmatic stream
+    serialization), value 1, on every call; a plain launch carries none."""
+    import ctypes
+
+    torch = pytest.importorskip("torch")
+    seen, state, view = stub_driver
+    a = torch.zeros(4)
+
+    def attrs():
+        return tuple(ctypes.c_uint.in_dll(view, n).value for n in ("last_nattrs", "last_attr_id")) + (
+            ctypes.c_int.in_dll(view, "last_attr_value").value,
+        )
+
+    over = rt.prepare_launch(_Handle(0x40), 8, 256, 0, overlap=True)
+    plain = rt.prepare_launch(_Handle(0x41), 8, 256, 0)
+    over(a, np.int32(3))
+    assert attrs() == (1, 6, 1) and seen((ctypes.c_uint64, ctypes.c_int32))[2:] == (0x40, (a.data_ptr(), 3))
+    plain(a, np.int32(4))
+    assert attrs() == (0, 0, 0)
+    over(a, np.int32(5))  # the attribute array lives as long as the launch state
+    assert attrs() == (1, 6, 1)
 
 
 def test_without_cuLaunchKernelEx_the_fire_uses_cuLaunchKernel_and_fixed_is_none(

@@ -21,3 +21,16 @@ template <> struct ap_uint<1> { typedef ap_u8 type; };
 template <> struct ap_uint<2> { typedef ap_u16 type; };
 template <> struct ap_uint<4> { typedef ap_u32 type; };
 template <> struct ap_uint<8> { typedef ap_u64 type; };
+
+// Programmatic dependent launch (sm_90): a kernel launched with the programmatic-stream-serialization
+// attribute (cuda_runtime.prepare_launch(..., overlap=True)) may start before the kernel ahead of it in
+// the stream finishes; AP_GRID_WAIT() blocks until that kernel has completed and its writes are visible,
+// so it goes before the first access to what that kernel writes. AP_LAUNCH_DEPENDENTS() in the earlier
+// kernel lets the dependent one launch at once. Both are no-ops below sm_90 and without the attribute.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define AP_GRID_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define AP_LAUNCH_DEPENDENTS() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define AP_GRID_WAIT()
+#define AP_LAUNCH_DEPENDENTS()
+#endif

@@ -185,6 +185,15 @@ __device__ __forceinline__ void ap_update(unsigned hrep, ApBin x, int lane) {
 #endif
 }
 
+// out[0 .. bins) = 0, ahead of the passes. It lets the next kernel launch at once (griddepcontrol): that
+// kernel, launched with programmatic stream serialization, counts into shared memory meanwhile and waits
+// for this one (AP_GRID_WAIT: its completion and its writes) only before it adds to out. Without the
+// launch attribute (another launch path, another GPU) the two simply run in stream order.
+extern "C" __global__ void __launch_bounds__(256) hist_zero(ap_u32* __restrict__ out, int bins) {
+    AP_LAUNCH_DEPENDENTS();
+    for (int i = blockIdx.x * 256 + threadIdx.x; i < bins; i += gridDim.x * 256) out[i] = 0u;
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS)
 hist_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n, int lo, int total_bins) {
     extern __shared__ __align__(16) ap_u32 h[];
@@ -234,6 +243,7 @@ hist_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n, 
     }
     if (blockIdx.x == 0 && tid < 32) ap_update(hrep, ap_tail_bin(in, n, nvec, lane, lo, limit), lane);
     __syncthreads();
+    AP_GRID_WAIT();  // launched overlapping hist_zero (or the pass before): out is ready from here on
 #if PRIV == 1
     // warp-cooperative flush: lane r reads replica r of bin b (interleaved: 32 consecutive words, no
     // conflict), a shuffle tree sums them, lane 0 adds the bin to the global histogram
@@ -332,6 +342,7 @@ hist8_kernel(ap_u32* __restrict__ out, const void* __restrict__ in, long long n,
     __syncthreads();
     ap_flush8(h, hb, tid);
     __syncthreads();
+    AP_GRID_WAIT();
     for (int b = tid; b < BINS && lo + b < total_bins; b += THREADS)
         if (hb[b]) atomicAdd(&out[lo + b], hb[b]);
 }
@@ -404,6 +415,7 @@ hist16_kernel(ap_u32* __restrict__ out, ap_u32* __restrict__ ws, const void* __r
     const int tid = threadIdx.x, lane = tid & 31;
     u4* h4 = reinterpret_cast<u4*>(h);
     for (int i = tid; i < WORDS16 / 4; i += THREADS) h4[i] = u4{0u, 0u, 0u, 0u};
+    AP_GRID_WAIT();  // a spill may write out at any scan: wait for hist_zero before the loop
     __syncthreads();
     const unsigned hs = (unsigned)__cvta_generic_to_shared(h);
     const unsigned limit = (unsigned)min(BINS, total_bins);

@@ -61,6 +61,12 @@ FLUSH_BIN_CYCLES = 3.9
 # lanes would cost ~3x that time. Any other increment (0x10000, a run length, a float) is ATOMS.ADD or a
 # CAS loop and gets no such help. Set False to score +1 updates lane by lane.
 POPC_INC_AGGREGATES = True
+# AGG 1's __match_any_sync compiles to MATCH.ANY, which the shared-memory model does not see: one per value
+# of every warp, on a unit of ~63 SM cycles a warp instruction. Measured on one shape of H200 study run 1
+# (uint8, 2^28 values x 256 bins: the fastest AGG 1 candidate took 2.03 ms, 63.3 SM cycles per 32 values
+# over 132 SMs, against 5.0 for the fastest AGG 0; benchmarks/results/h200/quality); the other shapes of
+# both runs and the new shapes of runs 8 and 10 (63-69 cycles where the match dominates) are the check.
+MATCH_ANY_CYCLES = 63.3
 
 
 def canonical_dist(dist: str) -> str:
@@ -362,7 +368,7 @@ class HistogramCuda(CudaKernel):
     def launch_info_batch(self, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> dict:
         """``launch_info`` of many candidates at once, as a dict of arrays: asked once per distinct
         combination of what it reads besides the layout, the footprint once per distinct layout."""
-        reads = ("THREADS", "BLOCKS_PER_SM", "BINS_PER_PASS", "ITEMS", "PRIV", "COUNTER")
+        reads = ("THREADS", "BLOCKS_PER_SM", "BINS_PER_PASS", "ITEMS", "PRIV", "COUNTER", "AGG")
         return batched_info(self, columns, shape, dtype, reads, _LAYOUT_READS)
 
     def grid(self, constants: dict[str, int], shape: tuple[int, ...] = (), dtype: str = "int32") -> tuple:
@@ -397,6 +403,8 @@ class HistogramCuda(CudaKernel):
             info["dram_efficiency"] = 1.0 / passes
         if c["COUNTER"] == 32:
             info["block_cycles"] = _flush_cycles(c, bins)
+        if c.get("AGG", 0) == 1:  # a warp match per value: THREADS / 32 warps x ITEMS x values per 16 bytes
+            info["issue_cycles"] = MATCH_ANY_CYCLES * c["THREADS"] // 32 * c["ITEMS"] * per
         if c["PRIV"] == 2:  # the flushes: every counter word loaded and zeroed, 32 words a wavefront
             flushes = math.ceil(iters / (254 // (c["ITEMS"] * per))) + 1
             info["extra_wavefronts"] = flushes * 2 * c["BINS_PER_PASS"] // 4 * c["THREADS"] // 32
@@ -462,39 +470,44 @@ class HistogramCuda(CudaKernel):
         d = self.defines(constants, dtype)
         src = _SOURCE.read_text()
         if constants.get("COUNTER", 32) == 16:
-            ks = tuple(cuda_runtime.load_kernel(src, k, d) for k in ("hist16_kernel", "hist16_reduce"))
+            names: tuple[str, ...] = ("hist16_kernel", "hist16_reduce")
         else:
-            name = "hist8_kernel" if constants.get("PRIV", 0) == 2 else "hist_kernel"
-            ks = (cuda_runtime.load_kernel(src, name, d),)
+            names = ("hist8_kernel" if constants.get("PRIV", 0) == 2 else "hist_kernel",)
+        ks = tuple(cuda_runtime.load_kernel(src, k, d) for k in (*names, "hist_zero"))
         return Built(ks, dict(constants), dtype)
 
     def launcher(self, built: Built, shape: tuple[int, ...], dtype: str = "int32") -> Any:
         """A function (inputs, out) -> None with the grid, shared memory and scalars precomputed (through
-        ``cuda_runtime.prepare_launch``): a call zeroes ``out`` and launches."""
+        ``cuda_runtime.prepare_launch``): a call zeroes ``out`` (``hist_zero``) and launches the passes.
+        Each pass is launched to overlap the kernel before it (sm_90's programmatic dependent launch): it
+        counts its input into shared memory while that kernel finishes and waits for it only before it
+        adds to ``out``, so the zeroing's launch and the gap between passes are hidden."""
         c = built.constants
         n, bins = int(shape[0]), int(shape[1])
         blocks = _sm_count() * c["BLOCKS_PER_SM"]
         smem = self.smem_bytes(c, built.dtype)
+        zero = launch_fn(built.kernels[-1], min(-(-bins // 256), 1024), 256, 0)
+        b32 = np.int32(bins)
         if c.get("COUNTER", 32) == 16:
             words = -(-bins // 2)
-            main = launch_fn(built.kernels[0], blocks, c["THREADS"], smem)
+            main = launch_fn(built.kernels[0], blocks, c["THREADS"], smem, overlap=True)
             red = launch_fn(built.kernels[1], (-(-words // 256), RED_SPLIT), 256, 0)
-            n64, b32, rows = np.int64(n), np.int32(bins), np.int32(blocks)
+            n64, rows = np.int64(n), np.int32(blocks)
 
             def go16(inputs: Any, out: Any) -> None:
                 x = _aligned(inputs[0])
                 ws = built.workspace(x.device, blocks * c["BINS_PER_PASS"] // 2)
-                out.zero_()
+                zero((out, b32))
                 main((out, ws, x, n64, b32))
-                red((out, ws, rows, b32))
+                red((out, ws, rows, b32))  # reads the workspace: in plain stream order
 
             return go16
-        args = [(np.int64(n), np.int32(lo), np.int32(bins)) for lo in range(0, bins, c["BINS_PER_PASS"])]
-        kern = launch_fn(built.kernels[0], blocks, c["THREADS"], smem)
+        args = [(np.int64(n), np.int32(lo), b32) for lo in range(0, bins, c["BINS_PER_PASS"])]
+        kern = launch_fn(built.kernels[0], blocks, c["THREADS"], smem, overlap=True)
 
         def go(inputs: Any, out: Any) -> None:
             x = _aligned(inputs[0])
-            out.zero_()
+            zero((out, b32))
             for a in args:
                 kern((out, x, *a))
 
@@ -506,14 +519,14 @@ class HistogramCuda(CudaKernel):
         built.launcher(self, tuple(shape))(inputs, out)
 
 
-def launch_fn(kernel: Any, grid: Any, block: Any, smem: int) -> Any:
+def launch_fn(kernel: Any, grid: Any, block: Any, smem: int, overlap: bool = False) -> Any:
     """``args -> None`` launching ``kernel``: ``cuda_runtime.prepare_launch`` where it exists (the geometry
-    and the shared-memory opt-in done once), else ``cuda_runtime.launch``."""
+    and the shared-memory opt-in done once; ``overlap`` as there), else ``cuda_runtime.launch``."""
     from autopad import cuda_runtime
 
     prep = getattr(cuda_runtime, "prepare_launch", None)
     if prep is not None:
-        return prep(kernel, grid, block, smem)
+        return prep(kernel, grid, block, smem, overlap=overlap)
 
     def fire(args: tuple) -> None:
         cuda_runtime.launch(kernel, grid, block, args, smem)
