@@ -99,6 +99,7 @@ KEYS = {
     "l2_bytes": "bytes all blocks read and write through L2, operand re-reads included (default: traffic)",
     "extra_wavefronts": "shared-memory wavefronts per block the pattern does not list (TMA, wgmma reads)",
     "block_cycles": "SM cycles a block spends after its tiles, over all its launches (a counters' flush)",
+    "issue_cycles": "SM cycles of instructions per block per tile the pattern does not list (a warp match)",
 }
 _OPTIONAL = tuple(k for k in KEYS)
 # what a candidate's launch info means where it leaves a key out (nan: the term's own default applies)
@@ -113,6 +114,7 @@ INFO_DEFAULTS = {
     "l2_bytes": np.nan,
     "extra_wavefronts": 0.0,
     "block_cycles": 0.0,
+    "issue_cycles": 0.0,
     "passes": 1.0,
 }
 
@@ -340,6 +342,9 @@ def predict_arrays(
     # Conflict-free swizzled transposes measured a median 1.17x (fp32) and 1.37x (fp16) the time of the
     # conflict-free padded tile of the same configuration (quality study, H200).
     cyc = ideal * (k.issue_cycles + k.swizzle_cycles * _swizzled(layouts, n))
+    # instructions the pattern does not list, in SM cycles (``issue_cycles``): a histogram's warp match
+    # (__match_any_sync: MATCH.ANY) takes ~63 SM cycles a warp instruction on the H200 (cuda/histogram.py)
+    cyc = cyc + 4 * cols["issue_cycles"]
     t_issue = cyc * tiles * blocks / (a.sm_count * a.clock_hz * 4 * _knee(w))
     # every tile a block walks through costs a fixed overhead (barrier, loop, refilling the pipeline)
     # that other resident blocks can hide: per SM, ceil(blocks / (SMs x resident)) rounds of tiles each
