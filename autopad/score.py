@@ -103,32 +103,50 @@ def _check_bounds(name: str, layout: Any, rows: np.ndarray, cols: np.ndarray) ->
         )
 
 
-def _tile_params(layout: Any) -> tuple[int, int, int, int, int] | None:
-    """(row stride, log2 sw_vec, log2 per_phase, max_phase - 1, elem bytes) of a layout that uses the one
-    tile formula unchanged (autopad.layouts' padded / swizzled tiles), else None."""
+def _tile_params(layout: Any) -> tuple[int, int, int, int, int, int] | None:
+    """(row stride, log2 sw_vec, log2 per_phase, max_phase - 1, elem bytes, column stride) of a layout whose
+    offsets are the one tile formula with a column stride (``_tile_addresses``), else None: autopad.layouts'
+    padded / swizzled tiles (column stride 1) and replicated arrays (no swizzle; replica-major rows of
+    ``bins + pad``, or interleaved: column stride ``replicas + pad``), each of its class's own offsets."""
     from . import layouts
 
     base = getattr(layouts, "_Tile", None) or getattr(layouts, "Tile", None)
+    rep = getattr(layouts, "Replicated", None)
+    if rep is not None and type(layout).offsets is rep.offsets and isinstance(layout, rep):
+        e = int(layout.elem_bytes)
+        if layout.interleaved:
+            return 1, 0, 0, 0, e, int(layout.replicas) + int(layout.pad)
+        return int(layout.bins) + int(layout.pad), 0, 0, 0, e, 1
     if base is None or not isinstance(layout, base) or type(layout).offsets is not base.offsets:
         return None
     v, pp, mp = int(layout.sw_vec), int(layout.per_phase), int(layout.max_phase)
     if any(x & (x - 1) for x in (v, pp, mp)):
         return None  # the batched formula below uses shifts and masks
-    return int(layout.row_stride), v.bit_length() - 1, pp.bit_length() - 1, mp - 1, int(layout.elem_bytes)
+    return int(layout.row_stride), v.bit_length() - 1, pp.bit_length() - 1, mp - 1, int(layout.elem_bytes), 1
 
 
 def _tile_addresses(params: np.ndarray, rows: np.ndarray, cols: np.ndarray, which: np.ndarray) -> np.ndarray:
     """Byte addresses (n, warp) of instructions ``which`` of (rows, cols: (m, warp)), each under its own
-    tile layout (``params``: (n, 5) from ``_tile_params``); -1 where rows < 0."""
-    out = np.empty((len(which), rows.shape[1]), dtype=np.int32)
-    rows, cols = rows.astype(np.int32), cols.astype(np.int32)
+    layout's formula (``params``: (n, 6) from ``_tile_params``); -1 where rows < 0. In int32 where no
+    address can reach 2**31, else int64."""
+    rmax = int(np.abs(rows).max(initial=0))
+    widest = max(int(cols.max(initial=0)), int(((params[:, 3] + 1) << params[:, 1]).max(initial=1)))
+    cbound = 1 << widest.bit_length()  # above any swizzled column
+    top = (rmax * int(params[:, 0].max(initial=0)) + cbound * int(params[:, 5].max(initial=0))) * int(
+        params[:, 4].max(initial=0)
+    )
+    dt = np.int32 if top < 2**31 else np.int64
+    unit_cols = bool((params[:, 5] == 1).all())
+    out = np.empty((len(which), rows.shape[1]), dtype=dt)
+    rows, cols = rows.astype(dt), cols.astype(dt)
     step = max(1, _BLOCK_LANES // max(1, rows.shape[1]))
     for s in range(0, len(which), step):
         r, c = rows[which[s : s + step]], cols[which[s : s + step]]
-        stride, lv, lp, mmask, e = (params[s : s + step, j, None].astype(np.int32) for j in range(5))
+        stride, lv, lp, mmask, e, cs = (params[s : s + step, j, None].astype(dt) for j in range(6))
         # the one formula (layouts.py): r * (cols + pad) + ((c // vec) ^ ((r // per_phase) % max_phase))
         # * vec + c % vec, in elements; vec, per_phase and max_phase are powers of two: shifts and masks
-        o = (r * stride + ((((c >> lv) ^ ((r >> lp) & mmask)) << lv) | (c & ((1 << lv) - 1)))) * e
+        col = (((c >> lv) ^ ((r >> lp) & mmask)) << lv) | (c & ((1 << lv) - 1))
+        o = (r * stride + (col if unit_cols else col * cs)) * e
         out[s : s + step] = np.where(r < 0, -1, o)
     return out
 
@@ -406,9 +424,10 @@ def _score_chunk(
     r0 = np.where(act0, rows[i0] - (lo_r[i0] - m_dr[crep])[:, None], -1)
     c0 = np.where(act0, cols[i0] - (lo_c[i0] - m_dc[crep])[:, None], 0)
     pc, pl = m_content[row[prep]], lay[prep]
-    # each pair's addresses: tile layouts all at once, any other layout through its own offsets
+    # each pair's addresses: formula layouts (tiles, replicated arrays) all at once, any other layout
+    # through its own offsets
     on_tile = np.array([x is not None for x in prm])[pl]
-    table = np.array([x if x is not None else (0,) * 5 for x in prm], dtype=np.int64)
+    table = np.array([x if x is not None else (0,) * 6 for x in prm], dtype=np.int64)
     if on_tile.all():
         addr = _tile_addresses(table[pl], r0, c0, pc)
     else:

@@ -76,3 +76,34 @@ def test_tiles_of_one_formula_are_scored_as_one_layout():
     assert any(len(heights) > 1 for heights in by_formula.values())
     wave, ideal = score_candidates(spec, consts, lays, "float32", None, A)
     assert (wave.tolist(), ideal.tolist()) == _reference(spec, consts, "float32")
+
+
+@pytest.mark.parametrize(
+    "lay",
+    [
+        "Replicated(4096, 4, 4, False, 1)",
+        "Replicated(1024, 32, 4, True, 1)",
+        "Replicated(16384, 1, 2, False, 0)",
+        "Swizzled(64, 128, 2, sw_vec=8, per_phase=2, max_phase=8)",
+        "Padded(32, 32, 4, pad=1)",
+        "Replicated(1 << 26, 8, 4, False, 3)",  # addresses beyond 2**31: computed in int64
+    ],
+)
+def test_formula_addresses_equal_the_layouts_own_offsets(lay):
+    """Tiles and replicated arrays are addressed by one batched formula (``_tile_addresses``, a column
+    stride added for interleaved replicas); it gives each layout's own ``offsets``, inactive lanes -1."""
+    from autopad.layouts import Padded, Replicated, Swizzled  # noqa: F401 (eval)
+    from autopad.score import _tile_addresses, _tile_params
+
+    layout = eval(lay)
+    params = _tile_params(layout)
+    assert params is not None
+    rng = np.random.default_rng(len(lay))
+    n_rows = getattr(layout, "replicas", None) or layout.rows
+    n_cols = getattr(layout, "bins", None) or layout.cols
+    rows = rng.integers(0, n_rows, size=(50, 32))
+    cols = rng.integers(0, n_cols, size=(50, 32))
+    rows[rng.random(rows.shape) < 0.2] = -1
+    got = _tile_addresses(np.repeat(np.array([params]), 50, axis=0), rows, cols, np.arange(50))
+    np.testing.assert_array_equal(got, layout.offsets(rows, cols))
+    assert got.dtype == (np.int64 if layout.footprint >= 2**31 else np.int32)
