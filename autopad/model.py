@@ -698,7 +698,10 @@ def distinct_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         h = m.astype(np.int64, copy=False) @ _HASH[0, : m.shape[1]]
     _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
-    if not (m[first][inverse] == m).all():  # two distinct rows share a hash
+    reps = m[first]
+    step = _DISTINCT_CHUNK
+    if not all((reps[inverse[s : s + step]] == m[s : s + step]).all() for s in range(0, len(m), step)):
+        # two distinct rows share a hash
         _, first, inverse = np.unique(m, axis=0, return_index=True, return_inverse=True)
         inverse = inverse.ravel()
     return first, inverse
