@@ -52,3 +52,37 @@ def test_kept_space_follows_a_changed_spec_function(monkeypatch):
     assert sorted(c.prediction.wavefronts_per_tile for c in second) < sorted(
         c.prediction.wavefronts_per_tile for c in first
     )
+
+
+def test_layouts_asked_once_per_combination_of_layout_reads():
+    """A spec that names what its ``layout`` reads (``LAYOUT_READS``) is asked once per distinct
+    combination of those constants; every row gets the layout its own constants give."""
+    import numpy as np
+
+    from autopad.kernels_registry import builtin_spec
+    from autopad.space import Space, restricted
+
+    for kernel, backend, dtype in [("transpose", "cuda", "float16"), ("transpose", "triton", "float32")]:
+        spec = builtin_spec(kernel, backend)
+        assert spec.LAYOUT_READS
+        kept = Space(restricted(spec, dtype))
+        rows = np.flatnonzero(kept.legal(spec, (4096, 4096), dtype))
+        got = kept.layouts(spec, rows[::2], dtype) and kept.layouts(spec, rows, dtype)  # kept, then the rest
+        assert got == [spec.layout(kept.constants(i), dtype) for i in rows.tolist()]
+
+    asked = []
+
+    class S(_Hookless):
+        LAYOUT_READS = ("TILE", "PAD")
+
+        @staticmethod
+        def layout(c, dtype):
+            asked.append(dict(c))
+            return fake_kernel.layout(c, dtype)
+
+    spec = KernelSpec(S())
+    kept = Space(restricted(spec, "float32"))
+    lays = kept.layouts(spec, np.arange(kept.n), "float32")
+    pairs = {(c["TILE"], c["PAD"]) for c in map(kept.constants, range(kept.n))}
+    assert len(asked) == len(pairs) < kept.n
+    assert lays == [fake_kernel.layout(kept.constants(i), "float32") for i in range(kept.n)]

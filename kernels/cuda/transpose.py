@@ -225,6 +225,7 @@ class TransposeCuda(TransposeIO, CudaKernel):
         "GROUP": 1,
     }
     LAYOUT_KEYS = ("PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")  # the rest is the launch configuration
+    LAYOUT_READS = ("TILE_M", "TILE_N", *LAYOUT_KEYS)  # what ``layout`` reads: a ranking asks once per tile
     # smem_pattern depends on these alone: candidates differing in PAD / SW_* / SCALAR_EDGE share a pattern
     PATTERN_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "READOUT")
     # cheap necessary conditions of ``legal``, evaluated over the whole space at once (E = element bytes);
@@ -669,6 +670,7 @@ DEFAULTS, LAYOUT_KEYS, PATTERN_KEYS, RESTRICTIONS = (
     SPEC.PATTERN_KEYS,
     SPEC.RESTRICTIONS,
 )
+LAYOUT_READS = SPEC.LAYOUT_READS
 SOURCE_FILES = (str(_SOURCE), str(_SOURCE.with_name("common.cuh")))
 legal, layout, smem_pattern, launch_info, traffic = (
     SPEC.legal,

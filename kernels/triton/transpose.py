@@ -58,6 +58,7 @@ SPACE: dict[str, tuple[int, ...]] = {
     "MAX_PHASE": (1, 2, 4, 8, 16, 32),
 }
 LAYOUT_KEYS = ("PAD", "SW_VEC", "PER_PHASE", "MAX_PHASE")
+LAYOUT_READS = ("BM", "BN", *LAYOUT_KEYS)  # what ``layout`` reads: a ranking asks once per tile
 DEFAULTS = {"BM": 64, "BN": 64, "VEC": 4, "WARPS": 8, "PAD": 0, "SW_VEC": 1, "PER_PHASE": 1, "MAX_PHASE": 1}
 BASELINE_TL = {"BM": 64, "BN": 64, "WARPS": 8}  # tl.trans baseline (hardware README: 64 blocks / 8 warps)
 
@@ -372,6 +373,7 @@ class TransposeGluon(TransposeIO, TritonKernel):
     SPACE = SPACE
     DEFAULTS = DEFAULTS
     LAYOUT_KEYS = LAYOUT_KEYS
+    LAYOUT_READS = LAYOUT_READS
     NUM_WARPS = "WARPS"
     KERNEL = staticmethod(lambda: _kernels()[0])
     BASELINE_TL = BASELINE_TL
