@@ -453,7 +453,7 @@ def _run_numpy(arr: np.ndarray, rule: _Rule, check: bool, phases: bool):
             costs[sl] = cost
 
     starts = range(0, n, _CHUNK)
-    if len(starts) < 4:
+    if len(starts) < 4 or not rule.broadcast:  # atomics are counted, not sorted: no thread pays for itself
         for s in starts:
             run(s)
     else:  # numpy's sorts and ufuncs release the GIL, so chunks run in parallel on every core
