@@ -398,8 +398,17 @@ def _score_chunk(
         # a block's distinct contents and their counts (the key sorts by block first)
         span = int(code.max()) + 1
         key = b_of * span + code if span * len(blocks) < 2**62 else np.stack([b_of, code], axis=1)
-        _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
-        count = np.bincount(inv.ravel(), weights=counts[inst], minlength=len(first)).astype(np.int64)
+        if key.ndim == 1:  # one stable sort; counts summed over each run of equal keys
+            order = np.argsort(key, kind="stable")
+            sk = key[order]
+            new = np.empty(len(sk), dtype=bool)
+            new[:1] = True
+            np.not_equal(sk[1:], sk[:-1], out=new[1:])
+            at = np.flatnonzero(new)
+            first, count = order[at], np.add.reduceat(counts[inst][order], at)
+        else:
+            _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+            count = np.bincount(inv.ravel(), weights=counts[inst], minlength=len(first)).astype(np.int64)
         got.append((blocks_a[b_of[first]], code[first], count, inst[first], dr[first], dc[first]))
     m_block, m_code, m_count, m_inst, m_dr, m_dc = (np.concatenate(x) for x in zip(*got))
     order = np.argsort(m_block, kind="stable")
@@ -440,9 +449,17 @@ def _score_chunk(
             addr[run] = np.asarray(lays[int(pl[run[0]])].offsets(r0[pc[run]], c0[pc[run]]), dtype=np.int64)
     cost_w, cost_d = np.empty(len(prep), dtype=np.int64), np.empty(len(prep), dtype=np.int64)
     kind0 = kind[i0][pc]
+    # pairs come in content order, and a content's code starts with its kind: each kind is one run of
+    # pairs, scored as a slice of the addresses (no copy)
+    runs = bool((kind0[1:] >= kind0[:-1]).all())
     for (op, width), kd in kinds.items():
-        sel = np.flatnonzero(kind0 == kd)
-        if len(sel):
+        if runs:
+            lo, hi = np.searchsorted(kind0, [kd, kd + 1]).tolist()
+            sel: Any = slice(lo, hi) if hi > lo else None
+        else:
+            sel = np.flatnonzero(kind0 == kd)
+            sel = sel if len(sel) else None
+        if sel is not None:
             cost_w[sel], cost_d[sel] = analyze_distinct(addr[sel], width, op, arch)
     k = m_count[row]
     wave = np.bincount(unit, weights=k * cost_w[pair], minlength=len(which)).astype(np.int64)
