@@ -36,7 +36,7 @@ from autopad.access import Instruction
 from autopad.arch import get_arch
 from autopad.bases import CudaKernel, Out
 from autopad.layouts import Legality, Padded, Swizzled
-from autopad.spec import DTYPE_BYTES, per_distinct
+from autopad.spec import DTYPE_BYTES, combine_codes
 
 _ARCH = get_arch("sm_90")
 _SOURCE = Path(__file__).with_name("transpose.cu")
@@ -534,9 +534,15 @@ def _legal_threads(tm: int, tn: int, t: int, vec: int, readout: int, scalar: int
 
 def _each(fn: Any, cols: dict[str, np.ndarray], *extra: Any) -> np.ndarray:
     """``bool(fn(*row, *extra))`` for every row of ``cols`` (values in the dict's order), called once per
-    distinct row."""
-    rows, at = per_distinct(cols, list(cols))
-    return np.array([bool(fn(*(r[k] for k in cols), *extra)) for r in rows], dtype=bool)[at]
+    distinct row (rows told apart by one mixed-radix code of the columns' values, no sort per column)."""
+    vals = [np.asarray(v, dtype=np.int64) for v in cols.values()]
+    n = len(vals[0]) if vals else 0
+    if not n:
+        return np.zeros(n, dtype=bool)
+    code = combine_codes(*((v, int(v.min()), int(v.max())) for v in vals))[0]
+    _, first, at = np.unique(code, return_index=True, return_inverse=True)
+    rows = zip(*(v[first].tolist() for v in vals))
+    return np.array([bool(fn(*r, *extra)) for r in rows], dtype=bool)[at.ravel()]
 
 
 @lru_cache(maxsize=1 << 14)
