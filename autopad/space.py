@@ -219,7 +219,7 @@ class Space:
         # every row's _freeze'd constants, the (name, value) pairs shared between rows
         pairs = []
         for k in self.names:
-            vals, at = np.unique(cols[k], return_inverse=True)
+            vals, at = _values(cols[k])
             objs = np.empty(len(vals), dtype=object)
             objs[:] = [(k, v) for v in vals.tolist()]
             pairs.append(objs[at.ravel()].tolist())
@@ -324,6 +324,18 @@ class Space:
             wave[at], ideal[at] = w, d
             known[at] = True
         return wave[rows], ideal[rows]
+
+
+def _values(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(col, return_inverse=True)`` of an int column; by marks in a table over its range where
+    that is small (a tunable's few values: no sort)."""
+    lo, hi = (int(col.min()), int(col.max())) if len(col) else (0, -1)
+    if hi - lo >= 1 << 16:
+        return np.unique(col, return_inverse=True)
+    seen = np.zeros(hi - lo + 1, dtype=bool)
+    seen[col - lo] = True
+    rank = np.cumsum(seen) - 1
+    return np.flatnonzero(seen) + lo, rank[col - lo]
 
 
 def _code(cols: list[np.ndarray], n: int) -> np.ndarray:

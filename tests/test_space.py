@@ -86,3 +86,16 @@ def test_layouts_asked_once_per_combination_of_layout_reads():
     pairs = {(c["TILE"], c["PAD"]) for c in map(kept.constants, range(kept.n))}
     assert len(asked) == len(pairs) < kept.n
     assert lays == [fake_kernel.layout(kept.constants(i), "float32") for i in range(kept.n)]
+
+
+def test_column_values_without_a_sort_equal_np_unique():
+    """``Space`` reads each column's values and every row's value index by marks over the column's range
+    (``_values``), as ``np.unique(..., return_inverse=True)`` gives them, wide ranges by np.unique itself."""
+    import numpy as np
+
+    from autopad.space import _values
+
+    rng = np.random.default_rng(3)
+    for col in (rng.integers(-5, 100, 1000), np.full(5, 7), rng.integers(0, 1 << 40, 100), np.zeros(0, int)):
+        got, want = _values(col), np.unique(col, return_inverse=True)
+        assert got[0].tolist() == want[0].tolist() and got[1].ravel().tolist() == want[1].ravel().tolist()
