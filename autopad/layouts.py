@@ -273,7 +273,16 @@ class Tile:
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(("tile", *self._params()))
+        # kept on the instance after the first call (a ranking hashes each of its layouts thousands of
+        # times); never pickled, as a str's hash differs from process to process
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(("tile", *self._params()))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     @property
     def row_stride(self) -> int:

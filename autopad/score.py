@@ -204,9 +204,12 @@ def score_candidates(
     dist: str | None,
     arch: Arch,
     memos: Sequence[tuple] | None = None,
+    units: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Wavefronts and ideal wavefronts per tile of every candidate, in one model call per access width
-    (``memos``: each candidate's ``PATTERN_KEYS`` values where the caller has them).
+    (``memos``: each candidate's ``PATTERN_KEYS`` values where the caller has them; ``units``: with them,
+    one int per candidate, equal exactly where its memo and layout object are, so that the memos are read
+    at each unit's first candidate only).
 
     A unit is a (pattern, layout) pair; its cost is the sum over the pattern's instructions of count x the
     model's cost of the instruction's addresses. An instruction is first moved towards (0, 0) by whole
@@ -226,18 +229,28 @@ def score_candidates(
         memos = range(n)  # type: ignore[assignment]
     elif memos is None:
         memos = [tuple(c[k] for k in keys) for c in consts]
-    # units: (pattern memo, layout object); each candidate's unit, each unit's first candidate
-    at: dict[tuple[Any, int], int] = {}
-    unit_of = np.fromiter(
-        (at.setdefault(key, len(at)) for key in zip(memos, map(id, layouts))), dtype=np.int64, count=n
-    )
-    first = np.empty(len(at), dtype=np.int64)
-    first[unit_of[::-1]] = np.arange(n - 1, -1, -1)
-    wave_u = np.zeros(len(at), dtype=np.int64)
-    ideal_u = np.zeros(len(at), dtype=np.int64)
+    # units: (pattern memo, layout object), numbered in order of first appearance; each candidate's unit,
+    # each unit's first candidate and memo
+    if units is not None and keys is not None and n:
+        _, firsts, inverse = np.unique(units, return_index=True, return_inverse=True)
+        order = np.argsort(firsts)
+        renumber = np.empty(len(order), dtype=np.int64)
+        renumber[order] = np.arange(len(order))
+        unit_of, first = renumber[inverse.ravel()], firsts[order]
+        unit_memos = [memos[i] for i in first.tolist()]
+    else:
+        at: dict[tuple[Any, int], int] = {}
+        unit_of = np.fromiter(
+            (at.setdefault(key, len(at)) for key in zip(memos, map(id, layouts))), dtype=np.int64, count=n
+        )
+        first = np.empty(len(at), dtype=np.int64)
+        first[unit_of[::-1]] = np.arange(n - 1, -1, -1)
+        unit_memos = [memo for memo, _ in at]
+    wave_u = np.zeros(len(first), dtype=np.int64)
+    ideal_u = np.zeros(len(first), dtype=np.int64)
     todo: list[int] = []
     stored: list[Any] = []  # each unscored unit's _UNIT_SCORES key (None: not kept)
-    for u, ((memo, _), i) in enumerate(zip(at, first.tolist())):
+    for u, (memo, i) in enumerate(zip(unit_memos, first.tolist())):
         key = None
         if sid is not None:
             try:
@@ -251,9 +264,8 @@ def score_candidates(
         todo.append(u)
         stored.append(key)
     if todo:
-        memo_of = list(at)
         w, d = _score_units(
-            spec, [memo_of[u][0] for u in todo], first[todo].tolist(), consts, layouts, dtype, dist, arch
+            spec, [unit_memos[u] for u in todo], first[todo].tolist(), consts, layouts, dtype, dist, arch
         )
         wave_u[todo], ideal_u[todo] = w, d
         if sid is not None:

@@ -317,10 +317,17 @@ class Space:
             at = rows[todo]
             lays = [layouts[i] for i in todo.tolist()]
             keys = getattr(spec, "PATTERN_KEYS", None)
-            memos = list(zip(*(self.cols[k][at].tolist() for k in keys))) if keys else None
+            memos = units = None
+            if keys:
+                memos = _Memos([self.cols[k][at].tolist() for k in keys])
+                # a unit: the pattern's constants and the layout object, one code (layouts by identity)
+                ids = np.unique(
+                    np.fromiter(map(id, lays), dtype=np.int64, count=len(lays)), return_inverse=True
+                )
+                units = _code([*(self.cols[k][at] for k in keys), ids[1].ravel()], len(at))
             from .score import score_candidates
 
-            w, d = score_candidates(spec, _Rows(self, at), lays, dtype, dist, arch, memos)
+            w, d = score_candidates(spec, _Rows(self, at), lays, dtype, dist, arch, memos, units)
             wave[at], ideal[at] = w, d
             known[at] = True
         return wave[rows], ideal[rows]
@@ -345,6 +352,21 @@ def _code(cols: list[np.ndarray], n: int) -> np.ndarray:
     if not cols or not n:
         return np.zeros(n, dtype=np.int64)
     return combine_codes(*((c, int(c.min()), int(c.max())) for c in cols))[0]
+
+
+class _Memos(Sequence):
+    """Each row's ``PATTERN_KEYS`` values as a tuple of ints, made when asked for (from value lists)."""
+
+    def __init__(self, lists: list[list[int]]) -> None:
+        self.lists = lists
+
+    def __len__(self) -> int:
+        return len(self.lists[0]) if self.lists else 0
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return tuple(col[i] for col in self.lists)
 
 
 class _Rows(Sequence):

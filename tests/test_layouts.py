@@ -770,3 +770,17 @@ TILE = Tile(32, 32, 4, pad=4, swizzle=Swizzle(4, 1, 8)).to_dict()
 def test_from_dict_rejects_and_names_the_field(d, match):
     with pytest.raises(ValueError, match=match):
         from_dict(d)
+
+
+def test_a_tiles_kept_hash_is_not_pickled():
+    """A tile keeps its hash after the first call; a pickled copy computes its own (a str's hash is not the
+    same in another process), and equal tiles of either class still hash alike."""
+    import pickle
+
+    from autopad.layouts import Padded, Swizzled, Tile
+
+    t = Swizzled(64, 64, 2, sw_vec=8, per_phase=1, max_phase=8)
+    h = hash(t)
+    copy = pickle.loads(pickle.dumps(t))
+    assert "_hash" not in copy.__dict__ and copy == t and hash(copy) == h
+    assert hash(Padded(32, 32, 4, pad=1)) == hash(Tile(32, 32, 4, 1))

@@ -107,3 +107,22 @@ def test_formula_addresses_equal_the_layouts_own_offsets(lay):
     got = _tile_addresses(np.repeat(np.array([params]), 50, axis=0), rows, cols, np.arange(50))
     np.testing.assert_array_equal(got, layout.offsets(rows, cols))
     assert got.dtype == (np.int64 if layout.footprint >= 2**31 else np.int32)
+
+
+def test_units_given_as_codes_score_as_units_found_by_memo_and_layout():
+    """``Space.score`` hands ``score_candidates`` each candidate's unit as one int (its pattern constants and
+    layout object) and its memos lazily; the scores are those the memo-and-layout dictionary gives."""
+    from autopad import score as S
+    from autopad.space import space
+
+    spec = _small_transpose()
+    kept = space(spec, "float16")
+    rows = np.flatnonzero(kept.legal(spec, (4096, 4096), "float16"))
+    lays = kept.layouts(spec, rows, "float16")
+    consts = [kept.constants(i) for i in rows.tolist()]
+    S._UNIT_SCORES.clear()
+    want = score_candidates(spec, consts, lays, "float16", None, A)
+    S._UNIT_SCORES.clear()
+    kept.scores.clear()
+    got = kept.score(spec, rows, lays, "float16", None, A)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
