@@ -204,6 +204,33 @@ def load_shapes(paths: dict[str, Path], cache: Path | None = None) -> list[Shape
     return out
 
 
+def extra_name(path: Path) -> str:
+    """The run an extra rows file came from: its folder (run8), or its folder's folder and its own
+    (run20/round1) where the file sits in a sub-folder of a run."""
+    parent = path.resolve().parent
+    if parent.name.startswith("run") or not parent.parent.name.startswith("run"):
+        return parent.name
+    return f"{parent.parent.name}/{parent.name}"
+
+
+def supersede(shapes: list[Shape]) -> tuple[list[Shape], list[tuple[str, str, str, str]]]:
+    """Shapes of the new-shape files, a later file's configuration-shape replacing an earlier file's
+    (a sample re-measured, e.g. the SIMT GEMM's after the harness stopped timing host work, H200 run 20);
+    the recorded studies (RUNS) are never replaced. Returns the kept shapes and (run, kernel, dtype, shape)
+    of each replaced one."""
+    last: dict[tuple, str] = {}
+    for s in shapes:
+        if s.run not in RUNS:
+            last[(s.kernel, s.backend, s.dtype, s.shape)] = s.run
+    kept, gone = [], []
+    for s in shapes:
+        if s.run in RUNS or last[(s.kernel, s.backend, s.dtype, s.shape)] == s.run:
+            kept.append(s)
+        else:
+            gone.append((s.run, s.kernel, s.dtype, s.shape))
+    return kept, gone
+
+
 # ---- ranking and figures -------------------------------------------------------------------------------
 
 
@@ -573,13 +600,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     d = Path(args.dir)
     paths = {r: d / f"{r}_quality_rows.csv.gz" for r in RUNS}
-    # an extra file is named by its folder (the device run that measured it: run8, run10, ...)
+    # an extra file is named by the device run that measured it (its folder: run8, run10, ...; a sub-folder
+    # of a run: run20/round1)
     for i, p in enumerate(args.extra):
-        name = Path(p).resolve().parent.name or f"extra{i}"
+        name = extra_name(Path(p)) or f"extra{i}"
         if name in paths:
             ap.error(f"--extra: two files named {name!r} (name an extra by the folder of its run)")
         paths[name] = Path(p)
-    shapes = load_shapes(paths, Path(args.cache) if args.cache else None)
+    shapes, superseded = supersede(load_shapes(paths, Path(args.cache) if args.cache else None))
     k, a = CONSTANTS, get_arch("sm_90")
     if args.baseline:  # no new terms: the streams of the predictor before this work
         k = Constants(issue_cycles=0.0, swizzle_cycles=0.0, tile_cycles=0.0, default_inflight_share=0.0)
@@ -602,6 +630,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             + table(extra)
         )
         md.append("\n" + family_table(extra))
+        if superseded:
+            md.append("\nRe-measured later, so left out above (a later --extra file holding the same "
+                      "configuration-shape replaces an earlier one): "
+                      + "; ".join(" ".join(x) for x in superseded) + "\n")  # fmt: skip
     md.append(noise_md(shapes, rows, d))
     splits = [(args.fit, args.test)] if args.fit and args.test else []
     if args.held_out:
