@@ -56,3 +56,30 @@ def test_retest_reports_the_spread_of_two_measurements():
     assert r["spearman"] > 0.99
     assert noise.inflation([r]) == 1.0  # a zero prediction is left out, and inflation is at least 1
     assert noise.inflation([{"log_ratio_sd": 0.03, "iqr_predicted_sd": 0.01}]) == pytest.approx(3.0)
+
+
+def test_a_later_extra_replaces_the_same_configuration_shape_and_names_come_from_run_folders(tmp_path):
+    import model_only_report as mor
+
+    def shape(run, kernel, dtype, s):
+        return mor.Shape(run, kernel, "cuda", dtype, s, [], [], [], None, None, [], {}, np.array([]), None)
+
+    shapes = [
+        shape("run1", "matmul", "float32", "2048x2048x2048"),
+        shape("run8", "matmul", "float32", "768x1536x1024"),
+        shape("run8", "histogram", "int32", "1048576x1000"),
+        shape("run20/round1", "matmul", "float32", "768x1536x1024"),
+        shape("run20/round1", "matmul", "float32", "2048x2048x2048"),  # never replaces a recorded study
+    ]
+    kept, gone = mor.supersede(shapes)
+    assert [(s.run, s.shape) for s in kept] == [
+        ("run1", "2048x2048x2048"),
+        ("run8", "1048576x1000"),
+        ("run20/round1", "768x1536x1024"),
+        ("run20/round1", "2048x2048x2048"),
+    ]
+    assert gone == [("run8", "matmul", "float32", "768x1536x1024")]
+    for rel, name in (("run8/rows.csv.gz", "run8"), ("run20/round1/rows.csv.gz", "run20/round1")):
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True)
+        assert mor.extra_name(p) == name
