@@ -27,10 +27,16 @@ repository so that the child does not import the working tree); the machine's sp
 over minutes, so compare runs made close together. ``results/rank_speed_b98637d.csv`` is the same
 benchmark on git b98637d (before the vectorised legality, the faster analyze_distinct, the lazy imports
 and the shared Gluon patterns), run right after ``rank_speed.csv`` on a machine loaded by other work
-(load average 1.2-1.7 against 0.9 for the older rows).
+(load average 1.2-1.7 against 0.9 for the older rows). ``results/rank_speed_90e899b.csv`` is the code
+before issue 14's second round (atomics counted without a sort, pairs per tile formula, replicated arrays
+on the batched formula, LAYOUT_READS, the Triton transpose without triton at import; that tree is HEAD
+with autopad/{model,score,space,layouts}.py and kernels/{cuda,triton}/transpose.py from git 90e899b, the
+predictor and the histogram spec of HEAD), each of its runs straight after one of ``rank_speed.csv``'s
+(``--compare TREE --label 90e899b``, below); its ``machine`` column names the tree.
 
     python benchmarks/bench_rank_speed.py                       # every case, 3 runs each
     python benchmarks/bench_rank_speed.py --cases transpose-fp32 --runs 5
+    python benchmarks/bench_rank_speed.py --runs 5 --compare /tmp/before --label 90e899b   # before/after
 """
 
 from __future__ import annotations
@@ -60,6 +66,23 @@ CASES = {
 PHASES = ("first_call_with_import", "first_call_rank", "second_shape", "same_shape_again")
 FIELDS = ["case", "kernel", "backend", "dtype", "shape", "candidates", "phase", "seconds", "runs",
           "min_seconds", "max_seconds", "numba", "bytecode", "machine", "date"]  # fmt: skip
+
+# ``--compare TREE``: the child imports autopad from TREE (an exported checkout: autopad/ and kernels/),
+# autopad.kernels from TREE/kernels as the installed package maps it; set up before the clock starts
+_TREE = """
+import importlib.util, os, sys
+_root = sys.argv[2]
+sys.path.insert(0, _root)
+class _Kernels:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "autopad.kernels":
+            return None
+        where = os.path.join(_root, "kernels")
+        init = os.path.join(where, "__init__.py")
+        return importlib.util.spec_from_file_location(name, init, submodule_search_locations=[where])
+sys.meta_path.insert(0, _Kernels)
+"""
 
 _CHILD = """
 import json, sys, time
@@ -91,16 +114,49 @@ def machine() -> str:
     return f"nproc={cores} cpu={cpu} python={platform.python_version()}{load}"
 
 
-def child(case: tuple, bytecode: bool) -> dict:
+def child(case: tuple, bytecode: bool, tree: Path | None = None) -> dict:
     env = dict(os.environ)
     if bytecode:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, json.dumps(case)], env=env, capture_output=True, text=True, timeout=900
+    code, args = (
+        (_CHILD, [json.dumps(case)]) if tree is None else (_TREE + _CHILD, [json.dumps(case), str(tree)])
     )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=900,
+        cwd=None if tree is None else tree,
+    )  # fmt: skip
     if done.returncode:
         raise RuntimeError(f"{case}: the child failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def summarise(name: str, got: list[dict], host: str, when: str, bytecode: bool) -> list[dict]:
+    """One row per phase: the median, min and max over the runs (printed as well)."""
+    kernel, backend, dtype, first, second = CASES[name]
+    rows = []
+    for phase in PHASES:
+        vals = [g[phase] for g in got]
+        shape = second if phase == "second_shape" else first
+        n = got[0]["n_" + ("first_call_rank" if phase == "first_call_with_import" else phase)]
+        numba = sum(g["numba"] for g in got)
+        med = statistics.median(vals)
+        print(f"{name:<16} {n:>10,} {phase:<24} {med:>9.3f} {min(vals):>7.3f} {max(vals):>7.3f}  "
+              f"{numba}/{len(got)}")  # fmt: skip
+        rows.append({"case": name, "kernel": kernel, "backend": backend, "dtype": dtype,
+                     "shape": "x".join(map(str, shape)), "candidates": n, "phase": phase,
+                     "seconds": f"{med:.4f}", "runs": len(got), "min_seconds": f"{min(vals):.4f}",
+                     "max_seconds": f"{max(vals):.4f}", "numba": f"{numba}/{len(got)}",
+                     "bytecode": "cached" if bytecode else "environment", "machine": host,
+                     "date": when})  # fmt: skip
+    return rows
+
+
+def write(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,40 +165,41 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="fresh processes per case; the median is reported")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for rank_speed.csv")
     ap.add_argument("--no-bytecode", action="store_true", help="keep PYTHONDONTWRITEBYTECODE as it is")
+    ap.add_argument(
+        "--compare", type=Path, metavar="TREE",
+        help="also time an exported tree (autopad/ and kernels/ in it), each of its runs straight after one "
+        "of this checkout's; written to rank_speed_LABEL.csv",
+    )  # fmt: skip
+    ap.add_argument("--label", default=None, help="LABEL for --compare's file (default: the tree's name)")
     args = ap.parse_args(argv)
     names = [c.strip() for c in args.cases.split(",") if c.strip()]
     unknown = [c for c in names if c not in CASES]
     if unknown:
         ap.error(f"unknown case(s) {unknown}; known: {', '.join(CASES)}")
     bytecode = not args.no_bytecode
+    tree = args.compare.resolve() if args.compare else None
+    label = args.label or (tree.name if tree else "")
     host, when = machine(), datetime.now(timezone.utc).isoformat(timespec="minutes")
     print(f"rank speed ({host}; bytecode {'cached' if bytecode else 'as the environment says'})")
     child(CASES[names[0]], bytecode)  # untimed: bytecode and the numba cache exist from here on
-    rows = []
+    if tree is not None:
+        child(CASES[names[0]], bytecode, tree)
+    rows, other = [], []
     print(f"{'case':<16} {'candidates':>10} {'phase':<24} {'median s':>9} {'min s':>7} {'max s':>7}  numba")
     for name in names:
-        kernel, backend, dtype, first, second = CASES[name]
-        got = [child(CASES[name], bytecode) for _ in range(args.runs)]
-        for phase in PHASES:
-            vals = [g[phase] for g in got]
-            shape = second if phase == "second_shape" else first
-            n = got[0]["n_" + ("first_call_rank" if phase == "first_call_with_import" else phase)]
-            numba = sum(g["numba"] for g in got)
-            med = statistics.median(vals)
-            print(f"{name:<16} {n:>10,} {phase:<24} {med:>9.3f} {min(vals):>7.3f} {max(vals):>7.3f}  "
-                  f"{numba}/{len(got)}")  # fmt: skip
-            rows.append({"case": name, "kernel": kernel, "backend": backend, "dtype": dtype,
-                         "shape": "x".join(map(str, shape)), "candidates": n, "phase": phase,
-                         "seconds": f"{med:.4f}", "runs": len(got), "min_seconds": f"{min(vals):.4f}",
-                         "max_seconds": f"{max(vals):.4f}", "numba": f"{numba}/{len(got)}",
-                         "bytecode": "cached" if bytecode else "environment", "machine": host,
-                         "date": when})  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
+        got, got_other = [], []
+        for _ in range(args.runs):
+            got.append(child(CASES[name], bytecode))
+            if tree is not None:
+                got_other.append(child(CASES[name], bytecode, tree))
+        rows += summarise(name, got, host, when, bytecode)
+        if tree is not None:
+            print(f"  {label}:")
+            other += summarise(name, got_other, f"{host} tree={label}", when, bytecode)
     path = args.out / "rank_speed.csv"
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
+    write(path, rows)
+    if tree is not None:
+        write(args.out / f"rank_speed_{label}.csv", other)
     slow = [r for r in rows if r["phase"] == "first_call_with_import" and float(r["seconds"]) >= TARGET_S]
     print(
         f"wrote {path}; first call with import under {TARGET_S:g} s: {len(names) - len(slow)} of {len(names)}"
