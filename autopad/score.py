@@ -237,7 +237,8 @@ def score_candidates(
         renumber = np.empty(len(order), dtype=np.int64)
         renumber[order] = np.arange(len(order))
         unit_of, first = renumber[inverse.ravel()], firsts[order]
-        unit_memos = [memos[i] for i in first.tolist()]
+        take = getattr(memos, "take", None)
+        unit_memos = take(first) if callable(take) else [memos[i] for i in first.tolist()]
     else:
         at: dict[tuple[Any, int], int] = {}
         unit_of = np.fromiter(

@@ -319,7 +319,7 @@ class Space:
             keys = getattr(spec, "PATTERN_KEYS", None)
             memos = units = None
             if keys:
-                memos = _Memos([self.cols[k][at].tolist() for k in keys])
+                memos = _Memos([self.cols[k][at] for k in keys])
                 # a unit: the pattern's constants and the layout object, one code (layouts by identity)
                 ids = np.unique(
                     np.fromiter(map(id, lays), dtype=np.int64, count=len(lays)), return_inverse=True
@@ -355,18 +355,22 @@ def _code(cols: list[np.ndarray], n: int) -> np.ndarray:
 
 
 class _Memos(Sequence):
-    """Each row's ``PATTERN_KEYS`` values as a tuple of ints, made when asked for (from value lists)."""
+    """Each row's ``PATTERN_KEYS`` values as a tuple of ints, made when asked for (from the columns);
+    ``take`` makes those of many rows at once."""
 
-    def __init__(self, lists: list[list[int]]) -> None:
-        self.lists = lists
+    def __init__(self, cols: list[np.ndarray]) -> None:
+        self.cols = cols
 
     def __len__(self) -> int:
-        return len(self.lists[0]) if self.lists else 0
+        return len(self.cols[0]) if self.cols else 0
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        return tuple(col[i] for col in self.lists)
+        return tuple(int(col[i]) for col in self.cols)
+
+    def take(self, rows: np.ndarray) -> list[tuple[int, ...]]:
+        return list(zip(*(col[rows].tolist() for col in self.cols)))
 
 
 class _Rows(Sequence):

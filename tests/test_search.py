@@ -294,3 +294,35 @@ def test_rank_equals_the_scalar_path_on_built_in_spaces(kernel, backend, dtype, 
         assert [(c.constants, c.prediction, c.roles) for c in fast] == [
             (c.constants, c.prediction, c.roles) for c in slow
         ]
+
+
+def test_rank_pauses_the_garbage_collector_and_leaves_it_as_it_was(monkeypatch):
+    """``rank`` turns Python's cyclic collector off while it runs (its objects form no cycles) and back on
+    after, also when the spec raises; a caller that turned it off finds it off."""
+    import gc
+
+    seen = []
+    real = fake_kernel.launch_info
+
+    def spy(*a, **k):
+        seen.append(gc.isenabled())
+        return real(*a, **k)
+
+    assert gc.isenabled()
+    monkeypatch.setattr(fake_kernel, "launch_info", spy)
+    want = rank(KernelSpec(fake_kernel), SHAPE, "float32")
+    assert seen and not any(seen) and gc.isenabled()
+
+    def boom(*a, **k):
+        raise RuntimeError("spec bug")
+
+    monkeypatch.setattr(fake_kernel, "launch_info", boom)
+    with pytest.raises(RuntimeError, match="spec bug"):
+        rank(KernelSpec(fake_kernel), (100, 37), "float32")
+    assert gc.isenabled()
+    monkeypatch.setattr(fake_kernel, "launch_info", real)
+    gc.disable()
+    try:
+        assert rank(KernelSpec(fake_kernel), SHAPE, "float32") == want and not gc.isenabled()
+    finally:
+        gc.enable()
