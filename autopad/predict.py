@@ -87,6 +87,8 @@ class Constants:
 
 CONSTANTS = Constants()
 
+_REGS_PER_SM = 65536  # sm_90's register file, 32-bit registers per SM
+
 _REQUIRED = ("blocks", "threads")
 # optional launch_info keys, all per candidate
 KEYS = {
@@ -100,6 +102,8 @@ KEYS = {
     "extra_wavefronts": "shared-memory wavefronts per block the pattern does not list (TMA, wgmma reads)",
     "block_cycles": "SM cycles a block spends after its tiles, over all its launches (a counters' flush)",
     "issue_cycles": "SM cycles of instructions per block per tile the pattern does not list (a warp match)",
+    "regs_per_thread": "registers per thread: the register file then limits blocks per SM (default: none)",
+    "flops_efficiency": "share of the arithmetic peak its inner loop reaches, <= 1 (register-cap spills)",
 }
 _OPTIONAL = tuple(k for k in KEYS)
 # what a candidate's launch info means where it leaves a key out (nan: the term's own default applies)
@@ -115,6 +119,8 @@ INFO_DEFAULTS = {
     "extra_wavefronts": 0.0,
     "block_cycles": 0.0,
     "issue_cycles": 0.0,
+    "flops_efficiency": 1.0,
+    "regs_per_thread": 0.0,
     "passes": 1.0,
 }
 
@@ -142,6 +148,8 @@ def check_launch_info(info: Any, where: str) -> dict[str, float]:
         raise LaunchInfoError(f"{where}: 'blocks' and 'threads' must be >= 1, got {info!r}")
     if "dram_efficiency" in out and not 0 < out["dram_efficiency"] <= 1:
         raise LaunchInfoError(f"{where}: 'dram_efficiency' must be in (0, 1], got {out['dram_efficiency']}")
+    if "flops_efficiency" in out and not 0 < out["flops_efficiency"] <= 1:
+        raise LaunchInfoError(f"{where}: 'flops_efficiency' must be in (0, 1], got {out['flops_efficiency']}")
     if out.get("mma_bytes", 0) not in (0, 1, 2, 4, 8):
         raise LaunchInfoError(f"{where}: 'mma_bytes' must be 0, 1, 2, 4 or 8, got {out['mma_bytes']}")
     return out
@@ -294,6 +302,12 @@ def predict_arrays(
     # the block-slot count ...
     per_sm = np.minimum(a.max_threads_per_sm // np.maximum(threads, 1), a.max_blocks_per_sm)
     per_sm = np.where(smem > 0, np.minimum(per_sm, a.smem_per_sm // (smem + 1024)), per_sm)
+    # ... and registers (``regs_per_thread``): 64K per SM, allocated per warp in 256-register steps. A SIMT
+    # GEMM of 64x64 tiles and 8x8 thread tiles (155 registers) holds 6 blocks of 64 threads, not 8: at 2048^3
+    # its 1024 blocks take two rounds, measured 1.3x the one-round prediction (quality study, H200 run 1)
+    regs = cols["regs_per_thread"]
+    by_regs = (_REGS_PER_SM // (np.ceil(regs * 32 / 256) * 256).clip(1)) // np.maximum(threads // 32, 1)
+    per_sm = np.where(regs > 0, np.minimum(per_sm, np.maximum(by_regs, 1)), per_sm)
     # ... and how many it does hold: a grid of fewer blocks than slots leaves them empty (256 GEMM blocks on
     # 132 SMs run 2 per SM, however many would fit), so concurrency and waves follow the grid too
     resident = np.maximum(1, np.minimum(per_sm, np.ceil(blocks / a.sm_count)))
@@ -332,11 +346,13 @@ def predict_arrays(
     # arithmetic needs warps to hide its latencies (shared loads, the FMA pipeline): one resident warp per
     # scheduler (4 per SM) reaches ~0.84 of the peak on the same smooth knee, two ~0.97. A 1024^3 SIMT GEMM
     # of 128 blocks runs one block per SM: 4 warps measured 1.11x slower than 8 (quality study, H200).
-    # Tensor-core arithmetic (``mma_bytes``) runs at the measured tensor rate of its operand size.
+    # Tensor-core arithmetic (``mma_bytes``) runs at the measured tensor rate of its operand size. A spec
+    # that knows its inner loop cannot reach the peak says so (``flops_efficiency``: a SIMT GEMM whose
+    # launch bounds cap its registers below what its thread tile needs spills: cuda/matmul.py's REG_CAP_COST)
     w = resident * threads / 32 / 4
     kinds, which = np.unique(mma, return_inverse=True)
     rate = np.array([a.mma_rate(int(m)) if m else a.fp32_flops for m in kinds.tolist()])[which.ravel()]
-    t_flops = traffic.get("flops", 0.0) / (rate * _knee(w))
+    t_flops = traffic.get("flops", 0.0) / (rate * _knee(w) * cols["flops_efficiency"])
     # instruction issue: every shared access costs its address arithmetic (one instruction per phase of
     # 32 lanes, ``ideal``, on four schedulers per SM); an XOR swizzle's per-access shift-mask-XOR more.
     # Conflict-free swizzled transposes measured a median 1.17x (fp32) and 1.37x (fp16) the time of the

@@ -348,3 +348,52 @@ def test_batch_hooks_agree_with_legal_and_launch_info():
         (512, 512, 100000),
     ]
     hooks_agree(KernelSpec(G), G, "float32", shapes)
+
+
+def _best_by_tile(run: str, shape: str) -> dict[tuple, float]:
+    """The fastest correct time of each (BM, BN, BK, TM, TN, MIN_BLOCKS) in a recorded H200 study."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from quality_report import load_rows
+
+    path = (
+        Path(__file__).resolve().parents[1] / "benchmarks/results/h200/quality" / f"{run}_quality_rows.csv.gz"
+    )
+    best: dict[tuple, float] = {}
+    for r in load_rows(path)[("matmul", "cuda", "float32", shape)]:
+        if r["correct"] and r["ms"]:
+            c = {k: int(v) for k, v in (kv.split("=") for kv in r["key"].split(","))}
+            t = tuple(c[k] for k in ("BM", "BN", "BK", "TM", "TN", "MIN_BLOCKS"))
+            best[t] = min(best.get(t, np.inf), r["ms"])
+    return best
+
+
+def test_register_cap_cost_is_run_2s_measured_twins():
+    # every tile whose MIN_BLOCKS = 2 launch bounds cap the registers below its need, against its MIN_BLOCKS
+    # = 1 twin, on run 2's shapes (one block an SM either way): REG_CAP_COST is the median slowdown per unit
+    # of need / cap - 1
+    per_unit = []
+    for shape in ("1024x1024x1024", "1536x1000x2000"):
+        best = _best_by_tile("run2", shape)
+        for tile, need in G.REGS_SM90.items():
+            c = dict(G.DEFAULTS, **dict(zip(("BM", "BN", "BK", "TM", "TN"), tile)), MIN_BLOCKS=2)
+            over = need / G.register_cap(c) - 1
+            if over > 0:
+                assert G.launch_info(c, (1024, 1024, 1024))["flops_efficiency"] < 1
+                per_unit.append((best[(*tile, 2)] / best[(*tile, 1)] - 1) / over)
+    assert len(per_unit) == 6  # the three 128x128 tiles of 256 and 512 threads the cap reaches
+    assert G.REG_CAP_COST == pytest.approx(float(np.median(per_unit)), abs=0.01)
+    assert "flops_efficiency" not in G.launch_info(G.DEFAULTS, (1024, 1024, 1024))  # 127 of 128 registers
+    # the tile's registers reach the predictor, capped by its launch bounds
+    assert G.launch_info(dict(G.DEFAULTS, BK=16, TN=4), SHAPE)["regs_per_thread"] == 64
+    assert G.launch_info(dict(G.DEFAULTS, BK=16, TN=4, MIN_BLOCKS=1), SHAPE)["regs_per_thread"] == 95
+
+
+def test_every_legal_tile_has_its_measured_register_count():
+    tiles = {
+        tuple(c[k] for k in ("BM", "BN", "BK", "TM", "TN"))
+        for c in enumerate_candidates(G.SPEC, SHAPE, "float32")
+    }
+    assert tiles <= set(G.REGS_SM90)

@@ -36,6 +36,49 @@ from autopad.spec import batched_info, per_distinct
 _ARCH = get_arch("sm_90")
 _SOURCE = Path(__file__).with_name("matmul.cu")
 
+# Registers per thread the kernel takes when its launch bounds leave them free (MIN_BLOCKS = 1), by
+# (BM, BN, BK, TM, TN): every legal tile of SPACE, read with ``cuobjdump --dump-resource-usage`` from the
+# sm_90 cubins nvrtc 13.0 builds (the same counts on the H200 machine and here; the layouts move them by
+# under 10). A tile not listed takes ``_regs_estimate``.
+REGS_SM90: dict[tuple[int, int, int, int, int], int] = {
+    (64, 64, 8, 4, 8): 107, (64, 64, 8, 8, 4): 95, (64, 64, 8, 8, 8): 155,
+    (64, 64, 16, 4, 4): 77, (64, 64, 16, 4, 8): 139, (64, 64, 16, 8, 4): 109, (64, 64, 16, 8, 8): 193,
+    (64, 128, 8, 8, 8): 161, (64, 128, 16, 4, 8): 95, (64, 128, 16, 8, 4): 105, (64, 128, 16, 8, 8): 163,
+    (128, 64, 8, 8, 8): 151, (128, 64, 16, 4, 8): 123, (128, 64, 16, 8, 4): 103, (128, 64, 16, 8, 8): 181,
+    (128, 128, 8, 8, 8): 127, (128, 128, 16, 4, 8): 95, (128, 128, 16, 8, 4): 95, (128, 128, 16, 8, 8): 155,
+}  # fmt: skip
+# What a register cap costs the inner loop: MIN_BLOCKS = 2 makes ``__launch_bounds__`` cap the registers at
+# 65536 / (2 x threads); below what the tile needs (need / cap = 1 + x), the compiler spills and re-computes,
+# and the arithmetic runs at 1 / (1 + REG_CAP_COST x) of its rate. Fitted on H200 run 2 (1024^3 and
+# 1536x1000x2000), where both twins of a capped tile run one block per SM and differ in the cap alone: the
+# best MIN_BLOCKS 2 over the best MIN_BLOCKS 1 of the three capped 128x128 tiles measured 1.07-1.38
+# (0.35-0.77 per unit of x, median 0.48). Run 1 (2048^3) and run 20's shapes are held out.
+REG_CAP_COST = 0.48
+REGS_PER_SM = 65536  # sm_90's register file: 64K 32-bit registers per SM
+
+
+def _regs_estimate(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
+    """Registers a tile needs without a cap: ``REGS_SM90``, else a least-squares fit to it (accumulators,
+    fragments, the prefetched vectors of the next k-step, ~30 for addresses and loop state)."""
+    got = REGS_SM90.get((bm, bn, bk, tm, tn))
+    if got is not None:
+        return got
+    t = (bn // tn) * (bm // tm)
+    vectors = (bm * bk // 4 + bn * bk // 4) // max(t, 1)
+    return round(30 + tm * tn + 1.5 * (tm + tn) + 2.4 * 4 * vectors)
+
+
+def register_cap(c: dict[str, int]) -> int:
+    """The registers per thread ``__launch_bounds__(THREADS, MIN_BLOCKS)`` allows (8s, <= 255)."""
+    return min(255, REGS_PER_SM // (c.get("MIN_BLOCKS", 1) * _threads(c)[2]) // 8 * 8)
+
+
+def flops_efficiency(c: dict[str, int]) -> float:
+    """The share of the fp32 rate the inner loop keeps under its register cap (1 where the tile fits)."""
+    need = _regs_estimate(c["BM"], c["BN"], c["BK"], c["TM"], c["TN"])
+    over = need / register_cap(c) - 1.0
+    return 1.0 / (1.0 + REG_CAP_COST * over) if over > 0 else 1.0
+
 
 @functools.lru_cache(maxsize=4096)
 def _make_tile(rows: int, cols: int, pad: int, vec: int, per_phase: int, max_phase: int) -> Padded | Swizzled:
@@ -288,7 +331,7 @@ class MatmulCuda(CudaKernel):
     def launch_info_batch(self, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> dict:
         """``launch_info`` of many candidates at once, as a dict of arrays: asked once per distinct tile,
         thread tile and split (what it reads besides the layout), the footprint once per distinct layout."""
-        reads = ("BM", "BN", "BK", "TM", "TN", "SPLIT_K")
+        reads = ("BM", "BN", "BK", "TM", "TN", "MIN_BLOCKS", "SPLIT_K")
         return batched_info(self, columns, shape, dtype, reads, ("BM", "BN", "BK", *self.LAYOUT_KEYS))
 
     def smem_pattern(self, constants: dict[str, int], dtype: str = "float32") -> tuple[Instruction, ...]:
@@ -342,6 +385,12 @@ class MatmulCuda(CudaKernel):
             # through L2: A once per column of tiles, B once per row of tiles, C written once
             "l2_bytes": 4 * (m * k * math.ceil(n / c["BN"]) + k * n * math.ceil(m / c["BM"]) + m * n),
         }
+        # the registers each thread holds (its need, or the cap below it): they limit the blocks an SM holds
+        need = _regs_estimate(c["BM"], c["BN"], c["BK"], c["TM"], c["TN"])
+        info["regs_per_thread"] = min(register_cap(c), need)
+        eff = flops_efficiency(c)
+        if eff < 1.0:  # launch bounds that cap the registers below the tile's need (REG_CAP_COST)
+            info["flops_efficiency"] = eff
         if s > 1:  # the partial tiles are written and read back once: extra bytes at the same bandwidth
             base = self.traffic(shape, dtype)["bytes"]
             info["dram_efficiency"] = base / (base + 2 * s * m * n * 4)
