@@ -232,7 +232,46 @@ def rank(
     0.04-0.09 s of it on the 2-core machine (one pass over the survivors follows later instead).
     """
     with _gc_paused():
-        return _rank(spec, shape, dtype, arch, extra, dist)
+        a = get_arch(arch)
+        kept = space(spec, dtype)
+        legal = kept.legal(spec, shape, dtype)
+        rows = np.flatnonzero(legal)
+        frozen_rows = kept.frozen
+        frozen = [frozen_rows[i] for i in rows.tolist()]
+        extras: dict[tuple, dict[str, int]] = {}
+        for c in extra or []:
+            f = _freeze(c)
+            i = kept.find(f)
+            if (i is not None and legal[i]) or f in extras:
+                continue
+            if check_legal(spec, dict(c), shape, dtype):
+                extras[f] = dict(c)
+        if not len(rows) and not extras:
+            return []
+        frozen += list(extras)
+        layouts = kept.layouts(spec, rows, dtype) + [_layout(spec, c, dtype) for c in extras.values()]
+        wave, ideal = kept.score(spec, rows, layouts, dtype, dist, a)
+        if extras:
+            w, d = score_candidates(spec, list(extras.values()), layouts[len(rows) :], dtype, dist, a)
+            wave, ideal = np.concatenate([wave, w]), np.concatenate([ideal, d])
+        infos = _info_columns(spec, kept, rows, list(extras.values()), layouts, shape, dtype)
+        arrays = predict_arrays(infos, _traffic(spec, shape, dtype), wave, ideal, a, layouts=layouts)
+        preds = predictions(arrays, wave, ideal)
+        roles: list[tuple[str, ...]] = [()] * len(frozen)
+        where = {f: j for j, f in enumerate(extras, len(rows))}
+        named = []
+        if getattr(spec, "DEFAULTS", None) is not None:
+            named.append((_freeze(spec.DEFAULTS), "unpadded"))
+        textbook = spec.textbook(shape, dtype) if hasattr(spec, "textbook") else None
+        if textbook is not None:
+            named.append((_freeze(textbook), "textbook"))
+        for f, role in named:
+            i = kept.find(f)
+            j = int(np.searchsorted(rows, i)) if i is not None and legal[i] else where.get(f)
+            if j is not None:
+                roles[j] = (*roles[j], role)
+        order = _order(frozen, preds, arrays, wave, kept, rows)
+        return [Candidate(frozen[i], layouts[i], preds[i], roles[i]) for i in order]
 
 
 @contextmanager
@@ -246,56 +285,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-
-
-def _rank(
-    spec: KernelSpec,
-    shape: tuple[int, ...],
-    dtype: str,
-    arch: str | Arch,
-    extra: Iterable[Mapping[str, int]] | None,
-    dist: str | None,
-) -> list[Candidate]:
-    a = get_arch(arch)
-    kept = space(spec, dtype)
-    legal = kept.legal(spec, shape, dtype)
-    rows = np.flatnonzero(legal)
-    frozen_rows = kept.frozen
-    frozen = [frozen_rows[i] for i in rows.tolist()]
-    extras: dict[tuple, dict[str, int]] = {}
-    for c in extra or []:
-        f = _freeze(c)
-        i = kept.find(f)
-        if (i is not None and legal[i]) or f in extras:
-            continue
-        if check_legal(spec, dict(c), shape, dtype):
-            extras[f] = dict(c)
-    if not len(rows) and not extras:
-        return []
-    frozen += list(extras)
-    layouts = kept.layouts(spec, rows, dtype) + [_layout(spec, c, dtype) for c in extras.values()]
-    wave, ideal = kept.score(spec, rows, layouts, dtype, dist, a)
-    if extras:
-        w, d = score_candidates(spec, list(extras.values()), layouts[len(rows) :], dtype, dist, a)
-        wave, ideal = np.concatenate([wave, w]), np.concatenate([ideal, d])
-    infos = _info_columns(spec, kept, rows, list(extras.values()), layouts, shape, dtype)
-    arrays = predict_arrays(infos, _traffic(spec, shape, dtype), wave, ideal, a, layouts=layouts)
-    preds = predictions(arrays, wave, ideal)
-    roles: list[tuple[str, ...]] = [()] * len(frozen)
-    where = {f: j for j, f in enumerate(extras, len(rows))}
-    named = []
-    if getattr(spec, "DEFAULTS", None) is not None:
-        named.append((_freeze(spec.DEFAULTS), "unpadded"))
-    textbook = spec.textbook(shape, dtype) if hasattr(spec, "textbook") else None
-    if textbook is not None:
-        named.append((_freeze(textbook), "textbook"))
-    for f, role in named:
-        i = kept.find(f)
-        j = int(np.searchsorted(rows, i)) if i is not None and legal[i] else where.get(f)
-        if j is not None:
-            roles[j] = (*roles[j], role)
-    order = _order(frozen, preds, arrays, wave, kept, rows)
-    return [Candidate(frozen[i], layouts[i], preds[i], roles[i]) for i in order]
 
 
 def _order(
