@@ -140,6 +140,7 @@ def test_launch_info_and_traffic():
         "smem_bytes": G.layout(G.DEFAULTS).footprint,
         "tiles_per_block": 1,
         "l2_bytes": 4 * (1000 * 5 * 1 + 5 * 37 * 8 + 1000 * 37),  # A per column of tiles, B per row
+        "regs_per_thread": G.REGS_SM90[(128, 128, 8, 8, 8)],  # under the 128 its launch bounds allow
     }
     assert G.traffic((2, 3, 4))["flops"] == 48
     m, n, k = 128, 8192, 8192
