@@ -127,6 +127,7 @@ def variants(group: str, shape: tuple[int, ...], dtype: str) -> list[tuple[str, 
     if e == 1:
         out.append(("new:rt_swizzled", "new", dict(p["rt_swizzled"])))
         out.append(("new:vec_swizzled", "new", dict(p["vec_swizzled"])))
+        out.append(("new:rt_wide", "new", dict(p["rt_wide"])))  # 128 x 256: 256-byte tile rows
     if e == 4:
         out.append(("new:vec64_swizzled", "new", dict(p["vec64_swizzled"])))
     # the model's best of each vector width and read-out (its GROUP 64, vector-path ranking on this commit)

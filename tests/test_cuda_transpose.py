@@ -599,3 +599,21 @@ def test_batch_hooks_agree_with_legal_and_launch_info(dtype):
     less = {k: v for k, v in cols.items() if k != "PAD"}
     assert not T.legal_batch(less, (64, 64), dtype).any()
     assert not T.legal_batch(dict(cols), (64, 64), "int64").any()
+
+
+def test_wide_tiles_are_for_one_byte_elements():
+    """TILE_N 256 (256-byte tile rows, as 16-bit's 128 x 128): legal for 1-byte elements, conflict-free as
+    the rt_wide preset swizzles it, refused with a reason for wider elements, and the enumerator's
+    restriction agrees with legal."""
+    wide = T.presets("int8")["rt_wide"]
+    assert wide["TILE_N"] == 256 and T.legal(wide, (16384, 16384), "int8")
+    assert T.legal(dict(wide, SCALAR_EDGE=0, GROUP=64), (4097, 8191), "float8_e4m3fn")
+    a = score(T.smem_pattern(wide, "int8"), T.layout(wide, "int8"))
+    assert a.wavefronts == a.ideal  # every read-out word and 16-byte store conflict-free
+    half = dict(wide, VEC=8, SW_VEC=8, SW_PER_PHASE=8)
+    bad = T.legal(half, (4096, 4096), "float16")
+    assert not bad and "1-byte" in bad.reason
+    spec = builtin_spec("transpose", "cuda")
+    for dt in ("int8", "float16"):
+        cands = enumerate_candidates(spec, (4096, 4096), dt)
+        assert any(c["TILE_N"] == 256 for c in cands) == (dt == "int8")
