@@ -35,6 +35,7 @@ Optional: ``DEFAULTS`` (the unpadded baseline), ``textbook(shape, dtype)`` (the 
 (expressions over the constants, or vectorised callables, that prune the space before ``legal``),
 ``SOURCE_FILES`` (the code that runs; it keys the cache, default: the module file), ``PATTERN_KEYS`` (the
 constants ``smem_pattern`` depends on), ``LAYOUT_KEYS`` (the constants that only choose the layout),
+``LAYOUT_READS`` (every constant ``layout`` reads: a ranking then makes one layout per distinct combination),
 ``ACCUMULATES`` (``run`` adds into ``out``: the harness zeroes it first), ``DISTS`` (input classes that
 change the speed; ``smem_pattern`` then takes ``dist=``), ``check_shape(shape)`` and ``inputs_from(*args)``.
 
@@ -151,7 +152,7 @@ def _check_static(impl: Any) -> None:
                 f"DEFAULTS: must give every SPACE constant ({', '.join(sorted(space))}) a value, "
                 f"got {defaults!r}"
             )
-    for attr in ("PATTERN_KEYS", "LAYOUT_KEYS"):
+    for attr in ("PATTERN_KEYS", "LAYOUT_KEYS", "LAYOUT_READS"):
         keys = getattr(impl, attr, None)
         if keys is not None:
             unknown = [k for k in keys if k not in space]

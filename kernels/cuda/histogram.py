@@ -281,6 +281,8 @@ class HistogramCuda(CudaKernel):
     # the pattern is in logical (replica, bin) coordinates: the layout constants INTERLEAVED and PAD place
     # it, the model scores it under each
     PATTERN_KEYS = ("AGG", "BINS_PER_PASS", "COUNTER", "ITEMS", "PRIV", "REPLICAS", "THREADS")
+    # what ``layout`` reads: a ranking makes one layout per distinct combination (autopad.space)
+    LAYOUT_READS = ("COUNTER", "PRIV", "BINS_PER_PASS", "THREADS", "REPLICAS", "INTERLEAVED", "PAD")
     DISTS = DISTS
     ACCUMULATES = False  # run() zeroes the output itself
     RESTRICTIONS = (
@@ -587,7 +589,7 @@ def _static(spec: HistogramCuda, key: tuple[int, ...], dtype: str) -> tuple[Lega
 
 
 # what ``layout`` and ``smem_bytes`` read: the footprint is the same for candidates equal in these
-_LAYOUT_READS = ("COUNTER", "PRIV", "BINS_PER_PASS", "THREADS", "REPLICAS", "INTERLEAVED", "PAD")
+_LAYOUT_READS = HistogramCuda.LAYOUT_READS
 
 
 def _static_smem(spec: HistogramCuda, c: dict[str, int], dtype: str) -> int:
@@ -729,6 +731,7 @@ def __getattr__(name: str) -> Any:  # the weighted spec moved to histogram_weigh
 SPEC = HistogramCuda()
 NAME, BACKEND, DTYPES, SPACE, DEFAULTS = SPEC.NAME, SPEC.BACKEND, SPEC.DTYPES, SPEC.SPACE, SPEC.DEFAULTS
 LAYOUT_KEYS, PATTERN_KEYS, RESTRICTIONS = SPEC.LAYOUT_KEYS, SPEC.PATTERN_KEYS, SPEC.RESTRICTIONS
+LAYOUT_READS = SPEC.LAYOUT_READS
 legal_batch, launch_info_batch = SPEC.legal_batch, SPEC.launch_info_batch
 legal, layout, smem_pattern, launch_info, traffic = (
     SPEC.legal, SPEC.layout, SPEC.smem_pattern, SPEC.launch_info, SPEC.traffic
