@@ -610,14 +610,20 @@ def _slot_type(a: Any, tensor: type) -> tuple[int, Any]:
 _ATTR_PROGRAMMATIC_STREAM_SERIALIZATION = 6  # CUlaunchAttributeID (cuda.h)
 
 
+_ATTR: Any = None  # the ctypes mirror of CUlaunchAttribute, once made
+
+
 def _attribute_type() -> Any:
-    """``CUlaunchAttribute`` (cuda.h): a 4-byte id, 4 bytes of padding, a 64-byte value union."""
-    import ctypes
+    """``CUlaunchAttribute`` (cuda.h): a 4-byte id, 4 bytes of padding, a 64-byte value union (72 bytes)."""
+    global _ATTR
+    if _ATTR is None:
+        import ctypes
 
-    class LaunchAttribute(ctypes.Structure):
-        _fields_ = [("id", ctypes.c_uint), ("pad", ctypes.c_char * 4), ("value", ctypes.c_ubyte * 64)]
+        class LaunchAttribute(ctypes.Structure):
+            _fields_ = [("id", ctypes.c_uint), ("pad", ctypes.c_char * 4), ("value", ctypes.c_ubyte * 64)]
 
-    return LaunchAttribute
+        _ATTR = LaunchAttribute
+    return _ATTR
 
 
 def _block_maker(

@@ -213,15 +213,21 @@ def extra_name(path: Path) -> str:
     return f"{parent.parent.name}/{parent.name}"
 
 
+def _run_order(run: str) -> tuple[int, str]:
+    """A run name's place in time: its device run's number (run20/round1 -> 20), then the rest."""
+    digits = "".join(ch for ch in run.split("/")[0] if ch.isdigit())
+    return (int(digits) if digits else -1, run)
+
+
 def supersede(shapes: list[Shape]) -> tuple[list[Shape], list[tuple[str, str, str, str]]]:
-    """Shapes of the new-shape files, a later file's configuration-shape replacing an earlier file's
-    (a sample re-measured, e.g. the SIMT GEMM's after the harness stopped timing host work, H200 run 20);
-    the recorded studies (RUNS) are never replaced. Returns the kept shapes and (run, kernel, dtype, shape)
-    of each replaced one."""
+    """Shapes of the new-shape files, a later run's configuration-shape replacing an earlier run's (a
+    sample re-measured, e.g. the SIMT GEMM's after the harness stopped timing host work, H200 run 20);
+    later by the device run's number, whatever the order of the files on the command line; the recorded
+    studies (RUNS) are never replaced. Returns the kept shapes and (run, kernel, dtype, shape) of each
+    replaced one."""
     last: dict[tuple, str] = {}
-    for s in shapes:
-        if s.run not in RUNS:
-            last[(s.kernel, s.backend, s.dtype, s.shape)] = s.run
+    for s in sorted((s for s in shapes if s.run not in RUNS), key=lambda s: _run_order(s.run)):
+        last[(s.kernel, s.backend, s.dtype, s.shape)] = s.run
     kept, gone = [], []
     for s in shapes:
         if s.run in RUNS or last[(s.kernel, s.backend, s.dtype, s.shape)] == s.run:

@@ -266,8 +266,19 @@ def test_compiles_for_sm90(monkeypatch, tmp_path):
     # griddepcontrol.launch_dependents), the passes wait for it (ACQBULK: griddepcontrol.wait)
     funcs = {f.split()[0]: f for f in sass.split("Function : ")[1:]}
     assert "PREEXIT" in funcs["hist_zero"] and "ACQBULK" not in funcs["hist_zero"]
-    assert "ACQBULK" in funcs["hist16_kernel"] and "ACQBULK" in funcs["hist_kernel"]
     assert "ACQBULK" not in funcs["hist16_reduce"]  # launched in plain stream order
+    # each overlapped kernel waits before its first global atomic (REDG / ATOMG; ATOMS are shared memory)
+    key8 = next(k for k, d in jobs.items() if d.get("PRIV") == 2)
+    path8 = tmp_path / "priv2.cubin"
+    blob8 = cubins[key8]
+    path8.write_bytes(blob8[blob8.index(b"\x7fELF") :])
+    sass8 = subprocess.run([str(tool), "-sass", str(path8)], capture_output=True, text=True).stdout
+    funcs.update({f.split()[0]: f for f in sass8.split("Function : ")[1:]})
+    for name in ("hist_kernel", "hist16_kernel", "hist8_kernel"):
+        lines = funcs[name].splitlines()
+        wait = next(i for i, ln in enumerate(lines) if "ACQBULK" in ln)
+        first = next(i for i, ln in enumerate(lines) if "REDG" in ln or "ATOMG" in ln)
+        assert wait < first, name
 
 
 def test_launcher_zeroes_then_overlaps_each_pass_and_not_the_reduce(monkeypatch):
@@ -282,6 +293,7 @@ def test_launcher_zeroes_then_overlaps_each_pass_and_not_the_reduce(monkeypatch)
 
     monkeypatch.setattr(H, "launch_fn", fake_launch_fn)
     monkeypatch.setattr(H, "_sm_count", lambda: 4)
+    monkeypatch.setattr(H, "_sm90", lambda: True)
     monkeypatch.setattr(H, "_aligned", lambda x: x)
     c = dict(H.DEFAULTS, BINS_PER_PASS=1024)
     built = H.Built(("main", "zero"), c, "int32")
@@ -295,6 +307,10 @@ def test_launcher_zeroes_then_overlaps_each_pass_and_not_the_reduce(monkeypatch)
     S.launcher(built16, (1000, 65536), "int32")((SimpleNamespace(device="cpu"),), "out")
     assert made["main16"] is True and made["reduce"] is False
     assert [k for k, _ in fired] == ["zero", "main16", "reduce"]
+    monkeypatch.setattr(H, "_sm90", lambda: False)  # before sm_90 the wait is no wait: no overlap
+    made.clear()
+    S.launcher(H.Built(("main", "zero"), c, "int32"), (1000, 2500), "int32")
+    assert made == {"zero": False, "main": False}
 
 
 # ---- GPU ------------------------------------------------------------------------------------------------

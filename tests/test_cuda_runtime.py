@@ -492,6 +492,8 @@ def test_overlap_launches_carry_programmatic_stream_serialization(stub_driver):
     assert attrs() == (0, 0, 0)
     over(a, np.int32(5))  # the attribute array lives as long as the launch state
     assert attrs() == (1, 6, 1)
+    t = rt._attribute_type()  # cuda.h's layout: 72 bytes, the value union at offset 8
+    assert ctypes.sizeof(t) == 72 and t.value.offset == 8 and t is rt._attribute_type()
 
 
 def test_without_cuLaunchKernelEx_the_fire_uses_cuLaunchKernel_and_fixed_is_none(

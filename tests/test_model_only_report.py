@@ -72,6 +72,7 @@ def test_a_later_extra_replaces_the_same_configuration_shape_and_names_come_from
         shape("run20/round1", "matmul", "float32", "2048x2048x2048"),  # never replaces a recorded study
     ]
     kept, gone = mor.supersede(shapes)
+    assert mor.supersede(shapes[::-1])[1] == gone  # by run number, not by the order of the files
     assert [(s.run, s.shape) for s in kept] == [
         ("run1", "2048x2048x2048"),
         ("run8", "1048576x1000"),

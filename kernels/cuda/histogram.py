@@ -406,7 +406,7 @@ class HistogramCuda(CudaKernel):
         if c["COUNTER"] == 32:
             info["block_cycles"] = _flush_cycles(c, bins)
         if c.get("AGG", 0) == 1:  # a warp match per value: THREADS / 32 warps x ITEMS x values per 16 bytes
-            info["issue_cycles"] = MATCH_ANY_CYCLES * c["THREADS"] // 32 * c["ITEMS"] * per
+            info["issue_cycles"] = MATCH_ANY_CYCLES * (c["THREADS"] // 32) * c["ITEMS"] * per
         if c["PRIV"] == 2:  # the flushes: every counter word loaded and zeroed, 32 words a wavefront
             flushes = math.ceil(iters / (254 // (c["ITEMS"] * per))) + 1
             info["extra_wavefronts"] = flushes * 2 * c["BINS_PER_PASS"] // 4 * c["THREADS"] // 32
@@ -492,7 +492,7 @@ class HistogramCuda(CudaKernel):
         b32 = np.int32(bins)
         if c.get("COUNTER", 32) == 16:
             words = -(-bins // 2)
-            main = launch_fn(built.kernels[0], blocks, c["THREADS"], smem, overlap=True)
+            main = launch_fn(built.kernels[0], blocks, c["THREADS"], smem, overlap=_sm90())
             red = launch_fn(built.kernels[1], (-(-words // 256), RED_SPLIT), 256, 0)
             n64, rows = np.int64(n), np.int32(blocks)
 
@@ -505,7 +505,7 @@ class HistogramCuda(CudaKernel):
 
             return go16
         args = [(np.int64(n), np.int32(lo), b32) for lo in range(0, bins, c["BINS_PER_PASS"])]
-        kern = launch_fn(built.kernels[0], blocks, c["THREADS"], smem, overlap=True)
+        kern = launch_fn(built.kernels[0], blocks, c["THREADS"], smem, overlap=_sm90())
 
         def go(inputs: Any, out: Any) -> None:
             x = _aligned(inputs[0])
@@ -658,6 +658,20 @@ class Built:
 
 
 _SMS: dict[int, int] = {}
+
+
+def _sm90() -> bool:
+    """Programmatic dependent launch is sm_90's: elsewhere the passes are launched in plain order (the wait
+    compiles to nothing there, so the attribute must not let them overlap)."""
+    import torch
+
+    dev = torch.cuda.current_device()
+    if dev not in _CAPS:
+        _CAPS[dev] = tuple(torch.cuda.get_device_capability(dev)) >= (9, 0)
+    return _CAPS[dev]
+
+
+_CAPS: dict[int, bool] = {}
 
 
 def _sm_count() -> int:

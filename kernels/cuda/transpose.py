@@ -239,7 +239,7 @@ class TransposeCuda(TransposeIO, CudaKernel):
         "READOUT != 2 or (SCALAR_EDGE == 0 and E == 2 and VEC == 8 and TILE_M % 32 == 0"
         " and TILE_M * TILE_N // 256 % (THREADS // 32) == 0)",
         "GROUP == 1 or SCALAR_EDGE == 0",
-        "TILE_N <= 128 or E == 1",
+        "TILE_N <= 128 or (E == 1 and TILE_M == 128 and READOUT == 1 and THREADS >= 256)",
     )
     SOURCE_FILE = str(_SOURCE)
     KERNEL = "transpose_kernel"
@@ -489,10 +489,11 @@ def _legal_tile(tm: int, tn: int, vec: int, pad: int, sv: int, pp: int, mp: int,
         return Legality(False, "padding and swizzle are exclusive")
     if vec * e > 16:
         return Legality(False, f"VEC {vec} x {e} bytes exceeds a 16-byte access")
-    if tn > 128 and e != 1:
+    if tn > 128 and (e != 1 or tm != 128):
         # 256-element tile rows are for 1-byte elements: 256 bytes, the row a 16-bit 128-column tile has
-        # (H200 run 19: int8 / fp8 16384^2 at 0.91 / 0.92 of copy against 0.88 / 0.90 with 128 x 128)
-        return Legality(False, f"TILE_N {tn} is for 1-byte elements (up to 128 for {e}-byte ones)")
+        # (H200 run 19: int8 / fp8 16384^2 at 0.91 / 0.92 of copy against 0.88 / 0.90 with 128 x 128), and
+        # only in the 128 x 256 tile that was measured
+        return Legality(False, f"TILE_N {tn} is for 1-byte elements in 128-row tiles (up to 128 otherwise)")
     try:
         lay = _layout(tm, tn, e, pad, sv, pp, mp)
     except ValueError as exc:
@@ -513,6 +514,8 @@ def _legal_threads(tm: int, tn: int, t: int, vec: int, readout: int, scalar: int
         return Legality(False, f"{t} threads is not a whole number of warps up to 1024")
     if tn // vec > t or tm // vec > t:  # a tile row (or column) of more vectors than threads
         return Legality(False, f"{t} threads cannot sweep a {tm} x {tn} tile in vectors of {vec}")
+    if tn > 128 and (readout != 1 or t < 256):  # the measured 128 x 256 tile: register read-out, 256+ threads
+        return Legality(False, f"TILE_N {tn}: the register read-out (READOUT 1) with 256 or 512 threads only")
     lx, ly, lpass, sx, sy, spass = _phases(c)
     if t % lx or ly == 0 or tm % ly:
         return Legality(False, f"{t} threads cannot sweep {tm} rows in rows of {lx} vectors")
