@@ -35,6 +35,8 @@ class Arch:
     smem_per_sm: int = 228 * 1024
     max_threads_per_sm: int = 2048
     max_blocks_per_sm: int = 32
+    regs_per_sm: int = 65536  # 32-bit registers per SM
+    reg_alloc_unit: int = 256  # registers are allocated per warp in steps of this many
     sm_count: int = 132
     dram_bytes_per_s: float = 4.224e12  # device-to-device copy, bytes read + written (measured on H200)
     dram_latency_s: float = 1.0e-6  # loaded DRAM latency the bytes in flight must cover (fitted, see search)

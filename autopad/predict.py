@@ -87,7 +87,6 @@ class Constants:
 
 CONSTANTS = Constants()
 
-_REGS_PER_SM = 65536  # sm_90's register file, 32-bit registers per SM
 
 _REQUIRED = ("blocks", "threads")
 # optional launch_info keys, all per candidate
@@ -302,11 +301,13 @@ def predict_arrays(
     # the block-slot count ...
     per_sm = np.minimum(a.max_threads_per_sm // np.maximum(threads, 1), a.max_blocks_per_sm)
     per_sm = np.where(smem > 0, np.minimum(per_sm, a.smem_per_sm // (smem + 1024)), per_sm)
-    # ... and registers (``regs_per_thread``): 64K per SM, allocated per warp in 256-register steps. A SIMT
+    # ... and registers (``regs_per_thread``): the arch's register file, allocated per warp in steps. A SIMT
     # GEMM of 64x64 tiles and 8x8 thread tiles (155 registers) holds 6 blocks of 64 threads, not 8: at 2048^3
     # its 1024 blocks take two rounds, measured 1.3x the one-round prediction (quality study, H200 run 1)
     regs = cols["regs_per_thread"]
-    by_regs = (_REGS_PER_SM // (np.ceil(regs * 32 / 256) * 256).clip(1)) // np.maximum(threads // 32, 1)
+    unit, warp = a.reg_alloc_unit, a.warp_size
+    per_warp = (np.ceil(regs * warp / unit) * unit).clip(1)  # a warp's registers, in whole allocation units
+    by_regs = (a.regs_per_sm // per_warp) // np.maximum(threads // warp, 1)
     per_sm = np.where(regs > 0, np.minimum(per_sm, np.maximum(by_regs, 1)), per_sm)
     # ... and how many it does hold: a grid of fewer blocks than slots leaves them empty (256 GEMM blocks on
     # 132 SMs run 2 per SM, however many would fit), so concurrency and waves follow the grid too

@@ -56,7 +56,7 @@ REGS_SM90: dict[tuple[int, int, int, int, int], int] = {
 # best MIN_BLOCKS 2 over the best MIN_BLOCKS 1 of the three capped 128x128 tiles measured 1.07-1.38
 # (0.35-0.77 per unit of x, median 0.48). Run 1 (2048^3) and run 20's shapes are held out.
 REG_CAP_COST = 0.48
-REGS_PER_SM = 65536  # sm_90's register file: 64K 32-bit registers per SM
+REGS_PER_SM = _ARCH.regs_per_sm  # the register file that __launch_bounds__ divides
 
 
 def _regs_estimate(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
