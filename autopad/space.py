@@ -245,28 +245,27 @@ class Space:
         """Each row's layout, made once per row and kept; where the spec names the constants its ``layout``
         reads (``LAYOUT_READS``), once per distinct combination of them (the first row that has it asks)."""
         got, make, seen = self._layouts, spec.layout, set()
+
+        def one(i: int) -> Any:
+            c = self.constants(i)
+            lay = make(c, dtype)
+            if id(lay) not in seen:  # checked once per object: a spec's layouts are often shared
+                _check_layout(lay, c)
+                seen.add(id(lay))
+            return lay
+
         reads = getattr(spec, "LAYOUT_READS", None)
         todo = [i for i in rows.tolist() if got[i] is None]
         if todo and reads is not None and set(reads) <= set(self.names):
             at = np.array(todo, dtype=np.int64)
             code = _code([self.cols[k][at] for k in reads], len(at))
             _, first, which = np.unique(code, return_index=True, return_inverse=True)
-            made = []
-            for i in at[first].tolist():
-                lay = make(self.constants(i), dtype)
-                if id(lay) not in seen:
-                    _check_layout(lay, self.constants(i))
-                    seen.add(id(lay))
-                made.append(lay)
+            made = [one(i) for i in at[first].tolist()]
             for i, j in zip(todo, which.ravel().tolist()):
                 got[i] = made[j]
-            todo = []
-        for i in todo:
-            lay = make(self.constants(i), dtype)
-            if id(lay) not in seen:  # checked once per object: a spec's layouts are often shared
-                _check_layout(lay, self.constants(i))
-                seen.add(id(lay))
-            got[i] = lay
+        else:
+            for i in todo:
+                got[i] = one(i)
         return [got[i] for i in rows.tolist()]
 
     def legal(self, spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> np.ndarray:

@@ -657,30 +657,28 @@ class Built:
         return self._work[key]
 
 
-_SMS: dict[int, int] = {}
+def _props() -> Any:
+    """torch's properties of the current device, fetched once per device."""
+    import torch
+
+    dev = torch.cuda.current_device()
+    if dev not in _PROPS:
+        _PROPS[dev] = torch.cuda.get_device_properties(dev)
+    return _PROPS[dev]
+
+
+_PROPS: dict[int, Any] = {}
 
 
 def _sm90() -> bool:
     """Programmatic dependent launch is sm_90's: elsewhere the passes are launched in plain order (the wait
     compiles to nothing there, so the attribute must not let them overlap)."""
-    import torch
-
-    dev = torch.cuda.current_device()
-    if dev not in _CAPS:
-        _CAPS[dev] = tuple(torch.cuda.get_device_capability(dev)) >= (9, 0)
-    return _CAPS[dev]
-
-
-_CAPS: dict[int, bool] = {}
+    p = _props()
+    return (p.major, p.minor) >= (9, 0)
 
 
 def _sm_count() -> int:
-    import torch
-
-    dev = torch.cuda.current_device()
-    if dev not in _SMS:
-        _SMS[dev] = torch.cuda.get_device_properties(dev).multi_processor_count
-    return _SMS[dev]
+    return _props().multi_processor_count
 
 
 def _aligned(x: Any) -> Any:
