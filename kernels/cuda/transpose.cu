@@ -24,9 +24,17 @@
 // access is an aligned vector. Edge tiles predicate whole vectors; rows that do not start on a vector
 // boundary (MISALIGNED = 1, a separate build chosen at launch) load the aligned vectors that cover each
 // tile row and shift them into place with funnel shifts, taking the neighbouring vector from the next lane
-// (__shfl_down_sync; the last lane of a row or warp loads it itself); output rows are written the same way
-// in reverse, with the partial vectors at a row segment's ends stored element by element. The shared-memory
-// instructions are the same on every path, so the model's pattern holds for every block. This path runs a
+// (__shfl_down_sync; the last lane of a row or warp loads it itself). Output rows that do not start on a
+// vector boundary (M % VEC != 0, or an odd output pointer) are written as whole aligned vectors too: output
+// row n's elements [m0 + u, m0 + u + TILE_M) belong to the block of tile m0, u (0 < u < VEC) being how far
+// past m0 the row's first aligned vector starts, so the block also loads VEC halo rows past its tile (input
+// rows m0 + TILE_M .., into tile rows TILE_M ..) and the last lane of a row segment funnel-shifts its
+// vector with the group after it, read from there; only the first tile writes a row's head [0, u) (as
+// naturally aligned pieces) and only the tile at the end of M stores single elements. (The earlier build
+// wrote each segment's two partial vectors from two blocks as up to 2 log2(VEC) small stores into one
+// 16-byte block: 4097 x 8191 at 0.63-0.68 of copy for 1-byte elements, 0.76 for 2-byte, H200 runs 19-25.)
+// The model scores the aligned build's shared-memory pattern; the misaligned build adds the halo rows'
+// stores and the segment-end lanes' second read of a group (a few lanes a warp). This path runs a
 // 1-D grid of one tile per block, is built with __launch_bounds__(THREADS, MIN_BLOCKS), and takes `group`
 // (>= 1): blocks walk bands of `group` tile rows column by column (GEMM's grouped order), so that the tiles
 // in flight together cover a squarer region of both the input and the output.
@@ -221,6 +229,10 @@ union VecU {
     ap_u32 u[NW];
 };
 
+// the misaligned build's halo: VEC input rows past the tile, for output rows off the vector grid
+#define HALO (MISALIGNED && VEC > 1 && READOUT != 2)
+static_assert(!HALO || LY >= VEC, "the halo pass loads VEC rows in one pass of LY");
+
 #if READOUT == 2
 #define RM2 (TILE_M / 32)           // 32-row blocks per tile column
 #define UNITS2 (RM2 * (TILE_N / 8))  // 32 x 8 blocks per tile: one ldmatrix.x4 each
@@ -326,52 +338,40 @@ __device__ __forceinline__ void ap_store_head(unsigned char* blk, const VecU& w,
 #undef AP_HEAD
 }
 
-// Bytes [0, hi) of w into the block at blk (a segment's tail): pieces going down, Z bytes at hi & -2Z if
-// hi has bit Z set.
-__device__ __forceinline__ void ap_store_tail(unsigned char* blk, const VecU& w, int hi) {
-#define AP_TAIL(Z)                                                                        \
-    if (ELEM_BYTES <= Z && Z < VB) {                                                      \
-        if (hi & Z) ap_piece<(Z < VB ? Z : 1)>(blk, w, hi & -(2 * Z));                    \
-    }
-    AP_TAIL(8) AP_TAIL(4) AP_TAIL(2) AP_TAIL(1)
-#undef AP_TAIL
-}
 #endif
 
 #if MISALIGNED && VEC > 1
-// ap_put's shifted row in the tile at the end of M (mvalid < TILE_M): element stores for the head and
-// tail, nothing at or past mvalid. Not inlined: one tile row in M/TILE_M takes it, and inlined it would
-// double the code of the hot path.
-__device__ __noinline__ void ap_put_edge(T* row, int e0, int mvalid, int sh, bool first, bool last, VecU o,
-                                         VecU nx) {
-    const int s = sh / ELEM_BYTES;
-    if (!last) {
-        VecU w;
-        ap_funnel(w, o, nx, VB - sh);
-        const int e1 = e0 + VEC - s;  // the aligned vector after the one our row segment starts in
-        if (e1 + VEC <= mvalid)
-            ap_store(row + e1, w);
-        else
-            ap_put_part(row, e1, mvalid, w);
-    }
+// ap_put's shifted row in the tile at the end of M (mvalid < TILE_M): the aligned vector at e0 + u where it
+// lies wholly below mvalid, else its elements below mvalid; the head [0, u) from the first lane of the first
+// tile. Not inlined: one tile row in M/TILE_M takes it, and inlined it would double the code of the hot path.
+__device__ __noinline__ void ap_put_edge(T* row, int e0, int mvalid, int sh, bool head, VecU o, VecU nx) {
+    const int u = VEC - sh / ELEM_BYTES;
+    VecU w;
+    ap_funnel(w, o, nx, VB - sh);  // elements e0 + u .. e0 + u + VEC - 1
+    const int e1 = e0 + u;
+    if (e1 + VEC <= mvalid)
+        ap_store(row + e1, w);
+    else
+        ap_put_part(row, e1, mvalid, w);
+    if (head) {
 #pragma unroll
-    for (int v = 0; v < VEC; ++v) {
-        const bool mine = (v < VEC - s) ? first : last;  // head elements / tail elements
-        if (mine && e0 + v < mvalid) row[e0 + v] = o.e[v];
+        for (int v = 0; v < VEC; ++v)
+            if (v < u && e0 + v < mvalid) row[e0 + v] = o.e[v];
     }
 }
 #endif
 
 // Store a lane's VEC elements: output row n, tile-relative columns e0 .. e0 + VEC - 1 (global m0 + e0 ..).
 // Every lane of the warp must call it (it shuffles). Aligned rows: one vector store. Rows that start sh
-// bytes past a vector boundary: the lane writes the aligned vector that begins inside its own elements,
-// funnel-shifted from its vector and the next lane's; the first lane of a row segment or a warp writes its
-// head, the last one its tail (whole tiles: as naturally aligned pieces; the tile at the end of M: element
-// by element). Elements at or past M are never written.
-__device__ __forceinline__ void ap_put(T* __restrict__ dst, int n, int N, int M, int m0, int e0, bool first,
-                                       bool last, const VecU& o) {
+// bytes past a vector boundary: the lane writes the aligned vector that begins u = VEC - sh / ELEM_BYTES
+// elements into its own, funnel-shifted from its vector and the next group's (the next lane's; `ext`, read
+// from the tile, for the last lane of a row segment or warp, `edge`); `head` (the first lane of the first
+// tile) also writes the row's first u elements. Elements at or past M are never written.
+__device__ __forceinline__ void ap_put(T* __restrict__ dst, int n, int N, int M, int m0, int e0, bool head,
+                                       bool edge, const VecU& o, const VecU& ext) {
 #if MISALIGNED && VEC > 1
-    const VecU nx = ap_next_lane(o);
+    VecU nx = ap_next_lane(o);
+    if (edge) nx = ext;
 #endif
     if (n >= N) return;
     const int mvalid = min(TILE_M, M - m0);
@@ -379,22 +379,22 @@ __device__ __forceinline__ void ap_put(T* __restrict__ dst, int n, int N, int M,
 #if MISALIGNED && VEC > 1
     const int sh = (int)((size_t)row & (VB - 1));
     if (sh != 0) {
-        if (mvalid == TILE_M) {  // a whole tile (block-uniform): vectors and pieces, no element checks
-            unsigned char* blk = reinterpret_cast<unsigned char*>(row + e0) - sh + VB;  // starts in our elements
+        if (mvalid == TILE_M) {  // a whole tile (block-uniform): one aligned vector a lane
+            const int e1 = e0 + VEC - sh / ELEM_BYTES;
             VecU w;
-            ap_funnel(w, o, nx, VB - sh);  // bytes [0, sh) ours, [sh, VB) the next lane's
-            if (!last)
-                ap_store(reinterpret_cast<T*>(blk), w);
-            else
-                ap_store_tail(blk, w, sh);
-            if (first) {  // the block before holds our first VB - sh bytes at [sh, VB)
+            ap_funnel(w, o, nx, VB - sh);  // bytes [0, sh) ours, [sh, VB) the next group's
+            if (m0 + e1 + VEC <= M)
+                ap_store(row + e1, w);
+            else  // the segment's last vector runs past the row's end (the next tile holds fewer than u)
+                ap_put_part(row, e1, M - m0, w);
+            if (head) {  // the block before the first aligned one holds our first VB - sh bytes at [sh, VB)
                 VecU h;
                 ap_funnel(h, o, o, VB - sh);
-                ap_store_head(blk - VB, h, sh);
+                ap_store_head(reinterpret_cast<unsigned char*>(row + e1) - VB, h, sh);
             }
             return;
         }
-        ap_put_edge(row, e0, mvalid, sh, first, last, o, nx);
+        ap_put_edge(row, e0, mvalid, sh, head, o, nx);
         return;
     }
     if (e0 + VEC <= mvalid)
@@ -407,6 +407,23 @@ __device__ __forceinline__ void ap_put(T* __restrict__ dst, int n, int N, int M,
     if (e0 < mvalid) ap_store(row + e0, o);
 #endif
 }
+
+#if READOUT == 1
+// output rows nn + g of a lane's group: VEC 4-byte words w (tile rows sx*VEC + v, columns nn .. nn + G - 1)
+// transposed in registers with byte permutes into G vectors of VEC elements
+__device__ __forceinline__ void ap_rt(VecU& o, const ap_u32* w, int g) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+#if ELEM_BYTES == 1  // byte g of rows 4k .. 4k+3
+        const ap_u32 t0 = __byte_perm(w[4 * k], w[4 * k + 1], g | ((4 + g) << 4));
+        const ap_u32 t1 = __byte_perm(w[4 * k + 2], w[4 * k + 3], g | ((4 + g) << 4));
+        o.u[k] = __byte_perm(t0, t1, 0x5410);
+#else  // half g of rows 2k, 2k+1
+        o.u[k] = __byte_perm(w[2 * k], w[2 * k + 1], g ? 0x7632 : 0x5410);
+#endif
+    }
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, int B, int group) {
@@ -433,6 +450,11 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
     const int lx = (unsigned)tid % LX, ly = (unsigned)tid / LX;
     const int sx = (unsigned)tid % SX, sy = (unsigned)tid / SX;
     const int lane = tid & 31;
+    // output rows off the vector grid (they then all are: M % VEC != 0 or an odd pointer, grid-uniform) are
+    // written as aligned vectors with the halo rows; `head`: the lane that writes a row's first elements,
+    // `edge`: the last lane of a row segment or warp, whose next group is not in the next lane
+    const bool halo = HALO && ((M % VEC) != 0 || ((size_t)out & (VB - 1)) != 0);
+    const bool head = sx == 0 && m0 == 0, edge = sx == SX - 1 || lane == 31;
     {
         const T* src = in + (long long)b * M * N;
         T* dst = out + (long long)b * M * N;
@@ -441,14 +463,17 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
             // row m's tile segment starts sh bytes past a vector boundary: load the aligned vectors that
             // cover it (lane lx: the lx-th; the next one from lane + 1, or loaded by the row's / warp's last
             // lane), funnel-shift, store aligned to the tile. Vectors wholly past the segment stay unread.
+            // Where output rows are shifted too, pass LPASS loads the VEC halo rows past the tile (threads
+            // ly < VEC; LY >= VEC as THREADS >= TILE_N) into tile rows TILE_M ...
             const bool edge_lane = (lx == LX - 1) || (lane == 31);
             const int nend = min(N, n0 + TILE_N);
-            VecU cur[LPASS], ext[LPASS];
-            int shs[LPASS];
+            VecU cur[LPASS + HALO], ext[LPASS + HALO];
+            int shs[LPASS + HALO];
 #pragma unroll
-            for (int p = 0; p < LPASS; ++p) {
-                const int m = m0 + ly + p * LY;
-                const bool rok = m < M;
+            for (int p = 0; p < LPASS + HALO; ++p) {
+                const int r = p < LPASS ? ly + p * LY : TILE_M + ly;
+                const int m = m0 + r;
+                const bool rok = m < M && (p < LPASS || (halo && ly < VEC));
                 const unsigned char* rowp = reinterpret_cast<const unsigned char*>(src + (long long)(rok ? m : 0) * N);
                 const unsigned char* seg = rowp + (long long)n0 * ELEM_BYTES;
                 const int sh = (int)((size_t)seg & (VB - 1));
@@ -459,12 +484,13 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
                 shs[p] = sh;
             }
 #pragma unroll
-            for (int p = 0; p < LPASS; ++p) {
+            for (int p = 0; p < LPASS + HALO; ++p) {
                 VecU nx = ap_next_lane(cur[p]);
                 if (edge_lane) nx = ext[p];
                 VecU v;
                 ap_funnel(v, cur[p], nx, shs[p]);
-                *reinterpret_cast<W*>(tile + SMEM_OFF(ly + p * LY, lx * VEC)) = v.w;
+                if (p < LPASS || ly < VEC)
+                    *reinterpret_cast<W*>(tile + SMEM_OFF(p < LPASS ? ly + p * LY : TILE_M + ly, lx * VEC)) = v.w;
             }
         }
 #else
@@ -529,35 +555,34 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
 #pragma unroll
         for (int p = 0; p < RPASS; ++p) {
             const int nn = (sy + p * SY) * G;
-            ap_u32 w[VEC];
+            ap_u32 w[VEC], x[VEC];
             // VEC ld.shared of 4 bytes: tile row sx*VEC + v, columns nn .. nn + G - 1
 #pragma unroll
             for (int v = 0; v < VEC; ++v) w[v] = *reinterpret_cast<const ap_u32*>(tile + SMEM_OFF(sx * VEC + v, nn));
+            // a segment's last lane, on shifted output rows: the group after ours too (halo rows at the end)
+#pragma unroll
+            for (int v = 0; v < VEC; ++v)
+                x[v] = (HALO && halo && edge) ? *reinterpret_cast<const ap_u32*>(tile + SMEM_OFF((sx + 1) * VEC + v, nn)) : 0u;
 #pragma unroll
             for (int g = 0; g < G; ++g) {
-                VecU o;
-#pragma unroll
-                for (int k = 0; k < 4; ++k) {
-#if ELEM_BYTES == 1  // byte g of rows 4k .. 4k+3
-                    const ap_u32 t0 = __byte_perm(w[4 * k], w[4 * k + 1], g | ((4 + g) << 4));
-                    const ap_u32 t1 = __byte_perm(w[4 * k + 2], w[4 * k + 3], g | ((4 + g) << 4));
-                    o.u[k] = __byte_perm(t0, t1, 0x5410);
-#else  // half g of rows 2k, 2k+1
-                    o.u[k] = __byte_perm(w[2 * k], w[2 * k + 1], g ? 0x7632 : 0x5410);
-#endif
-                }
-                ap_put(dst, n0 + nn + g, N, M, m0, sx * VEC, sx == 0 || lane == 0, sx == SX - 1 || lane == 31, o);
+                VecU o, xo;
+                ap_rt(o, w, g);
+                ap_rt(xo, x, g);
+                ap_put(dst, n0 + nn + g, N, M, m0, sx * VEC, head, edge, o, xo);
             }
         }
 #else
 #pragma unroll
         for (int p = 0; p < SPASS; ++p) {
             const int nn = sy + p * SY;
-            VecU o;
+            VecU o, xo;
             // VEC ld.shared of ELEM_BYTES each, down tile column nn: the bank-sensitive walk
 #pragma unroll
             for (int v = 0; v < VEC; ++v) o.e[v] = tile[SMEM_OFF(sx * VEC + v, nn)];
-            ap_put(dst, n0 + nn, N, M, m0, sx * VEC, sx == 0 || lane == 0, sx == SX - 1 || lane == 31, o);
+            // a segment's (or warp's) last lane, on shifted output rows: the next group of the column too
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) xo.e[v] = (HALO && halo && edge) ? tile[SMEM_OFF((sx + 1) * VEC + v, nn)] : T(0);
+            ap_put(dst, n0 + nn, N, M, m0, sx * VEC, head, edge, o, xo);
         }
 #endif
     }

@@ -97,7 +97,11 @@ def _layout(tm: int, tn: int, e: int, pad: int, sv: int, pp: int, mp: int) -> Pa
 
 
 def _lkey(c: dict[str, int], e: int) -> tuple[int, ...]:
-    return (c["TILE_M"], c["TILE_N"], e, c["PAD"], c["SW_VEC"], c["SW_PER_PHASE"], c["SW_MAX_PHASE"])
+    return _lkey_of(c["TILE_M"], c["TILE_N"], e, c["PAD"], c["SW_VEC"], c["SW_PER_PHASE"], c["SW_MAX_PHASE"])
+
+
+def _lkey_of(tm: int, tn: int, e: int, pad: int, sv: int, pp: int, mp: int) -> tuple[int, ...]:
+    return (tm, tn, e, pad, sv, pp, mp)
 
 
 # ---- the shared-memory pattern, vectorised ----------------------------------------------------------------
@@ -263,8 +267,10 @@ class TransposeCuda(TransposeIO, CudaKernel):
         """The shared tile: Padded when SW_MAX_PHASE == 1, else Swizzled (same formula, see layouts.py)."""
         return _layout(*_lkey(constants, self._e(dtype)))
 
-    def smem_bytes(self, constants: dict[str, int], dtype: str) -> int:
-        return int(self.layout(constants, dtype).footprint)
+    def smem_bytes(self, constants: dict[str, int], dtype: str, misaligned: bool = False) -> int:
+        """The shared tile's bytes; the misaligned build's also holds VEC halo rows past the tile (output
+        rows off the vector grid are written as whole vectors, transpose.cu)."""
+        return _smem(_lkey(constants, self._e(dtype)), _halo(constants, misaligned))
 
     def legal(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
         """Can this candidate run? The layout's own check, then the kernel's thread and register arithmetic,
@@ -369,10 +375,10 @@ class TransposeCuda(TransposeIO, CudaKernel):
         c, e = constants, self._e(dtype)
         fit = min(
             _ARCH.max_threads_per_sm // c["THREADS"],
-            _ARCH.smem_per_sm // (self.smem_bytes(c, dtype) + 1024),
+            _ARCH.smem_per_sm // (self.smem_bytes(c, dtype, misaligned) + 1024),
             _ARCH.max_blocks_per_sm,
         )
-        lpass = _phases(c)[2]
+        lpass = _phases(c)[2] + (1 if _halo(c, misaligned) else 0)  # the halo rows: one pass more
         words = lpass * max(1, c["VEC"] * e // 4)  # the loaded vectors, in 4-byte registers
         # misaligned: the next vector too, and each pass's shift; READOUT 1 holds VEC words while permuting
         need = words * (1 + misaligned) + lpass * misaligned + _REG_OVERHEAD[int(misaligned)]
@@ -427,6 +433,10 @@ class TransposeCuda(TransposeIO, CudaKernel):
             extra = (i32(m), i32(n), i32(b))
         return self.grid(c, shape), extra, self.smem_bytes(c, built.dtype), c["VEC"] * self._e(built.dtype)
 
+    def _smem_for(self, built: Built, kernel: Any) -> int:
+        """Dynamic shared bytes for this build of the candidate (the misaligned one holds the halo)."""
+        return self.smem_bytes(built.constants, built.dtype, kernel is built.shifted and kernel is not None)
+
     def _pick(self, built: Built, x: Any, out: Any, m: int, n: int, vb: int) -> tuple[Any, tuple]:
         """The kernel for these pointers, and the scalar path's trailing ``aligned`` flag."""
         ok = m % built.constants["VEC"] == 0 and n % built.constants["VEC"] == 0
@@ -443,6 +453,7 @@ class TransposeCuda(TransposeIO, CudaKernel):
         b, m, n = _dims(tuple(x.shape))
         grid, extra, smem, vb = self._plan(built, (b, m, n))
         kernel, flag = self._pick(built, x, out, m, n, vb)
+        smem = self._smem_for(built, kernel)
         cuda_runtime.launch(kernel, grid, built.constants["THREADS"], (out, x, *extra, *flag), smem)
 
     def launcher(self, built: Built, shape: tuple[int, ...], dtype: str) -> Any:
@@ -456,9 +467,10 @@ class TransposeCuda(TransposeIO, CudaKernel):
         prepare = getattr(cuda_runtime, "prepare_launch", None)
 
         def fire_for(kernel: Any) -> Any:
+            nbytes = self._smem_for(built, kernel)
             if prepare is not None:
-                return prepare(kernel, grid, threads, smem)
-            return lambda *args: cuda_runtime.launch(kernel, grid, threads, args, smem)
+                return prepare(kernel, grid, threads, nbytes)
+            return lambda *args: cuda_runtime.launch(kernel, grid, threads, args, nbytes)
 
         fires = {id(k): fire_for(k) for k in (built.kernel, built.shifted) if k is not None}
 
@@ -468,6 +480,18 @@ class TransposeCuda(TransposeIO, CudaKernel):
             fires[id(kernel)](out, x, *extra, *flag)
 
         return go
+
+
+def _halo(c: dict[str, int], misaligned: bool) -> int:
+    """Halo rows of the misaligned build (transpose.cu's HALO): VEC on the vector path, but for ldmatrix's."""
+    return int(c["VEC"]) if misaligned and not _scalar(c) and c["VEC"] > 1 and c.get("READOUT", 0) != 2 else 0
+
+
+@lru_cache(maxsize=1 << 12)
+def _smem(lkey: tuple[int, ...], halo: int) -> int:
+    """Bytes of the tile of ``_lkey`` plus ``halo`` rows of its row stride."""
+    lay = _layout(*lkey)
+    return int(lay.footprint) + halo * int(lay.footprint) // lkey[0]
 
 
 @lru_cache(maxsize=1 << 17)
@@ -501,6 +525,8 @@ def _legal_tile(tm: int, tn: int, vec: int, pad: int, sv: int, pp: int, mp: int,
     ok = lay.check(vec, _ARCH.smem_per_block)
     if not ok:
         return ok
+    if vec > 1 and _smem(_lkey_of(tm, tn, e, pad, sv, pp, mp), vec) > _ARCH.smem_per_block:
+        return Legality(False, f"the tile and its {vec} halo rows (misaligned rows) exceed the shared budget")
     if tm % vec:
         return Legality(False, f"TILE_M {tm} is not a whole number of {vec}-element vectors")
     return Legality(True)
