@@ -425,6 +425,41 @@ __device__ __forceinline__ void ap_rt(VecU& o, const ap_u32* w, int g) {
 }
 #endif
 
+#if HALO
+#ifndef RT_SHIFT
+#define RT_SHIFT 0
+#endif
+// The read-out where output rows are off the vector grid, by shifted gather: output row n's aligned vector
+// that starts u = VEC - sh / ELEM_BYTES elements into the lane's group is VEC elements of tile column nn
+// from tile row sx*VEC + u on (the last lanes' reach into the halo rows), gathered with VEC single-element
+// ld.shared as READOUT 0 does, so no shuffle, funnel shift or second read of a group: the shift is in the
+// row index. The first lane of the first tile also writes the row's head [0, u). Bank pattern: READOUT 0's
+// column walk with a per-row offset u (it depends on M and N mod VEC; the model scores u = 0).
+__device__ __forceinline__ void ap_gather_shifted(const T* tile, T* __restrict__ dst, int n0, int N, int M,
+                                                  int m0, int sx, int sy) {
+    const int lim = M - m0;  // elements of an output row from m0 on
+#pragma unroll
+    for (int p = 0; p < SPASS; ++p) {
+        const int nn = sy + p * SY;
+        if (n0 + nn >= N) continue;
+        T* row = dst + (long long)(n0 + nn) * M + m0;
+        const int sh = (int)((size_t)row & (VB - 1));
+        const int u = sh ? VEC - sh / ELEM_BYTES : 0;
+        const int e1 = sx * VEC + u;
+        VecU o;
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) o.e[v] = tile[SMEM_OFF(e1 + v, nn)];
+        if (e1 + VEC <= lim)
+            ap_store(row + e1, o);
+        else
+            ap_put_part(row, e1, lim, o);
+        if (m0 == 0 && sx == 0) {
+            for (int v = 0; v < u && v < lim; ++v) row[v] = tile[SMEM_OFF(v, nn)];
+        }
+    }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, int B, int group) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -552,6 +587,11 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
             }
         }
 #elif READOUT == 1
+#if HALO && RT_SHIFT
+        if (halo) {
+            ap_gather_shifted(tile, dst, n0, N, M, m0, sx, sy);
+        } else
+#endif
 #pragma unroll
         for (int p = 0; p < RPASS; ++p) {
             const int nn = (sy + p * SY) * G;
@@ -572,17 +612,19 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
             }
         }
 #else
+#if HALO
+        if (halo) {
+            ap_gather_shifted(tile, dst, n0, N, M, m0, sx, sy);
+        } else
+#endif
 #pragma unroll
         for (int p = 0; p < SPASS; ++p) {
             const int nn = sy + p * SY;
-            VecU o, xo;
+            VecU o;
             // VEC ld.shared of ELEM_BYTES each, down tile column nn: the bank-sensitive walk
 #pragma unroll
             for (int v = 0; v < VEC; ++v) o.e[v] = tile[SMEM_OFF(sx * VEC + v, nn)];
-            // a segment's (or warp's) last lane, on shifted output rows: the next group of the column too
-#pragma unroll
-            for (int v = 0; v < VEC; ++v) xo.e[v] = (HALO && halo && edge) ? tile[SMEM_OFF((sx + 1) * VEC + v, nn)] : T(0);
-            ap_put(dst, n0 + nn, N, M, m0, sx * VEC, head, edge, o, xo);
+            ap_put(dst, n0 + nn, N, M, m0, sx * VEC, head, edge, o, o);  // output rows on the vector grid here
         }
 #endif
     }
