@@ -4,12 +4,14 @@ Cells: 4097 x 8191 (misaligned rows) in fp16, bf16, fp8, int8, uint8 (target >= 
 int8, fp8, fp32, fp16, bf16 (target >= 0.95 of copy and faster than the best tl.trans). What changed since
 that run: GROUP (the block order) is in SPACE; misaligned whole tiles write the head and tail of each
 output row segment as naturally aligned pieces (<= 4 stores, each one L2 request, instead of up to VEC - 1
-element stores) with a cheaper funnel shift. Each cell times the peers in the same run: ``copy``
+element stores) with a cheaper funnel shift; later (H200 runs 26, 28) output rows off the vector grid are
+written as whole aligned vectors from VEC halo rows past each tile (``halo_*`` variants: the best of run
+28), and the misaligned cells cover fp32 and fp64 too. Each cell times the peers in the same run: ``copy``
 (``dst.copy_(x)``, the ceiling), torch eager, plain Triton ``tl.trans`` (6 configurations at 16384^2, its 2
 usual winners on 4097 x 8191); then the original path (``prev:*``) and the vector path (``new:*``, GROUP
 64) under the study's presets and the model's best of each vector width (``new:model_v<VEC>/<READOUT>``),
 then the fastest new variant under GROUP 1 and 16 (``@groupN``). Last, ``autopad.tune(budget=16)`` on
-4097 x 8191 fp16 and int8 and 16384^2 int8: what a user gets.
+4097 x 8191 in every dtype and on 16384^2 int8: what a user gets.
 
 Order of work: (1) a canary subprocess builds every variant and checks it bit for bit on small odd shapes
 and odd pointers with a poisoned output (a faulting variant kills only the canary, which is restarted
@@ -52,9 +54,10 @@ TARGETS = {
 ALL_DTYPES = ("float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "int8", "uint8")
 CELLS = (  # the cells still open after the 2026-12-01 run, cheapest first (out of time: fewest lost)
     [("misaligned", (4097, 8191), d) for d in ("float16", "bfloat16", "float8_e4m3fn", "int8", "uint8")]
+    + [("misaligned", (4097, 8191), d) for d in ("float32", "float64")]
     + [("square", (16384, 16384), d) for d in ("int8", "float8_e4m3fn", "float32", "float16", "bfloat16")]
 )
-TUNES = (((4097, 8191), "float16"), ((4097, 8191), "int8"), ((16384, 16384), "int8"))
+TUNES = tuple(((4097, 8191), d) for d in ALL_DTYPES) + (((16384, 16384), "int8"),)
 TL_ALL = [(b, w) for b in (32, 64, 128) for w in (4, 8)]
 TL_USUAL = [(64, 8), (128, 8)]
 CANARY_SHAPES = [(1, 1), (37, 45), (2, 33, 70), (129, 67), (1000, 37), (64, 96), (2100, 70)]
@@ -130,6 +133,19 @@ def variants(group: str, shape: tuple[int, ...], dtype: str) -> list[tuple[str, 
         out.append(("new:rt_wide", "new", dict(p["rt_wide"])))  # 128 x 256: 256-byte tile rows
     if e == 4:
         out.append(("new:vec64_swizzled", "new", dict(p["vec64_swizzled"])))
+    if group == "misaligned":  # the halo builds' best of H200 run 28 (shifted gather / register transpose)
+        sw = {"SW_VEC": 16 // e, "SW_PER_PHASE": 16 // e, "SW_MAX_PHASE": 8 if e != 4 else 16}
+        if e == 2:
+            out.append(("new:halo_rt64", "new", cfg(64, 64, 128, 8, READOUT=1, **sw)))
+            out.append(("new:halo_g64", "new", cfg(64, 64, 128, 8, **sw)))
+        if e == 1:
+            rt = dict(sw, SW_PER_PHASE=8, READOUT=1)
+            out.append(("new:halo_rt64x128", "new", cfg(64, 128, 128, 16, **rt)))
+        if e == 4:
+            out.append(("new:halo_g64", "new", cfg(64, 64, 256, 4, **sw)))
+        if e == 8:
+            sw8 = {"SW_VEC": 2, "SW_PER_PHASE": 2, "SW_MAX_PHASE": 16}
+            out.append(("new:halo_g32x64", "new", cfg(32, 64, 128, 2, **sw8)))
     # the model's best of each vector width and read-out (its GROUP 64, vector-path ranking on this commit)
     for vr, pick in MODEL_PICKS.get(f"{'x'.join(map(str, shape))} {'int8' if e == 1 else dtype}", {}).items():
         out.append((f"new:model_v{vr}", "new", dict(pick)))
@@ -468,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.out:
         ap.error("--out is required")
     t0 = time.perf_counter()
-    deadline = t0 + args.budget_s - (0 if args.skip_tune else 36)  # cells; then the three tunes
+    deadline = t0 + args.budget_s - (0 if args.skip_tune else 12 * len(TUNES))  # cells; then the tunes
     outdir = Path(args.out)
     outdir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("AUTOPAD_CACHE_DIR", str(Path(tempfile.gettempdir()) / "autopad-gpu-check"))

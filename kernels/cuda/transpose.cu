@@ -28,19 +28,21 @@
 // vector boundary (M % VEC != 0, or an odd output pointer) are written as whole aligned vectors too: output
 // row n's elements [m0 + u, m0 + u + TILE_M) belong to the block of tile m0, u (0 < u < VEC) being how far
 // past m0 the row's first aligned vector starts, so the block also loads VEC halo rows past its tile (input
-// rows m0 + TILE_M .., into tile rows TILE_M ..) and the last lane of a row segment funnel-shifts its
-// vector with the group after it, read from there; only the first tile writes a row's head [0, u) (as
-// naturally aligned pieces) and only the tile at the end of M stores single elements. (The earlier build
-// wrote each segment's two partial vectors from two blocks as up to 2 log2(VEC) small stores into one
-// 16-byte block: 4097 x 8191 at 0.63-0.68 of copy for 1-byte elements, 0.76 for 2-byte, H200 runs 19-25.)
+// rows m0 + TILE_M .., into tile rows TILE_M ..). READOUT 0 (and READOUT 1 of 2-byte elements) then gathers
+// each output vector from tile rows shifted by u (ap_gather_shifted); READOUT 1 of 1-byte elements keeps its
+// register transpose and the last lane of a row segment funnel-shifts its vector with the group after it,
+// read a second time from the tile. Only the first tile writes a row's head [0, u) and only the tile at the
+// end of M stores single elements. (The earlier build wrote each segment's two partial vectors from two
+// blocks as up to 2 log2(VEC) small stores into one 16-byte block: 4097 x 8191 at 0.63-0.68 of copy for
+// 1-byte elements, 0.76 for 2-byte, H200 runs 19-25; runs 26 and 28 measured the halo builds.)
 // The model scores the aligned build's shared-memory pattern; the misaligned build adds the halo rows'
-// stores and the segment-end lanes' second read of a group (a few lanes a warp). This path runs a
-// 1-D grid of one tile per block, is built with __launch_bounds__(THREADS, MIN_BLOCKS), and takes `group`
-// (>= 1): blocks walk bands of `group` tile rows column by column (GEMM's grouped order), so that the tiles
-// in flight together cover a squarer region of both the input and the output.
+// stores and reads columns from rows shifted by u (or a second read of a group), which it does not score.
+// This path runs a 1-D grid of one tile per block, is built with __launch_bounds__(THREADS, MIN_BLOCKS),
+// and takes `group` (>= 1): blocks walk bands of `group` tile rows column by column (GEMM's grouped order),
+// so that the tiles in flight together cover a squarer region of both the input and the output.
 //
 // Macros (all injected with -D): ELEM_BYTES, TILE_M, TILE_N, THREADS, VEC, PAD, SW_VEC, SW_PER_PHASE,
-// SW_MAX_PHASE, READOUT, SCALAR_EDGE, MISALIGNED, MIN_BLOCKS.
+// SW_MAX_PHASE, READOUT, SCALAR_EDGE, MISALIGNED, MIN_BLOCKS (and RT_SHIFT, an A/B switch).
 #include "common.cuh"
 
 #ifndef ELEM_BYTES
@@ -426,8 +428,11 @@ __device__ __forceinline__ void ap_rt(VecU& o, const ap_u32* w, int g) {
 #endif
 
 #if HALO
+// READOUT 1 builds take the shifted gather too where elements are 2 bytes (H200 run 28, 4097 x 8191 fp16:
+// 0.823 -> 0.844 of copy for 64 x 64 tiles, 0.759 -> 0.789 for 128 x 64), not for 1 byte (int8 64 x 128:
+// 0.773 -> 0.669; sixteen 1-byte loads a vector cost more than the register transpose's second read)
 #ifndef RT_SHIFT
-#define RT_SHIFT 0
+#define RT_SHIFT (ELEM_BYTES == 2)
 #endif
 // The read-out where output rows are off the vector grid, by shifted gather: output row n's aligned vector
 // that starts u = VEC - sh / ELEM_BYTES elements into the lane's group is VEC elements of tile column nn
