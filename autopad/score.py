@@ -16,7 +16,9 @@ Three observations make a space of thousands of units cheap:
   formula (the same row stride, swizzle and element size: tiles of other row counts) are one layout: the
   CUDA transpose in fp32 has half a million unit instructions, 184,000 distinct pairs per layout object
   and 113,000 per formula. Each pair's addresses come from the one tile formula (layouts.py), for all
-  tile layouts at once.
+  tile layouts at once, and for layouts of tiles stacked by rows (``tile_parts``: the SIMT GEMM's A and
+  B operand tiles in one buffer) part by part, where every active lane of the instruction lies in one
+  part (the fp32 GEMM: 0.25 s less than each layout's own ``offsets`` table).
 * The model scores each distinct address row once (``model.analyze_distinct``: rows equal after moving by
   whole turns of the banks, 128 bytes, are one): 13,000 rows for the transpose, which numpy scores in a
   few tens of milliseconds (numba loads only for more).
@@ -125,16 +127,35 @@ def _tile_params(layout: Any) -> tuple[int, int, int, int, int, int] | None:
     return int(layout.row_stride), v.bit_length() - 1, pp.bit_length() - 1, mp - 1, int(layout.elem_bytes), 1
 
 
+def _parts(layout: Any) -> tuple[tuple[int, int, int, int, tuple[int, ...]], ...] | None:
+    """(first row, rows, cols, byte base, ``_tile_params``) of each part of a layout made of tiles stacked by
+    rows (its ``tile_parts``: (first row, tile, byte base) each; the SIMT GEMM's A and B operand tiles in
+    one buffer), when every part is a tile of the one formula; else None. Row ``first + r`` of such a
+    layout is row ``r`` of the part's tile, at ``base`` + the tile's offset."""
+    got = getattr(layout, "tile_parts", None)
+    if not isinstance(got, tuple) or not got:
+        return None
+    out = []
+    for first, tile, base in got:
+        prm = _tile_params(tile)
+        if prm is None or prm[5] != 1 or not isinstance(tile.rows, int) or not isinstance(tile.cols, int):
+            return None
+        out.append((int(first), int(tile.rows), int(tile.cols), int(base), prm))
+    return tuple(out)
+
+
 def _tile_addresses(params: np.ndarray, rows: np.ndarray, cols: np.ndarray, which: np.ndarray) -> np.ndarray:
     """Byte addresses (n, warp) of instructions ``which`` of (rows, cols: (m, warp)), each under its own
-    layout's formula (``params``: (n, 6) from ``_tile_params``); -1 where rows < 0. In int32 where no
-    address can reach 2**31, else int64."""
+    layout's formula (``params``: (n, 6) from ``_tile_params``, or (n, 8) with each instruction's part of a
+    layout of stacked tiles: its first row, subtracted from the rows, and its byte base, added; every active
+    lane in that part); -1 where rows < 0. In int32 where no address can reach 2**31, else int64."""
+    parted = params.shape[1] > 6
     rmax = int(np.abs(rows).max(initial=0))
     widest = max(int(cols.max(initial=0)), int(((params[:, 3] + 1) << params[:, 1]).max(initial=1)))
     cbound = 1 << widest.bit_length()  # above any swizzled column
     top = (rmax * int(params[:, 0].max(initial=0)) + cbound * int(params[:, 5].max(initial=0))) * int(
         params[:, 4].max(initial=0)
-    )
+    ) + (int(params[:, 7].max(initial=0)) if parted else 0)
     dt = np.int32 if top < 2**31 else np.int64
     unit_cols = bool((params[:, 5] == 1).all())
     out = np.empty((len(which), rows.shape[1]), dtype=dt)
@@ -143,10 +164,14 @@ def _tile_addresses(params: np.ndarray, rows: np.ndarray, cols: np.ndarray, whic
     for s in range(0, len(which), step):
         r, c = rows[which[s : s + step]], cols[which[s : s + step]]
         stride, lv, lp, mmask, e, cs = (params[s : s + step, j, None].astype(dt) for j in range(6))
+        if parted:  # row r of the layout is row r - first of the part's tile
+            r = np.where(r < 0, r, r - params[s : s + step, 6, None].astype(dt))
         # the one formula (layouts.py): r * (cols + pad) + ((c // vec) ^ ((r // per_phase) % max_phase))
         # * vec + c % vec, in elements; vec, per_phase and max_phase are powers of two: shifts and masks
         col = (((c >> lv) ^ ((r >> lp) & mmask)) << lv) | (c & ((1 << lv) - 1))
         o = (r * stride + (col if unit_cols else col * cs)) * e
+        if parted:
+            o += params[s : s + step, 7, None].astype(dt)
         out[s : s + step] = np.where(r < 0, -1, o)
     return out
 
@@ -437,9 +462,15 @@ def _score_chunk(
     lay = ul_a[unit]
     # tile layouts with the same formula parameters (tiles of other row counts) give every content the same
     # addresses: a pair is (content, the layout's formula), the formula's first layout standing for it
-    prm = [_tile_params(x) for x in lays]
+    prm: list[Any] = [_tile_params(x) for x in lays]
+    # layouts of stacked tiles (``_parts``), each as a tuple of parts: addressed part by part below
+    parted = [None if p is not None else _parts(x) for x, p in zip(lays, prm)]
     formula: dict[Any, int] = {}
-    same = np.array([formula.setdefault(p if p is not None else j, j) for j, p in enumerate(prm)], np.int64)
+    same = np.array(
+        [formula.setdefault(p if p is not None else q if q is not None else j, j)
+         for j, (p, q) in enumerate(zip(prm, parted))],
+        np.int64,
+    )  # fmt: skip
     pair, prep = _ids(*combine_codes((m_content[row], 0, len(crep) - 1), (same[lay], 0, len(lays) - 1)))
     i0 = m_inst[crep]
     act0 = active[i0]
@@ -457,8 +488,14 @@ def _score_chunk(
         at = np.flatnonzero(on_tile)
         addr[at] = _tile_addresses(table[pl[at]], r0, c0, pc[at])
         at = np.flatnonzero(~on_tile)
+        if any(q is not None for q in parted):
+            # stacked tiles: a pair whose active lanes all lie in one part (rows and columns) is that part's
+            # tile formula, moved; any other goes to its layout's own offsets below
+            fits, part = _part_of(parted, pl[at], *_extent(r0, c0), pc[at])
+            addr[at[fits]] = _tile_addresses(part, r0, c0, pc[at[fits]])
+            at = at[~fits]
         at = at[np.argsort(pl[at], kind="stable")]
-        for run in np.split(at, np.flatnonzero(np.diff(pl[at])) + 1):
+        for run in np.split(at, np.flatnonzero(np.diff(pl[at])) + 1) if len(at) else ():
             addr[run] = np.asarray(lays[int(pl[run[0]])].offsets(r0[pc[run]], c0[pc[run]]), dtype=np.int64)
     cost_w, cost_d = np.empty(len(prep), dtype=np.int64), np.empty(len(prep), dtype=np.int64)
     kind0 = kind[i0][pc]
@@ -478,6 +515,47 @@ def _score_chunk(
     wave = np.bincount(unit, weights=k * cost_w[pair], minlength=len(which)).astype(np.int64)
     ideal = np.bincount(unit, weights=k * cost_d[pair], minlength=len(which)).astype(np.int64)
     return wave, ideal
+
+
+def _extent(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Each instruction's lowest and highest active row and column (rows of no active lane: an empty
+    range, lowest above highest)."""
+    active = rows >= 0
+    big = np.iinfo(np.int64).max
+    lo_r, hi_r = np.where(active, rows, big).min(axis=1), np.where(active, rows, -1).max(axis=1)
+    lo_c, hi_c = np.where(active, cols, big).min(axis=1), np.where(active, cols, -1).max(axis=1)
+    return lo_r, hi_r, lo_c, hi_c
+
+
+def _part_of(
+    parted: list[Any],
+    lay: np.ndarray,
+    lo_r: np.ndarray,
+    hi_r: np.ndarray,
+    lo_c: np.ndarray,
+    hi_c: np.ndarray,
+    content: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair (layout ``lay``, content ``content``): whether one part of its stacked-tile layout
+    (``_parts``) holds every active lane, and that part's ``_tile_addresses`` parameters (the tile's six,
+    then the part's first row and byte base: (pairs, 8))."""
+    most = max((len(q) for q in parted if q is not None), default=0)
+    # per (layout, part): first row, rows, cols, then the parameters; an absent part has no rows
+    table = np.zeros((len(parted) * most + 1, 11), dtype=np.int64)
+    for j, q in enumerate(parted):
+        for k, (first, n_rows, n_cols, base, prm) in enumerate(q or ()):
+            table[j * most + k] = (first, n_rows, n_cols, *prm, first, base)
+    at = np.full(len(lay), len(table) - 1)  # the last row: no part (no rows)
+    lo_r, hi_r, lo_c, hi_c = lo_r[content], hi_r[content], lo_c[content], hi_c[content]
+    first, rows, cols = table[:, 0], table[:, 1], table[:, 2]
+    ok = (lo_c >= 0) & (lo_r >= 0)
+    for k in range(most):
+        j = lay * most + k
+        f = first[j]
+        inside = ok & (hi_c < cols[j]) & (lo_r >= f) & (hi_r < f + rows[j]) & (at == len(table) - 1)
+        at[inside] = j[inside]
+    fits = at < len(table) - 1
+    return fits, table[at[fits], 3:]
 
 
 def _expand(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -109,6 +109,29 @@ def test_formula_addresses_equal_the_layouts_own_offsets(lay):
     assert got.dtype == (np.int64 if layout.footprint >= 2**31 else np.int32)
 
 
+def test_stacked_tiles_are_addressed_part_by_part_as_their_own_offsets():
+    """A layout of tiles stacked by rows (``tile_parts``: the SIMT GEMM's A and B operand tiles) is
+    addressed with each part's tile formula where an instruction's active lanes all lie in one part
+    (``_part_of``); an instruction that straddles parts is left to the layout's own offsets."""
+    from autopad.kernels.cuda.matmul import OperandTiles
+
+    from autopad.layouts import Padded, Swizzled
+    from autopad.score import _extent, _part_of, _parts, _tile_addresses
+
+    lay = OperandTiles(Padded(8, 64, 4, pad=4), Swizzled(8, 128, 4, sw_vec=4, per_phase=1, max_phase=8))
+    parts = _parts(lay)
+    assert parts is not None and len(parts) == 2
+    rng = np.random.default_rng(7)
+    rows = np.concatenate([rng.integers(0, 8, (40, 32)), rng.integers(8, 16, (40, 32))])
+    cols = np.concatenate([rng.integers(0, 64, (40, 32)), rng.integers(0, 128, (40, 32))])
+    rows[rng.random(rows.shape) < 0.2] = -1
+    rows[-1, :2] = (3, 12)  # one instruction in both parts
+    fits, params = _part_of([parts], np.zeros(len(rows), dtype=np.int64), *_extent(rows, cols), np.arange(80))
+    assert fits[:-1].all() and not fits[-1]
+    got = _tile_addresses(params, rows, cols, np.flatnonzero(fits))
+    np.testing.assert_array_equal(got, lay.offsets(rows[fits], cols[fits]))
+
+
 def test_units_given_as_codes_score_as_units_found_by_memo_and_layout():
     """``Space.score`` hands ``score_candidates`` each candidate's unit as one int (its pattern constants and
     layout object) and its memos lazily; the scores are those the memo-and-layout dictionary gives."""

@@ -132,6 +132,12 @@ class OperandTiles:
     def row_period(self) -> tuple[int, int]:
         return 1 << 40, math.lcm(_col_period(self.a), _col_period(self.b))
 
+    @property
+    def tile_parts(self) -> tuple[tuple[int, Padded | Swizzled, int], ...]:
+        """(first row, tile, byte base) of As and Bs: what ``offsets`` computes, for autopad.score to compute
+        with the tile formula for many layouts at once (instead of each layout's table)."""
+        return ((0, self.a, 0), (self.a.rows, self.b, self.a_bytes))
+
     @functools.cached_property
     def _table(self) -> np.ndarray:
         """Byte offset of every (row, col) of the k-step: As's rows, then Bs's past A's footprint."""
