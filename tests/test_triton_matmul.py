@@ -691,15 +691,20 @@ def test_launch_info_tells_the_model_about_tensor_cores_l2_and_tma():
     i = G.launch_info(D, (m, n, k), "bfloat16")
     assert i["mma_bytes"] == 2 and i["tiles_per_block"] == 1
     assert i["l2_bytes"] == 2 * (m * k * (n // 256) + n * k * (m // 128) + m * n)
-    assert i["extra_wavefronts"] == (k // 64) * (128 + 256) * 64 * 2 // 128
+    # per k-step: TMA writes A and B (128 + 256) x 64 x 2 bytes, wgmma reads A once and B once per 64-row
+    # slab (64 x 2 x (256 x 2 + 128)); then the TMA store reads the 128 x 256 C tile; 128-byte rows
+    step = ((128 + 256) * 64 * 2 + 64 * 2 * (256 * 2 + 128)) // 128
+    assert i["extra_wavefronts"] == (k // 64) * step + 128 * 256 * 2 // 128
     assert i["inflight_bytes"] == 2 * (128 + 256) * 64 * 2 / 256
     narrow = G.launch_info({**D, "SWIZZLE": 64}, (m, n, k), "bfloat16")
-    assert narrow["extra_wavefronts"] == 2 * i["extra_wavefronts"]  # 8 rows of a core matrix in 4 bank groups
+    assert narrow["extra_wavefronts"] == 2 * i["extra_wavefronts"]  # every row moved as two 64-byte rows
     s4 = G.launch_info({**D, "SPLIT_K": 4}, DECODE, "bfloat16")
-    assert s4["extra_wavefronts"] == (8192 // 64 // 4) * (128 + 256) * 64 * 2 // 128
+    assert s4["extra_wavefronts"] == (8192 // 64 // 4) * step + 128 * 256 * 4 // 128  # an fp32 C tile
     one = G.launch_info(D, DECODE, "bfloat16")
     assert s4["l2_bytes"] == one["l2_bytes"] + 2 * 4 * 128 * 8192 * 4  # the fp32 partials, out and back
     p1 = G.launch_info(P1, (m, n, k), "bfloat16")
-    assert p1["tiles_per_block"] == k // 64 and p1["extra_wavefronts"] == i["extra_wavefronts"]
+    # PATH 1: the pattern lists cp.async's writes (per k-step) and the epilogue stores from registers
+    assert p1["tiles_per_block"] == k // 64
+    assert p1["extra_wavefronts"] == (k // 64) * 64 * 2 * (256 * 2 + 128) // 128
     odd = G.launch_info(P1, (999, 1001, 77), "float16")
     assert odd["inflight_bytes"] == (128 + 256) * 64 * 2 / 256  # unpipelined: one k-step in flight

@@ -9,8 +9,8 @@ kernels themselves are in ``matmul_kernels.py``.
 
 Shared memory: A, B and C tiles live in ``gl.NVMMASharedLayout`` with ``SWIZZLE`` bytes of XOR swizzle
 (32, 64, 128). TMA writes the operand tiles and wgmma reads them, neither through the load/store unit; the
-model is told their wavefronts (``extra_wavefronts``: a tile's bytes in 128-byte wavefronts, times
-``128 / SWIZZLE`` for the rows a narrower swizzle leaves in the same banks) and the tensor-core rate
+model is told their wavefronts (``extra_wavefronts``: one per ``SWIZZLE``-byte row that TMA writes and
+wgmma reads, so a narrower swizzle costs more: ``tma_wgmma_rows``) and the tensor-core rate
 (``mma_bytes``). What the bank model scores is the epilogue: the accumulator (wgmma's register layout)
 stored to the C tile before the TMA store, where an unswizzled 128-byte-row tile puts the 8 row-groups of
 a warp's stores in the same banks.
@@ -135,6 +135,40 @@ def ws_maxnreg(c: dict[str, int]) -> int:
     consumers = c["WARPS"] * (2 if c.get("PERSIST", 0) == 3 else 1)
     warps = -(-(consumers + 1) // 4) * 4
     return min(256, 65536 // (32 * warps) // 8 * 8)
+
+
+def wgmma_read_bytes(c: dict[str, int], dtype: str) -> int:
+    """Shared-memory bytes wgmma reads per k-step: a wgmma is one warpgroup's m64 x n x k16, and each reads
+    its own operands. B's [BK, BN / wn] slice is read once per 64-row slab (``BM / 64`` times, whichever
+    warpgroup owns the slab), A's [BM, BK] once per warpgroup along N (``wn``: BM 64 with 8 warps splits N
+    in two, and both warpgroups read all of A)."""
+    _, wn = _wgmma_warps(c["BM"], c["WARPS"])
+    return c["BK"] * _EB[dtype] * (c["BN"] * c["BM"] // 64 + c["BM"] * wn)
+
+
+def tma_wgmma_rows(c: dict[str, int], dtype: str) -> int:
+    """Shared-memory wavefronts of one k-step that no LSU instruction lists: one per ``SWIZZLE``-byte row.
+
+    An NVMMA tile of S-byte swizzle is S-byte rows (column blocks stacked): TMA writes it a box row of S
+    bytes at a time (the box's inner dimension cannot exceed the swizzle span, so Triton splits a wider
+    tile into S-byte boxes) and wgmma reads its 8-row core matrices from rows that a narrower swizzle
+    leaves in the same banks; either way one wavefront per S-byte row, so 32-byte swizzle moves a k-step
+    in 4x the wavefronts of 128-byte swizzle. H200 study (run 2, 298 candidates x 3 shapes): SWIZZLE 32
+    measured a median 1.6-2.0x SWIZZLE 64 and SWIZZLE 64 1.16-1.26x SWIZZLE 128 at equal tiles, where the
+    reads alone (the previous term, ``ring / S``) predicted 1.05x and 1.03x. PATH 1: cp.async writes the
+    ring (the pattern lists those stores); only wgmma's reads of its 128-byte-swizzled tiles are extra."""
+    if c.get("PATH", 0):
+        return wgmma_read_bytes(c, dtype) // 128
+    ring_step = (c["BM"] + c["BN"]) * c["BK"] * _EB[dtype]
+    return (ring_step + wgmma_read_bytes(c, dtype)) // c["SWIZZLE"]
+
+
+def epilogue_rows(c: dict[str, int], dtype: str) -> int:
+    """Wavefronts of the TMA store's reads of the C tile (S-byte box rows, like the loads); the pattern
+    lists the accumulator's stores into it. PATH 1 stores from registers: none."""
+    if c.get("PATH", 0):
+        return 0
+    return c["BM"] * c["BN"] * c_bytes(c, dtype) // c["SWIZZLE"]
 
 
 def smem_bytes(c: dict[str, int], dtype: str) -> int:
@@ -360,11 +394,13 @@ class MatmulGluon(TritonKernel):
 
         ``mma_bytes``: wgmma's operand size (the tensor-core rate). ``l2_bytes``: A is read once per column
         of tiles and B once per row of tiles through L2, C written once (split-K: its fp32 partials written
-        and read back). ``extra_wavefronts``: wgmma's reads of every k-step's A and B tiles, 128 bytes a
-        wavefront, times the ways a narrower-than-128-byte swizzle leaves 8 rows of a core matrix in the
-        same banks. ``inflight_bytes``: STAGES - 1 k-steps of A and B in flight per thread. A persistent
-        kernel reports the plain kernel's tile geometry (one tile per block): the predictor's wave term then
-        charges the tile quantisation that persistence does not remove. PATH 1's pattern is one k-step's,
+        and read back). ``extra_wavefronts``: wgmma's reads of every k-step's A and B tiles and TMA's
+        writes of them, and the TMA store's reads of the C tile: one wavefront per ``SWIZZLE``-byte row
+        (``tma_wgmma_rows``, ``epilogue_rows``; wgmma reads B once per 64-row slab and A once per
+        warpgroup along N, ``wgmma_read_bytes``). ``inflight_bytes``: STAGES - 1 k-steps of A and B in
+        flight per thread. A persistent kernel reports the plain kernel's tile geometry (one tile per
+        block): the predictor's wave term then charges the tile quantisation that persistence does not
+        remove. PATH 1's pattern is one k-step's,
         so it counts ``tiles_per_block`` k-steps; unaligned rows stop Triton from pipelining its loads (one
         stage in the sm_90 compile), so only one k-step is in flight."""
         c = constants
@@ -376,7 +412,6 @@ class MatmulGluon(TritonKernel):
         steps = _cdiv(_cdiv(k, bk), s)  # k-steps per program
         ring_step = (bm + bn) * bk * eb  # one k-step of A and B
         threads = 32 * c["WARPS"]
-        swz = 128 if c.get("PATH", 0) else c["SWIZZLE"]
         info = {
             "blocks": tiles * s,
             "threads": threads,
@@ -384,7 +419,7 @@ class MatmulGluon(TritonKernel):
             "tiles_per_block": 1,
             "mma_bytes": eb,
             "l2_bytes": eb * (m * k * _cdiv(n, bn) + n * k * _cdiv(m, bm) + m * n),
-            "extra_wavefronts": steps * ring_step // 128 * (128 // swz),
+            "extra_wavefronts": steps * tma_wgmma_rows(c, dtype) + epilogue_rows(c, dtype),
             "inflight_bytes": (c["STAGES"] - 1) * ring_step / threads,
         }
         if c.get("PATH", 0):
