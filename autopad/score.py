@@ -190,7 +190,8 @@ class _PerLayout(dict):
             return self.fn(layout)
 
 
-_UNIT_SCORES: dict[tuple, tuple[int, int]] = {}  # (spec, dtype, dist, arch, pattern memo, layout) -> score
+# (spec, dtype, dist, arch) -> (pattern memo, layout) -> score
+_UNIT_SCORES: dict[tuple, dict[tuple, tuple[int, int]]] = {}
 _UNIT_SCORES_MAX = 1 << 19
 
 
@@ -274,32 +275,40 @@ def score_candidates(
         unit_memos = [memo for memo, _ in at]
     wave_u = np.zeros(len(first), dtype=np.int64)
     ideal_u = np.zeros(len(first), dtype=np.int64)
-    todo: list[int] = []
-    stored: list[Any] = []  # each unscored unit's _UNIT_SCORES key (None: not kept)
-    for u, (memo, i) in enumerate(zip(unit_memos, first.tolist())):
-        key = None
-        if sid is not None:
-            try:
-                key = sid + (memo, layouts[i])
-                hit = _UNIT_SCORES.get(key)
-            except TypeError:  # an unhashable layout
-                key = hit = None
-            if hit is not None:
-                wave_u[u], ideal_u[u] = hit
-                continue
-        todo.append(u)
-        stored.append(key)
+    # kept per spec (sid), then per (memo, layout): one small key per unit, not the spec's parts in each
+    kept = _UNIT_SCORES.setdefault(sid, {}) if sid is not None else None
+    keys: list[Any] = []
+    if kept is not None:
+        keys = list(zip(unit_memos, map(layouts.__getitem__, first.tolist())))
+        try:
+            hits = list(map(kept.get, keys))
+        except TypeError:  # an unhashable layout: look each up alone
+            hits = []
+            for j, key in enumerate(keys):
+                try:
+                    hits.append(kept.get(key))
+                except TypeError:
+                    keys[j] = None
+                    hits.append(None)
+        todo = [u for u, hit in enumerate(hits) if hit is None]
+        if len(todo) < len(hits):
+            got = np.array([hit for hit in hits if hit is not None], dtype=np.int64).reshape(-1, 2)
+            done = np.array([hit is not None for hit in hits])
+            wave_u[done], ideal_u[done] = got[:, 0], got[:, 1]
+    else:
+        todo = list(range(len(first)))
     if todo:
         w, d = _score_units(
             spec, [unit_memos[u] for u in todo], first[todo].tolist(), consts, layouts, dtype, dist, arch
         )
         wave_u[todo], ideal_u[todo] = w, d
-        if sid is not None:
-            if len(_UNIT_SCORES) + len(todo) > _UNIT_SCORES_MAX:
+        if kept is not None:
+            if sum(map(len, _UNIT_SCORES.values())) + len(todo) > _UNIT_SCORES_MAX:
+                kept.clear()
                 _UNIT_SCORES.clear()
-            for key, a, b in zip(stored, w.tolist(), d.tolist()):
-                if key is not None:
-                    _UNIT_SCORES[key] = (a, b)
+                _UNIT_SCORES[sid] = kept
+            new = zip((keys[u] for u in todo), zip(w.tolist(), d.tolist()))
+            kept.update((key, score) for key, score in new if key is not None)
     return wave_u[unit_of], ideal_u[unit_of]
 
 

@@ -226,7 +226,8 @@ class Space:
         self.frozen: list[tuple[tuple[str, int], ...]] = list(zip(*pairs))
         self.masks: OrderedDict[Any, np.ndarray] = OrderedDict()  # shape -> legal rows
         self.scores: dict[Any, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # -> wave, ideal, known
-        self._layouts: list[Any] = [None] * self.n
+        self._layouts = np.full(self.n, None, dtype=object)  # each row's layout, once made
+        self._made = np.zeros(self.n, dtype=bool)
 
     def constants(self, i: int) -> dict[str, int]:
         return dict(self.frozen[i])
@@ -255,18 +256,21 @@ class Space:
             return lay
 
         reads = getattr(spec, "LAYOUT_READS", None)
-        todo = [i for i in rows.tolist() if got[i] is None]
-        if todo and reads is not None and set(reads) <= set(self.names):
-            at = np.array(todo, dtype=np.int64)
+        rows = np.asarray(rows, dtype=np.int64)
+        at = rows[~self._made[rows]]
+        if len(at) and reads is not None and set(reads) <= set(self.names):
             code = _code([self.cols[k][at] for k in reads], len(at))
             _, first, which = np.unique(code, return_index=True, return_inverse=True)
-            made = [one(i) for i in at[first].tolist()]
-            for i, j in zip(todo, which.ravel().tolist()):
-                got[i] = made[j]
+            made = np.empty(len(first), dtype=object)  # filled one by one: a layout may be a sequence
+            for j, i in enumerate(at[first].tolist()):
+                made[j] = one(i)
+            got[at] = made[which.ravel()]
+            self._made[at] = True
         else:
-            for i in todo:
+            for i in at.tolist():
                 got[i] = one(i)
-        return [got[i] for i in rows.tolist()]
+                self._made[i] = True
+        return got[rows].tolist()
 
     def legal(self, spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> np.ndarray:
         """Which rows ``legal`` accepts for ``shape``: ``legal_batch`` over the columns where the spec has
