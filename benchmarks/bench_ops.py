@@ -17,6 +17,7 @@ CUDA context) is replaced, the cell it was on is recorded as failed, and the res
 
     python benchmarks/bench_ops.py --quick --out $OUT          # one H200: about 5 minutes with tuning
     python benchmarks/bench_ops.py --out $OUT --cells transpose,histogram:int32
+    python benchmarks/bench_ops.py --out $OUT --cells "*4097x8191*" --no-compile-peers
     python benchmarks/bench_ops.py --plot OUT/ops_quick.csv     # the PNG again, no GPU
 
 Writes ``ops_quick.csv`` / ``ops.csv`` (one row per cell and variant), the PNG and a Markdown table
@@ -751,6 +752,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--time-limit", type=float, help="seconds in which steps may start (default 240 quick, 3600 full)"
     )
     ap.add_argument("--cache-dir", help="autopad cache to use (default: a fresh temporary one)")
+    ap.add_argument(
+        "--no-compile-peers", action="store_true", help="leave out the torch.compile peers (as --quick does)"
+    )
     ap.add_argument("--plot", nargs="+", metavar="CSV", help="redraw the PNG of these CSVs, no GPU")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--rows", help=argparse.SUPPRESS)
@@ -777,7 +781,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     # --quick leaves out the torch.compile peers (20-40 s of compiling each); its checks step still runs
     # autopad.ops under torch.compile(fullgraph=True)
-    rows = run_all(pre + cells, out, limit, compile_peers=not args.quick, quick=args.quick)
+    peers = not (args.quick or args.no_compile_peers)
+    rows = run_all(pre + cells, out, limit, compile_peers=peers, quick=args.quick)
     name = "ops_quick" if args.quick else "ops"
     print(write_csv(rows, out / f"{name}.csv"))
     table = summary(rows)
