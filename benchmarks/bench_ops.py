@@ -617,6 +617,8 @@ def run_all(steps: list[str], out: Path, time_limit: float, compile_peers: bool,
         steps_file.write_text(json.dumps(todo))
         cmd = [sys.executable, __file__, "--worker", str(steps_file), "--rows", str(rows_path)]
         cmd += ["--deadline", str(deadline)] + ["--compile-peers"] * compile_peers + ["--quick"] * quick
+        if "time_budget_s" in TUNE_OPTIONS and not quick:  # --tune-s, for the worker's tunes
+            cmd += ["--tune-s", str(TUNE_OPTIONS["time_budget_s"])]
         try:
             proc = subprocess.run(
                 cmd, capture_output=True, text=True, timeout=max(120, deadline - time.time() + 600)
@@ -755,14 +757,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--no-compile-peers", action="store_true", help="leave out the torch.compile peers (as --quick does)"
     )
+    ap.add_argument("--tune-s", type=float, help="measure for at most this long in each tune (--quick: 25)")
     ap.add_argument("--plot", nargs="+", metavar="CSV", help="redraw the PNG of these CSVs, no GPU")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--rows", help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--compile-peers", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.quick:
-        TUNE_OPTIONS["time_budget_s"] = 25.0
+    if args.quick or args.tune_s:
+        TUNE_OPTIONS["time_budget_s"] = args.tune_s or 25.0
     if args.worker:
         return worker(args.worker, args.rows, args.deadline, args.compile_peers)
     if args.plot:
