@@ -464,3 +464,24 @@ def test_flat_transpose_costs_less_host_time_than_the_layered_call(monkeypatch):
     print(f"\nmocked launches: flat {f:.2f} us per call, layered {lay:.2f} us")
     ops.reset()
     assert f < 0.8 * lay, (f, lay)
+
+
+def test_flat_transpose_gives_the_misaligned_build_its_halo_rows(monkeypatch):
+    """The shifted (misaligned) build holds VEC halo rows past its tile: the flat path launches it with
+    the spec's shared bytes for that build, more than the aligned build's (H200 run 30: launched with the
+    aligned build's bytes, the 4097 x 8191 bf16 / fp16 / int8 ops faulted)."""
+    from autopad.kernels.cuda import transpose as T
+
+    ops.reset()
+    got = _recorded_launches(monkeypatch)
+    _real_transpose_bound(monkeypatch, "vector")
+    x = torch.randn(33, 65).to(torch.float16)
+    runner.transpose_impl(x)
+    fn = runner.FAST_T[(x.shape, x.dtype, -1, "auto")]
+    c = _legal_pick("transpose", "cuda", (33, 65), "float16", "vector")
+    got.clear()
+    fn(x)  # rows of 65 halves: the shifted build
+    ((_, kernel, _, _, smem, _),) = got
+    assert kernel == "shifted"
+    assert smem == T.SPEC.smem_bytes(c, "float16", True) > T.SPEC.smem_bytes(c, "float16")
+    ops.reset()

@@ -240,9 +240,11 @@ def flat_transpose(
             kernel, flag = impl._pick(built, _Ptr(0 if x_ok else 1), _Ptr(0 if out_ok else 1), m, n, vb)
             key = (id(kernel), tuple(int(f) for f in flag))
             if key not in gos:
-                # the spec's launcher passes (out, x, *scalars, *flag): 0 marks a pointer slot
+                # the spec's launcher passes (out, x, *scalars, *flag): 0 marks a pointer slot; the
+                # misaligned build holds halo rows, so its shared bytes are the spec's for that kernel
                 args = (0, 0, *extra, *flag)
-                gos[key] = cuda_runtime.prepare_fixed(kernel, grid, threads, smem, args, b.device)
+                nbytes = impl._smem_for(built, kernel) if hasattr(impl, "_smem_for") else smem
+                gos[key] = cuda_runtime.prepare_fixed(kernel, grid, threads, nbytes, args, b.device)
             if gos[key] is None:
                 return None
             table.append(gos[key])
