@@ -76,6 +76,40 @@ def test_transpose_every_dtype_bit_exact(dtype):
     assert y.dtype == dt and torch.equal(y.view(torch.uint8), x.t().contiguous().view(torch.uint8))
 
 
+# vector-path picks whose misaligned build holds halo rows (output rows off the vector grid): the flat
+# launch path must give that build its own shared bytes (H200 run 30: it faulted with the aligned build's)
+_HALO_PICKS = {
+    "float16": dict(TILE_M=64, TILE_N=64, THREADS=128, VEC=8, READOUT=1, SW_VEC=8, SW_PER_PHASE=8),
+    "int8": dict(TILE_M=64, TILE_N=128, THREADS=128, VEC=16, READOUT=1, SW_VEC=16, SW_PER_PHASE=8),
+    "float32": dict(TILE_M=64, TILE_N=64, THREADS=256, VEC=4, READOUT=0, SW_VEC=4, SW_PER_PHASE=4),
+    "float64": dict(TILE_M=32, TILE_N=64, THREADS=128, VEC=2, READOUT=0, SW_VEC=2, SW_PER_PHASE=2),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8", "float32", "float64"])
+def test_transpose_vector_picks_on_rows_off_the_vector_grid(monkeypatch, dtype):
+    import torch
+    from autopad.kernels.cuda import transpose as T
+
+    from autopad.ops import policy
+
+    e = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+    key = {1: "int8", 2: "float16", 4: "float32", 8: "float64"}[e]
+    c = dict(T.DEFAULTS, SCALAR_EDGE=0, GROUP=1, SW_MAX_PHASE=8, **_HALO_PICKS[key])
+    decision = policy.Decision(policy._freeze(c), "tuned", "test: a vector-path pick")
+    monkeypatch.setattr(policy, "decide", lambda *a, **k: decision)
+    ops.reset()
+    try:
+        for shape in [(341, 1031), (2, 129, 300), (4097, 8191), (37, 45)]:
+            assert T.legal(c, shape, key)
+            x = _random(shape, getattr(torch, dtype))
+            y = _poisoned(ops.transpose, x)
+            want = x.transpose(-1, -2).contiguous()
+            assert torch.equal(y.view(torch.uint8), want.view(torch.uint8)), (dtype, shape)
+    finally:
+        ops.reset()
+
+
 def test_transpose_non_contiguous_empty_and_batched_views():
     import torch
 
