@@ -458,13 +458,12 @@ def _score_chunk(
             count = np.bincount(inv.ravel(), weights=counts[inst], minlength=len(first)).astype(np.int64)
         got.append((blocks_a[b_of[first]], code[first], count, inst[first], dr[first], dc[first]))
     m_block, m_code, m_count, m_inst, m_dr, m_dc = (np.concatenate(x) for x in zip(*got))
-    order = np.argsort(m_block, kind="stable")
-    m_block, m_code, m_count, m_inst, m_dr, m_dc = (
-        x[order] for x in (m_block, m_code, m_count, m_inst, m_dr, m_dc)
-    )
     m_content, crep = _ids(m_code, len(kinds) * n_shapes * dr_n * dc_n)
+    # each block's contents are one run (a period's keys sort by block first): where each run starts
     b_len = np.bincount(m_block, minlength=len(bm))
-    b_start = np.cumsum(b_len) - b_len
+    b_start = np.zeros(len(bm), dtype=np.int64)
+    runs = np.flatnonzero(np.concatenate([[True], m_block[1:] != m_block[:-1]]))
+    b_start[m_block[runs]] = runs
     # every unit's rows: its block's contents under its layout; distinct (content, layout) pairs
     ub_a, ul_a = np.array(ub, dtype=np.int64), np.array(ul, dtype=np.int64)
     unit, row = _expand(b_start[ub_a], b_len[ub_a])
@@ -480,7 +479,9 @@ def _score_chunk(
          for j, (p, q) in enumerate(zip(prm, parted))],
         np.int64,
     )  # fmt: skip
-    pair, prep = _ids(*combine_codes((m_content[row], 0, len(crep) - 1), (same[lay], 0, len(lays) - 1)))
+    # formulas numbered densely: the (content, formula) table below is contents x formulas, not x layouts
+    n_forms, form_of = _dense(same)
+    pair, prep = _ids(*combine_codes((m_content[row], 0, len(crep) - 1), (form_of[lay], 0, n_forms - 1)))
     i0 = m_inst[crep]
     act0 = active[i0]
     r0 = np.where(act0, rows[i0] - (lo_r[i0] - m_dr[crep])[:, None], -1)
@@ -565,6 +566,13 @@ def _part_of(
         at[inside] = j[inside]
     fits = at < len(table) - 1
     return fits, table[at[fits], 3:]
+
+
+def _dense(ids: np.ndarray) -> tuple[int, np.ndarray]:
+    """(how many distinct values, each entry's rank among them) of small non-negative ints, in value order."""
+    seen = np.zeros(int(ids.max(initial=-1)) + 1, dtype=bool)
+    seen[ids] = True
+    return int(seen.sum()), (np.cumsum(seen) - 1)[ids]
 
 
 def _expand(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

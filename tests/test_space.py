@@ -41,6 +41,37 @@ def test_restricted_space_is_the_filtered_product_in_product_order():
     assert len(restricted(spec, "int8")["A"]) == 0  # E > 1 fails for 1-byte elements
 
 
+def test_restricted_space_built_in_another_order_is_the_product_order():
+    """Text restrictions only: the product is built with the most-read constants first (``_build_order``)
+    and put back in product order; a restriction that divides by a value another restriction rules out
+    sees those rows too, silently (no numpy warning), and the rows equal the filtered product's."""
+    import itertools
+    import warnings
+
+    from autopad.space import _build_order, restricted
+
+    class S(_Hookless):
+        SPACE = {"A": (3, 1, 2, 0), "B": (0, 5, 7, 9), "C": (4, 8, 0), "D": (1, 0), "Z": (2, 1, 3)}
+        DEFAULTS = None
+        RESTRICTIONS = ("Z > 1 or D == 0", "D == 0 or C > 0", "C == 0 or B % C == 1", "A > 0 and B % A == 1")
+
+    spec = KernelSpec(S())
+    names = sorted(S.SPACE)
+    needs = [{"Z", "D"}, {"D", "C"}, {"C", "B"}, {"A", "B"}]
+    assert _build_order(names, needs, list(S.RESTRICTIONS), S.SPACE) != names
+
+    def kept(p: tuple) -> bool:  # the restrictions, guarded: numpy's x % 0 is 0
+        a, b, c, d, z = p
+        return (z > 1 or d == 0) and (d == 0 or c > 0) and (c == 0 or b % c == 1) and (a > 0 and b % a == 1)
+
+    want = [p for p in itertools.product(*(S.SPACE[k] for k in names)) if kept(p)]
+    assert 0 < len(want)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cols = restricted(spec, "float32")
+    assert list(zip(*(cols[k].tolist() for k in names))) == want
+
+
 def test_kept_space_follows_a_changed_spec_function(monkeypatch):
     """What rank keeps between calls (layouts, scores) is keyed by the spec's functions: patching one is
     seen at once."""
