@@ -42,7 +42,8 @@ from .spec import KernelSpec, SpecError, combine_codes
 __all__ = ["score_candidates"]
 
 _BLOCK_LANES = 1 << 16  # lanes of addresses computed at a time (temporaries stay in cache)
-_CHUNK_INSTRUCTIONS = 1 << 16  # pattern instructions scored together (bounds memory)
+_CHUNK_INSTRUCTIONS = 1 << 17  # pattern instructions scored together (bounds memory: 0.26 GB peak for the
+# CUDA histogram, whose 86,000 instructions in one chunk instead of two rank 0.2 s sooner)
 
 
 def _periods(layout: Any) -> tuple[int, int] | None:

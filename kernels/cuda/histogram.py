@@ -196,8 +196,9 @@ class Pattern:
 
 
 def _group(op: str, width: int, act: np.ndarray, rows: Any, cols: np.ndarray, count: int = 1) -> tuple:
-    r = np.where(act, rows, -1).astype(np.int64)
-    c = np.where(act, cols, 0).astype(np.int64)
+    # np.where's result is new already: int64 without a second copy where it is int64
+    r = np.where(act, rows, -1).astype(np.int64, copy=False)
+    c = np.where(act, cols, 0).astype(np.int64, copy=False)
     for a in (r, c):
         a.setflags(write=False)
     return (op, width, r, c, np.full(len(r), count, dtype=np.int64))
