@@ -35,6 +35,12 @@ on the batched formula, LAYOUT_READS, the Triton transpose without triton at imp
 with autopad/{model,score,space,layouts}.py and kernels/{cuda,triton}/transpose.py from git 90e899b, the
 predictor and the histogram spec of HEAD), each of its runs straight after one of ``rank_speed.csv``'s
 (``--compare TREE --label 90e899b``, below); its ``machine`` column names the tree.
+``results/rank_speed_ad2890b.csv`` is that run's ``rank_speed.csv`` (committed in git ad2890b, load
+average 1.06). ``rank_speed.csv`` is now issue 14's third round (git log: the SIMT GEMM's stacked A and B
+tiles addressed with the batched tile formula, the histogram's instructions scored in one chunk, the
+restricted space built with its most-read constants first, cheaper candidates and unit-score lookups),
+and ``results/rank_speed_cc6d613.csv`` the code before that round (git cc6d613 exported; the files that
+differ are the round's), each of its runs straight after one of ``rank_speed.csv``'s.
 
     python benchmarks/bench_rank_speed.py                       # every case, 3 runs each
     python benchmarks/bench_rank_speed.py --cases transpose-fp32 --runs 5
