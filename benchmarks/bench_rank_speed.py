@@ -41,6 +41,11 @@ tiles addressed with the batched tile formula, the histogram's instructions scor
 restricted space built with its most-read constants first, cheaper candidates and unit-score lookups),
 and ``results/rank_speed_cc6d613.csv`` the code before that round (git cc6d613 exported; the files that
 differ are the round's), each of its runs straight after one of ``rank_speed.csv``'s.
+``results/rank_speed_quiet.csv``: the same code minutes later on a quieter machine (load average 0.56):
+no faster (the fp16 transpose 1.11 s with import); ``results/rank_speed_vs_e0c8542.csv``: the two CUDA
+transposes against git e0c8542 (the previous session's last commit, exported) alternating in one run,
+load 0.69: 1.10 / 0.84 s against 1.17 / 0.97 s, where e0c8542 had read 0.77 / 0.76 s at load 1.06 hours
+earlier (``rank_speed_ad2890b.csv``): the machine's own speed moved more than the code did.
 
     python benchmarks/bench_rank_speed.py                       # every case, 3 runs each
     python benchmarks/bench_rank_speed.py --cases transpose-fp32 --runs 5
