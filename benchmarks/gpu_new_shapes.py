@@ -15,6 +15,8 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --out $OUT                       # on the H200, about 2 minutes
     python benchmarks/model_only_report.py --extra $OUT/new_quality_rows.csv.gz     # afterwards, no GPU
     python benchmarks/gpu_new_shapes.py --write-sample FILE   # draw the sample (no GPU; committed)
+    python benchmarks/gpu_new_shapes.py --round 3 --out $OUT  # the misaligned transposes after the halo
+                                                              # rework, with the picks tune/ops made there
 """
 
 from __future__ import annotations
@@ -54,11 +56,33 @@ ROUND2: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("transpose", "cuda", "float16", None, (3000, 5000)),
     ("matmul", "cuda", "float32", None, (1000, 1000, 1000)),
 ]
-ROUNDS = {1: SHAPES, 2: ROUND2}
+# round 3: the CUDA transpose's misaligned build after the halo rework (H200 runs 26-31), on the shape
+# whose behaviour changed; the sample also holds the picks autopad.tune and ops.transpose made there
+ROUND3: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("transpose", "cuda", "float16", None, (4097, 8191)),
+    ("transpose", "cuda", "int8", None, (4097, 8191)),
+]
+ROUNDS = {1: SHAPES, 2: ROUND2, 3: ROUND3}
+_RT = {"GROUP": 64, "PAD": 0, "READOUT": 1, "SCALAR_EDGE": 0, "SW_MAX_PHASE": 8, "SW_PER_PHASE": 8}
+# (kernel, dtype, shape) -> [(constants, why)]: picks made on the GPU that the sample must hold
+PICKS: dict[tuple[str, str, tuple[int, ...]], list[tuple[dict[str, int], str]]] = {
+    ("transpose", "float16", (4097, 8191)): [
+        ({**_RT, "SW_VEC": 8, "THREADS": 128, "TILE_M": 64, "TILE_N": 64, "VEC": 8}, "tune_run29"),
+        ({**_RT, "SW_MAX_PHASE": 16, "SW_VEC": 8, "THREADS": 256, "TILE_M": 64, "TILE_N": 128, "VEC": 8},
+         "ops_run31"),
+    ],
+    ("transpose", "int8", (4097, 8191)): [
+        ({**_RT, "SW_VEC": 16, "THREADS": 128, "TILE_M": 64, "TILE_N": 128, "VEC": 16}, "tune_run29"),
+    ],
+}  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
 SAMPLE = _QUALITY / "model_only_new_shapes_sample.json"
-SAMPLES = {1: SAMPLE, 2: _QUALITY / "model_only_new_shapes2_sample.json"}
+SAMPLES = {
+    1: SAMPLE,
+    2: _QUALITY / "model_only_new_shapes2_sample.json",
+    3: _QUALITY / "model_only_new_shapes3_sample.json",
+}
 RANDOM = 90
 
 
@@ -90,6 +114,11 @@ def sample(kernel: str, backend: str, dtype: str, dist: str | None, shape: tuple
     for c in ranked:
         if c.roles:
             why.setdefault(c.key, "+".join(c.roles))
+    for want, label in PICKS.get((kernel, dtype, tuple(shape)), []):
+        hit = [c.key for c in ranked if c.params == want]
+        if not hit:
+            raise ValueError(f"{label}: {want} is not in the ranked space of {kernel} {dtype} {shape}")
+        why[hit[0]] = f"{why[hit[0]]}+{label}" if hit[0] in why else label
     rest = [c.key for c in ranked if c.key not in why]
     for k in random.Random(seed).sample(rest, min(RANDOM, len(rest))):
         why[k] = "random"
