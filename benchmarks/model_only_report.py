@@ -65,16 +65,14 @@ def _simt_gemm(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[st
 def _gluon_gemm(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[str, float]:
     m, n, k = shape
     eb = {"bfloat16": 2, "float16": 2, "tf32": 4}[dtype]
-    steps = math.ceil(k / c["BK"])
     return {
         "mma_bytes": eb,
         # TMA keeps STAGES - 1 k-steps of A and B in flight while wgmma works on the current one
         "inflight_bytes": (c["STAGES"] - 1) * (c["BM"] + c["BN"]) * c["BK"] * eb / (32 * c["WARPS"]),
         "l2_bytes": _gemm_l2(m, n, k, c["BM"], c["BN"], eb),
-        # wgmma reads each k-step's A and B tiles from shared memory: (BM + BN) x BK x eb bytes in
-        # 128-byte wavefronts, times the ways an NVMMA swizzle of SWIZZLE bytes leaves 8 rows of a core
-        # matrix in the same banks (128 / SWIZZLE)
-        "extra_wavefronts": steps * (c["BM"] + c["BN"]) * c["BK"] * eb / 128 * (128 // c["SWIZZLE"]),
+        # the shared-memory wavefronts TMA and wgmma move are the spec's own now (kernels/triton/matmul.py
+        # ``tma_wgmma_rows``: one per SWIZZLE-byte row, TMA's writes and wgmma's reads); the proposal's
+        # reads-only count (k-steps x ring_step / 128 x 128 / SWIZZLE) is no longer put over it
     }
 
 
