@@ -275,6 +275,8 @@ def transpose_rows(t: Table, x: Any, n: int, sync: Callable[[], None] | None, re
     )
     kernel, flag = impl._pick(built, x, out, m, nn, vb)
     threads = built.constants["THREADS"]
+    # the build's own shared bytes (the misaligned build holds halo rows past its tile)
+    smem = impl._smem_for(built, kernel) if hasattr(impl, "_smem_for") else smem
     fire = rt.prepare_launch(kernel, grid, threads, smem)
     args = (out, x, *extra, *flag)
     t.add(

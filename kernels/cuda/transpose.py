@@ -423,7 +423,8 @@ class TransposeCuda(TransposeIO, CudaKernel):
         return Built(k, dict(constants), dtype, shifted)
 
     def _plan(self, built: Built, shape: tuple[int, ...]) -> tuple[tuple, tuple, int, int]:
-        """(grid, the int32 arguments after the two pointers, shared bytes, vector bytes)."""
+        """(grid, the int32 arguments after the two pointers, the aligned build's shared bytes, vector
+        bytes). The misaligned build holds halo rows too: launch a picked kernel with ``_smem_for``."""
         c = built.constants
         b, m, n = _dims(tuple(shape))
         i32 = np.int32
