@@ -67,6 +67,15 @@ POPC_INC_AGGREGATES = True
 # over 132 SMs, against 5.0 for the fastest AGG 0; benchmarks/results/h200/quality); the other shapes of
 # both runs and the new shapes of runs 8 and 10 (63-69 cycles where the match dominates) are the check.
 MATCH_ANY_CYCLES = 63.3
+# AGG 2's uniform test (histogram.cu ap_update, ap_update16) runs on every value of every warp, uniform or
+# not: a SHFL of lane 0's bin (32 lanes a clock per SM on sm_90: one SM cycle a warp), a VOTE.ALL and the
+# compares and predicates around them, none of which the shared-memory model sees. Measured as the fastest
+# AGG 2 candidate over the fastest AGG 0 one of the same shape, in SM cycles per 32 values over 132 SMs, on
+# the uint8 shapes of H200 study runs 1 and 2 (benchmarks/results/h200/quality; uint8 is where instruction
+# issue, not DRAM, bounds the kernel): 1.62, 1.56 and 1.74 (run 1: 2^28 x 256, 2^24 x 256, 10000019 x 100),
+# 1.71 (run 2: 2^24 x 256); 2.12 on today's kernel (run 23, uint8 2^24 x 256, whose AGG 0 has a check-free
+# uint8 path). The int32 shapes stream from DRAM and hide it (0.1-0.2 there).
+UNIFORM_TEST_CYCLES = 1.66
 
 
 def canonical_dist(dist: str) -> str:
@@ -408,6 +417,8 @@ class HistogramCuda(CudaKernel):
             info["block_cycles"] = _flush_cycles(c, bins)
         if c.get("AGG", 0) == 1:  # a warp match per value: THREADS / 32 warps x ITEMS x values per 16 bytes
             info["issue_cycles"] = MATCH_ANY_CYCLES * (c["THREADS"] // 32) * c["ITEMS"] * per
+        elif c.get("AGG", 0) == 2:  # the uniform test per value (both counter widths), uniform or not
+            info["issue_cycles"] = UNIFORM_TEST_CYCLES * (c["THREADS"] // 32) * c["ITEMS"] * per
         if c["PRIV"] == 2:  # the flushes: every counter word loaded and zeroed, 32 words a wavefront
             flushes = math.ceil(iters / (254 // (c["ITEMS"] * per))) + 1
             info["extra_wavefronts"] = flushes * 2 * c["BINS_PER_PASS"] // 4 * c["THREADS"] // 32
