@@ -37,7 +37,7 @@ import numpy as np
 from .arch import Arch
 from .model import analyze_distinct
 from .model import distinct_rows as model_distinct_rows
-from .spec import KernelSpec, SpecError, combine_codes
+from .spec import KernelSpec, SpecError, combine_codes, value_ranks
 
 __all__ = ["score_candidates"]
 
@@ -481,7 +481,8 @@ def _score_chunk(
         np.int64,
     )  # fmt: skip
     # formulas numbered densely: the (content, formula) table below is contents x formulas, not x layouts
-    n_forms, form_of = _dense(same)
+    forms, form_of = value_ranks(same)
+    n_forms = len(forms)
     pair, prep = _ids(*combine_codes((m_content[row], 0, len(crep) - 1), (form_of[lay], 0, n_forms - 1)))
     i0 = m_inst[crep]
     act0 = active[i0]
@@ -567,13 +568,6 @@ def _part_of(
         at[inside] = j[inside]
     fits = at < len(table) - 1
     return fits, table[at[fits], 3:]
-
-
-def _dense(ids: np.ndarray) -> tuple[int, np.ndarray]:
-    """(how many distinct values, each entry's rank among them) of small non-negative ints, in value order."""
-    seen = np.zeros(int(ids.max(initial=-1)) + 1, dtype=bool)
-    seen[ids] = True
-    return int(seen.sum()), (np.cumsum(seen) - 1)[ids]
 
 
 def _expand(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -226,6 +226,20 @@ def baselines(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -> list[dict
     return out
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic collector off for the block, and on again after it if it was on (a caller that turned it
+    off keeps it off)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+@_gc_paused()
 def rank(
     spec: KernelSpec,
     shape: tuple[int, ...],
@@ -243,61 +257,47 @@ def rank(
     some hundred thousand objects, none of them in a cycle, and the collector's passes over them took
     0.04-0.09 s of it on the 2-core machine (one pass over the survivors follows later instead).
     """
-    with _gc_paused():
-        a = get_arch(arch)
-        kept = space(spec, dtype)
-        legal = kept.legal(spec, shape, dtype)
-        rows = np.flatnonzero(legal)
-        frozen_rows = kept.frozen
-        frozen = [frozen_rows[i] for i in rows.tolist()]
-        extras: dict[tuple, dict[str, int]] = {}
-        for c in extra or []:
-            f = _freeze(c)
-            i = kept.find(f)
-            if (i is not None and legal[i]) or f in extras:
-                continue
-            if check_legal(spec, dict(c), shape, dtype):
-                extras[f] = dict(c)
-        if not len(rows) and not extras:
-            return []
-        frozen += list(extras)
-        layouts = kept.layouts(spec, rows, dtype) + [_layout(spec, c, dtype) for c in extras.values()]
-        wave, ideal = kept.score(spec, rows, layouts, dtype, dist, a)
-        if extras:
-            w, d = score_candidates(spec, list(extras.values()), layouts[len(rows) :], dtype, dist, a)
-            wave, ideal = np.concatenate([wave, w]), np.concatenate([ideal, d])
-        infos = _info_columns(spec, kept, rows, list(extras.values()), layouts, shape, dtype)
-        arrays = predict_arrays(infos, _traffic(spec, shape, dtype), wave, ideal, a, layouts=layouts)
-        preds = predictions(arrays, wave, ideal)
-        roles: list[tuple[str, ...]] = [()] * len(frozen)
-        where = {f: j for j, f in enumerate(extras, len(rows))}
-        named = []
-        if getattr(spec, "DEFAULTS", None) is not None:
-            named.append((_freeze(spec.DEFAULTS), "unpadded"))
-        textbook = spec.textbook(shape, dtype) if hasattr(spec, "textbook") else None
-        if textbook is not None:
-            named.append((_freeze(textbook), "textbook"))
-        for f, role in named:
-            i = kept.find(f)
-            j = int(np.searchsorted(rows, i)) if i is not None and legal[i] else where.get(f)
-            if j is not None:
-                roles[j] = (*roles[j], role)
-        order = _order(frozen, preds, arrays, wave, kept, rows)
-        pick = [frozen, layouts, preds, roles]
-        return list(map(Candidate, *([x[i] for i in order] for x in pick)))
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic collector off for the block, and on again after it if it was on (a caller that turned it
-    off keeps it off)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
+    a = get_arch(arch)
+    kept = space(spec, dtype)
+    legal = kept.legal(spec, shape, dtype)
+    rows = np.flatnonzero(legal)
+    frozen_rows = kept.frozen
+    frozen = [frozen_rows[i] for i in rows.tolist()]
+    extras: dict[tuple, dict[str, int]] = {}
+    for c in extra or []:
+        f = _freeze(c)
+        i = kept.find(f)
+        if (i is not None and legal[i]) or f in extras:
+            continue
+        if check_legal(spec, dict(c), shape, dtype):
+            extras[f] = dict(c)
+    if not len(rows) and not extras:
+        return []
+    frozen += list(extras)
+    layouts = kept.layouts(spec, rows, dtype) + [_layout(spec, c, dtype) for c in extras.values()]
+    wave, ideal = kept.score(spec, rows, layouts, dtype, dist, a)
+    if extras:
+        w, d = score_candidates(spec, list(extras.values()), layouts[len(rows) :], dtype, dist, a)
+        wave, ideal = np.concatenate([wave, w]), np.concatenate([ideal, d])
+    infos = _info_columns(spec, kept, rows, list(extras.values()), layouts, shape, dtype)
+    arrays = predict_arrays(infos, _traffic(spec, shape, dtype), wave, ideal, a, layouts=layouts)
+    preds = predictions(arrays, wave, ideal)
+    roles: list[tuple[str, ...]] = [()] * len(frozen)
+    where = {f: j for j, f in enumerate(extras, len(rows))}
+    named = []
+    if getattr(spec, "DEFAULTS", None) is not None:
+        named.append((_freeze(spec.DEFAULTS), "unpadded"))
+    textbook = spec.textbook(shape, dtype) if hasattr(spec, "textbook") else None
+    if textbook is not None:
+        named.append((_freeze(textbook), "textbook"))
+    for f, role in named:
+        i = kept.find(f)
+        j = int(np.searchsorted(rows, i)) if i is not None and legal[i] else where.get(f)
+        if j is not None:
+            roles[j] = (*roles[j], role)
+    order = _order(frozen, preds, arrays, wave, kept, rows)
+    pick = [frozen, layouts, preds, roles]
+    return list(map(Candidate, *([x[i] for i in order] for x in pick)))
 
 
 def _order(

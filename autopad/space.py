@@ -30,7 +30,8 @@ import numpy as np
 from .arch import Arch
 from .expr import ExprError, compile_expr
 from .layouts import Legality
-from .spec import DTYPE_BYTES, KernelSpec, SpecError
+from .spec import DTYPE_BYTES, KernelSpec, SpecError, row_codes
+from .spec import value_ranks as _values
 
 __all__ = ["Space", "space", "restricted", "check_legal", "layout_of"]
 
@@ -316,7 +317,7 @@ class Space:
         rows = np.asarray(rows, dtype=np.int64)
         at = rows[~self._made[rows]]
         if len(at) and reads is not None and set(reads) <= set(self.names):
-            code = _code([self.cols[k][at] for k in reads], len(at))
+            code = row_codes([self.cols[k][at] for k in reads], len(at))
             _, first, which = np.unique(code, return_index=True, return_inverse=True)
             made = np.empty(len(first), dtype=object)  # filled one by one: a layout may be a sequence
             for j, i in enumerate(at[first].tolist()):
@@ -384,34 +385,13 @@ class Space:
                 ids = np.unique(
                     np.fromiter(map(id, lays), dtype=np.int64, count=len(lays)), return_inverse=True
                 )
-                units = _code([*(self.cols[k][at] for k in keys), ids[1].ravel()], len(at))
+                units = row_codes([*(self.cols[k][at] for k in keys), ids[1].ravel()], len(at))
             from .score import score_candidates
 
             w, d = score_candidates(spec, _Rows(self, at), lays, dtype, dist, arch, memos, units)
             wave[at], ideal[at] = w, d
             known[at] = True
         return wave[rows], ideal[rows]
-
-
-def _values(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(col, return_inverse=True)`` of an int column; by marks in a table over its range where
-    that is small (a tunable's few values: no sort)."""
-    lo, hi = (int(col.min()), int(col.max())) if len(col) else (0, -1)
-    if hi - lo >= 1 << 16:
-        return np.unique(col, return_inverse=True)
-    seen = np.zeros(hi - lo + 1, dtype=bool)
-    seen[col - lo] = True
-    rank = np.cumsum(seen) - 1
-    return np.flatnonzero(seen) + lo, rank[col - lo]
-
-
-def _code(cols: list[np.ndarray], n: int) -> np.ndarray:
-    """One int64 per row that is equal exactly where every column (int64) is."""
-    from .spec import combine_codes
-
-    if not cols or not n:
-        return np.zeros(n, dtype=np.int64)
-    return combine_codes(*((c, int(c.min()), int(c.max())) for c in cols))[0]
 
 
 class _Memos(Sequence):

@@ -68,6 +68,8 @@ __all__ = [
     "spec_name",
     "per_distinct",
     "combine_codes",
+    "row_codes",
+    "value_ranks",
     "batched_info",
 ]
 
@@ -204,17 +206,40 @@ def combine_codes(*cols: tuple[np.ndarray, int, int]) -> tuple[np.ndarray, int]:
     return code, size
 
 
+def value_ranks(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(col, return_inverse=True)`` of an int column; by marks in a table over its range where
+    that is small (a tunable's few values: no sort)."""
+    lo, hi = (int(col.min()), int(col.max())) if len(col) else (0, -1)
+    if hi - lo >= 1 << 16:
+        return np.unique(col, return_inverse=True)
+    seen = np.zeros(hi - lo + 1, dtype=bool)
+    seen[col - lo] = True
+    rank = np.cumsum(seen) - 1
+    return np.flatnonzero(seen) + lo, rank[col - lo]
+
+
+def row_codes(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
+    """One int64 per row that is equal exactly where every column is, and ordered as the rows' values
+    (column by column): integer columns by their range (no sort), any other by the ranks of its values."""
+    if not cols or not n:
+        return np.zeros(n, dtype=np.int64)
+    spans = []
+    for c in cols:
+        c = np.asarray(c)
+        if c.dtype.kind not in "iub":
+            c = np.unique(c, return_inverse=True)[1].ravel()
+        c = c.astype(np.int64, copy=False)
+        spans.append((c, int(c.min()), int(c.max())))
+    return combine_codes(*spans)[0]
+
+
 def per_distinct(columns: Mapping[str, Any], names: Sequence[str]) -> tuple[list[dict[str, int]], np.ndarray]:
     """For a spec's batch hooks: the distinct combinations of the named columns (each the whole first row
     that has it, as a constants dict of Python ints) and each row's combination. A hook asks its scalar
     function once per combination of the constants that function reads and spreads the answers with the
     index (``answers[index]``)."""
     n = len(next(iter(columns.values()))) if columns else 0
-    ranks = []  # each column as the rank of its value among the column's values
-    for k in names:
-        vals, inv = np.unique(np.asarray(columns[k]), return_inverse=True)
-        ranks.append((inv.ravel(), 0, len(vals) - 1))
-    code = combine_codes(*ranks)[0] if ranks else np.zeros(n, dtype=np.int64)
+    code = row_codes([columns[k] for k in names], n)
     _, first, index = np.unique(code, return_index=True, return_inverse=True)
     keys = list(columns)
     rows = [dict(zip(keys, v)) for v in zip(*(np.asarray(columns[k])[first].tolist() for k in keys))]

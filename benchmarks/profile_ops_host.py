@@ -266,7 +266,7 @@ def transpose_rows(t: Table, x: Any, n: int, sync: Callable[[], None] | None, re
         lambda: per_call(lambda: go(ins, out), n, sync),
     )
     bb, m, nn = (1, *x.shape) if x.dim() == 2 else tuple(x.shape)
-    grid, extra, smem, vb = impl._plan(built, (bb, m, nn))
+    grid, extra, vb = impl._plan(built, (bb, m, nn))
     t.add(
         sec,
         "  spec _pick (alignment)",
@@ -275,8 +275,7 @@ def transpose_rows(t: Table, x: Any, n: int, sync: Callable[[], None] | None, re
     )
     kernel, flag = impl._pick(built, x, out, m, nn, vb)
     threads = built.constants["THREADS"]
-    # the build's own shared bytes (the misaligned build holds halo rows past its tile)
-    smem = impl._smem_for(built, kernel) if hasattr(impl, "_smem_for") else smem
+    smem = impl._smem_for(built, kernel)  # the build's own (the misaligned one holds halo rows)
     fire = rt.prepare_launch(kernel, grid, threads, smem)
     args = (out, x, *extra, *flag)
     t.add(

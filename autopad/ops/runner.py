@@ -222,14 +222,14 @@ def flat_transpose(
     get_dev = _get_dev
     if (spec.NAME, spec.BACKEND) != ("transpose", "cuda") or get_dev is None:
         return None
-    if not (callable(getattr(impl, "_plan", None)) and callable(getattr(impl, "_pick", None))):
+    if not all(callable(getattr(impl, f, None)) for f in ("_plan", "_pick", "_smem_for")):
         return None
     if not hasattr(built, "kernel") or not isinstance(getattr(built, "constants", None), dict):
         return None
     from .. import cuda_runtime
 
     bb, m, n = (1, *b.shape) if len(b.shape) == 2 else b.shape
-    grid, extra, smem, vb = impl._plan(built, (bb, m, n))
+    grid, extra, vb = impl._plan(built, (bb, m, n))
     threads = built.constants["THREADS"]
     gos: dict[tuple, Any] = {}
     table = []
@@ -240,11 +240,11 @@ def flat_transpose(
             kernel, flag = impl._pick(built, _Ptr(0 if x_ok else 1), _Ptr(0 if out_ok else 1), m, n, vb)
             key = (id(kernel), tuple(int(f) for f in flag))
             if key not in gos:
-                # the spec's launcher passes (out, x, *scalars, *flag): 0 marks a pointer slot; the
-                # misaligned build holds halo rows, so its shared bytes are the spec's for that kernel
+                # the spec's launcher passes (out, x, *scalars, *flag): 0 marks a pointer slot; each build
+                # has its own shared bytes (the misaligned one holds halo rows)
                 args = (0, 0, *extra, *flag)
-                nbytes = impl._smem_for(built, kernel) if hasattr(impl, "_smem_for") else smem
-                gos[key] = cuda_runtime.prepare_fixed(kernel, grid, threads, nbytes, args, b.device)
+                smem = impl._smem_for(built, kernel)
+                gos[key] = cuda_runtime.prepare_fixed(kernel, grid, threads, smem, args, b.device)
             if gos[key] is None:
                 return None
             table.append(gos[key])

@@ -76,6 +76,7 @@ MATCH_ANY_CYCLES = 63.3
 # 1.71 (run 2: 2^24 x 256); 2.12 on today's kernel (run 23, uint8 2^24 x 256, whose AGG 0 has a check-free
 # uint8 path). The int32 shapes stream from DRAM and hide it (0.1-0.2 there).
 UNIFORM_TEST_CYCLES = 1.66
+_AGG_CYCLES = {1: MATCH_ANY_CYCLES, 2: UNIFORM_TEST_CYCLES}  # SM cycles a warp-value, by AGG
 
 
 def canonical_dist(dist: str) -> str:
@@ -415,10 +416,9 @@ class HistogramCuda(CudaKernel):
             info["dram_efficiency"] = 1.0 / passes
         if c["COUNTER"] == 32:
             info["block_cycles"] = _flush_cycles(c, bins)
-        if c.get("AGG", 0) == 1:  # a warp match per value: THREADS / 32 warps x ITEMS x values per 16 bytes
-            info["issue_cycles"] = MATCH_ANY_CYCLES * (c["THREADS"] // 32) * c["ITEMS"] * per
-        elif c.get("AGG", 0) == 2:  # the uniform test per value (both counter widths), uniform or not
-            info["issue_cycles"] = UNIFORM_TEST_CYCLES * (c["THREADS"] // 32) * c["ITEMS"] * per
+        agg = _AGG_CYCLES.get(c.get("AGG", 0))
+        if agg:  # AGG 1's warp match, AGG 2's uniform test: per value, THREADS / 32 warps x ITEMS x per
+            info["issue_cycles"] = agg * (c["THREADS"] // 32) * c["ITEMS"] * per
         if c["PRIV"] == 2:  # the flushes: every counter word loaded and zeroed, 32 words a wavefront
             flushes = math.ceil(iters / (254 // (c["ITEMS"] * per))) + 1
             info["extra_wavefronts"] = flushes * 2 * c["BINS_PER_PASS"] // 4 * c["THREADS"] // 32
@@ -669,6 +669,9 @@ class Built:
         return self._work[key]
 
 
+_PROPS: dict[int, Any] = {}
+
+
 def _props() -> Any:
     """torch's properties of the current device, fetched once per device."""
     import torch
@@ -677,9 +680,6 @@ def _props() -> Any:
     if dev not in _PROPS:
         _PROPS[dev] = torch.cuda.get_device_properties(dev)
     return _PROPS[dev]
-
-
-_PROPS: dict[int, Any] = {}
 
 
 def _sm90() -> bool:

@@ -36,7 +36,7 @@ from autopad.access import Instruction
 from autopad.arch import get_arch
 from autopad.bases import CudaKernel, Out
 from autopad.layouts import Legality, Padded, Swizzled
-from autopad.spec import DTYPE_BYTES, combine_codes
+from autopad.spec import DTYPE_BYTES, per_distinct
 
 _ARCH = get_arch("sm_90")
 _SOURCE = Path(__file__).with_name("transpose.cu")
@@ -97,11 +97,7 @@ def _layout(tm: int, tn: int, e: int, pad: int, sv: int, pp: int, mp: int) -> Pa
 
 
 def _lkey(c: dict[str, int], e: int) -> tuple[int, ...]:
-    return _lkey_of(c["TILE_M"], c["TILE_N"], e, c["PAD"], c["SW_VEC"], c["SW_PER_PHASE"], c["SW_MAX_PHASE"])
-
-
-def _lkey_of(tm: int, tn: int, e: int, pad: int, sv: int, pp: int, mp: int) -> tuple[int, ...]:
-    return (tm, tn, e, pad, sv, pp, mp)
+    return (c["TILE_M"], c["TILE_N"], e, c["PAD"], c["SW_VEC"], c["SW_PER_PHASE"], c["SW_MAX_PHASE"])
 
 
 # ---- the shared-memory pattern, vectorised ----------------------------------------------------------------
@@ -422,9 +418,9 @@ class TransposeCuda(TransposeIO, CudaKernel):
             shifted = cuda_runtime.load_kernel(src, self.KERNEL, self.defines(constants, dtype, True))
         return Built(k, dict(constants), dtype, shifted)
 
-    def _plan(self, built: Built, shape: tuple[int, ...]) -> tuple[tuple, tuple, int, int]:
-        """(grid, the int32 arguments after the two pointers, the aligned build's shared bytes, vector
-        bytes). The misaligned build holds halo rows too: launch a picked kernel with ``_smem_for``."""
+    def _plan(self, built: Built, shape: tuple[int, ...]) -> tuple[tuple, tuple, int]:
+        """(grid, the int32 arguments after the two pointers, vector bytes); a picked kernel's shared bytes
+        are ``_smem_for``'s (the misaligned build holds halo rows too)."""
         c = built.constants
         b, m, n = _dims(tuple(shape))
         i32 = np.int32
@@ -432,11 +428,11 @@ class TransposeCuda(TransposeIO, CudaKernel):
             extra = (i32(m), i32(n), i32(b), i32(c.get("GROUP", 1)))
         else:
             extra = (i32(m), i32(n), i32(b))
-        return self.grid(c, shape), extra, self.smem_bytes(c, built.dtype), c["VEC"] * self._e(built.dtype)
+        return self.grid(c, shape), extra, c["VEC"] * self._e(built.dtype)
 
     def _smem_for(self, built: Built, kernel: Any) -> int:
         """Dynamic shared bytes for this build of the candidate (the misaligned one holds the halo)."""
-        return self.smem_bytes(built.constants, built.dtype, kernel is built.shifted and kernel is not None)
+        return self.smem_bytes(built.constants, built.dtype, kernel is built.shifted)
 
     def _pick(self, built: Built, x: Any, out: Any, m: int, n: int, vb: int) -> tuple[Any, tuple]:
         """The kernel for these pointers, and the scalar path's trailing ``aligned`` flag."""
@@ -452,7 +448,7 @@ class TransposeCuda(TransposeIO, CudaKernel):
         x = _x(inputs)
         x = x if x.is_contiguous() else x.contiguous()
         b, m, n = _dims(tuple(x.shape))
-        grid, extra, smem, vb = self._plan(built, (b, m, n))
+        grid, extra, vb = self._plan(built, (b, m, n))
         kernel, flag = self._pick(built, x, out, m, n, vb)
         smem = self._smem_for(built, kernel)
         cuda_runtime.launch(kernel, grid, built.constants["THREADS"], (out, x, *extra, *flag), smem)
@@ -463,7 +459,7 @@ class TransposeCuda(TransposeIO, CudaKernel):
         from autopad import cuda_runtime
 
         b, m, n = _dims(tuple(shape))
-        grid, extra, smem, vb = self._plan(built, (b, m, n))
+        grid, extra, vb = self._plan(built, (b, m, n))
         threads = built.constants["THREADS"]
         prepare = getattr(cuda_runtime, "prepare_launch", None)
 
@@ -526,7 +522,7 @@ def _legal_tile(tm: int, tn: int, vec: int, pad: int, sv: int, pp: int, mp: int,
     ok = lay.check(vec, _ARCH.smem_per_block)
     if not ok:
         return ok
-    if vec > 1 and _smem(_lkey_of(tm, tn, e, pad, sv, pp, mp), vec) > _ARCH.smem_per_block:
+    if vec > 1 and _smem((tm, tn, e, pad, sv, pp, mp), vec) > _ARCH.smem_per_block:
         return Legality(False, f"the tile and its {vec} halo rows (misaligned rows) exceed the shared budget")
     if tm % vec:
         return Legality(False, f"TILE_M {tm} is not a whole number of {vec}-element vectors")
@@ -571,15 +567,9 @@ def _legal_threads(tm: int, tn: int, t: int, vec: int, readout: int, scalar: int
 
 def _each(fn: Any, cols: dict[str, np.ndarray], *extra: Any) -> np.ndarray:
     """``bool(fn(*row, *extra))`` for every row of ``cols`` (values in the dict's order), called once per
-    distinct row (rows told apart by one mixed-radix code of the columns' values, no sort per column)."""
-    vals = [np.asarray(v, dtype=np.int64) for v in cols.values()]
-    n = len(vals[0]) if vals else 0
-    if not n:
-        return np.zeros(n, dtype=bool)
-    code = combine_codes(*((v, int(v.min()), int(v.max())) for v in vals))[0]
-    _, first, at = np.unique(code, return_index=True, return_inverse=True)
-    rows = zip(*(v[first].tolist() for v in vals))
-    return np.array([bool(fn(*r, *extra)) for r in rows], dtype=bool)[at.ravel()]
+    distinct row."""
+    rows, at = per_distinct(cols, list(cols))
+    return np.array([bool(fn(*r.values(), *extra)) for r in rows], dtype=bool)[at]
 
 
 @lru_cache(maxsize=1 << 14)
