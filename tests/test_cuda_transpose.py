@@ -493,6 +493,34 @@ def test_edge1_builds_fit_min_blocks_without_spilling(dtype, c):
         assert regs * c["THREADS"] * T.min_blocks(c, dtype, mis) <= 65536, (regs, c, mis)
 
 
+# constants off the tuned space (64 threads for a 128-wide tile: THREADS < TILE_N), which ``legal`` accepts:
+# the load phase sweeps LY = 8 rows a pass, fewer than the VEC = 16 halo rows of the misaligned build, which
+# then loads them in two passes (the kernel refused to compile before: "the halo pass loads VEC rows in one
+# pass of LY")
+FEW_ROWS = dict(
+    T.DEFAULTS,
+    TILE_M=32,
+    TILE_N=128,
+    THREADS=64,
+    VEC=16,
+    READOUT=1,
+    SCALAR_EDGE=0,
+    PAD=0,
+    SW_VEC=16,
+    SW_PER_PHASE=8,
+    SW_MAX_PHASE=8,
+)
+
+
+@needs_nvcc
+def test_misaligned_build_loads_the_halo_in_two_passes_where_a_pass_is_short():
+    assert T.legal(FEW_ROWS, (4097, 300), "int8")
+    assert T._phases(FEW_ROWS)[1] < FEW_ROWS["VEC"]  # LY < VEC
+    for mis in (False, True):
+        regs, spill = _ptxas(T.defines(FEW_ROWS, "int8", mis))
+        assert spill == 0, mis
+
+
 # ---- GPU ------------------------------------------------------------------------------------------------
 SHAPES = [(1, 1), (1, 33), (31, 1), (31, 33), (33, 31), (1000, 37), (64, 128), (2, 65, 129), (5, 1, 7)]
 
@@ -524,6 +552,14 @@ def test_gpu_matches_torch_odd_shapes(dtype):
         for scalar in (1, 0):
             for shape in SHAPES:
                 _run_check(name, dict(c, SCALAR_EDGE=scalar), shape, dtype, seed)
+
+
+@pytest.mark.gpu
+def test_gpu_halo_in_two_load_passes():
+    """FEW_ROWS on rows off the vector grid (both sides), batched, and at misaligned pointers."""
+    for shape in [(33, 70), (4097, 300), (2, 65, 129), (1000, 37), (5, 1, 7)]:
+        for offset in (0, 3):
+            _run_check("few rows a pass", FEW_ROWS, shape, "int8", 1, offset=offset)
 
 
 @pytest.mark.gpu

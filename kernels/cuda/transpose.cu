@@ -35,6 +35,10 @@
 // end of M stores single elements. (The earlier build wrote each segment's two partial vectors from two
 // blocks as up to 2 log2(VEC) small stores into one 16-byte block: 4097 x 8191 at 0.63-0.68 of copy for
 // 1-byte elements, 0.76 for 2-byte, H200 runs 19-25; runs 26 and 28 measured the halo builds.)
+// Where only the input rows are off the grid (M % VEC == 0, N % VEC != 0: `halo` false), the misaligned
+// build's read-out is the aligned one's (ap_put_grid: one guarded vector store, no shuffle; H200 run 37,
+// 4096 x 8191, against the shuffles this path used to run: int8 128 x 128 0.827 -> 0.885 of copy, fp64 0.900
+// -> 0.923).
 // The model scores the aligned build's shared-memory pattern; the misaligned build adds the halo rows'
 // stores and reads columns from rows shifted by u (or a second read of a group), which it does not score.
 // This path runs a 1-D grid of one tile per block, is built with __launch_bounds__(THREADS, MIN_BLOCKS),
@@ -231,9 +235,11 @@ union VecU {
     ap_u32 u[NW];
 };
 
-// the misaligned build's halo: VEC input rows past the tile, for output rows off the vector grid
+// the misaligned build's halo: VEC input rows past the tile, for output rows off the vector grid, loaded
+// in HPASS passes of LY rows (two where a tile row has more vectors than the block has threads over VEC:
+// 32 x 128 int8 with 64 threads loads LY = 8 rows a pass)
 #define HALO (MISALIGNED && VEC > 1 && READOUT != 2)
-static_assert(!HALO || LY >= VEC, "the halo pass loads VEC rows in one pass of LY");
+#define HPASS (HALO ? (VEC + LY - 1) / LY : 0)
 
 #if READOUT == 2
 #define RM2 (TILE_M / 32)           // 32-row blocks per tile column
@@ -363,7 +369,19 @@ __device__ __noinline__ void ap_put_edge(T* row, int e0, int mvalid, int sh, boo
 }
 #endif
 
-// Store a lane's VEC elements: output row n, tile-relative columns e0 .. e0 + VEC - 1 (global m0 + e0 ..).
+// Store a lane's VEC elements where every output row is on the vector grid (the aligned build, or a
+// misaligned one whose output rows are not shifted: `halo` false): output row n, tile-relative columns
+// e0 .. e0 + VEC - 1 (global m0 + e0 ..). Rows of whole vectors: a vector is wholly in or out, one guarded
+// vector store, no element-wise fallback (the compiler would merge it in as VEC narrow stores), no shuffle.
+__device__ __forceinline__ void ap_put_grid(T* __restrict__ dst, int n, int N, int M, int m0, int e0,
+                                            const VecU& o) {
+    if (n >= N) return;
+    if (e0 < min(TILE_M, M - m0)) ap_store(dst + (long long)n * M + m0 + e0, o);
+}
+
+#if HALO
+// Store a lane's VEC elements on output rows that may be off the vector grid (the 1-byte register
+// read-out's halo path): output row n, tile-relative columns e0 .. e0 + VEC - 1 (global m0 + e0 ..).
 // Every lane of the warp must call it (it shuffles). Aligned rows: one vector store. Rows that start sh
 // bytes past a vector boundary: the lane writes the aligned vector that begins u = VEC - sh / ELEM_BYTES
 // elements into its own, funnel-shifted from its vector and the next group's (the next lane's; `ext`, read
@@ -371,14 +389,11 @@ __device__ __noinline__ void ap_put_edge(T* row, int e0, int mvalid, int sh, boo
 // tile) also writes the row's first u elements. Elements at or past M are never written.
 __device__ __forceinline__ void ap_put(T* __restrict__ dst, int n, int N, int M, int m0, int e0, bool head,
                                        bool edge, const VecU& o, const VecU& ext) {
-#if MISALIGNED && VEC > 1
     VecU nx = ap_next_lane(o);
     if (edge) nx = ext;
-#endif
     if (n >= N) return;
     const int mvalid = min(TILE_M, M - m0);
     T* row = dst + (long long)n * M + m0;
-#if MISALIGNED && VEC > 1
     const int sh = (int)((size_t)row & (VB - 1));
     if (sh != 0) {
         if (mvalid == TILE_M) {  // a whole tile (block-uniform): one aligned vector a lane
@@ -403,12 +418,8 @@ __device__ __forceinline__ void ap_put(T* __restrict__ dst, int n, int N, int M,
         ap_store(row + e0, o);
     else
         ap_put_part(row, e0, mvalid, o);
-#else
-    // rows of whole vectors: a vector is wholly in or out. One guarded vector store, no element-wise
-    // fallback, which the compiler would otherwise merge with it into VEC narrow stores.
-    if (e0 < mvalid) ap_store(row + e0, o);
-#endif
 }
+#endif
 
 #if READOUT == 1
 // output rows nn + g of a lane's group: VEC 4-byte words w (tile rows sx*VEC + v, columns nn .. nn + G - 1)
@@ -495,6 +506,7 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
     // `edge`: the last lane of a row segment or warp, whose next group is not in the next lane
     const bool halo = HALO && ((M % VEC) != 0 || ((size_t)out & (VB - 1)) != 0);
     const bool head = sx == 0 && m0 == 0, edge = sx == SX - 1 || lane == 31;
+    (void)halo, (void)head, (void)edge;  // read by the misaligned builds only
     {
         const T* src = in + (long long)b * M * N;
         T* dst = out + (long long)b * M * N;
@@ -503,17 +515,18 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
             // row m's tile segment starts sh bytes past a vector boundary: load the aligned vectors that
             // cover it (lane lx: the lx-th; the next one from lane + 1, or loaded by the row's / warp's last
             // lane), funnel-shift, store aligned to the tile. Vectors wholly past the segment stay unread.
-            // Where output rows are shifted too, pass LPASS loads the VEC halo rows past the tile (threads
-            // ly < VEC; LY >= VEC as THREADS >= TILE_N) into tile rows TILE_M ...
+            // Where output rows are shifted too, passes LPASS .. load the VEC halo rows past the tile into
+            // tile rows TILE_M .. (one pass where LY >= VEC)
             const bool edge_lane = (lx == LX - 1) || (lane == 31);
             const int nend = min(N, n0 + TILE_N);
-            VecU cur[LPASS + HALO], ext[LPASS + HALO];
-            int shs[LPASS + HALO];
+            VecU cur[LPASS + HPASS], ext[LPASS + HPASS];
+            int shs[LPASS + HPASS];
 #pragma unroll
-            for (int p = 0; p < LPASS + HALO; ++p) {
-                const int r = p < LPASS ? ly + p * LY : TILE_M + ly;
+            for (int p = 0; p < LPASS + HPASS; ++p) {
+                const int hr = ly + (p - LPASS) * LY;  // halo passes: halo row hr, tile row TILE_M + hr
+                const int r = p < LPASS ? ly + p * LY : TILE_M + hr;
                 const int m = m0 + r;
-                const bool rok = m < M && (p < LPASS || (halo && ly < VEC));
+                const bool rok = m < M && (p < LPASS || (halo && hr < VEC));
                 const unsigned char* rowp = reinterpret_cast<const unsigned char*>(src + (long long)(rok ? m : 0) * N);
                 const unsigned char* seg = rowp + (long long)n0 * ELEM_BYTES;
                 const int sh = (int)((size_t)seg & (VB - 1));
@@ -524,13 +537,14 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
                 shs[p] = sh;
             }
 #pragma unroll
-            for (int p = 0; p < LPASS + HALO; ++p) {
+            for (int p = 0; p < LPASS + HPASS; ++p) {
                 VecU nx = ap_next_lane(cur[p]);
                 if (edge_lane) nx = ext[p];
                 VecU v;
                 ap_funnel(v, cur[p], nx, shs[p]);
-                if (p < LPASS || ly < VEC)
-                    *reinterpret_cast<W*>(tile + SMEM_OFF(p < LPASS ? ly + p * LY : TILE_M + ly, lx * VEC)) = v.w;
+                const int hr = ly + (p - LPASS) * LY;
+                if (p < LPASS || hr < VEC)
+                    *reinterpret_cast<W*>(tile + SMEM_OFF(p < LPASS ? ly + p * LY : TILE_M + hr, lx * VEC)) = v.w;
             }
         }
 #else
@@ -596,24 +610,41 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
         if (halo) {
             ap_gather_shifted(tile, dst, n0, N, M, m0, sx, sy);
         } else
+#elif HALO
+        if (halo) {
+#pragma unroll
+            for (int p = 0; p < RPASS; ++p) {
+                const int nn = (sy + p * SY) * G;
+                ap_u32 w[VEC], x[VEC];
+                // VEC ld.shared of 4 bytes: tile row sx*VEC + v, columns nn .. nn + G - 1
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) w[v] = *reinterpret_cast<const ap_u32*>(tile + SMEM_OFF(sx * VEC + v, nn));
+                // a segment's last lane: the group after ours too (the halo rows at the end)
+#pragma unroll
+                for (int v = 0; v < VEC; ++v)
+                    x[v] = edge ? *reinterpret_cast<const ap_u32*>(tile + SMEM_OFF((sx + 1) * VEC + v, nn)) : 0u;
+#pragma unroll
+                for (int g = 0; g < G; ++g) {
+                    VecU o, xo;
+                    ap_rt(o, w, g);
+                    ap_rt(xo, x, g);
+                    ap_put(dst, n0 + nn + g, N, M, m0, sx * VEC, head, edge, o, xo);
+                }
+            }
+        } else
 #endif
 #pragma unroll
-        for (int p = 0; p < RPASS; ++p) {
+        for (int p = 0; p < RPASS; ++p) {  // output rows on the vector grid
             const int nn = (sy + p * SY) * G;
-            ap_u32 w[VEC], x[VEC];
+            ap_u32 w[VEC];
             // VEC ld.shared of 4 bytes: tile row sx*VEC + v, columns nn .. nn + G - 1
 #pragma unroll
             for (int v = 0; v < VEC; ++v) w[v] = *reinterpret_cast<const ap_u32*>(tile + SMEM_OFF(sx * VEC + v, nn));
-            // a segment's last lane, on shifted output rows: the group after ours too (halo rows at the end)
-#pragma unroll
-            for (int v = 0; v < VEC; ++v)
-                x[v] = (HALO && halo && edge) ? *reinterpret_cast<const ap_u32*>(tile + SMEM_OFF((sx + 1) * VEC + v, nn)) : 0u;
 #pragma unroll
             for (int g = 0; g < G; ++g) {
-                VecU o, xo;
+                VecU o;
                 ap_rt(o, w, g);
-                ap_rt(xo, x, g);
-                ap_put(dst, n0 + nn + g, N, M, m0, sx * VEC, head, edge, o, xo);
+                ap_put_grid(dst, n0 + nn + g, N, M, m0, sx * VEC, o);
             }
         }
 #else
@@ -629,7 +660,7 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
             // VEC ld.shared of ELEM_BYTES each, down tile column nn: the bank-sensitive walk
 #pragma unroll
             for (int v = 0; v < VEC; ++v) o.e[v] = tile[SMEM_OFF(sx * VEC + v, nn)];
-            ap_put(dst, n0 + nn, N, M, m0, sx * VEC, head, edge, o, o);  // output rows on the vector grid here
+            ap_put_grid(dst, n0 + nn, N, M, m0, sx * VEC, o);  // output rows on the vector grid here
         }
 #endif
     }
