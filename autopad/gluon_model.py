@@ -79,7 +79,11 @@ class Blocked:
             if len(v) != 2:
                 raise ValueError(f"{name}: need two entries (a 2-D layout), got {v}")
             object.__setattr__(self, name, v)
-        if self.symbolic:
+        # whether some entry is an expression, once (``symbolic`` is read at every use of the layout)
+        object.__setattr__(
+            self, "_symbolic", any(isinstance(x, str) for n in _FIELDS for x in getattr(self, n))
+        )
+        if self._symbolic:
             return
         for name in ("size_per_thread", "threads_per_warp", "warps_per_cta"):
             v = tuple(int(x) for x in getattr(self, name))
@@ -95,7 +99,7 @@ class Blocked:
     @property
     def symbolic(self) -> bool:
         """Whether some entry is an expression still to be resolved against a kernel's constants."""
-        return any(isinstance(x, str) for name in _FIELDS for x in getattr(self, name))
+        return self._symbolic
 
     def resolve(self, constants: Mapping[str, int]) -> Blocked:
         """This layout with every expression evaluated over ``constants`` (``autopad.expr`` arithmetic).
@@ -170,16 +174,18 @@ def _apply(bases: list, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def lane_elements(layout: Blocked, shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, cols), each ``[warps, 32, registers]``: the element every register of every thread holds."""
+    """(rows, cols), each ``[warps, 32, registers]``: the element every register of every thread holds.
+
+    Each index's bases apply to that index alone (a warp's, a lane's, a register's part of the element),
+    and the element is the XOR of the three parts: worked out on each axis, then broadcast."""
     reg, lane, warp = _bases(layout, shape)
     nw, nr = layout.num_warps, 1 << len(reg)
-    w = np.arange(nw, dtype=np.int64)[:, None, None]
-    ln = np.arange(32, dtype=np.int64)[None, :, None]
-    rg = np.arange(nr, dtype=np.int64)[None, None, :]
-    rr, rc = _apply(reg, np.broadcast_to(rg, (nw, 32, nr)))
-    lr, lc = _apply(lane, np.broadcast_to(ln, (nw, 32, nr)))
-    wr, wc = _apply(warp, np.broadcast_to(w, (nw, 32, nr)))
-    return rr ^ lr ^ wr, rc ^ lc ^ wc
+    rr, rc = _apply(reg, np.arange(nr, dtype=np.int64))
+    lr, lc = _apply(lane, np.arange(32, dtype=np.int64))
+    wr, wc = _apply(warp, np.arange(nw, dtype=np.int64))
+    rows = wr[:, None, None] ^ lr[None, :, None] ^ rr[None, None, :]
+    cols = wc[:, None, None] ^ lc[None, :, None] ^ rc[None, None, :]
+    return rows, cols
 
 
 def vector_cap(smem: Tile) -> int:

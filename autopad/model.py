@@ -78,6 +78,7 @@ __all__ = [
     "backend",
     "distinct_rows",
     "op_status",
+    "row_hashes",
     "shift_period",
     "OPS",
     "OP_STATUS",
@@ -267,6 +268,15 @@ def _address_error(r: int, lane: int, a: int, code: int, rule: _Rule | None, n: 
     )
 
 
+def _plain_batch(arr: np.ndarray, rule: _Rule) -> bool:
+    """Whether a 2-D integer batch passes ``_check_numpy`` by its quick test (entries -1 or aligned
+    addresses below ``ADDRESS_LIMIT``; no lane that must be active), in any integer type."""
+    if rule.need_all or not arr.size or arr.min() < -1 or arr.max() >= ADDRESS_LIMIT:
+        return False
+    mask = rule.width - 1
+    return not mask or np.count_nonzero(arr & mask) == np.count_nonzero(arr == -1)
+
+
 def _check_numpy(arr: np.ndarray, rule: _Rule) -> None:
     """The checks the numba kernel makes, vectorised: raises on the first bad (row, lane)."""
     if not rule.need_all and arr.size and arr.min() >= -1 and arr.max() < ADDRESS_LIMIT:
@@ -348,10 +358,15 @@ def _count_costs(addr: np.ndarray, rule: _Rule) -> np.ndarray:
     dtype = np.int32 if int(phases.max(initial=0)) < 2**31 and _COUNT_ROWS * ub < 2**31 else np.int64
     out = np.empty(len(phases), dtype=np.int64)
     base = (np.arange(_COUNT_ROWS, dtype=dtype) * ub)[:, None]
+    pow2 = not (rule.unit & (rule.unit - 1) or ub & (ub - 1))  # (the rules' units and banks are)
     for s in range(0, len(phases), _COUNT_ROWS):
-        part = phases[s : s + _COUNT_ROWS].astype(dtype)
+        part = phases[s : s + _COUNT_ROWS].astype(dtype, copy=False)
         m = len(part)
-        idx = (part // rule.unit) % ub + base[:m]
+        if pow2:  # shifts and masks: integer division is the slowest step otherwise
+            idx = (part >> (rule.unit.bit_length() - 1)) & (ub - 1)
+            idx += base[:m]
+        else:
+            idx = (part // rule.unit) % ub + base[:m]
         idx[part < 0] = m * ub  # inactive lanes: one bin past the counted ones
         out[s : s + m] = np.bincount(idx.ravel(), minlength=m * ub + 1)[:-1].reshape(m, ub).max(axis=1)
     return out.reshape(n, per)
@@ -471,6 +486,7 @@ def _run_numpy(arr: np.ndarray, rule: _Rule, check: bool, phases: bool):
 
 
 def _run_numba(mod, arr: np.ndarray, rule: _Rule, arch: Arch, check: bool, phases: bool):
+    arr = np.ascontiguousarray(arr, dtype=np.int64)  # the kernel's type (analyze_distinct's may be int32)
     n = arr.shape[0]
     params = np.array(
         [
@@ -632,6 +648,8 @@ def analyze_distinct(
     if arr.ndim != 2 or arr.dtype.kind != "i" or arr.shape[0] < 2 or arr.shape[1] > _HASH.shape[1]:
         return analyze_batch(arr, access_bytes, op, a)
     if not rule.broadcast and not rule.merge:  # atomics: counting every row costs less than hashing it
+        if _plain_batch(arr, rule):  # checked as analyze_batch would, without its int64 copy
+            return _run(arr, rule, a, False, False)[:2]
         return analyze_batch(arr, access_bytes, op, a)
     top, low = int(arr.max()), int(arr.min())
     if top >= ADDRESS_LIMIT or low < -1:  # a bad address: analyze_batch raises, naming its row
@@ -640,17 +658,26 @@ def analyze_distinct(
     work = arr.astype(np.int32 if top < 2**31 else np.int64, copy=False)
     n, w = work.shape
     period = rule.unit * rule.unit_banks
-    norm, h = np.empty_like(work), np.empty(n, dtype=np.int64)
+    # each row's shift and hash; the moved rows themselves are made again where they are compared, a block
+    # at a time, rather than kept (a first ranking pays for every fresh page: 19 MB for the fp16 transpose)
+    shift, h = np.empty(n, dtype=work.dtype), np.empty(n, dtype=np.int64)
     m = _HASH[0, :w]
+
+    def moved(s: int, e: int, by: np.ndarray) -> np.ndarray:
+        part = work[s:e]
+        return np.where(part >= 0, part - by[:, None], part)
+
     for s in range(0, n, _DISTINCT_CHUNK):
-        part = work[s : s + _DISTINCT_CHUNK]
-        norm[s : s + _DISTINCT_CHUNK] = np.where(part >= 0, part - _shift(part, period)[:, None], part)
+        e = s + _DISTINCT_CHUNK
+        shift[s:e] = _shift(work[s:e], period)
         with np.errstate(over="ignore"):  # the hash wraps around 2**64
-            h[s : s + _DISTINCT_CHUNK] = norm[s : s + _DISTINCT_CHUNK] @ m
+            h[s:e] = moved(s, e, shift[s:e]) @ m
     first, inverse = _groups(h)
-    reps = norm[first]
+    reps = np.where(work[first] >= 0, work[first] - shift[first][:, None], work[first])
     for s in range(0, n, _DISTINCT_CHUNK):  # every row equals its representative, or hashes collided
-        if not (reps[inverse[s : s + _DISTINCT_CHUNK]] == norm[s : s + _DISTINCT_CHUNK]).all():
+        e = s + _DISTINCT_CHUNK
+        if not (reps[inverse[s:e]] == moved(s, e, shift[s:e])).all():
+            norm = moved(0, n, shift)
             _, first, inverse = np.unique(norm, axis=0, return_index=True, return_inverse=True)
             inverse = inverse.ravel()
             reps = norm[first]
@@ -692,6 +719,14 @@ def _shift(rows: np.ndarray, period: int) -> np.ndarray:
     return np.where(lo == np.iinfo(unsigned).max, 0, lo - lo % period).astype(rows.dtype)
 
 
+def row_hashes(m: np.ndarray, start: int = 0) -> np.ndarray:
+    """The 64-bit hash by which ``distinct_rows`` matches the rows of an integer matrix, for columns
+    ``start``.. of a wider one (the wider matrix's hash is the sum of its column blocks' hashes; at most
+    128 columns in all)."""
+    with np.errstate(over="ignore"):
+        return m.astype(np.int64, copy=False) @ _HASH.ravel()[start : start + m.shape[1]]
+
+
 def distinct_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(index of each distinct row's first occurrence, each row's distinct index) of an integer matrix: rows
     matched by a 64-bit hash of their entries, then confirmed exactly (a collision falls back on sorting
@@ -700,9 +735,7 @@ def distinct_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(m) < 2 or m.shape[1] > _HASH.shape[1]:
         _, first, inverse = np.unique(m, axis=0, return_index=True, return_inverse=True)
         return first, inverse.ravel()
-    with np.errstate(over="ignore"):
-        h = m.astype(np.int64, copy=False) @ _HASH[0, : m.shape[1]]
-    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(row_hashes(m), return_index=True, return_inverse=True)
     inverse = inverse.ravel()
     reps = m[first]
     step = _DISTINCT_CHUNK

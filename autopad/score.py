@@ -10,7 +10,9 @@ Three observations make a space of thousands of units cheap:
   whole words), so an instruction moved towards (0, 0) by whole periods costs what it did. Its *content*
   is then its kind (op, width), its shape (lanes relative to its lowest row and column) and that lowest
   row and column within one period: the CUDA transpose in fp32 has 5,700 units of 290 instructions each,
-  but 3,100 contents.
+  but 3,100 contents. Patterns repeat each other's instructions (one tile walk under other layouts'
+  vector widths, prefixes of one sample), so each distinct instruction's shape is worked out once, and
+  its content per period (fp16: 31,000 instructions, 4,600 distinct).
 * Units that share a pattern and a period (a *block*) share their contents: they are worked out per
   block, and only then spread over the units, as (content, layout) pairs, where tile layouts of one
   formula (the same row stride, swizzle and element size: tiles of other row counts) are one layout: the
@@ -18,7 +20,9 @@ Three observations make a space of thousands of units cheap:
   and 113,000 per formula. Each pair's addresses come from the one tile formula (layouts.py), for all
   tile layouts at once, and for layouts of tiles stacked by rows (``tile_parts``: the SIMT GEMM's A and
   B operand tiles in one buffer) part by part, where every active lane of the instruction lies in one
-  part (the fp32 GEMM: 0.25 s less than each layout's own ``offsets`` table).
+  part (the fp32 GEMM: 0.25 s less than each layout's own ``offsets`` table); such a pair is (content,
+  the part's formula, first row and byte base), shared by every layout with that part (the fp32 GEMM:
+  161,000 pairs of 1,056 layouts -> 22,000, 0.1 s less).
 * The model scores each distinct address row once (``model.analyze_distinct``: rows equal after moving by
   whole turns of the banks, 128 bytes, are one): 13,000 rows for the transpose, which numpy scores in a
   few tens of milliseconds (numba loads only for more).
@@ -35,13 +39,15 @@ from typing import Any
 import numpy as np
 
 from .arch import Arch
-from .model import analyze_distinct
+from .model import analyze_distinct, row_hashes
 from .model import distinct_rows as model_distinct_rows
 from .spec import KernelSpec, SpecError, combine_codes, value_ranks
 
 __all__ = ["score_candidates"]
 
 _BLOCK_LANES = 1 << 16  # lanes of addresses computed at a time (temporaries stay in cache)
+_CHECK_ROWS = 1 << 9  # instructions checked against their hash's first at a time (temporaries below
+# 128 KB: larger ones are fresh pages from the system at each block, early in a process)
 _CHUNK_INSTRUCTIONS = 1 << 17  # pattern instructions scored together (bounds memory: 0.26 GB peak for the
 # CUDA histogram, whose 86,000 instructions in one chunk instead of two rank 0.2 s sooner)
 
@@ -388,16 +394,20 @@ def _score_chunk(
     # a group of one instruction is left where it is (as a period of None leaves every instruction)
     multi = np.concatenate([np.full(len(p[2]), len(p[2]) > 1) for p in parts])
     rows = np.concatenate([p[2] for p in parts])
-    active = rows >= 0
-    cols = np.where(active, np.concatenate([p[3] for p in parts]), 0)
+    cols = np.concatenate([p[3] for p in parts])  # (an inactive lane's column is never read below)
     counts = np.concatenate([p[4] for p in parts])
+    # an instruction recurs across patterns (one tile walk under other layouts' vector widths, prefixes of
+    # one sample): each distinct one's lowest active row and column, and its shape (its lanes relative to
+    # them), worked out once (the fp16 CUDA transpose: 31,000 instructions, 4,600 distinct)
+    uniq, inst_of = _distinct_instructions(kind * 2 + multi, rows, cols)
+    u_rows, u_cols = rows[uniq], cols[uniq]
+    active = u_rows >= 0
     big = np.iinfo(np.int64).max
-    lo_r, lo_c = np.where(active, rows, big).min(axis=1), np.where(active, cols, big).min(axis=1)
+    lo_r, lo_c = np.where(active, u_rows, big).min(axis=1), np.where(active, u_cols, big).min(axis=1)
     lo_r, lo_c = np.where(lo_r == big, 0, lo_r), np.where(lo_c == big, 0, lo_c)
-    # each instruction's shape: its lanes relative to its lowest row and column
     shape_rep, shape_of = model_distinct_rows(
         np.concatenate(
-            [np.where(active, rows - lo_r[:, None], -1), np.where(active, cols - lo_c[:, None], 0)], 1
+            [np.where(active, u_rows - lo_r[:, None], -1), np.where(active, u_cols - lo_c[:, None], 0)], 1
         )
     )
     n_shapes = len(shape_rep)
@@ -423,7 +433,7 @@ def _score_chunk(
     # period of None leaves every instruction) has its lowest row and column within the first period; its
     # content is its class (kind and shape) and that offset, one int64 code. Blocks of one period at a
     # time: the modulus is one number, and the temporaries stay small.
-    cls = kind * n_shapes + shape_of
+    cls, multi = kind[uniq] * n_shapes + shape_of, multi[uniq]  # (of the distinct instructions)
     r_lo, r_hi = min(0, int(lo_r.min())), max(int(lo_r.max()), int(bp.max()) - 1)
     c_lo, c_hi = min(0, int(lo_c.min())), max(int(lo_c.max()), int(bq.max()) - 1)
     dr_n, dc_n = r_hi - r_lo + 1, c_hi - c_lo + 1
@@ -435,36 +445,60 @@ def _score_chunk(
         by_period.setdefault(per, []).append(b)
     got: list[tuple[np.ndarray, ...]] = []  # per period: block, code, count, instruction, dr, dc
     for (pp, qq), blocks in by_period.items():
+        # each distinct instruction's offset within the period and its code, then the blocks' instructions
+        dr = np.where(multi, lo_r % pp, lo_r) if pp > 0 else lo_r
+        dc = np.where(multi, lo_c % qq, lo_c) if qq > 0 else lo_c
+        code_of = (cls * dr_n + (dr - r_lo)) * dc_n + (dc - c_lo)
         blocks_a = np.array(blocks, dtype=np.int64)
         b_of, inst = _expand(start[bm[blocks_a]], sizes[bm[blocks_a]])
-        dr, dc = lo_r[inst], lo_c[inst]
-        if pp > 0:
-            dr = np.where(multi[inst], dr % pp, dr)
-        if qq > 0:
-            dc = np.where(multi[inst], dc % qq, dc)
-        code = (cls[inst] * dr_n + (dr - r_lo)) * dc_n + (dc - c_lo)
-        # a block's distinct contents and their counts (the key sorts by block first)
-        span = int(code.max()) + 1
-        key = b_of * span + code if span * len(blocks) < 2**62 else np.stack([b_of, code], axis=1)
-        if key.ndim == 1:  # one stable sort; counts summed over each run of equal keys
+        u = inst_of[inst]
+        code = code_of[u]
+        # a block's distinct contents and their counts: the (block, code) keys sorted, each packed with its
+        # entry's index where it fits (a sort of values: several times faster than an argsort)
+        span, bits = int(code_of.max()) + 1, max(1, (len(code) - 1).bit_length())
+        if span * len(blocks) < 2 ** (62 - bits):
+            sk = np.sort(((b_of * span + code) << bits) | np.arange(len(code)))
+            order = sk & ((1 << bits) - 1)
+            sk >>= bits
+        elif span * len(blocks) < 2**62:
+            key = b_of * span + code
             order = np.argsort(key, kind="stable")
             sk = key[order]
+        else:
+            sk = None
+        if sk is not None:  # counts summed over each run of equal keys
             new = np.empty(len(sk), dtype=bool)
             new[:1] = True
             np.not_equal(sk[1:], sk[:-1], out=new[1:])
             at = np.flatnonzero(new)
-            first, count = order[at], np.add.reduceat(counts[inst][order], at)
+            first, count = order[at], np.add.reduceat(counts[inst[order]], at)
         else:
+            key = np.stack([b_of, code], axis=1)
             _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
             count = np.bincount(inv.ravel(), weights=counts[inst], minlength=len(first)).astype(np.int64)
-        got.append((blocks_a[b_of[first]], code[first], count, inst[first], dr[first], dc[first]))
-    m_block, m_code, m_count, m_inst, m_dr, m_dc = (np.concatenate(x) for x in zip(*got))
+        got.append((blocks_a[b_of[first]], code[first], count))
+    # (arrays no longer needed are dropped as the work goes on: the first ranking of a process pays for
+    # every fresh page, about 4 us each on the 2-core machine; the fp16 transpose's ranking peaked at 163 MB
+    # of arrays, now 108)
+    m_block, m_code, m_count = (np.concatenate(x) for x in zip(*got))
+    del got
     m_content, crep = _ids(m_code, len(kinds) * n_shapes * dr_n * dc_n)
+    # each content's lanes (rows then cols): its shape's, moved to the offset its code holds
+    code = m_code[crep]
+    c_dr, c_dc = (code // dc_n) % dr_n + r_lo, code % dc_n + c_lo
+    kind0, c_shape = np.divmod(code // (dr_n * dc_n), n_shapes)
+    u0 = shape_rep[c_shape]  # (a distinct instruction of that shape)
+    i0 = uniq[u0]
+    act0 = rows[i0] >= 0
+    r0 = np.where(act0, rows[i0] - (lo_r[u0] - c_dr)[:, None], -1)
+    c0 = np.where(act0, cols[i0] - (lo_c[u0] - c_dc)[:, None], 0)
+    del rows, cols, m_code, parts
     # each block's contents are one run (a period's keys sort by block first): where each run starts
     b_len = np.bincount(m_block, minlength=len(bm))
     b_start = np.zeros(len(bm), dtype=np.int64)
     runs = np.flatnonzero(np.concatenate([[True], m_block[1:] != m_block[:-1]]))
     b_start[m_block[runs]] = runs
+    del m_block
     # every unit's rows: its block's contents under its layout; distinct (content, layout) pairs
     ub_a, ul_a = np.array(ub, dtype=np.int64), np.array(ul, dtype=np.int64)
     unit, row = _expand(b_start[ub_a], b_len[ub_a])
@@ -483,14 +517,21 @@ def _score_chunk(
     # formulas numbered densely: the (content, formula) table below is contents x formulas, not x layouts
     forms, form_of = value_ranks(same)
     n_forms = len(forms)
-    pair, prep = _ids(*combine_codes((m_content[row], 0, len(crep) - 1), (form_of[lay], 0, n_forms - 1)))
-    i0 = m_inst[crep]
-    act0 = active[i0]
-    r0 = np.where(act0, rows[i0] - (lo_r[i0] - m_dr[crep])[:, None], -1)
-    c0 = np.where(act0, cols[i0] - (lo_c[i0] - m_dc[crep])[:, None], 0)
-    pc, pl = m_content[row[prep]], lay[prep]
-    # each pair's addresses: formula layouts (tiles, replicated arrays) all at once, any other layout
-    # through its own offsets
+    content, eff, n_eff = m_content[row], form_of[lay], n_forms
+    if any(q is not None for q in parted):
+        # stacked tiles: where one part of its layout holds every active lane of a content, the pair is
+        # (content, the part's tile formula, first row and byte base), whichever layout the part is in
+        # (the fp32 GEMM: 161,000 pairs of its 1,056 layouts -> 22,000); else (content, the layout)
+        part_params, pid, part_of, combo_of = _part_rows(parted, *_extent(r0, c0))
+        hit = part_of[content, combo_of[lay]]
+        most = max(len(q) for q in parted if q is not None)
+        eff = np.where(hit >= 0, n_forms + pid[lay * most + np.maximum(hit, 0)], eff)
+        n_eff += len(part_params)
+    pair, prep = _ids(*combine_codes((content, 0, len(crep) - 1), (eff, 0, n_eff - 1)))
+    pc, pl, pe = content[prep], lay[prep], eff[prep]
+    del content, eff, lay
+    # each pair's addresses: formula layouts (tiles, replicated arrays) and parts of stacked tiles all at
+    # once, any other layout through its own offsets
     on_tile = np.array([x is not None for x in prm])[pl]
     table = np.array([x if x is not None else (0,) * 6 for x in prm], dtype=np.int64)
     if on_tile.all():
@@ -499,18 +540,15 @@ def _score_chunk(
         addr = np.empty((len(prep), r0.shape[1]), dtype=np.int64)
         at = np.flatnonzero(on_tile)
         addr[at] = _tile_addresses(table[pl[at]], r0, c0, pc[at])
-        at = np.flatnonzero(~on_tile)
-        if any(q is not None for q in parted):
-            # stacked tiles: a pair whose active lanes all lie in one part (rows and columns) is that part's
-            # tile formula, moved; any other goes to its layout's own offsets below
-            fits, part = _part_of(parted, pl[at], *_extent(r0, c0), pc[at])
-            addr[at[fits]] = _tile_addresses(part, r0, c0, pc[at[fits]])
-            at = at[~fits]
+        at = np.flatnonzero(pe >= n_forms)
+        if len(at):
+            addr[at] = _tile_addresses(part_params[pe[at] - n_forms], r0, c0, pc[at])
+        at = np.flatnonzero(~on_tile & (pe < n_forms))
         at = at[np.argsort(pl[at], kind="stable")]
         for run in np.split(at, np.flatnonzero(np.diff(pl[at])) + 1) if len(at) else ():
             addr[run] = np.asarray(lays[int(pl[run[0]])].offsets(r0[pc[run]], c0[pc[run]]), dtype=np.int64)
     cost_w, cost_d = np.empty(len(prep), dtype=np.int64), np.empty(len(prep), dtype=np.int64)
-    kind0 = kind[i0][pc]
+    kind0 = kind0[pc]
     # pairs come in content order, and a content's code starts with its kind: each kind is one run of
     # pairs, scored as a slice of the addresses (no copy)
     runs = bool((kind0[1:] >= kind0[:-1]).all())
@@ -523,10 +561,33 @@ def _score_chunk(
             sel = sel if len(sel) else None
         if sel is not None:
             cost_w[sel], cost_d[sel] = analyze_distinct(addr[sel], width, op, arch)
+    del addr
     k = m_count[row]
     wave = np.bincount(unit, weights=k * cost_w[pair], minlength=len(which)).astype(np.int64)
     ideal = np.bincount(unit, weights=k * cost_d[pair], minlength=len(which)).astype(np.int64)
     return wave, ideal
+
+
+def _distinct_instructions(
+    kind: np.ndarray, rows: np.ndarray, cols: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(one instruction holding each distinct one, each instruction's distinct index) of instructions given
+    by kind (n,), rows and cols (n, warp): equal kinds and lanes, matched by a hash and checked exactly
+    (a collision, or lanes wider than the hash: every instruction its own)."""
+    n, w = rows.shape
+    if 2 * w + 1 > 128:
+        return np.arange(n), np.arange(n)
+    h = row_hashes(rows) + row_hashes(cols, w) + row_hashes(kind[:, None], 2 * w)
+    _, uniq, inst_of = np.unique(h, return_index=True, return_inverse=True)
+    inst_of = inst_of.ravel()
+    for s in range(0, n, _CHECK_ROWS):  # every instruction equals its hash's first, or hashes collided
+        rep = uniq[inst_of[s : s + _CHECK_ROWS]]
+        same = (rows[rep] == rows[s : s + _CHECK_ROWS]).all() and (
+            cols[rep] == cols[s : s + _CHECK_ROWS]
+        ).all()
+        if not same or not (kind[rep] == kind[s : s + _CHECK_ROWS]).all():
+            return np.arange(n), np.arange(n)
+    return uniq, inst_of
 
 
 def _extent(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -539,35 +600,32 @@ def _extent(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
     return lo_r, hi_r, lo_c, hi_c
 
 
-def _part_of(
-    parted: list[Any],
-    lay: np.ndarray,
-    lo_r: np.ndarray,
-    hi_r: np.ndarray,
-    lo_c: np.ndarray,
-    hi_c: np.ndarray,
-    content: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per pair (layout ``lay``, content ``content``): whether one part of its stacked-tile layout
-    (``_parts``) holds every active lane, and that part's ``_tile_addresses`` parameters (the tile's six,
-    then the part's first row and byte base: (pairs, 8))."""
+def _part_rows(
+    parted: list[Any], lo_r: np.ndarray, hi_r: np.ndarray, lo_c: np.ndarray, hi_c: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """For layouts of stacked tiles (``_parts``; None for any other) and contents given by their extents
+    (``_extent``): (the distinct parts' ``_tile_addresses`` parameters, (parts, 8): the tile's six, then
+    the part's first row and byte base; each (layout, part)'s index into them, at layout * most parts +
+    part; for each content and combination of parts' geometries, the first part holding every active lane
+    of the content, or -1; each layout's combination)."""
     most = max((len(q) for q in parted if q is not None), default=0)
-    # per (layout, part): first row, rows, cols, then the parameters; an absent part has no rows
-    table = np.zeros((len(parted) * most + 1, 11), dtype=np.int64)
+    table = np.zeros((len(parted) * most, 11), dtype=np.int64)  # first row, rows, cols, parameters
     for j, q in enumerate(parted):
         for k, (first, n_rows, n_cols, base, prm) in enumerate(q or ()):
             table[j * most + k] = (first, n_rows, n_cols, *prm, first, base)
-    at = np.full(len(lay), len(table) - 1)  # the last row: no part (no rows)
-    lo_r, hi_r, lo_c, hi_c = lo_r[content], hi_r[content], lo_c[content], hi_c[content]
-    first, rows, cols = table[:, 0], table[:, 1], table[:, 2]
-    ok = (lo_c >= 0) & (lo_r >= 0)
-    for k in range(most):
-        j = lay * most + k
-        f = first[j]
-        inside = ok & (hi_c < cols[j]) & (lo_r >= f) & (hi_r < f + rows[j]) & (at == len(table) - 1)
-        at[inside] = j[inside]
-    fits = at < len(table) - 1
-    return fits, table[at[fits], 3:]
+    params, pid = np.unique(table[:, 3:], axis=0, return_inverse=True)
+    # which part holds a content depends on the parts' (first row, rows, cols) alone: worked out per
+    # distinct combination of them (an absent part has no rows: it holds only a content with no active
+    # lane, all -1 under any part)
+    geo, geo_of = np.unique(table[:, :3], axis=0, return_inverse=True)
+    combo, combo_of = np.unique(geo_of.reshape(-1, most), axis=0, return_inverse=True)
+    first, rows, cols = geo[:, 0], geo[:, 1], geo[:, 2]
+    inside = ((lo_c >= 0) & (lo_r >= 0))[:, None] & (hi_c[:, None] < cols)
+    inside &= (lo_r[:, None] >= first) & (hi_r[:, None] < first + rows)  # (contents, geometries)
+    part = np.full((len(lo_r), len(combo)), -1, dtype=np.int64)
+    for k in reversed(range(most)):
+        part[inside[:, combo[:, k]]] = k
+    return params, pid.ravel(), part, combo_of.ravel()
 
 
 def _expand(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,7 @@ from .predict import (
 )
 from .score import _PerLayout, score_candidates
 from .space import Space, check_legal, layout_of, space
-from .spec import KernelSpec, SpecError
+from .spec import KernelSpec, SpecError, combine_codes, value_ranks
 
 __all__ = [
     "Candidate",
@@ -261,8 +262,7 @@ def rank(
     kept = space(spec, dtype)
     legal = kept.legal(spec, shape, dtype)
     rows = np.flatnonzero(legal)
-    frozen_rows = kept.frozen
-    frozen = [frozen_rows[i] for i in rows.tolist()]
+    frozen = kept.frozen_rows(rows)
     extras: dict[tuple, dict[str, int]] = {}
     for c in extra or []:
         f = _freeze(c)
@@ -296,8 +296,10 @@ def rank(
         if j is not None:
             roles[j] = (*roles[j], role)
     order = _order(frozen, preds, arrays, wave, kept, rows)
-    pick = [frozen, layouts, preds, roles]
-    return list(map(Candidate, *([x[i] for i in order] for x in pick)))
+    if len(order) == 1:
+        return [Candidate(frozen[0], layouts[0], preds[0], roles[0])]
+    take = itemgetter(*order)  # each column in the ranking's order, picked in C
+    return list(map(Candidate, take(frozen), take(layouts), take(preds), take(roles)))
 
 
 def _order(
@@ -339,12 +341,14 @@ def _order(
     keys = []
     for j, name in enumerate(names):
         col = np.concatenate([kept.cols[name][rows], tail[:, j]])
-        vals = np.unique(col, return_counts=True)[0]
+        vals, at = value_ranks(col)
         by_text = np.argsort(np.argsort([str(v) for v in vals.tolist()], kind="stable"), kind="stable")
-        keys.append(by_text[np.searchsorted(vals, col)])
-    # Prediction.footprint and .wavefronts_per_tile are these, as ints
+        keys.append((by_text[at], 0, len(vals) - 1))
+    # the names' text ranks as one code, first name first (mixed radix: the same order as the ranks one by
+    # one); Prediction.footprint and .wavefronts_per_tile are these, as ints
+    text = combine_codes(*keys)[0] if keys else np.zeros(n, dtype=np.int64)
     foot, waves = smem.astype(np.int64), np.asarray(wave).astype(np.int64)
-    return np.lexsort((*keys[::-1], foot, waves, seconds)).tolist()
+    return np.lexsort((text, foot, waves, seconds)).tolist()
 
 
 def _key(frozen: tuple) -> str:

@@ -274,21 +274,41 @@ class Space:
         self.names = tuple(sorted(cols))
         self.cols = cols
         self.n = len(cols[self.names[0]])
-        # every row's _freeze'd constants, the (name, value) pairs shared between rows
-        pairs = []
+        # each row's _freeze'd constants, made when first asked for (a ranking asks for its legal rows only:
+        # 2,750 of the Triton transpose's 48,600), of (name, value) pairs shared between rows
+        self._pairs = []
         for k in self.names:
             vals, at = _values(cols[k])
             objs = np.empty(len(vals), dtype=object)
             objs[:] = [(k, v) for v in vals.tolist()]
-            pairs.append(objs[at.ravel()].tolist())
-        self.frozen: list[tuple[tuple[str, int], ...]] = list(zip(*pairs))
+            self._pairs.append((objs, at.ravel()))
+        self._frozen: list[tuple[tuple[str, int], ...] | None] = [None] * self.n
+        self._frozen_made = np.zeros(self.n, dtype=bool)
         self.masks: OrderedDict[Any, np.ndarray] = OrderedDict()  # shape -> legal rows
         self.scores: dict[Any, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # -> wave, ideal, known
         self._layouts = np.full(self.n, None, dtype=object)  # each row's layout, once made
         self._made = np.zeros(self.n, dtype=bool)
 
+    def frozen_rows(self, rows: np.ndarray) -> list[tuple[tuple[str, int], ...]]:
+        """The rows' frozen constants (``search._freeze`` of each row's constants), made once per row."""
+        rows = np.asarray(rows, dtype=np.int64)
+        at = rows[~self._frozen_made[rows]]
+        if len(at):
+            made = zip(*(objs[of[at]].tolist() for objs, of in self._pairs))
+            for i, f in zip(at.tolist(), made):
+                self._frozen[i] = f
+            self._frozen_made[at] = True
+        got = self._frozen
+        return [got[i] for i in rows.tolist()]  # type: ignore[misc]
+
+    @property
+    def frozen(self) -> list[tuple[tuple[str, int], ...]]:
+        """Every row's frozen constants."""
+        return self.frozen_rows(np.arange(self.n))
+
     def constants(self, i: int) -> dict[str, int]:
-        return dict(self.frozen[i])
+        f = self._frozen[i]
+        return dict(f if f is not None else self.frozen_rows(np.array([i]))[0])
 
     def find(self, frozen: tuple[tuple[str, int], ...]) -> int | None:
         """The row holding these frozen constants, if any."""

@@ -112,11 +112,11 @@ def test_formula_addresses_equal_the_layouts_own_offsets(lay):
 def test_stacked_tiles_are_addressed_part_by_part_as_their_own_offsets():
     """A layout of tiles stacked by rows (``tile_parts``: the SIMT GEMM's A and B operand tiles) is
     addressed with each part's tile formula where an instruction's active lanes all lie in one part
-    (``_part_of``); an instruction that straddles parts is left to the layout's own offsets."""
+    (``_part_rows``); an instruction that straddles parts is left to the layout's own offsets."""
     from autopad.kernels.cuda.matmul import OperandTiles
 
     from autopad.layouts import Padded, Swizzled
-    from autopad.score import _extent, _part_of, _parts, _tile_addresses
+    from autopad.score import _extent, _part_rows, _parts, _tile_addresses
 
     lay = OperandTiles(Padded(8, 64, 4, pad=4), Swizzled(8, 128, 4, sw_vec=4, per_phase=1, max_phase=8))
     parts = _parts(lay)
@@ -126,9 +126,12 @@ def test_stacked_tiles_are_addressed_part_by_part_as_their_own_offsets():
     cols = np.concatenate([rng.integers(0, 64, (40, 32)), rng.integers(0, 128, (40, 32))])
     rows[rng.random(rows.shape) < 0.2] = -1
     rows[-1, :2] = (3, 12)  # one instruction in both parts
-    fits, params = _part_of([parts], np.zeros(len(rows), dtype=np.int64), *_extent(rows, cols), np.arange(80))
+    params, pid, part, combo_of = _part_rows([parts], *_extent(rows, cols))
+    part = part[:, combo_of[0]]  # the one layout's
+    fits = part >= 0
     assert fits[:-1].all() and not fits[-1]
-    got = _tile_addresses(params, rows, cols, np.flatnonzero(fits))
+    assert (part[:40] == 0).all() and (part[40:-1] == 1).all()
+    got = _tile_addresses(params[pid[part[fits]]], rows, cols, np.flatnonzero(fits))
     np.testing.assert_array_equal(got, lay.offsets(rows[fits], cols[fits]))
 
 
@@ -149,3 +152,31 @@ def test_units_given_as_codes_score_as_units_found_by_memo_and_layout():
     kept.scores.clear()
     got = kept.score(spec, rows, lays, "float16", None, A)
     assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+def test_instructions_matched_by_hash_are_checked_exactly(monkeypatch):
+    """``_score_chunk`` works out each distinct instruction once, matched by a hash of its kind and lanes
+    (``_distinct_instructions``); with every hash equal (all collide) the check finds the instructions
+    unequal and each counts as its own: the scores are unchanged."""
+    from autopad import model
+    from autopad import score as S
+    from autopad.space import space
+
+    spec = _small_transpose()
+    kept = space(spec, "float16")
+    rows = np.flatnonzero(kept.legal(spec, (4096, 4096), "float16"))
+    lays = kept.layouts(spec, rows, "float16")
+    consts = [kept.constants(i) for i in rows.tolist()]
+    S._UNIT_SCORES.clear()
+    want = score_candidates(spec, consts, lays, "float16", None, A)
+    kind = np.array([0, 0, 1])
+    lanes = np.arange(3 * 32).reshape(3, 32)
+    uniq, inst_of = S._distinct_instructions(kind, lanes % 32, lanes % 32)
+    assert uniq.tolist() == [0, 2] and inst_of.tolist() == [0, 0, 1]  # equal lanes, kinds told apart
+    monkeypatch.setattr(model, "_HASH", np.zeros_like(model._HASH))
+    uniq, inst_of = S._distinct_instructions(kind, lanes % 32, lanes % 32)
+    assert inst_of.tolist() == [0, 1, 2]  # every hash equal: the check refuses the merge
+    S._UNIT_SCORES.clear()
+    got = score_candidates(spec, consts, lays, "float16", None, A)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
