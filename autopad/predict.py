@@ -103,6 +103,8 @@ KEYS = {
     "issue_cycles": "SM cycles of instructions per block per tile the pattern does not list (a warp match)",
     "regs_per_thread": "registers per thread: the register file then limits blocks per SM (default: none)",
     "flops_efficiency": "share of the arithmetic peak its inner loop reaches, <= 1 (register-cap spills)",
+    "swizzle_accesses": "warp accesses per block per tile that compute a swizzled address (default: the "
+    "pattern's phases x the layout's swizzled share; a 16-byte access computes one address for 4 phases)",
 }
 _OPTIONAL = tuple(k for k in KEYS)
 # what a candidate's launch info means where it leaves a key out (nan: the term's own default applies)
@@ -121,6 +123,7 @@ INFO_DEFAULTS = {
     "flops_efficiency": 1.0,
     "regs_per_thread": 0.0,
     "passes": 1.0,
+    "swizzle_accesses": np.nan,
 }
 
 
@@ -359,6 +362,13 @@ def predict_arrays(
     # Conflict-free swizzled transposes measured a median 1.17x (fp32) and 1.37x (fp16) the time of the
     # conflict-free padded tile of the same configuration (quality study, H200).
     cyc = ideal * (k.issue_cycles + k.swizzle_cycles * _swizzled(layouts, n))
+    # ... charged per phase unless the spec counts the accesses that compute a swizzled address
+    # (``swizzle_accesses``): the arithmetic is per thread, once per instruction, and a 16-byte access spans
+    # 4 phases (the SIMT GEMM's fragment loads; cuda/matmul.py)
+    acc = cols["swizzle_accesses"]
+    if not np.isnan(acc).all():
+        own = ideal * k.issue_cycles + k.swizzle_cycles * np.nan_to_num(acc)
+        cyc = np.where(np.isnan(acc), cyc, own)
     # instructions the pattern does not list, in SM cycles (``issue_cycles``): a histogram's warp match
     # (__match_any_sync: MATCH.ANY) takes ~63 SM cycles a warp instruction on the H200 (cuda/histogram.py)
     cyc = cyc + 4 * cols["issue_cycles"]
@@ -367,6 +377,19 @@ def predict_arrays(
     # that other resident blocks can hide: per SM, ceil(blocks / (SMs x resident)) rounds of tiles each
     t_tiles = np.ceil(waves) * tiles * k.tile_cycles / a.clock_hz / np.maximum(resident, 1) ** 0.5
     streams = np.stack([t_dram, t_l2, t_smem, t_flops, t_issue, t_tiles]) * wave_factor
+    # a block's warps take consecutive warp slots and slot s goes to scheduler s % 4: where a grid runs in
+    # one round of blocks whose warps do not fill the four schedulers evenly (3 blocks of 2 warps: 2, 2, 1
+    # and 1), the busiest scheduler sets the pace of the round (each k-step's barrier holds its blocks to
+    # their slowest warp), and nothing refills the idle slots. Warps per scheduler n -> ceil(n) on the warp
+    # knee: 1536x1000x2000 on 64x64 tiles of 64 threads, 3 blocks an SM, measured 1.29x the same tiles at
+    # 128 threads where the even-split model said 1.00 (SIMT GEMM, H200 run 2). Blocks of a multiple of 4
+    # warps are unchanged (f = 1 exactly).
+    per_sched = resident * np.ceil(threads / warp) / 4
+    busiest = np.ceil(per_sched)
+    uneven = (waves <= 1.0) & (busiest > per_sched)
+    if uneven.any():
+        f = np.where(uneven, busiest / per_sched * _knee(per_sched) / _knee(busiest), 1.0)
+        streams[2:5] *= f
     streams[5] /= wave_factor  # the tile overhead already counts whole rounds
     bound_i = streams.argmax(axis=0)
     top = streams.max(axis=0)

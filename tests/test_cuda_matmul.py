@@ -142,11 +142,27 @@ def test_launch_info_and_traffic():
         "tiles_per_block": 1,
         "l2_bytes": 4 * (1000 * 5 * 1 + 5 * 37 * 8 + 1000 * 37),  # A per column of tiles, B per row
         "regs_per_thread": G.REGS_SM90[(128, 128, 8, 8, 8)],  # under the 128 its launch bounds allow
+        "swizzle_accesses": 0,  # neither operand swizzled
     }
     assert G.traffic((2, 3, 4))["flops"] == 48
     m, n, k = 128, 8192, 8192
     one, two = G.launch_info(G.DEFAULTS, (m, n, k)), G.launch_info(dict(G.DEFAULTS, SPLIT_K=2), (m, n, k))
     assert two["l2_bytes"] == one["l2_bytes"] + 2 * 2 * m * n * 4  # the fp32 partials, out and back
+
+
+def test_swizzle_accesses_count_the_patterns_instructions_on_swizzled_operands():
+    # every instruction of one block's k-step pattern reads or writes As or Bs and computes its address once
+    # (a 16-byte fragment load spans 4 phases, one XOR): both operands swizzled = the whole pattern
+    swb = {"SW_VEC_B": 4, "SW_PER_PHASE_B": 1, "SW_MAX_PHASE_B": 8}
+    tiles = [{}, {"BK": 16}, {"BM": 64, "BN": 64, "TM": 8, "TN": 4, "BK": 16}, {"BM": 64, "TM": 4, "BK": 16}]
+    for tile in tiles:
+        c = dict(G.DEFAULTS, **tile)
+        both, a, b = dict(c, **SW, **swb), dict(c, **SW), dict(c, **swb)
+        assert G.legal(both, SHAPE) and G.legal(a, SHAPE) and G.legal(b, SHAPE), tile
+        assert G.swizzle_accesses(both) == len(G.smem_pattern(both)), tile
+        assert G.swizzle_accesses(a) + G.swizzle_accesses(b) == G.swizzle_accesses(both) > 0
+        assert G.swizzle_accesses(c) == 0
+        assert G.launch_info(a, SHAPE)["swizzle_accesses"] == G.swizzle_accesses(a)
 
 
 def test_inputs_from_copies_nothing():

@@ -203,6 +203,20 @@ def thread_xy(c: dict[str, int], tid: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return tx, ty
 
 
+def swizzle_accesses(c: Any) -> Any:
+    """Warp instructions per block per k-step that compute a swizzled shared address: As's 4 single-word
+    stores per A vector and TM/4 fragment loads per k where A is swizzled, Bs's vector stores and TN/4
+    fragment loads per k where B is (``smem_pattern``'s instructions). The XOR is a thread's arithmetic,
+    once per instruction: a 16-byte fragment load spans 4 phases but computes one address, so the
+    predictor's per-phase charge over-counted a swizzle 2.6x on this kernel (its ``swizzle_accesses``).
+    Scalars (a candidate's dict) or int arrays (columns of candidates)."""
+    t = (c["BN"] // c["TN"]) * (c["BM"] // c["TM"])
+    warps, bk = t // 32, c["BK"]
+    a = warps * (4 * (c["BM"] * bk // 4 // t) + bk * (c["TM"] // 4))
+    b = warps * ((c["BN"] * bk // 4) // t + bk * (c["TN"] // 4))
+    return a * (c["SW_MAX_PHASE_A"] > 1) + b * (c["SW_MAX_PHASE_B"] > 1)
+
+
 def k_per_split(c: dict[str, int], k: int) -> int:
     """K per ``blockIdx.z``: a whole number of BK steps."""
     per = math.ceil(k / c.get("SPLIT_K", 1))
@@ -340,7 +354,11 @@ class MatmulCuda(CudaKernel):
         """``launch_info`` of many candidates at once, as a dict of arrays: asked once per distinct tile,
         thread tile and split (what it reads besides the layout), the footprint once per distinct layout."""
         reads = ("BM", "BN", "BK", "TM", "TN", "MIN_BLOCKS", "SPLIT_K")
-        return batched_info(self, columns, shape, dtype, reads, ("BM", "BN", "BK", *self.LAYOUT_KEYS))
+        out = batched_info(self, columns, shape, dtype, reads, ("BM", "BN", "BK", *self.LAYOUT_KEYS))
+        # the one key that reads the layout (whether each operand is swizzled), as array arithmetic
+        cols = {k: np.asarray(columns[k], dtype=np.int64) for k in _SWIZZLE_READS}
+        out["swizzle_accesses"] = swizzle_accesses(cols).astype(np.float64)
+        return out
 
     def smem_pattern(self, constants: dict[str, int], dtype: str = "float32") -> tuple[Instruction, ...]:
         """One block's shared-memory instructions for one BK step (lane = threadIdx.x % 32), all warps at
@@ -396,6 +414,7 @@ class MatmulCuda(CudaKernel):
         # the registers each thread holds (its need, or the cap below it): they limit the blocks an SM holds
         need = _regs_estimate(c["BM"], c["BN"], c["BK"], c["TM"], c["TN"])
         info["regs_per_thread"] = min(register_cap(c), need)
+        info["swizzle_accesses"] = int(swizzle_accesses(c))
         eff = flops_efficiency(c)
         if eff < 1.0:  # launch bounds that cap the registers below the tile's need (REG_CAP_COST)
             info["flops_efficiency"] = eff
@@ -520,6 +539,7 @@ class MatmulCuda(CudaKernel):
 
 
 _KEYS = tuple(MatmulCuda.SPACE)  # the constants, in SPACE's order (_static's key)
+_SWIZZLE_READS = ("BM", "BN", "BK", "TM", "TN", "SW_MAX_PHASE_A", "SW_MAX_PHASE_B")
 
 
 @functools.lru_cache(maxsize=1 << 16)
