@@ -525,7 +525,16 @@ def test_misaligned_build_loads_the_halo_in_two_passes_where_a_pass_is_short():
 SHAPES = [(1, 1), (1, 33), (31, 1), (31, 33), (33, 31), (1000, 37), (64, 128), (2, 65, 129), (5, 1, 7)]
 
 
-def _run_check(name: str, c: dict, shape: tuple, dtype: str, seed: int, offset: int = 0, group: int = 1):
+def _run_check(
+    name: str,
+    c: dict,
+    shape: tuple,
+    dtype: str,
+    seed: int,
+    offset: int = 0,
+    group: int = 1,
+    out_too: bool = True,
+):
     import torch
 
     assert T.legal(c, shape, dtype), T.legal(c, shape, dtype)
@@ -535,7 +544,7 @@ def _run_check(name: str, c: dict, shape: tuple, dtype: str, seed: int, offset: 
         buf[offset:].copy_(x.flatten())
         x = buf[offset:].view(x.shape)
     out = T.alloc_output((x,), c)
-    if offset:
+    if offset and out_too:  # else the input's pointer alone is off the vector grid
         obuf = torch.empty(out.numel() + offset, dtype=out.dtype, device="cuda")
         out = obuf[offset:].view(out.shape)
     out.view(torch.uint8).fill_(0xA5)  # poison: every byte must be written
@@ -560,6 +569,24 @@ def test_gpu_halo_in_two_load_passes():
     for shape in [(33, 70), (4097, 300), (2, 65, 129), (1000, 37), (5, 1, 7)]:
         for offset in (0, 3):
             _run_check("few rows a pass", FEW_ROWS, shape, "int8", 1, offset=offset)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["int8", "float16", "float32", "float64"])
+def test_gpu_misaligned_build_with_output_rows_on_the_vector_grid(dtype):
+    """Input rows (or the input pointer) off the vector grid, output rows on it (M % VEC == 0, output
+    aligned): the misaligned build's aligned read-out (ap_put_grid, no halo), batched too."""
+    p = T.presets(dtype)
+    cands = [dict(p["vec_swizzled"], SCALAR_EDGE=0), dict(p["vec64_padded"], SCALAR_EDGE=0)]
+    if "rt_swizzled" in p:
+        cands.append(dict(p["rt_swizzled"], SCALAR_EDGE=0))
+    if dtype == "int8":
+        cands.append(FEW_ROWS)
+    for i, c in enumerate(cands):
+        for shape in [(64, 300), (2, 128, 129), (4096, 8191), (256, 33)]:
+            _run_check("output on the grid", c, shape, dtype, i)
+        for shape in [(64, 256), (2, 128, 128)]:  # whole rows both ways, the input pointer alone shifted
+            _run_check("output on the grid", c, shape, dtype, i, offset=3, out_too=False)
 
 
 @pytest.mark.gpu

@@ -312,7 +312,7 @@ __device__ __noinline__ void ap_put_part(T* row, int e0, int mvalid, VecU o) {
         if (e0 + v < mvalid) row[e0 + v] = o.e[v];
 }
 
-#if MISALIGNED && VEC > 1
+#if HALO  // ap_put's helpers
 // bytes [p, p + Z) of w (p % Z == 0) as one naturally aligned Z-byte st.global at blk + p
 template <int Z> __device__ __forceinline__ void ap_piece(unsigned char* blk, const VecU& w, int p) {
     const int k = p >> 2;
@@ -348,7 +348,7 @@ __device__ __forceinline__ void ap_store_head(unsigned char* blk, const VecU& w,
 
 #endif
 
-#if MISALIGNED && VEC > 1
+#if HALO
 // ap_put's shifted row in the tile at the end of M (mvalid < TILE_M): the aligned vector at e0 + u where it
 // lies wholly below mvalid, else its elements below mvalid; the head [0, u) from the first lane of the first
 // tile. Not inlined: one tile row in M/TILE_M takes it, and inlined it would double the code of the hot path.
