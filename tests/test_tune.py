@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import fake_kernel
 import pytest
 
@@ -220,3 +223,19 @@ def test_a_cached_pick_that_is_not_legal_is_warned_about_and_tuned_again(tmp_pat
         again = _tune(FakeBench(default=None))
     assert not again.cache_hit
     assert fake_kernel.legal(again.best.constants, SHAPE, "float32")
+
+
+def test_tune_loads_on_first_use_and_stays_the_function():
+    # autopad.tune (the function) loads lazily; the submodule's import must not replace it on the package
+    code = (
+        "import pickle, sys, types, autopad\n"
+        "assert 'autopad.tune' not in sys.modules, 'import autopad loaded the tuner'\n"
+        "f = autopad.tune\n"
+        "assert callable(f) and not isinstance(f, types.ModuleType)\n"
+        "import autopad.tune\n"
+        "assert autopad.tune is f and sys.modules['autopad.tune'].tune is f\n"
+        "from autopad import tune\n"
+        "assert tune is f and pickle.loads(pickle.dumps(f)) is f\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
