@@ -70,6 +70,8 @@ def _pow2(x: int) -> bool:
 
 
 def _is_int(value: object) -> bool:
+    if type(value) is int:  # the common case first (a ranking builds hundreds of layouts)
+        return True
     return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, np.integer))
 
 
@@ -201,6 +203,11 @@ class CuteSwizzle:
         return compose(self, tile)
 
 
+# Swizzles by their checked (vec, per_phase, max_phase): a value, so one object serves every tile that has
+# it (a ranking builds hundreds of Swizzled tiles over a few dozen swizzles)
+_SWIZZLES: dict[tuple[int, int, int], Swizzle] = {}
+
+
 def _cute_xor(o: np.ndarray, b: int, m: int, s: int) -> np.ndarray:
     return o ^ ((o >> s) & (((1 << b) - 1) << m))
 
@@ -224,10 +231,11 @@ class Tile:
     swizzle: Swizzle = Swizzle()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rows", _positive("rows", self.rows))
-        object.__setattr__(self, "cols", _positive("cols", self.cols))
-        object.__setattr__(self, "elem_bytes", _elem(self.elem_bytes))
-        object.__setattr__(self, "pad", _pad(self.pad))
+        d = self.__dict__  # the checked values straight into the frozen instance's dict
+        d["rows"] = _positive("rows", self.rows)
+        d["cols"] = _positive("cols", self.cols)
+        d["elem_bytes"] = _elem(self.elem_bytes)
+        d["pad"] = _pad(self.pad)
         sw = self.swizzle
         if sw is None:
             sw = Swizzle()
@@ -235,7 +243,7 @@ class Tile:
             sw = sw.on(self.cols)
         elif not isinstance(sw, Swizzle):
             raise ValueError(f"swizzle: expected Swizzle(...) or Swizzle.cute(b, m, s), got {sw!r}")
-        object.__setattr__(self, "swizzle", sw)
+        d["swizzle"] = sw
         width = sw.vec * sw.max_phase
         if width > self.cols:
             raise ValueError(
@@ -510,10 +518,11 @@ class Swizzled(Tile):
                 "Tile(rows, cols, elem_bytes, pad=, swizzle=Swizzle(...)) or Swizzled(...).padded(pad)"
             )
         params = (
-            _pow2_param(n, v)
-            for n, v in (("sw_vec", sw_vec), ("per_phase", per_phase), ("max_phase", max_phase))
+            _pow2_param("sw_vec", sw_vec),
+            _pow2_param("per_phase", per_phase),
+            _pow2_param("max_phase", max_phase),
         )
-        sw = Swizzle(*params)
+        sw = _SWIZZLES.get(params) or _SWIZZLES.setdefault(params, Swizzle(*params))
         if swizzle is not None:
             if sw != Swizzle():
                 raise ValueError("Swizzled: give sw_vec/per_phase/max_phase or swizzle=, not both")

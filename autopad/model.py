@@ -662,18 +662,27 @@ def analyze_distinct(
     # at a time, rather than kept (a first ranking pays for every fresh page: 19 MB for the fp16 transpose)
     shift, h = np.empty(n, dtype=work.dtype), np.empty(n, dtype=np.int64)
     m = _HASH[0, :w]
+    dense = low >= 0  # every lane active (tile walks): no lane to leave where it is
 
     def moved(s: int, e: int, by: np.ndarray) -> np.ndarray:
         part = work[s:e]
-        return np.where(part >= 0, part - by[:, None], part)
+        return part - by[:, None] if dense else np.where(part >= 0, part - by[:, None], part)
 
+    # with every lane active, a row moved by ``shift`` hashes to its own hash - shift * sum(m) (the hash
+    # is linear, and wraps around 2**64 alike), so the moved rows are not made for hashing
+    m_sum = int(m.sum(dtype=np.uint64).astype(np.int64))  # (wrapped as the hash wraps)
     for s in range(0, n, _DISTINCT_CHUNK):
         e = s + _DISTINCT_CHUNK
-        shift[s:e] = _shift(work[s:e], period)
         with np.errstate(over="ignore"):  # the hash wraps around 2**64
-            h[s:e] = moved(s, e, shift[s:e]) @ m
+            if dense:
+                lo = work[s:e].min(axis=1)
+                shift[s:e] = lo - lo % period
+                h[s:e] = work[s:e] @ m - shift[s:e].astype(np.int64) * np.int64(m_sum)
+            else:
+                shift[s:e] = _shift(work[s:e], period)
+                h[s:e] = moved(s, e, shift[s:e]) @ m
     first, inverse = _groups(h)
-    reps = np.where(work[first] >= 0, work[first] - shift[first][:, None], work[first])
+    reps = work[first] - shift[first][:, None] if dense else _moved_rows(work[first], shift[first])
     for s in range(0, n, _DISTINCT_CHUNK):  # every row equals its representative, or hashes collided
         e = s + _DISTINCT_CHUNK
         if not (reps[inverse[s:e]] == moved(s, e, shift[s:e])).all():
@@ -690,11 +699,26 @@ def analyze_distinct(
     return wave[inverse], ideal[inverse]
 
 
+def _moved_rows(rows: np.ndarray, by: np.ndarray) -> np.ndarray:
+    """``rows`` with each row's active lanes moved down by ``by`` (inactive lanes, negative, stay)."""
+    return np.where(rows >= 0, rows - by[:, None], rows)
+
+
 def _groups(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(one index holding each distinct value, each entry's distinct index) of ``h``: one sort, and no
-    second one for the first occurrences (``np.unique``'s return_index)."""
-    order = np.argsort(h)
-    s = h[order]
+    second one for the first occurrences (``np.unique``'s return_index). Hashes are grouped by their
+    high bits, each packed with its entry's index into one int64 and sorted as values (several times
+    faster than an argsort): entries whose hashes differ only in the low bits fall in one group, which
+    the caller's exact check of every row against its group's first treats as any other collision."""
+    bits = max(1, (len(h) - 1).bit_length())
+    if bits <= 31:
+        key = ((h.view(np.uint64) >> np.uint64(bits + 1)).view(np.int64) << bits) | np.arange(len(h))
+        s = np.sort(key)
+        order = s & ((1 << bits) - 1)
+        s >>= bits
+    else:
+        order = np.argsort(h)
+        s = h[order]
     new = np.empty(len(h), dtype=bool)
     new[:1] = True
     np.not_equal(s[1:], s[:-1], out=new[1:])

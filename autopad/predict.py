@@ -187,21 +187,43 @@ def _swizzled(layouts: Sequence[Any] | None, n: int) -> np.ndarray:
     if layouts is None:
         return np.zeros(n)
 
-    def share(lay: Any) -> float:
-        parts = [getattr(lay, x) for x in ("a", "b") if hasattr(lay, x)] or [lay]
-        return sum(int(getattr(p, "max_phase", 1) or 1) > 1 for p in parts) / len(parts)
-
     out = np.zeros(n)
-    out[: len(layouts)] = _per_layout(layouts, share, len(layouts))
+    out[: len(layouts)] = _per_layout(layouts, _swizzled_share)
     return out
 
 
-def _per_layout(layouts: Sequence[Any], fn: Any, n: int) -> np.ndarray:
+def _swizzled_share(lay: Any) -> float:
+    """``_swizzled``'s share for one layout."""
+    parts = [getattr(lay, x) for x in ("a", "b") if hasattr(lay, x)] or [lay]
+    return sum(int(getattr(p, "max_phase", 1) or 1) > 1 for p in parts) / len(parts)
+
+
+class _Distinct(list):
+    """A list of layouts with its distinct objects (``objs``) and each entry's index into them (``at``),
+    found once (``_distinct``): ``predict_arrays`` asks two questions of every layout, and a ranked space
+    holds tens of thousands of candidates but a few hundred layout objects."""
+
+    objs: list[Any]
+    at: np.ndarray
+
+
+def _per_layout(layouts: Sequence[Any], fn: Any) -> np.ndarray:
     """``fn(layout)`` for each of ``layouts`` as a float array, computed once per distinct layout object
-    (a ranked space holds tens of thousands of candidates but a few hundred layouts)."""
+    (``layouts`` may be a ``_Distinct``, which finds them once for every question asked)."""
+    if not isinstance(layouts, _Distinct):
+        layouts = _distinct(layouts)
+    return np.array([fn(lay) for lay in layouts.objs], dtype=np.float64)[layouts.at]
+
+
+def _distinct(layouts: Sequence[Any]) -> _Distinct:
+    """``layouts`` as a ``_Distinct``: its distinct objects (by identity) in order of first appearance."""
+    out = _Distinct(layouts)
     ids = list(map(id, layouts))
-    value = {i: fn(lay) for i, lay in dict(zip(ids, layouts)).items()}
-    return np.fromiter(map(value.__getitem__, ids), dtype=np.float64, count=n)
+    objs = dict(zip(ids, layouts))  # (each id's object, in order of first appearance)
+    number = dict(zip(objs, range(len(objs))))
+    out.objs = list(objs.values())
+    out.at = np.fromiter(map(number.__getitem__, ids), dtype=np.int64, count=len(ids))
+    return out
 
 
 def _data_bytes(lay: Any) -> float:
@@ -275,7 +297,7 @@ def predictions(
             pairs,
         )
     )
-    return [made[j] for j in inverse.tolist()]
+    return list(map(made.__getitem__, inverse.tolist()))
 
 
 def predict_arrays(
@@ -333,7 +355,8 @@ def predict_arrays(
     # the bytes a tile holds, not its footprint: padding takes shared memory but carries no data
     data = smem.copy()
     if layouts is not None and len(layouts):
-        held = _per_layout(layouts, _data_bytes, len(layouts))
+        layouts = _distinct(layouts)
+        held = _per_layout(layouts, _data_bytes)
         tile = np.flatnonzero(~np.isnan(held))
         data[tile] = np.where(smem[tile] != 0, np.minimum(smem[tile], held[tile]), 0.0)
     staged = k.default_inflight_share * data / np.maximum(threads, 1)
@@ -341,11 +364,12 @@ def predict_arrays(
     x = np.where(per_thread > 0, resident * threads * np.nan_to_num(per_thread) / need, occupancy / 0.25)
     # a spec may know its global accesses stream worse than a copy (a guarded scalar path for misaligned
     # rows, say): ``dram_efficiency`` scales the bandwidth it can reach
-    mem_eff = _knee(x) * dram_eff
+    knee_x = _knee(x)  # (the L2 term below reads the same knee)
+    mem_eff = knee_x * dram_eff
     t_dram = traffic["bytes"] / (a.dram_bytes_per_s * mem_eff)
     # tiled kernels re-read operands through L2 (a GEMM reads A N/BN times and B M/BM times): where the
     # spec counts those bytes (``l2_bytes``) they stream at the L2 rate, with the same bytes in flight
-    t_l2 = np.where(np.isnan(l2_bytes), 0.0, np.nan_to_num(l2_bytes) / (a.l2_bytes_per_s * _knee(x)))
+    t_l2 = np.where(np.isnan(l2_bytes), 0.0, np.nan_to_num(l2_bytes) / (a.l2_bytes_per_s * knee_x))
     t_smem = (wavefronts * tiles + extra_wf) * blocks / a.smem_wavefronts_per_s
     # arithmetic needs warps to hide its latencies (shared loads, the FMA pipeline): one resident warp per
     # scheduler (4 per SM) reaches ~0.84 of the peak on the same smooth knee, two ~0.97. A 1024^3 SIMT GEMM

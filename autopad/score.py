@@ -42,10 +42,10 @@ from .arch import Arch
 from .model import analyze_distinct, row_hashes
 from .model import distinct_rows as model_distinct_rows
 from .spec import KernelSpec, SpecError, combine_codes, value_ranks
+from .tile_addresses import _extent, _part_rows, _parts, _tile_addresses, _tile_params
 
 __all__ = ["score_candidates"]
 
-_BLOCK_LANES = 1 << 16  # lanes of addresses computed at a time (temporaries stay in cache)
 _CHECK_ROWS = 1 << 9  # instructions checked against their hash's first at a time (temporaries below
 # 128 KB: larger ones are fresh pages from the system at each block, early in a process)
 _CHUNK_INSTRUCTIONS = 1 << 17  # pattern instructions scored together (bounds memory: 0.26 GB peak for the
@@ -97,6 +97,23 @@ def _stacked(pattern: Any, warp: int) -> list[tuple[str, int, np.ndarray, np.nda
     return out
 
 
+def _reach(rows: np.ndarray, cols: np.ndarray) -> tuple[int, int, int]:
+    """(highest row, lowest column, highest column) that the active lanes touch ((-1, 0, -1) for none)."""
+    top = int(rows.max(initial=-1))
+    if top < 0:
+        return -1, 0, -1
+    c = cols if int(rows.min()) >= 0 else cols[rows >= 0]  # every lane active: no mask to apply
+    return top, int(c.min()), int(c.max())
+
+
+def _tile_dims(layout: Any) -> tuple[int, int] | None:
+    """(rows, cols) of a layout whose tile a pattern must stay inside (``_check_bounds``), else None."""
+    lr, lc = getattr(layout, "rows", None), getattr(layout, "cols", None)
+    if not isinstance(lr, int) or not isinstance(lc, int) or not hasattr(layout, "row_stride"):
+        return None
+    return lr, lc
+
+
 def _check_bounds(name: str, layout: Any, rows: np.ndarray, cols: np.ndarray) -> None:
     """A pattern that reaches outside its layout's tile is a spec mistake, not a layout to score."""
     lr, lc = getattr(layout, "rows", None), getattr(layout, "cols", None)
@@ -110,77 +127,6 @@ def _check_bounds(name: str, layout: Any, rows: np.ndarray, cols: np.ndarray) ->
             f"smem_pattern: {name}: lane {lane} of an instruction touches (row {rows[i, lane]}, col "
             f"{cols[i, lane]}), outside the layout's {lr} x {lc} tile"
         )
-
-
-def _tile_params(layout: Any) -> tuple[int, int, int, int, int, int] | None:
-    """(row stride, log2 sw_vec, log2 per_phase, max_phase - 1, elem bytes, column stride) of a layout whose
-    offsets are the one tile formula with a column stride (``_tile_addresses``), else None: autopad.layouts'
-    padded / swizzled tiles (column stride 1) and replicated arrays (no swizzle; replica-major rows of
-    ``bins + pad``, or interleaved: column stride ``replicas + pad``), each of its class's own offsets."""
-    from . import layouts
-
-    base = getattr(layouts, "_Tile", None) or getattr(layouts, "Tile", None)
-    rep = getattr(layouts, "Replicated", None)
-    if rep is not None and type(layout).offsets is rep.offsets and isinstance(layout, rep):
-        e = int(layout.elem_bytes)
-        if layout.interleaved:
-            return 1, 0, 0, 0, e, int(layout.replicas) + int(layout.pad)
-        return int(layout.bins) + int(layout.pad), 0, 0, 0, e, 1
-    if base is None or not isinstance(layout, base) or type(layout).offsets is not base.offsets:
-        return None
-    v, pp, mp = int(layout.sw_vec), int(layout.per_phase), int(layout.max_phase)
-    if any(x & (x - 1) for x in (v, pp, mp)):
-        return None  # the batched formula below uses shifts and masks
-    return int(layout.row_stride), v.bit_length() - 1, pp.bit_length() - 1, mp - 1, int(layout.elem_bytes), 1
-
-
-def _parts(layout: Any) -> tuple[tuple[int, int, int, int, tuple[int, ...]], ...] | None:
-    """(first row, rows, cols, byte base, ``_tile_params``) of each part of a layout made of tiles stacked by
-    rows (its ``tile_parts``: (first row, tile, byte base) each; the SIMT GEMM's A and B operand tiles in
-    one buffer), when every part is a tile of the one formula; else None. Row ``first + r`` of such a
-    layout is row ``r`` of the part's tile, at ``base`` + the tile's offset."""
-    got = getattr(layout, "tile_parts", None)
-    if not isinstance(got, tuple) or not got:
-        return None
-    out = []
-    for first, tile, base in got:
-        prm = _tile_params(tile)
-        if prm is None or prm[5] != 1 or not isinstance(tile.rows, int) or not isinstance(tile.cols, int):
-            return None
-        out.append((int(first), int(tile.rows), int(tile.cols), int(base), prm))
-    return tuple(out)
-
-
-def _tile_addresses(params: np.ndarray, rows: np.ndarray, cols: np.ndarray, which: np.ndarray) -> np.ndarray:
-    """Byte addresses (n, warp) of instructions ``which`` of (rows, cols: (m, warp)), each under its own
-    layout's formula (``params``: (n, 6) from ``_tile_params``, or (n, 8) with each instruction's part of a
-    layout of stacked tiles: its first row, subtracted from the rows, and its byte base, added; every active
-    lane in that part); -1 where rows < 0. In int32 where no address can reach 2**31, else int64."""
-    parted = params.shape[1] > 6
-    rmax = int(np.abs(rows).max(initial=0))
-    widest = max(int(cols.max(initial=0)), int(((params[:, 3] + 1) << params[:, 1]).max(initial=1)))
-    cbound = 1 << widest.bit_length()  # above any swizzled column
-    top = (rmax * int(params[:, 0].max(initial=0)) + cbound * int(params[:, 5].max(initial=0))) * int(
-        params[:, 4].max(initial=0)
-    ) + (int(params[:, 7].max(initial=0)) if parted else 0)
-    dt = np.int32 if top < 2**31 else np.int64
-    unit_cols = bool((params[:, 5] == 1).all())
-    out = np.empty((len(which), rows.shape[1]), dtype=dt)
-    rows, cols = rows.astype(dt), cols.astype(dt)
-    step = max(1, _BLOCK_LANES // max(1, rows.shape[1]))
-    for s in range(0, len(which), step):
-        r, c = rows[which[s : s + step]], cols[which[s : s + step]]
-        stride, lv, lp, mmask, e, cs = (params[s : s + step, j, None].astype(dt) for j in range(6))
-        if parted:  # row r of the layout is row r - first of the part's tile
-            r = np.where(r < 0, r, r - params[s : s + step, 6, None].astype(dt))
-        # the one formula (layouts.py): r * (cols + pad) + ((c // vec) ^ ((r // per_phase) % max_phase))
-        # * vec + c % vec, in elements; vec, per_phase and max_phase are powers of two: shifts and masks
-        col = (((c >> lv) ^ ((r >> lp) & mmask)) << lv) | (c & ((1 << lv) - 1))
-        o = (r * stride + (col if unit_cols else col * cs)) * e
-        if parted:
-            o += params[s : s + step, 7, None].astype(dt)
-        out[s : s + step] = np.where(r < 0, -1, o)
-    return out
 
 
 class _PerLayout(dict):
@@ -210,17 +156,31 @@ def _spec_id(spec: KernelSpec) -> tuple:
 
 def _ids(code: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """(each entry's distinct index, in the codes' order; one entry holding each distinct code) of codes
-    in [0, size): marks in a table of ``size`` where that is small (no sort), else ``np.unique``."""
+    in [0, size): marks in a table of ``size`` where that is small (no sort), else one sort of the codes
+    each packed with its entry's index where that fits in 63 bits (a sort of values: several times faster
+    than ``np.unique``'s argsort, or than looking each code up in the sorted distinct ones), else
+    ``np.unique``. The distinct indices follow the codes' order in every case."""
+    bits = max(1, (len(code) - 1).bit_length())
     if size <= max(8 * len(code), 1 << 22):
         seen = np.zeros(size, dtype=bool)
         seen[code] = True
         ids = (np.cumsum(seen, dtype=np.int32) - 1)[code]
         count = int(seen.sum())
-    elif size <= 1 << 26:
-        seen = np.zeros(size, dtype=bool)
-        seen[code] = True
-        uniq = np.flatnonzero(seen)
-        ids, count = np.searchsorted(uniq, code), len(uniq)
+    elif size < 1 << (62 - bits):
+        sk = code << bits  # (in place from here: every fresh page costs early in a process)
+        sk |= np.arange(len(code))
+        sk.sort()
+        order = sk & ((1 << bits) - 1)
+        sk >>= bits
+        new = np.empty(len(sk), dtype=bool)
+        new[:1] = True
+        np.not_equal(sk[1:], sk[:-1], out=new[1:])
+        del sk
+        run = np.cumsum(new)
+        run -= 1
+        ids = np.empty(len(code), dtype=np.int64)
+        ids[order] = run
+        count = int(ids[order[-1]]) + 1 if len(code) else 0
     else:
         uniq, ids = np.unique(code, return_inverse=True)
         ids, count = ids.ravel(), len(uniq)
@@ -342,6 +302,7 @@ def _score_units(
     # object is stacked once per chunk, and its units share blocks (objects kept alive while their id is)
     held: dict[int, tuple[Any, int]] = {}
     bounds: set[tuple] = set()  # (pattern, the layout's rows, cols, whether a tile) already checked
+    reaches: dict[tuple[int, int], tuple[int, int, int]] = {}  # (pattern, group) -> its ``_reach``
     sel: list[int] = []  # the chunk's units
     which: list[int] = []  # each one's pattern, an index into pats
     size = 0
@@ -362,15 +323,19 @@ def _score_units(
             size += sum(len(g[2]) for g in groups)
         seen = (id(pat), getattr(lay, "rows", None), getattr(lay, "cols", None), hasattr(lay, "row_stride"))
         if seen not in bounds:
-            for _op, _width, r, cc, _k in pats[got[1]]:
-                _check_bounds(f"{spec.NAME} {dict(c)}", lay, r, cc)
+            dims = _tile_dims(lay)
+            for g, (_op, _width, r, cc, _k) in enumerate(pats[got[1]] if dims is not None else ()):
+                # three numbers per group, kept for the pattern's other layouts; the lanes only on a miss
+                reach = reaches.get((got[1], g)) or reaches.setdefault((got[1], g), _reach(r, cc))
+                if not (reach[0] < dims[0] and reach[1] >= 0 and reach[2] < dims[1]):  # type: ignore[index]
+                    _check_bounds(f"{spec.NAME} {dict(c)}", lay, r, cc)
             bounds.add(seen)
         which += [got[1]] * len(us)
         sel += us
         if size >= _CHUNK_INSTRUCTIONS or j == len(todo) - 1:
             lays = [layouts[reps[u]] for u in sel]
             wave[sel], ideal[sel] = _score_chunk(pats, which, lays, [id(x) for x in lays], arch)
-            pats, sel, which, size, held, bounds = [], [], [], 0, {}, set()
+            pats, sel, which, size, held, bounds, reaches = [], [], [], 0, {}, set(), {}
     return wave, ideal
 
 
@@ -412,23 +377,23 @@ def _score_chunk(
     )
     n_shapes = len(shape_rep)
     # per unit: its layout (one entry per layout object) and its block: (pattern, the layout's period)
-    lay_at: dict[int, int] = {}
-    lays: list[Any] = []
+    objs = dict(zip(layout_ids, unit_layouts))  # each layout object, in order of first appearance
+    number = dict(zip(objs, range(len(objs))))
+    lays: list[Any] = list(objs.values())
+    ul_a = np.fromiter(map(number.__getitem__, layout_ids), dtype=np.int64, count=len(layout_ids))
     periods = _PerLayout(_periods)
-    block_at: dict[tuple[int, Any], int] = {}
-    ul, ub = [], []
-    per_of: list[tuple[int, int]] = []
-    for m, lay, lid in zip(which, unit_layouts, layout_ids):
-        j = lay_at.get(lid)
-        if j is None:
-            j = lay_at[lid] = len(lays)
-            lays.append(lay)
-            per_of.append(periods.of(lay) or (0, 0))
-        ul.append(j)
-        ub.append(block_at.setdefault((m, per_of[j]), len(block_at)))
-    bm = np.array([m for m, _ in block_at], dtype=np.int64)
-    bp = np.array([per[0] for _, per in block_at], dtype=np.int64)
-    bq = np.array([per[1] for _, per in block_at], dtype=np.int64)
+    per_at: dict[tuple[int, int], int] = {}  # each distinct period, numbered
+    per_of = np.array([per_at.setdefault(periods.of(x) or (0, 0), len(per_at)) for x in lays], np.int64)
+    # blocks numbered in order of first appearance among the units
+    _, firsts, inverse = np.unique(
+        np.asarray(which, dtype=np.int64) * len(per_at) + per_of[ul_a], return_index=True, return_inverse=True
+    )
+    order = np.argsort(firsts)
+    renumber = np.empty(len(order), dtype=np.int64)
+    renumber[order] = np.arange(len(order))
+    ub_a, first_unit = renumber[inverse.ravel()], firsts[order]
+    bm = np.asarray(which, dtype=np.int64)[first_unit]
+    bp, bq = np.array(list(per_at), dtype=np.int64).reshape(-1, 2)[per_of[ul_a[first_unit]]].T
     # An instruction moved down by whole periods (a group of one instruction stays where it is, as a
     # period of None leaves every instruction) has its lowest row and column within the first period; its
     # content is its class (kind and shape) and that offset, one int64 code. Blocks of one period at a
@@ -500,7 +465,6 @@ def _score_chunk(
     b_start[m_block[runs]] = runs
     del m_block
     # every unit's rows: its block's contents under its layout; distinct (content, layout) pairs
-    ub_a, ul_a = np.array(ub, dtype=np.int64), np.array(ul, dtype=np.int64)
     unit, row = _expand(b_start[ub_a], b_len[ub_a])
     lay = ul_a[unit]
     # tile layouts with the same formula parameters (tiles of other row counts) give every content the same
@@ -588,44 +552,6 @@ def _distinct_instructions(
         if not same or not (kind[rep] == kind[s : s + _CHECK_ROWS]).all():
             return np.arange(n), np.arange(n)
     return uniq, inst_of
-
-
-def _extent(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Each instruction's lowest and highest active row and column (rows of no active lane: an empty
-    range, lowest above highest)."""
-    active = rows >= 0
-    big = np.iinfo(np.int64).max
-    lo_r, hi_r = np.where(active, rows, big).min(axis=1), np.where(active, rows, -1).max(axis=1)
-    lo_c, hi_c = np.where(active, cols, big).min(axis=1), np.where(active, cols, -1).max(axis=1)
-    return lo_r, hi_r, lo_c, hi_c
-
-
-def _part_rows(
-    parted: list[Any], lo_r: np.ndarray, hi_r: np.ndarray, lo_c: np.ndarray, hi_c: np.ndarray
-) -> tuple[np.ndarray, ...]:
-    """For layouts of stacked tiles (``_parts``; None for any other) and contents given by their extents
-    (``_extent``): (the distinct parts' ``_tile_addresses`` parameters, (parts, 8): the tile's six, then
-    the part's first row and byte base; each (layout, part)'s index into them, at layout * most parts +
-    part; for each content and combination of parts' geometries, the first part holding every active lane
-    of the content, or -1; each layout's combination)."""
-    most = max((len(q) for q in parted if q is not None), default=0)
-    table = np.zeros((len(parted) * most, 11), dtype=np.int64)  # first row, rows, cols, parameters
-    for j, q in enumerate(parted):
-        for k, (first, n_rows, n_cols, base, prm) in enumerate(q or ()):
-            table[j * most + k] = (first, n_rows, n_cols, *prm, first, base)
-    params, pid = np.unique(table[:, 3:], axis=0, return_inverse=True)
-    # which part holds a content depends on the parts' (first row, rows, cols) alone: worked out per
-    # distinct combination of them (an absent part has no rows: it holds only a content with no active
-    # lane, all -1 under any part)
-    geo, geo_of = np.unique(table[:, :3], axis=0, return_inverse=True)
-    combo, combo_of = np.unique(geo_of.reshape(-1, most), axis=0, return_inverse=True)
-    first, rows, cols = geo[:, 0], geo[:, 1], geo[:, 2]
-    inside = ((lo_c >= 0) & (lo_r >= 0))[:, None] & (hi_c[:, None] < cols)
-    inside &= (lo_r[:, None] >= first) & (hi_r[:, None] < first + rows)  # (contents, geometries)
-    part = np.full((len(lo_r), len(combo)), -1, dtype=np.int64)
-    for k in reversed(range(most)):
-        part[inside[:, combo[:, k]]] = k
-    return params, pid.ravel(), part, combo_of.ravel()
 
 
 def _expand(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

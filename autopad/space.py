@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import threading
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -295,11 +295,10 @@ class Space:
         at = rows[~self._frozen_made[rows]]
         if len(at):
             made = zip(*(objs[of[at]].tolist() for objs, of in self._pairs))
-            for i, f in zip(at.tolist(), made):
-                self._frozen[i] = f
+            # stored and read back by maps over the list's own methods: no bytecode per row
+            deque(map(self._frozen.__setitem__, at.tolist(), made), maxlen=0)
             self._frozen_made[at] = True
-        got = self._frozen
-        return [got[i] for i in rows.tolist()]  # type: ignore[misc]
+        return list(map(self._frozen.__getitem__, rows.tolist()))  # type: ignore[arg-type]
 
     @property
     def frozen(self) -> list[tuple[tuple[str, int], ...]]:

@@ -65,7 +65,7 @@ def test_tiles_of_one_formula_are_scored_as_one_layout():
     """Tile layouts that differ only in their row count (TILE_M 32 and 64 of one width, pad and swizzle)
     address every lane alike, so the scorer computes a content's addresses once for all of them; each
     candidate still gets its own pattern's score, as instruction by instruction."""
-    from autopad.score import _tile_params
+    from autopad.tile_addresses import _tile_params
 
     spec = _small_transpose()
     consts = enumerate_candidates(spec, (4096, 4096), "float32")
@@ -93,7 +93,7 @@ def test_formula_addresses_equal_the_layouts_own_offsets(lay):
     """Tiles and replicated arrays are addressed by one batched formula (``_tile_addresses``, a column
     stride added for interleaved replicas); it gives each layout's own ``offsets``, inactive lanes -1."""
     from autopad.layouts import Padded, Replicated, Swizzled  # noqa: F401 (eval)
-    from autopad.score import _tile_addresses, _tile_params
+    from autopad.tile_addresses import _tile_addresses, _tile_params
 
     layout = eval(lay)
     params = _tile_params(layout)
@@ -116,7 +116,7 @@ def test_stacked_tiles_are_addressed_part_by_part_as_their_own_offsets():
     from autopad.kernels.cuda.matmul import OperandTiles
 
     from autopad.layouts import Padded, Swizzled
-    from autopad.score import _extent, _part_rows, _parts, _tile_addresses
+    from autopad.tile_addresses import _extent, _part_rows, _parts, _tile_addresses
 
     lay = OperandTiles(Padded(8, 64, 4, pad=4), Swizzled(8, 128, 4, sw_vec=4, per_phase=1, max_phase=8))
     parts = _parts(lay)

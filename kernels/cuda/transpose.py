@@ -22,6 +22,7 @@ local search the original one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import itemgetter
@@ -103,6 +104,7 @@ def _lkey(c: dict[str, int], e: int) -> tuple[int, ...]:
 # ---- the shared-memory pattern, vectorised ----------------------------------------------------------------
 
 _LANES = np.arange(32, dtype=np.int64)
+_Names = Callable[[], tuple[str, ...]]  # a phase's loop names, made only when its instructions are asked for
 # READOUT 2: lane 8i + j points ldmatrix's matrix i, row j at this row of a 32 x 8 block (transpose.cu)
 _LDSM_ROW = 8 * ((_LANES % 8) >> 1) + 2 * (((_LANES >> 3) + ((_LANES % 8) >> 1)) & 3) + (_LANES & 1)
 
@@ -116,8 +118,9 @@ class SmemPattern:
     are; they are made only when asked for (``autopad.access.score``, ``explain``, reports).
     """
 
-    def __init__(self, phases: list[tuple[str, str, int, np.ndarray, np.ndarray, tuple[str, ...]]]) -> None:
-        # each phase: (tag, op, width, rows [warps, n, 32], cols [warps, n, 32], loop names of the n)
+    def __init__(self, phases: list[tuple[str, str, int, np.ndarray, np.ndarray, _Names]]) -> None:
+        # each phase: (tag, op, width, rows [warps, n, 32], cols [warps, n, 32], a call that gives the loop
+        # names of the n: made with the instructions, as a ranking reads only ``groups``)
         self._phases = phases
         self.groups = tuple(
             (
@@ -138,7 +141,7 @@ class SmemPattern:
                 Instruction(f"{tag} w{w} {name}", op, width, rows[w, i], cols[w, i])
                 for w in range(warps)
                 for tag, op, width, rows, cols, names in self._phases
-                for i, name in enumerate(names)
+                for i, name in enumerate(names())
             )
         return self._ins
 
@@ -162,20 +165,23 @@ def _pattern(tm: int, tn: int, threads: int, vec: int, readout: int, e: int) -> 
     # store phase, pass p: lane writes VEC elements at (ly + p*LY, lx*VEC) in one VEC*elem st.shared
     p = np.arange(lpass, dtype=np.int64)[:, None]
     rows, cols = np.broadcast_arrays(t // lx + p * ly, (t % lx) * vec)
-    phases = [("st", "store", vec * e, rows, cols, tuple(f"p{i}" for i in range(lpass)))]
+    phases = [("st", "store", vec * e, rows, cols, lambda: tuple(f"p{i}" for i in range(lpass)))]
     if readout == 2:  # ldmatrix.x4.trans: unit u = w + p*WARPS is rows 32a.., columns 8cb..8cb+7
         n = tm * tn // 256 // warps
         u = w + warps * np.arange(n, dtype=np.int64)[:, None]
         a, cb = u % (tm // 32), u // (tm // 32)
         rows, cols = np.broadcast_arrays(32 * a + _LDSM_ROW, 8 * cb)
-        phases.append(("ldsm", "ldmatrix.x4.trans", 16, rows, cols, tuple(f"p{i}" for i in range(n))))
+        phases.append(("ldsm", "ldmatrix.x4.trans", 16, rows, cols, lambda: tuple(f"p{i}" for i in range(n))))
     else:  # READOUT 0: VEC element loads per pass; 1: VEC 4-byte words of G columns per pass
         g = 4 // e if readout == 1 else 1
         npass = tn // (sy * g)
         p = np.repeat(np.arange(npass, dtype=np.int64), vec)[:, None]
         v = np.tile(np.arange(vec, dtype=np.int64), npass)[:, None]
         rows, cols = np.broadcast_arrays((t % sx) * vec + v, (t // sx + p * sy) * g)
-        names = tuple(f"p{i} v{j}" for i in range(npass) for j in range(vec))
+
+        def names() -> tuple[str, ...]:
+            return tuple(f"p{i} v{j}" for i in range(npass) for j in range(vec))
+
         phases.append(("ld4" if readout == 1 else "ld", "load", 4 if readout == 1 else e, rows, cols, names))
     return SmemPattern(phases)
 
