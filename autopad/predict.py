@@ -407,7 +407,9 @@ def predict_arrays(
     # their slowest warp), and nothing refills the idle slots. Warps per scheduler n -> ceil(n) on the warp
     # knee: 1536x1000x2000 on 64x64 tiles of 64 threads, 3 blocks an SM, measured 1.29x the same tiles at
     # 128 threads where the even-split model said 1.00 (SIMT GEMM, H200 run 2). Blocks of a multiple of 4
-    # warps are unchanged (f = 1 exactly).
+    # warps are unchanged (f = 1 exactly). A rule of the hardware, so it applies to every spec (your own
+    # kernel's 32- to 96-thread blocks too), though only the SIMT GEMM's study has measured it: the other
+    # built-in specs launch whole warpgroups.
     per_sched = resident * np.ceil(threads / warp) / 4
     busiest = np.ceil(per_sched)
     uneven = (waves <= 1.0) & (busiest > per_sched)

@@ -300,11 +300,6 @@ class Space:
             self._frozen_made[at] = True
         return list(map(self._frozen.__getitem__, rows.tolist()))  # type: ignore[arg-type]
 
-    @property
-    def frozen(self) -> list[tuple[tuple[str, int], ...]]:
-        """Every row's frozen constants."""
-        return self.frozen_rows(np.arange(self.n))
-
     def constants(self, i: int) -> dict[str, int]:
         f = self._frozen[i]
         return dict(f if f is not None else self.frozen_rows(np.array([i]))[0])

@@ -380,7 +380,9 @@ class TransposeCuda(TransposeIO, CudaKernel):
             _ARCH.smem_per_sm // (self.smem_bytes(c, dtype, misaligned) + 1024),
             _ARCH.max_blocks_per_sm,
         )
-        lpass = _phases(c)[2] + (1 if _halo(c, misaligned) else 0)  # the halo rows: one pass more
+        _, ly, lpass = _phases(c)[:3]
+        # the halo rows: ceil(VEC / LY) passes more (transpose.cu's HPASS; one in the tuned space)
+        lpass += -(-c["VEC"] // ly) if _halo(c, misaligned) else 0
         words = lpass * max(1, c["VEC"] * e // 4)  # the loaded vectors, in 4-byte registers
         # misaligned: the next vector too, and each pass's shift; READOUT 1 holds VEC words while permuting
         need = words * (1 + misaligned) + lpass * misaligned + _REG_OVERHEAD[int(misaligned)]
