@@ -135,9 +135,8 @@ def test_stacked_tiles_are_addressed_part_by_part_as_their_own_offsets():
     np.testing.assert_array_equal(got, lay.offsets(rows[fits], cols[fits]))
 
 
-def test_units_given_as_codes_score_as_units_found_by_memo_and_layout():
-    """``Space.score`` hands ``score_candidates`` each candidate's unit as one int (its pattern constants and
-    layout object) and its memos lazily; the scores are those the memo-and-layout dictionary gives."""
+def _fp16_space_scored():
+    """The small fp16 transpose's space at 4096^2: (spec, space, legal rows, layouts, constants, scores)."""
     from autopad import score as S
     from autopad.space import space
 
@@ -147,7 +146,15 @@ def test_units_given_as_codes_score_as_units_found_by_memo_and_layout():
     lays = kept.layouts(spec, rows, "float16")
     consts = [kept.constants(i) for i in rows.tolist()]
     S._UNIT_SCORES.clear()
-    want = score_candidates(spec, consts, lays, "float16", None, A)
+    return spec, kept, rows, lays, consts, score_candidates(spec, consts, lays, "float16", None, A)
+
+
+def test_units_given_as_codes_score_as_units_found_by_memo_and_layout():
+    """``Space.score`` hands ``score_candidates`` each candidate's unit as one int (its pattern constants and
+    layout object) and its memos lazily; the scores are those the memo-and-layout dictionary gives."""
+    from autopad import score as S
+
+    spec, kept, rows, lays, consts, want = _fp16_space_scored()
     S._UNIT_SCORES.clear()
     kept.scores.clear()
     got = kept.score(spec, rows, lays, "float16", None, A)
@@ -160,15 +167,8 @@ def test_instructions_matched_by_hash_are_checked_exactly(monkeypatch):
     unequal and each counts as its own: the scores are unchanged."""
     from autopad import model
     from autopad import score as S
-    from autopad.space import space
 
-    spec = _small_transpose()
-    kept = space(spec, "float16")
-    rows = np.flatnonzero(kept.legal(spec, (4096, 4096), "float16"))
-    lays = kept.layouts(spec, rows, "float16")
-    consts = [kept.constants(i) for i in rows.tolist()]
-    S._UNIT_SCORES.clear()
-    want = score_candidates(spec, consts, lays, "float16", None, A)
+    spec, kept, rows, lays, consts, want = _fp16_space_scored()
     kind = np.array([0, 0, 1])
     lanes = np.arange(3 * 32).reshape(3, 32)
     uniq, inst_of = S._distinct_instructions(kind, lanes % 32, lanes % 32)
