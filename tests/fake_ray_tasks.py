@@ -84,8 +84,15 @@ def drive(address: str, task: str, rows: list[int], env: dict[str, str]) -> None
     """A caller in its own process (for SIGINT and SIGKILL): histogram items with these first dims.
 
     Prints one JSON line: the interrupted sweep's counts, then whether the GPUs were free again.
+    Ctrl-C raises KeyboardInterrupt here whatever this process inherited: a pytest started in the
+    background of a non-interactive shell (``pytest &``, as some CI runners do) ignores SIGINT, so would
+    this driver, and the test's SIGINT would do nothing while the fake tasks sleep on.
     """
+    import signal
+
     import ray
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     from autopad.sweep import items
     from autopad.sweep_ray import SweepInterrupted, run_sweep_ray

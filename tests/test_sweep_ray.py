@@ -230,12 +230,11 @@ def test_ctrl_c_cancels_the_tasks_in_flight(cluster, env, tmp_path):
         try:  # cancelling, up to 30 s for the GPUs to free, the driver exiting: slow on a loaded 2-core box
             out, err = p.communicate(timeout=120)
         except subprocess.TimeoutExpired:
-            # the driver prints its report before Ray's own shutdown at exit, which has hung in full runs on
-            # the 2-core machine: the report is what this test checks; without one the sweep itself hung
             p.kill()
             out, err = p.communicate()
-            if not out.strip():
-                pytest.fail(f"the interrupted driver reported nothing in 120 s; its stderr: {err[-3000:]}")
+            pytest.fail(
+                f"the interrupted driver did not exit in 120 s; its stdout: {out!r}, stderr: {err[-3000:]}"
+            )
     finally:
         p.kill()
     doc = json.loads(out.strip().splitlines()[-1])
