@@ -67,7 +67,11 @@ GROUP_GAIN = {False: {1: 1.0, 16: 1.02, 64: 1.10}, True: {1: 1.0, 16: 1.0, 64: 1
 # registers a thread needs besides the loaded vectors (addresses, indices, the read-out): ptxas -v over the
 # vector path's space at sm_90, built at the model's occupancy and lowered until no spill; the largest
 # overhead seen, rounded up (see tests/test_cuda_transpose.py)
-_REG_OVERHEAD = {0: 16, 1: 40}  # aligned build, misaligned build (two vectors per load + the funnel)
+_REG_OVERHEAD = {0: 16, 1: 4}  # registers besides the loads: aligned build, misaligned build
+# registers a load pass holds besides its words: the misaligned build's row pointer, segment end, shift and
+# predicates (the next lane's vector is a shuffle result used at once, not held across passes); fitted with
+# ptxas on all 289 misaligned geometries (benchmarks/results/cpu/register_overhead.md): none spills
+_REG_PER_PASS = {0: 0, 1: 5}
 
 
 def _dims(shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -384,8 +388,8 @@ class TransposeCuda(TransposeIO, CudaKernel):
         # the halo rows: ceil(VEC / LY) passes more (transpose.cu's HPASS; one in the tuned space)
         lpass += -(-c["VEC"] // ly) if _halo(c, misaligned) else 0
         words = lpass * max(1, c["VEC"] * e // 4)  # the loaded vectors, in 4-byte registers
-        # misaligned: the next vector too, and each pass's shift; READOUT 1 holds VEC words while permuting
-        need = words * (1 + misaligned) + lpass * misaligned + _REG_OVERHEAD[int(misaligned)]
+        # misaligned: each pass's addresses and shift; READOUT 1 holds VEC words while permuting
+        need = words + lpass * _REG_PER_PASS[int(misaligned)] + _REG_OVERHEAD[int(misaligned)]
         need += c["VEC"] if c.get("READOUT", 0) == 1 else 0
         need = min(255, -(-need // 8) * 8)
         return max(1, min(fit, 65536 // (c["THREADS"] * need)))
