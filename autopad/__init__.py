@@ -28,7 +28,9 @@ class _Package(_types.ModuleType):
     function can load lazily (the tuner's imports: 0.01 s of a model-only process on the 2-core machine)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "tune" and isinstance(value, _types.ModuleType):
+        # only the import system's assignment of the submodule itself is dropped: any other value (a mock,
+        # a module a test patches in) is set as given
+        if name == "tune" and value is _sys.modules.get(f"{self.__name__}.tune"):
             return
         super().__setattr__(name, value)
 

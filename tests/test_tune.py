@@ -239,3 +239,21 @@ def test_tune_loads_on_first_use_and_stays_the_function():
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_a_module_patched_in_as_autopad_tune_is_set():
+    # only the import system's own assignment (the submodule) is dropped; a stand-in module a test patches
+    # in for the function is set, and the patch's undo brings the function back
+    import types
+    from unittest import mock
+
+    import autopad
+
+    f = autopad.tune
+    stand_in = types.ModuleType("stand_in")
+    with mock.patch("autopad.tune", stand_in):
+        assert autopad.tune is stand_in
+    assert autopad.tune is f
+    import autopad.tune  # noqa: F401  (the submodule: still not set on the package)
+
+    assert autopad.tune is f
