@@ -1,0 +1,73 @@
+"""One namespace for a module whose code was split into several (``autopad.cuda_runtime``, ``autopad.cache``).
+
+What: ``install(name, homes)`` turns the module ``name`` into a ``Facade``: setting (or deleting) one of its
+attributes also sets it in each of the ``homes`` (the modules its code moved to) that binds that name, and
+``lookup`` serves, through the old module's PEP 562 ``__getattr__``, the names it does not bind itself, from
+the first home that does.
+
+Why: before a split the module was one namespace. ``monkeypatch.setattr(cuda_runtime, "_cuda_core", fake)``
+(tests) or ``rt._LIBCUDA, rt._CU = stub, None`` (benchmarks/profile_ops_host.py) changed what every function
+of it read. After the split those functions live in other modules, each with its own globals (a name one
+module defines and others import is bound in each of them); a plain attribute set on the old module would
+reach none of them. Forwarding the assignment to every module that binds the name keeps such a patch, and
+its undo, taking effect where the code reads it. Reads of state a home rebinds as it runs (a library loaded
+once: ``cuda_driver._CU``) are served from the home, never from a stale copy, because the old module does not
+bind those names itself.
+
+Only ``__setattr__``/``__delattr__`` are overridden, never attribute reads: a call through the old module
+(``cuda_runtime.launch(...)``) costs what it cost before.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["Facade", "install", "lookup"]
+
+_HOMES = "_facade_homes"  # the attribute of a Facade that lists its homes
+
+
+def _binders(module: types.ModuleType, name: str) -> list[types.ModuleType]:
+    """The homes of ``module`` whose own namespace binds ``name`` (none for dunders: the module's own)."""
+    if name.startswith("__") and name.endswith("__"):
+        return []
+    return [h for h in module.__dict__.get(_HOMES, ()) if name in h.__dict__]
+
+
+class Facade(types.ModuleType):
+    """A module whose code lives in other modules (its homes): an attribute set on it is set in each home
+    that binds the name too, and on the module itself when it binds the name or no home does."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        homes = _binders(self, name)
+        for home in homes:
+            setattr(home, name, value)
+        if not homes or name in self.__dict__:
+            super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        homes = _binders(self, name)
+        for home in homes:
+            delattr(home, name)
+        if not homes or name in self.__dict__:
+            super().__delattr__(name)
+
+
+def install(name: str, homes: Sequence[types.ModuleType]) -> None:
+    """Make the module ``name`` (already in ``sys.modules``) a ``Facade`` over ``homes``; list a module that
+    defines a name before the modules that import it (``lookup`` takes the first)."""
+    module = sys.modules[name]
+    module.__dict__[_HOMES] = tuple(homes)
+    module.__class__ = Facade
+
+
+def lookup(module_name: str, name: str) -> Any:
+    """The value of ``name`` in the first home of the facade ``module_name`` that binds it (for the
+    facade's ``__getattr__``); AttributeError as for any module when none does."""
+    for home in sys.modules[module_name].__dict__.get(_HOMES, ()):
+        if name in home.__dict__:
+            return home.__dict__[name]
+    raise AttributeError(f"module {module_name!r} has no attribute {name!r}")

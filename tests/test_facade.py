@@ -1,0 +1,54 @@
+"""autopad._facade: an attribute set on a split module reaches every module that binds the name, reads of
+names it does not bind come from their home, and a patch's undo restores both."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from autopad import _facade
+
+
+@pytest.fixture
+def split(monkeypatch):
+    """``old`` split into ``low`` (defines f and STATE) and ``high`` (imports f); ``old`` re-exports f."""
+    low, high = types.ModuleType("fake_low"), types.ModuleType("fake_high")
+    low.f, low.STATE = (lambda: "real"), None
+    high.f = low.f
+    old = types.ModuleType("fake_old")
+    old.f = low.f
+    old.__getattr__ = lambda name: _facade.lookup("fake_old", name)
+    monkeypatch.setitem(sys.modules, "fake_old", old)
+    _facade.install("fake_old", (low, high))
+    return old, low, high
+
+
+def test_setting_a_name_sets_it_in_every_module_that_binds_it(split, monkeypatch):
+    old, low, high = split
+    monkeypatch.setattr(old, "f", lambda: "fake")
+    assert old.f() == low.f() == high.f() == "fake"
+    monkeypatch.undo()
+    assert old.f() == low.f() == high.f() == "real"
+
+
+def test_state_the_home_rebinds_is_read_from_the_home(split):
+    old, low, _ = split
+    assert "STATE" not in vars(old) and old.STATE is None
+    low.STATE = 5  # the home loads its library
+    assert old.STATE == 5
+    old.STATE = None  # a test resets it through the old module
+    assert low.STATE is None and "STATE" not in vars(old)
+    with pytest.raises(AttributeError, match="fake_old.*nothing"):
+        old.nothing  # noqa: B018
+
+
+def test_a_name_no_home_binds_is_the_old_modules_own(split):
+    old, low, high = split
+    old.extra = 1
+    del old.f
+    assert old.extra == 1 and not any(hasattr(m, "extra") for m in (low, high))
+    assert "f" not in vars(old) and "f" not in vars(low) and "f" not in vars(high)
+    old.__doc__ = "dunders stay the module's own"
+    assert low.__doc__ is None
