@@ -19,41 +19,43 @@ nothing (tested: 4 writers x 50 entries, 8 tuners at once, 30 writers SIGKILLed 
 corrupt, foreign or other-version file is ignored with a warning (naming the file and the problem) and
 replaced by the next write; it never raises.
 
-Untrusted contents: a file is read without following a symlink, only if it is a regular file (a FIFO
-would block) and no larger than ``$AUTOPAD_CACHE_MAX_MB`` (32 MiB, some 250,000 measurements; a 198 MiB
-file cost 3.2 s and 829 MB per hit). Every value is checked on the way in (``results.*.from_dict``): a
-constant that is a float or a bool, a time that is negative, NaN or text, is never coerced; the entry
-(one measurement, or the stored result) is dropped with one warning naming the file and the field, and
-the next write leaves it out. Whether cached constants are *legal* for the kernel is the tuner's check.
-
-Speed of a hit: the file is written with the small result before the bulky measurements, and a hit
-parses only the file's head (header, key, result): 0.5 ms on a file of 100,000 measurements (15 MiB),
-which took 2.1 s and 84 MiB when the whole file was parsed. Files of the older layout are still read.
-
 Unusable folders (read-only, a file where the folder should be, no permission, a lock file that is a
 folder or a symlink): one warning per process and folder; a folder that cannot be read acts as empty, one
 that cannot be written keeps nothing new (a read-only folder still serves what it holds), so ``tune``
 runs uncached rather than failing.
+
+Where the code lives (this module re-exports every name it had, private ones too, and forwards an attribute
+set on it, such as a test's monkeypatch, to every module that binds that name: ``autopad._facade``):
+``cache_key`` (``CacheKey``, ``bucket``), ``cache_file`` (one file's format, reading and checks: untrusted
+contents, the speed of a hit) and this module (the folder: ``Cache``, its locks, its in-process memo).
 """
 
 from __future__ import annotations
 
-import codecs
 import contextlib
-import errno
-import hashlib
-import json
 import math
 import os
 import re
-import stat
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import fields
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+from . import _facade, cache_file, cache_key
+from .cache_file import (
+    FORMAT,
+    FORMAT_VERSION,
+    _dump,
+    _File,
+    _norm,
+    _peek_key,
+    _read_file,
+    _warn,
+    _warn_dropped,
+)
+from .cache_key import CacheKey, _slug, bucket
 from .files import open_lock, write_atomic
 from .results import Measurement, TuneResult
 
@@ -64,21 +66,13 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "CacheKey", "Cache", "bucket", "cache_dir", "write_atomic"]
 
-FORMAT = "autopad-tune-cache"
-FORMAT_VERSION = 1
 SUBDIR = "tune"
 _NAME = re.compile(r"^[a-z0-9_]{1,40}-[0-9a-f]{24}\.json$")
 _TMP = re.compile(r"^\.[a-z0-9_]{1,40}-[0-9a-f]{24}\.json\..*\.tmp$")
 _STALE_TMP_S = 600.0
 _MEMO: dict[str, tuple[tuple[int, ...], Any, TuneResult]] = {}  # path -> (file signature, params, result)
 _MEMO_SIZE = 32
-MAX_MB = 32.0  # default size cap on a cache file read ($AUTOPAD_CACHE_MAX_MB): ~250,000 measurements
-_HEAD = 1 << 20  # a hit parses the header, key and result from this much of the file (they come first)
-_ORDER = ("format", "format_version", "autopad_version", "key", "result", "measurements")  # as written
 _WARNED: set[tuple[str, str]] = set()  # (folder, what) already warned about in this process
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_FOLDER_ERRNOS = {errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EROFS}
 
 
 def cache_dir() -> Path:
@@ -88,96 +82,6 @@ def cache_dir() -> Path:
         return Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "autopad"
-
-
-def bucket(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The lookup bucket of a shape: each dim above 16 rounded up to the next power of two, small dims exact.
-
-    Small dims (<= 16) are kept exact because they usually are structural (a batch of 3, 4 channels),
-    and a kernel's legal tiles change with them; large dims only move the wave count, smoothly.
-    """
-    out = []
-    for d in shape:
-        d = int(d)
-        if d <= 0:
-            raise ValueError(f"shape: dims must be positive, got {tuple(shape)!r}")
-        out.append(d if d <= 16 else 1 << (d - 1).bit_length())
-    return tuple(out)
-
-
-def _slug(text: str) -> str:
-    return (re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_") or "kernel")[:40]
-
-
-@dataclass(frozen=True)
-class CacheKey:
-    """Everything that can change a tuning answer. ``gpu``/``cc`` are "" without a GPU."""
-
-    autopad_version: str
-    gpu: str
-    cc: str
-    backend: str
-    kernel: str
-    source_hash: str
-    shape: tuple[int, ...]
-    dtype: str
-    dist: str | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if f.name != "shape" and not (isinstance(v, str) or (f.name == "dist" and v is None)):
-                raise TypeError(f"CacheKey.{f.name}: expected a string, got {v!r}")
-
-    @classmethod
-    def make(
-        cls,
-        kernel: str,
-        shape: tuple[int, ...],
-        dtype: str,
-        backend: str,
-        gpu: str = "",
-        cc: str = "",
-        source_hash: str = "",
-        dist: str | None = None,
-        version: str | None = None,
-    ) -> CacheKey:
-        """A key with this autopad's version filled in."""
-        if version is None:
-            from . import __version__ as version
-        return cls(version, gpu, str(cc), backend, kernel, source_hash, tuple(shape), str(dtype), dist)
-
-    def context(self) -> tuple[tuple[str, Any], ...]:
-        """Every field but the shape: entries of one context differ only in shape (nearest-bucket lookup)."""
-        return tuple((f.name, getattr(self, f.name)) for f in fields(self) if f.name != "shape")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["shape"] = list(self.shape)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CacheKey:
-        """From a file, strictly: the shape is a list of positive integers (no floats, bools or zeros)."""
-        if not isinstance(d, dict):
-            raise TypeError(f"key: expected an object, got {type(d).__name__}")
-        shape = d["shape"]
-        if not isinstance(shape, list) or not all(
-            isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in shape
-        ):
-            raise ValueError(f"key.shape: expected a list of positive integers, got {shape!r}")
-        return cls(**{f.name: d[f.name] for f in fields(cls)})
-
-    @property
-    def digest(self) -> str:
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()[:24]
-
-    @property
-    def filename(self) -> str:
-        """Stable file name: the kernel (for people reading the folder) and a hash of the whole key."""
-        return f"{_slug(self.kernel)}-{self.digest}.json"
 
 
 @contextlib.contextmanager
@@ -211,197 +115,12 @@ def _locked(lock_path: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _warn(path: Path, problem: str, stacklevel: int) -> None:
-    msg = f"autopad cache: ignoring {path}: {problem}; the next write replaces it"
-    warnings.warn(msg, stacklevel=stacklevel + 1)
-
-
-def _warn_dropped(path: Path, dropped: tuple[str, ...], stacklevel: int) -> None:
-    """One warning for every bad entry of one file read: the first three named, the rest counted."""
-    if not dropped:
-        return
-    more = f"; and {len(dropped) - 3} more" if len(dropped) > 3 else ""
-    what = "entry" if len(dropped) == 1 else f"{len(dropped)} entries"
-    msg = f"autopad cache: dropping {what} of {path}: {'; '.join(dropped[:3])}{more}"
-    warnings.warn(msg + " (the next write removes it)", stacklevel=stacklevel + 1)
-
-
 def _once(folder: Path, what: str, msg: str, stacklevel: int) -> None:
     """Warn about an unusable folder once per process (per folder and per reading or writing)."""
     if (str(folder), what) in _WARNED:
         return
     _WARNED.add((str(folder), what))
     warnings.warn(msg, stacklevel=stacklevel + 1)
-
-
-def max_bytes() -> int:
-    """The largest cache file that is read: ``$AUTOPAD_CACHE_MAX_MB`` MiB (default 32; bad values too)."""
-    text = os.environ.get("AUTOPAD_CACHE_MAX_MB", "").strip()
-    try:
-        mb = float(text) if text else MAX_MB
-    except ValueError:
-        mb = MAX_MB
-    return int((mb if math.isfinite(mb) and mb > 0 else MAX_MB) * (1 << 20))
-
-
-def _norm(params: dict[str, Any]) -> Any:
-    """Search parameters as JSON sees them (tuples become lists), for storing and comparing."""
-    return json.loads(json.dumps(params, sort_keys=True, default=str))
-
-
-def _dump(data: dict[str, Any]) -> str:
-    """The file's text: members in ``_ORDER`` (the small result before the bulky measurements, so that a
-    hit parses the head of the file only), each value with sorted keys, so equal contents are equal bytes."""
-    parts = (f"{json.dumps(k)}:{json.dumps(data[k], sort_keys=True, separators=(',', ':'))}" for k in _ORDER)
-    return "{" + ",".join(parts) + "}\n"
-
-
-class _Refused(Exception):
-    """A cache file that is not read at all: a symlink, not a regular file, or over the size cap."""
-
-
-def _read_bytes(path: Path, head: int | None = None) -> tuple[bytes, int, bytes]:
-    """(the first ``head`` bytes, or all; the file's size; its last 16 bytes) of a regular file, opened
-    without following a symlink and without blocking on a FIFO; a file over ``max_bytes()`` is refused."""
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        if e.errno == errno.ELOOP and os.path.islink(path):
-            raise _Refused("a symlink (not followed)") from None
-        raise
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _Refused("not a regular file")
-        cap = max_bytes()
-        limit = f"the limit of {cap:,} bytes on a cache file (AUTOPAD_CACHE_MAX_MB, default {MAX_MB:g})"
-        if st.st_size > cap:
-            raise _Refused(f"{st.st_size:,} bytes, over {limit}")
-        data = f.read(head if head is not None else cap + 1)
-        if len(data) > cap:
-            raise _Refused(f"grew over {limit}")
-        tail = data[-16:] if len(data) == st.st_size else os.pread(fd, 16, max(0, st.st_size - 16))
-    return data, st.st_size, tail
-
-
-_WS = re.compile(r"[ \t\n\r]*")
-
-
-def _scan_head(raw: bytes, complete: bool) -> dict[str, Any] | None:
-    """The top-level members of a cache file up to its ``measurements``, parsed from its first bytes;
-    None when they are not all there (a result after the measurements: a file of the older layout, or a
-    head too short) or malformed: the caller then parses the whole file."""
-    try:
-        text = codecs.getincrementaldecoder("utf-8")().decode(raw, final=complete)  # a cut character waits
-        dec = json.JSONDecoder()
-        i = _WS.match(text).end()
-        if text[i : i + 1] != "{":
-            return None
-        i, out = i + 1, {}
-        while True:
-            i = _WS.match(text, i).end()
-            if text[i : i + 1] == "}":
-                return out
-            name, i = dec.raw_decode(text, i)
-            i = _WS.match(text, i).end()
-            if not isinstance(name, str) or text[i : i + 1] != ":":
-                return None
-            i = _WS.match(text, i + 1).end()
-            if name == "measurements":  # not parsed: that is the point; but it must be an object
-                return out if "result" in out and text[i : i + 1] == "{" else None
-            out[name], i = dec.raw_decode(text, i)
-            i = _WS.match(text, i).end()
-            if text[i : i + 1] == ",":
-                i += 1
-            elif text[i : i + 1] != "}":
-                return None
-    except (ValueError, RecursionError, IndexError):
-        return None
-
-
-_KEY_FIELD = re.compile(rb'"key":(\{[^{}]*\})')
-
-
-def _peek_key(path: Path) -> CacheKey | None:
-    """The key of a cache file from its first few KB (the small ``key`` object comes before the bulky
-    measurements and result); None when it cannot be found."""
-    try:
-        head, _, _ = _read_bytes(path, 4096)
-        m = _KEY_FIELD.search(head)
-        return CacheKey.from_dict(json.loads(m.group(1))) if m else None
-    except (OSError, _Refused, ValueError, TypeError, KeyError):
-        return None
-
-
-def _why(e: BaseException) -> str:
-    return f"missing field {e.args[0]!r}" if isinstance(e, KeyError) else str(e) or type(e).__name__
-
-
-class _File(NamedTuple):
-    """One cache file as read: its (validated) contents, or why it is ignored, and the entries dropped."""
-
-    data: dict[str, Any]  # {} when missing, ignored or unreadable; else only the entries that passed
-    problem: str | None = None  # why the whole file is ignored
-    dropped: tuple[str, ...] = ()  # "measurements['K'].ms: why" / "the stored result, best.constants...: why"
-    meas: dict[str, Measurement] = {}  # the measurements that passed (not read on a hit)
-    result: TuneResult | None = None
-    unusable: OSError | None = None  # the folder itself cannot be read
-
-
-def _validate(path: Path, data: Any, key: CacheKey | None) -> _File:
-    """Check a parsed file: header and key (else the file is ignored), then each measurement and the
-    result (a bad one is dropped alone, by name, never coerced)."""
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        return _File({}, "not an autopad tune cache file")
-    if data.get("format_version") != FORMAT_VERSION:
-        return _File(
-            {}, f"format version {data.get('format_version')!r}, this autopad reads {FORMAT_VERSION}"
-        )
-    try:
-        stored = CacheKey.from_dict(data["key"])
-    except (KeyError, TypeError, ValueError) as e:
-        return _File({}, f"malformed key ({_why(e)})")
-    if data.get("autopad_version") != stored.autopad_version:
-        return _File(
-            {}, f"header autopad {data.get('autopad_version')!r} != key's {stored.autopad_version!r}"
-        )
-    if key is not None and stored != key:
-        if stored.autopad_version != key.autopad_version:
-            return _File({}, f"written by autopad {stored.autopad_version}, this is {key.autopad_version}")
-        return _File({}, "holds another key's entries")
-    if stored.filename != path.name:
-        return _File({}, f"holds the entries of {stored.filename}, not of its own name")
-    dropped: list[str] = []
-    good: dict[str, Measurement] = {}
-    if "measurements" in data:
-        ms = data["measurements"]
-        if not isinstance(ms, dict):
-            return _File({}, "malformed measurements")
-        for k, m in ms.items():
-            try:
-                got = Measurement.from_dict(m, f"measurements[{k!r}]")
-            except (ValueError, TypeError, KeyError, RecursionError) as e:
-                dropped.append(_why(e))
-                continue
-            if got.key != k:
-                dropped.append(f"measurements[{k!r}].key: {got.key!r}, another candidate's")
-                continue
-            good[k] = got
-        data["measurements"] = {k: ms[k] for k in good}
-    res, result = data.get("result"), None
-    if res is not None:
-        try:
-            if not isinstance(res, dict) or not isinstance(res.get("result"), dict) or "params" not in res:
-                raise ValueError("expected an object with params and result")
-            result = TuneResult.from_dict(res["result"])
-            mine = (stored.kernel, stored.backend, stored.shape, stored.dtype, stored.dist)
-            theirs = (result.kernel, result.backend, result.shape, result.dtype, result.dist)
-            if mine != theirs:
-                raise ValueError(f"it is the result of {theirs}, not of this file's key {mine}")
-        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as e:
-            dropped.append(f"the stored result, {_why(e)}")
-            data["result"], result = None, None
-    return _File(data, None, tuple(dropped), good, result)
 
 
 class Cache:
@@ -438,36 +157,8 @@ class Cache:
     # ---- reading -------------------------------------------------------------------------------------------
 
     def _read(self, path: Path, key: CacheKey | None = None, lazy: bool = False) -> _File:
-        """The file at ``path``, validated. ``lazy``: header, key and result only, from the file's first
-        MiB where they are (a hit must not parse 100,000 measurements it does not use)."""
-        try:
-            raw, size, tail = _read_bytes(path, _HEAD if lazy else None)
-        except FileNotFoundError:
-            return _File({})
-        except _Refused as e:
-            return _File({}, str(e))
-        except OSError as e:
-            folder = e.errno == errno.ENOTDIR or (
-                e.errno in _FOLDER_ERRNOS and not os.access(path.parent, os.R_OK | os.X_OK)
-            )
-            return _File({}, None, unusable=e) if folder else _File({}, f"unreadable ({e.strerror or e})")
-        data = _scan_head(raw, len(raw) == size) if lazy else None
-        if data is None or not tail.rstrip().endswith(b"}"):
-            if len(raw) < size:
-                try:
-                    raw, size, tail = _read_bytes(path)
-                except FileNotFoundError:
-                    return _File({})
-                except _Refused as e:
-                    return _File({}, str(e))
-                except OSError as e:
-                    return _File({}, f"unreadable ({e.strerror or e})")
-            try:
-                data = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError, RecursionError) as e:
-                what = "truncated" if raw.strip() and not raw.rstrip().endswith(b"}") else "corrupt"
-                return _File({}, f"{what} JSON ({str(e)[:200]})")
-        return _validate(path, data, key)
+        """The file at ``path``, validated; ``lazy``: its head only (``cache_file._read_file``)."""
+        return _read_file(path, key, lazy)
 
     def _report(self, path: Path, f: _File, stacklevel: int) -> None:
         if f.unusable is not None:
@@ -679,3 +370,12 @@ class Cache:
             except OSError as e:
                 self._cannot_write(e, stacklevel=2)
         return removed
+
+
+# a module that defines a name comes before those that import it: a read of the name takes the first
+_facade.install(__name__, (cache_key, cache_file))
+
+
+def __getattr__(name: str) -> Any:
+    """Every other name of ``cache_key`` and ``cache_file`` (``max_bytes``, ``MAX_MB``, ``_why``, ...)."""
+    return _facade.lookup(__name__, name)

@@ -7,75 +7,46 @@ import multiprocessing as mp
 import os
 import re
 import warnings
-from dataclasses import fields, replace
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from cache_fixtures import edit_json as _edit
+from cache_fixtures import make_key, make_result, meas
+from cache_fixtures import set_field as _set
 
-from autopad.cache import _MEMO, FORMAT_VERSION, Cache, CacheKey, bucket, cache_dir, write_atomic
-from autopad.results import Best, CandidateResult, Measurement, TuneResult
-from autopad.search import Prediction
+from autopad.cache import _MEMO, FORMAT_VERSION, Cache, CacheKey, cache_dir, write_atomic
+from autopad.results import Measurement
 
-
-def make_key(shape=(1024, 1024), **kw) -> CacheKey:
-    base = dict(
-        kernel="transpose",
-        shape=shape,
-        dtype="float32",
-        backend="cuda",
-        gpu="NVIDIA H200",
-        cc="90",
-        source_hash="abc123",
-        version="0.1.0",
-    )
-    base.update(kw)
-    return CacheKey.make(**base)
+# ---- the module's names, where their code now lives ----------------------------------------------------
 
 
-def make_result(shape=(1024, 1024), pad=1, kernel="transpose") -> TuneResult:
-    pred = Prediction(2e-5, "dram", 32, 32, 1.0, 4224)
-    cands = (
-        CandidateResult(
-            {"PAD": 0, "TILE": 32},
-            "unpadded",
-            replace(pred, wavefronts_per_tile=1024),
-            ("unpadded",),
-            Measurement("PAD=0,TILE=32", True, 0.05, 0.001, 30),
-        ),
-        CandidateResult(
-            {"PAD": pad, "TILE": 32},
-            f"pad {pad}",
-            pred,
-            ("textbook",),
-            Measurement(f"PAD={pad},TILE=32", True, 0.02, 0.001, 30),
-        ),
-        CandidateResult(
-            {"PAD": 7, "TILE": 32},
-            "pad 7",
-            pred,
-            (),
-            Measurement("PAD=7,TILE=32", False, None, None, 0, "compile: boom"),
-        ),
-        CandidateResult({"PAD": 3, "TILE": 32}, "pad 3", pred),  # not measured
-    )
-    best = Best({"PAD": pad, "TILE": 32}, f"pad {pad}", 2e-5, 0.02)
-    return TuneResult(
-        kernel,
-        "cuda",
-        tuple(shape),
-        "float32",
-        "sm_90",
-        "measured",
-        "measured 3",
-        best,
-        cands,
-        {"name": "NVIDIA H200", "cc": "90"},
-        {"autopad": "0.1.0", "date": "2026-01-01"},
-    )
+def test_every_name_stays_importable_from_autopad_cache():
+    """cache_key and cache_file hold code that was here: every name is still reached through autopad.cache."""
+    import autopad.cache as cache
+    from autopad import cache_file, cache_key
+
+    for name in cache.__all__:
+        assert getattr(cache, name) is not None
+    for home in (cache_key, cache_file):
+        for name in vars(home):
+            if not name.startswith("__"):
+                assert getattr(cache, name) is getattr(home, name), name
+    from autopad.cache import _File, _read_bytes, _validate, max_bytes  # noqa: F401  (private, by name)
 
 
-def meas(key: str, ms: float = 0.1) -> Measurement:
-    return Measurement(key, True, ms, 0.001, 30)
+def test_a_patch_of_autopad_cache_reaches_the_code_in_cache_file(monkeypatch):
+    """``monkeypatch.setattr("autopad.cache._read_bytes", ...)`` changes what cache_file reads (its home)."""
+    from autopad import cache_file
+
+    real = cache_file._read_bytes
+    monkeypatch.setattr("autopad.cache._read_bytes", lambda *a, **k: (_ for _ in ()).throw(PermissionError()))
+    assert cache_file._read_bytes is not real
+    c, k = Cache(), make_key()
+    with pytest.warns(UserWarning, match="unreadable"):
+        assert c.load(k) == {}
+    monkeypatch.undo()
+    assert cache_file._read_bytes is real
 
 
 # ---- location, keys, buckets ---------------------------------------------------------------------
@@ -91,41 +62,6 @@ def test_cache_dir_env_precedence(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache_dir() == tmp_path / "home" / ".cache" / "autopad"
-
-
-def test_key_filename_is_stable_and_distinct():
-    a, b = make_key(), make_key()
-    assert a == b and a.filename == b.filename
-    assert a.filename.startswith("transpose-") and a.filename.endswith(".json")
-    others = [
-        make_key(shape=(1024, 2048)),
-        make_key(dtype="float16"),
-        make_key(gpu="NVIDIA A100"),
-        make_key(cc="80"),
-        make_key(backend="triton"),
-        make_key(source_hash="zzz"),
-        make_key(dist="skewed"),
-        make_key(version="0.2.0"),
-        make_key(kernel="matmul"),
-    ]
-    assert len({k.filename for k in others} | {a.filename}) == len(others) + 1
-
-
-def test_key_context_excludes_only_shape():
-    assert make_key(shape=(64, 64)).context() == make_key(shape=(4096, 8)).context()
-    assert make_key().context() != make_key(dtype="float16").context()
-    assert make_key().context() != make_key(dist="uniform").context()
-    assert CacheKey.from_dict(json.loads(json.dumps(make_key(dist="single").to_dict()))) == make_key(
-        dist="single"
-    )
-
-
-def test_bucket_rule():
-    assert bucket((8192, 8192)) == (8192, 8192)
-    assert bucket((1000, 17, 16, 3, 1)) == (1024, 32, 16, 3, 1)
-    assert bucket((4097,)) == (8192,)
-    with pytest.raises(ValueError, match="positive"):
-        bucket((0, 4))
 
 
 # ---- round trips ---------------------------------------------------------------------------------
@@ -201,154 +137,6 @@ def test_write_atomic_leaves_no_temporaries_and_keeps_old_file_on_failure(tmp_pa
     with pytest.raises(OSError, match="disk full"):
         write_atomic(p, "three")
     assert p.read_text() == "two" and os.listdir(tmp_path) == ["f.json"]
-
-
-def _edit(good: str, change) -> str:
-    d = json.loads(good)
-    change(d)
-    return json.dumps(d)
-
-
-BAD_FILES = {
-    "truncated": lambda good: good[: len(good) // 2],
-    "corrupt": lambda good: "\x00\xff garbage {{{",
-    "empty": lambda good: "",
-    "not-a-dict": lambda good: "[1, 2, 3]",
-    "foreign": lambda good: json.dumps({"hello": "world"}),
-    "other-format": lambda good: _edit(good, lambda d: d.update(format_version=FORMAT_VERSION + 1)),
-    "other-version": lambda good: good.replace('"0.1.0"', '"0.0.1"'),
-    "other-key": lambda good: _edit(good, lambda d: d["key"].update(dtype="float16")),
-    "float-shape-in-key": lambda good: _edit(good, lambda d: d["key"].update(shape=[1024.0, 1024])),
-    "measurements-not-a-dict": lambda good: _edit(good, lambda d: d.update(measurements=[1])),
-    "nesting-bomb": lambda good: "[" * 200_000 + "]" * 200_000,
-}
-
-
-@pytest.mark.parametrize("kind", sorted(BAD_FILES))
-def test_bad_file_is_ignored_with_warning_and_replaced(kind):
-    c, k = Cache(), make_key()
-    c.put_measurements(k, {"PAD=1": meas("PAD=1")})
-    c.put_result(k, make_result(), {"top_k": 1})
-    path = c.path(k)
-    bad = BAD_FILES[kind](path.read_text())
-    assert bad != path.read_text()
-    path.write_text(bad)
-    with pytest.warns(UserWarning, match="ignoring .*" + path.name) as rec:
-        assert c.load(k) == {}
-    assert "replaces it" in str(rec[0].message)
-    with pytest.warns(UserWarning):
-        assert c.measurements(k) == {}
-    with pytest.warns(UserWarning):
-        assert c.get_result(k, {"top_k": 1}) is None
-    assert any(e["problem"] for e in c.entries())
-    with pytest.warns(UserWarning):  # the write replaces the bad file
-        c.put_measurements(k, {"PAD=2": meas("PAD=2")})
-    assert set(c.measurements(k)) == {"PAD=2"}
-    assert json.loads(path.read_text())["key"] == k.to_dict()
-
-
-def _set(*where, value=None, drop=False):
-    """An edit of one field of a stored file: ``where`` is the path of keys into its JSON."""
-
-    def change(d):
-        for w in where[:-1]:
-            d = d[w]
-        if drop:
-            del d[where[-1]]
-        else:
-            d[where[-1]] = value
-
-    return change
-
-
-M = ("measurements", "PAD=1")
-BAD_MEASUREMENTS = {  # an edit of measurement PAD=1, and the field the warning must name
-    "correct missing": (_set(*M, "correct", drop=True), "measurements['PAD=1'].correct: missing"),
-    "correct 1": (_set(*M, "correct", value=1), "measurements['PAD=1'].correct: expected true or false"),
-    "ms -1": (_set(*M, "ms", value=-1.0), "measurements['PAD=1'].ms: expected a finite number >= 0"),
-    "ms fast": (_set(*M, "ms", value="fast"), "measurements['PAD=1'].ms: expected a number >= 0 or null"),
-    "ms NaN": (_set(*M, "ms", value=float("nan")), "measurements['PAD=1'].ms"),
-    "ms null but correct": (_set(*M, "ms", value=None), "measurements['PAD=1'].ms: a correct measurement"),
-    "spread inf": (_set(*M, "spread_ms", value=float("inf")), "measurements['PAD=1'].spread_ms"),
-    "runs 2.5": (_set(*M, "runs", value=2.5), "measurements['PAD=1'].runs: expected an integer"),
-    "runs true": (_set(*M, "runs", value=True), "measurements['PAD=1'].runs: expected an integer"),
-    "runs -3": (_set(*M, "runs", value=-3), "measurements['PAD=1'].runs: expected an integer >= 0"),
-    "error 7": (_set(*M, "error", value=7), "measurements['PAD=1'].error: expected a string"),
-    "misfiled": (_set(*M, "key", value="PAD=2"), "measurements['PAD=1'].key: 'PAD=2', another"),
-    "not an object": (_set(*M, value=[1]), "measurements['PAD=1']: expected an object"),
-}
-
-
-@pytest.mark.parametrize("kind", sorted(BAD_MEASUREMENTS))
-def test_a_bad_measurement_is_dropped_alone_naming_the_file_and_field(kind):
-    c, k = Cache(), make_key()
-    c.put_measurements(k, {"PAD=1": meas("PAD=1"), "PAD=2": meas("PAD=2", 0.3)})
-    c.put_result(k, make_result(), {"top_k": 1})
-    path = c.path(k)
-    change, field = BAD_MEASUREMENTS[kind]
-    path.write_text(_edit(path.read_text(), change))
-    with pytest.warns(UserWarning, match=re.escape(path.name) + ".*" + re.escape(field)):
-        got = c.measurements(k)
-    assert "PAD=1" not in got and got["PAD=2"] == meas("PAD=2", 0.3)  # the rest are kept, unchanged
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a hit reads the result only: no warning about a measurement
-        assert c.get_result(k, {"top_k": 1}) == make_result()
-    with pytest.warns(UserWarning, match="dropping"):
-        c.put_measurements(k, {"PAD=3": meas("PAD=3")})
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the write removed it
-        assert set(c.measurements(k)) == {"PAD=2", "PAD=3"} | set(c.measurements(k))
-        assert "PAD=1" not in json.loads(path.read_text())["measurements"]
-
-
-R = ("result", "result")
-BAD_RESULTS = {  # an edit of the stored result, and the field the warning must name
-    "PAD 1.0": (
-        _set(*R, "best", "constants", "PAD", value=1.0),
-        "best.constants['PAD']: expected an integer",
-    ),
-    "PAD true": (_set(*R, "best", "constants", "PAD", value=True), "best.constants['PAD']: expected an int"),
-    "THREADS text": (_set(*R, "best", "constants", "THREADS", value="2048"), "best.constants['THREADS']"),
-    "measured -1": (_set(*R, "best", "measured", value=-1.0), "best.measured: expected a finite number"),
-    "best missing": (_set(*R, "best", drop=True), "missing field 'best'"),
-    "candidate PAD 2.5": (
-        _set(*R, "candidates", 1, "constants", "PAD", value=2.5),
-        "candidates[1].constants['PAD']: expected an integer",
-    ),
-    "candidate ms fast": (
-        _set(*R, "candidates", 1, "measurement", "ms", value="fast"),
-        "candidates[1].measurement.ms",
-    ),
-    "prediction text": (_set(*R, "candidates", 0, "prediction", "seconds", value="1"), "prediction.seconds"),
-    "another shape": (_set(*R, "shape", value=[2048, 2048]), "not of this file's key"),
-    "shape 0": (_set(*R, "shape", value=[0, 1024]), "shape: expected an integer >= 1"),
-    "not an object": (_set("result", value=[1]), "expected an object with params and result"),
-}
-
-
-@pytest.mark.parametrize("kind", sorted(BAD_RESULTS))
-def test_a_bad_stored_result_is_a_miss_naming_the_field_and_the_measurements_stay(kind):
-    c, k = Cache(), make_key()
-    c.put_result(k, make_result(), {"top_k": 1})
-    _MEMO.clear()
-    path = c.path(k)
-    change, field = BAD_RESULTS[kind]
-    path.write_text(_edit(path.read_text(), change))
-    with pytest.warns(UserWarning, match=re.escape(path.name) + ".*stored result.*" + re.escape(field)):
-        assert c.get_result(k, {"top_k": 1}) is None
-    assert c.nearest(k) is None
-    with pytest.warns(UserWarning, match="stored result"):
-        assert set(c.measurements(k)) == {"PAD=0,TILE=32", "PAD=1,TILE=32", "PAD=7,TILE=32"}
-
-
-def test_unreadable_stored_result_warns_and_misses():
-    c, k = Cache(), make_key()
-    c.put_result(k, make_result(), {"top_k": 1})
-    data = json.loads(c.path(k).read_text())
-    del data["result"]["result"]["best"]
-    c.path(k).write_text(json.dumps(data))
-    with pytest.warns(UserWarning, match="stored result"):
-        assert c.get_result(k, {"top_k": 1}) is None
 
 
 # ---- several processes at once -------------------------------------------------------------------
@@ -471,65 +259,6 @@ def test_nearest_prefers_the_query_bucket_and_skips_bad_files():
 
 
 # ---- untrusted files, unusable folders, size ---------------------------------------------------------
-
-
-def test_a_hit_parses_only_the_head_of_the_file():
-    c, k = Cache(), make_key()
-    c.put_result(k, make_result(), {"top_k": 1})
-    text = c.path(k).read_text()
-    assert text.index('"result":') < text.index('"measurements":')  # the small part first
-    # garbage in the measurements: a hit does not read them; a full read sees the damage
-    c.path(k).write_text(text.replace('"measurements":{', '"measurements":{"x": nonsense, '))
-    _MEMO.clear()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert c.get_result(k, {"top_k": 1}) == make_result()
-        assert c.nearest(make_key(shape=(1000, 1000)))[1] == make_result()
-    with pytest.warns(UserWarning, match="corrupt JSON"):
-        assert c.load(k) == {}
-
-
-def test_files_of_the_older_layout_are_still_read():
-    c, k = Cache(), make_key()
-    c.put_result(k, make_result(), {"top_k": 1})
-    data = json.loads(c.path(k).read_text())
-    c.path(k).write_text(json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n")  # measurements first
-    _MEMO.clear()
-    assert c.get_result(k, {"top_k": 1}) == make_result()
-    assert len(c.measurements(k)) == 3
-
-
-def test_a_file_over_the_size_cap_is_refused_with_a_warning_and_replaced(monkeypatch):
-    c, k = Cache(), make_key()
-    c.put_measurements(k, {f"PAD={i}": meas(f"PAD={i}") for i in range(40)})
-    c.put_result(k, make_result(), {"top_k": 1})
-    _MEMO.clear()
-    monkeypatch.setenv("AUTOPAD_CACHE_MAX_MB", "0.001")  # ~1 KB
-    with pytest.warns(UserWarning, match=r"bytes, over the limit of 1,048 bytes .*AUTOPAD_CACHE_MAX_MB"):
-        assert c.get_result(k, {"top_k": 1}) is None
-    assert c.nearest(k) is None
-    with pytest.warns(UserWarning, match="limit"):
-        c.put_measurements(k, {"PAD=99": meas("PAD=99")})  # replaced by a small file
-    monkeypatch.setenv("AUTOPAD_CACHE_MAX_MB", "not a number")  # falls back to the default, 32 MiB
-    assert set(c.measurements(k)) == {"PAD=99"}
-
-
-def test_a_symlink_or_fifo_in_place_of_a_cache_file_is_not_followed(tmp_path):
-    c, k = Cache(), make_key()
-    c.put_result(k, make_result(), {"top_k": 1})
-    target = tmp_path / "elsewhere.json"
-    os.replace(c.path(k), target)
-    c.path(k).symlink_to(target)
-    _MEMO.clear()
-    with pytest.warns(UserWarning, match="symlink"):
-        assert c.get_result(k, {"top_k": 1}) is None
-    with pytest.warns(UserWarning, match="symlink"):
-        c.put_measurements(k, {"PAD=5": meas("PAD=5")})
-    assert not c.path(k).is_symlink() and json.loads(target.read_text())["measurements"].get("PAD=5") is None
-    c.path(k).unlink()
-    os.mkfifo(c.path(k))  # a reader opening a FIFO would wait for a writer forever
-    with pytest.warns(UserWarning, match="not a regular file"):
-        assert c.load(k) == {}
 
 
 def test_a_lock_file_that_is_a_symlink_is_not_followed(tmp_path):
