@@ -165,7 +165,7 @@ def test_instructions_matched_by_hash_are_checked_exactly(monkeypatch):
     """``_score_chunk`` works out each distinct instruction once, matched by a hash of its kind and lanes
     (``_distinct_instructions``); with every hash equal (all collide) the check finds the instructions
     unequal and each counts as its own: the scores are unchanged."""
-    from autopad import model
+    from autopad import distinct
     from autopad import score as S
 
     spec, kept, rows, lays, consts, want = _fp16_space_scored()
@@ -173,7 +173,7 @@ def test_instructions_matched_by_hash_are_checked_exactly(monkeypatch):
     lanes = np.arange(3 * 32).reshape(3, 32)
     uniq, inst_of = S._distinct_instructions(kind, lanes % 32, lanes % 32)
     assert uniq.tolist() == [0, 2] and inst_of.tolist() == [0, 0, 1]  # equal lanes, kinds told apart
-    monkeypatch.setattr(model, "_HASH", np.zeros_like(model._HASH))
+    monkeypatch.setattr(distinct, "_HASH", np.zeros_like(distinct._HASH))  # where row_hashes reads it
     uniq, inst_of = S._distinct_instructions(kind, lanes % 32, lanes % 32)
     assert inst_of.tolist() == [0, 1, 2]  # every hash equal: the check refuses the merge
     S._UNIT_SCORES.clear()

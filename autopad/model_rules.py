@@ -1,0 +1,131 @@
+"""The model's op rules: which ops and widths ``analyze`` accepts, and how each is costed (``_Rule``).
+
+Split from model.py (one concern a module): both backends (model_numpy.py, _model_numba.py) read only the
+``_Rule`` built here, so the vocabulary (``OPS``, ``WIDTHS``), each op's status (``OP_STATUS``) and the
+checks of op, width and arch live in one place. The load/store/atomic rules are in model.py's docstring.
+
+**ldmatrix, stmatrix: measured; cp.async: derived, and the probes disagree** (``OP_STATUS``; ``autopad
+validate --ops ldmatrix,stmatrix,cp.async`` measured 728 probes on the H200 on 2026-12-01: all 536
+ldmatrix/stmatrix ones agree with the rules below, 118 of the 192 cp.async ones do not: the LSU wavefront
+counters read 0 for cp.async.cg, so the rule below stays a derivation). What the rules rest on:
+
+* ``ldmatrix.sync.aligned.m8n8.xK[.trans].shared.b16`` (op ``"ldmatrix.xK"``, ``"ldmatrix"`` = x4,
+  ``access_bytes=16``): lanes 8i..8i+7 give the start addresses of the eight 16-byte rows of matrix i,
+  for K = 1, 2, 4 matrices (lanes 0-7, 0-15, 0-31); the other lanes are ignored; every row is 16-byte
+  aligned; ``.trans`` transposes inside the registers, not which shared bytes are read (PTX ISA,
+  "Warp-level matrix load instruction: ldmatrix"; CCCL's cuda::ptx list: ldmatrix sm_75, stmatrix sm_90).
+  Model: matrix i is phase i, 8 rows x 16 bytes = 128 bytes, costed like the 8-lane phase of a 16-byte
+  load (the busiest of 8 four-bank groups; rows repeated inside a matrix broadcast). No pair merge: an
+  .x4 writes 4 registers per lane, 512 bytes, and the return path moves 128 bytes a cycle (NVIDIA forum
+  t/77228 ties the LDS.128 merge to packing registers), so the floor is K wavefronts. NVIDIA forum
+  t/278716 ("Understanding the behavior of ldmatrix in terms of shared memory access") describes the same
+  8-thread groups of at most 128 bytes, one per matrix; Nsight Compute counts them apart from plain loads
+  ("Shared Load Matrix", metrics ``*_mem_shared_op_ldsm``).
+* ``stmatrix`` (sm_90): the same addressing and phases, a store (``*_op_stsm``).
+* ``cp.async.{ca,cg}.shared.global`` of 4, 8 or 16 bytes (op ``"cp.async"``): the shared side is costed
+  as a store of that width (phases of 32, 16, 8 lanes, inactive lanes allowed). Caveat, unmeasured here:
+  NVIDIA/cutlass issue #2212 reports different conflict counts for ``.ca`` and ``.cg`` with one shared
+  layout, and forum t/245066 conflicts under cp.async where ld/st of the same shared pattern had none,
+  so the global side may group the writes; the probes vary it (``*_op_ldgsts``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .arch import Arch
+
+__all__ = ["ADDRESS_LIMIT", "OPS", "OP_STATUS", "WIDTHS", "op_status"]
+
+WIDTHS = (1, 2, 4, 8, 16)
+_MATRIX = tuple(
+    f"{b}{x}{t}" for b in ("ldmatrix", "stmatrix") for x in ("", ".x1", ".x2", ".x4") for t in ("", ".trans")
+)
+OPS = ("load", "store", "atomic", "cp.async", *_MATRIX)  # every spelling analyze accepts
+_OPS_TEXT = "load, store, atomic, cp.async, ldmatrix[.x1|.x2|.x4][.trans], stmatrix[.x1|.x2|.x4][.trans]"
+_OP_WIDTHS = {"atomic": (4, 8), "cp.async": (4, 8, 16), "ldmatrix": (16,), "stmatrix": (16,)}
+_MIN_SM = {"ldmatrix": 75, "cp.async": 80, "stmatrix": 90}
+OP_STATUS = {
+    "load": "measured",
+    "store": "measured",
+    "atomic": "measured (4-byte adds; 8-byte assumed to follow the 8-byte store phases)",
+    # H200, 2026-12-01 (benchmarks/results/h200/validate_matrix): Nsight Compute's LSU wavefront counters
+    # read 0 for every cp.async.cg probe and disagree on 70 of 144 cp.async.ca ones, so its shared-memory
+    # writes are not counted (or not counted as stores) there; no autopad kernel issues cp.async
+    "cp.async": "derived; disagrees with Nsight Compute on 118 of 192 H200 probes (do not rely on it)",
+    "ldmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
+    "stmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
+}
+ADDRESS_LIMIT = 1 << 32  # shared memory is addressed with 32 bits
+_MATRIX_RE = re.compile(r"^(ldmatrix|stmatrix)(?:\.x([124]))?(?:\.trans)?$")
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """How one (op, width, arch) is costed; both backends read only this."""
+
+    op: str
+    width: int  # bytes per lane (a matrix row for ldmatrix/stmatrix)
+    unit: int  # bytes counted as one unit: the width, or one bank for narrower accesses
+    unit_banks: int  # banks * bank_bytes // unit: a 16-byte unit spans 4 banks, so 8 unit-banks
+    lanes: int  # lanes per phase before any merge
+    merge: bool  # 8/16-byte loads: lanes paired on one address merge two phases
+    broadcast: bool  # lanes asking for one word share it (not atomics)
+    used: int  # lanes that take part: 8 per matrix for ldmatrix/stmatrix, else the warp
+    need_all: bool  # .sync.aligned matrix ops: every lane that takes part gives an address
+
+
+def _family(op: str) -> tuple[str, int]:
+    """("ldmatrix", 4) for "ldmatrix.x4.trans"; (op, 0) for the others."""
+    m = _MATRIX_RE.match(op)
+    return (m.group(1), int(m.group(2) or 4)) if m else (op, 0)
+
+
+def op_status(op: str) -> str:
+    """The status of an op's rule ("measured", or "derived, not yet probed"), any spelling in ``OPS``."""
+    if not isinstance(op, str) or op not in OPS:
+        raise ValueError(f"op: {op!r} is not one of {_OPS_TEXT}")
+    return OP_STATUS[_family(op)[0]]
+
+
+def _rule(op: object, access_bytes: object, arch: Arch) -> _Rule:
+    """Check op and width (types first, so the cache never sees an unhashable key) and build the rule."""
+    if not isinstance(op, str) or op not in OPS:
+        raise ValueError(f"op: {op!r} is not one of {_OPS_TEXT}")
+    if isinstance(access_bytes, bool) or not isinstance(access_bytes, (int, np.integer)):
+        raise ValueError(f"access_bytes: expected an int, one of {WIDTHS}; got {access_bytes!r}")
+    return _rule_cached(op, int(access_bytes), arch)
+
+
+@lru_cache(maxsize=512)
+def _rule_cached(op: str, width: int, arch: Arch) -> _Rule:
+    family, matrices = _family(op)
+    allowed = _OP_WIDTHS.get(family, WIDTHS)
+    if width not in allowed:
+        if family in ("load", "store"):
+            raise ValueError(f"access_bytes: {width!r} is not one of {allowed}")
+        what = {"atomic": "atomics are", "cp.async": "cp.async copies are"}.get(family, f"{family} rows are")
+        widths = ", ".join(map(str, allowed[:-1])) + (" or " if len(allowed) > 1 else "") + str(allowed[-1])
+        raise ValueError(f"access_bytes: {what} {widths} bytes wide, got {width}")
+    if family in _MIN_SM:
+        sm = re.fullmatch(r"sm_(\d+)", arch.name)
+        if arch.warp_size != 32 or (sm and int(sm.group(1)) < _MIN_SM[family]):
+            raise ValueError(
+                f"op: {op} is an NVIDIA sm_{_MIN_SM[family]}+ instruction; arch {arch.name} does not have it"
+            )
+    unit = max(width, arch.bank_bytes)
+    return _Rule(
+        op=op,
+        width=width,
+        unit=unit,
+        unit_banks=arch.banks * arch.bank_bytes // unit,
+        lanes=arch.phase_lanes(width),
+        merge=op == "load" and arch.merge_paired_loads and width > arch.bank_bytes,
+        broadcast=op != "atomic",
+        used=8 * matrices if matrices else arch.warp_size,
+        need_all=bool(matrices),
+    )
