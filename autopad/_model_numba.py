@@ -1,10 +1,10 @@
-"""The bank-conflict model compiled with numba: model.py's rules, vectorised across instructions.
+"""The bank-conflict model compiled with numba: the rules of model_rules.py, vectorised across instructions.
 
 Why a second implementation: the numpy path sorts every phase of every instruction with ``np.sort`` on
 small rows, 0.3 to 1 million warp instructions a second on 2 cores; the tuner wants tens of millions.
-model.py imports this module on the first analyze/analyze_batch call, never at ``import autopad``, and
+model_backend.py imports this module on the first analyze/analyze_batch call, never at ``import autopad``, and
 falls back to numpy when numba is missing; ``AUTOPAD_MODEL_BACKEND=numpy`` forces the fallback, and
-tests/test_model.py checks that both give identical numbers on random input.
+tests/test_model_backend.py checks that both give identical numbers on random input.
 
 The method, for a block of 128 instructions at a time:
 
@@ -25,7 +25,8 @@ The method, for a block of 128 instructions at a time:
 
 Measured on this project's 2-core machine: about 85 ns per instruction and thread, of which ~25 ns is
 reading the 256-byte instruction from memory. Addresses of 2**29 and more do not fit the int32 key; the
-kernel returns ``NEED_NUMPY`` and model.py uses numpy for that batch (real shared addresses are < 2**18).
+kernel returns ``NEED_NUMPY`` and model_backend.py uses numpy for that batch (real shared addresses are
+< 2**18).
 
 Compiled once per machine and cached on disk (numba ``cache=True``: ``__pycache__`` next to this file, or
 numba's user cache directory where that is read-only); a later process only loads the machine code.
@@ -40,9 +41,10 @@ from numba import njit
 
 __all__ = ["NEED_NUMPY", "SUPPORTED_LANES", "analyze_rows", "network"]
 
-SUPPORTED_LANES = (8, 16, 32)  # phase sizes the key layout serves (model.py routes other geometries to numpy)
+# phase sizes the key layout serves (model_backend.py routes other geometries to numpy)
+SUPPORTED_LANES = (8, 16, 32)
 NEED_NUMPY = -2  # analyze_rows' answer for addresses >= 2**29 (they do not fit an int32 key)
-ERR_NEGATIVE, ERR_RANGE, ERR_ALIGN, ERR_MISSING = 1, 2, 3, 4  # err[2]; model.py words the ValueError
+ERR_NEGATIVE, ERR_RANGE, ERR_ALIGN, ERR_MISSING = 1, 2, 3, 4  # err[2]; model_backend words the ValueError
 _SENT = 0x7FFFFFFF  # an inactive lane's key: sorts after every real key (those stay below 2**31 - 1)
 _SENT32, _I24, _I29, _I31 = (
     np.int32(_SENT),

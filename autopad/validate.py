@@ -10,7 +10,7 @@ as a one-instruction kernel (validate_cuda.py) and:
 * without it: times the seeds' stride micro-benchmark and reports how the measured slowdowns rank against
   the model's predicted degrees (Spearman), next to the seeds' table.
 
-``--ops ldmatrix,stmatrix,cp.async`` probes the model's derived rules instead (model.py: ldmatrix and
+``--ops ldmatrix,stmatrix,cp.async`` probes the model's derived rules instead (model_rules.py: ldmatrix and
 stmatrix x1/x2/x4 with and without .trans, cp.async.ca of 4, 8, 16 bytes and cp.async.cg of 16): per form
 a structured set (conflict-free, 2-, 4-, 8-way, broadcast rows, repeated rows, lanes the instruction
 ignores; for cp.async also the global side permuted under a conflict-free shared side) and ``--random``

@@ -14,7 +14,7 @@ once; ``parse_ncu_csv`` reads ncu's CSV back into per-launch counters, in launch
 The stride timing mode (for machines without ncu) is the seeds' micro-benchmark: every lane of every warp
 reads ``tile[(lane * stride + i) & 2047]`` in a loop, timed with CUDA events, relative to stride 1.
 
-ldmatrix, stmatrix and cp.async (the model's derived rules, model.py) have probes of their own, one
+ldmatrix, stmatrix and cp.async (the model's derived rules, model_rules.py) have probes of their own, one
 instruction each: ``ldmatrix/stmatrix.sync.aligned.m8n8.xK[.trans].shared.b16`` (no predicate: the
 instruction is warp-wide, every lane gives a row address) and a predicated ``cp.async.{ca,cg}.shared.global``
 of 4, 8 or 16 bytes from a global buffer at per-lane offsets, then ``cp.async.wait_all``. Nsight Compute

@@ -170,7 +170,7 @@ def test_banks64_column_walk_and_padding():
     assert analyze([4 * 64 * lane for lane in range(64)], 4, "load", "banks64").wavefronts == 64
 
 
-# ---- which profiles have ldmatrix, stmatrix, cp.async (model.py: derived, not yet probed) ----------------
+# ---- which profiles have ldmatrix, stmatrix, cp.async (model_rules.py: derived, not yet probed) ------------
 
 ROWS = [16 * lane for lane in range(32)]
 
