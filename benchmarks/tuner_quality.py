@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
+import io
 import json
 import multiprocessing as mp
 import os
@@ -73,6 +74,13 @@ ROW_FIELDS = [
     "error",
     "gpu",
 ]
+
+
+def append_member(path: Path, text: str) -> None:
+    """Append ``text`` to the gzip file ``path`` as one complete member (gzip readers take a file's members
+    as one stream), so the file is readable whatever happens after this returns."""
+    with gzip.open(path, "at", newline="") as f:
+        f.write(text)
 
 
 def shape_text(shape: Sequence[int]) -> str:
@@ -482,12 +490,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     devices = list(range(torch.cuda.device_count()))
     log(f"devices {devices}: {[torch.cuda.get_device_name(d) for d in devices]}", out)
     summaries = []
-    with (
-        gzip.open(out / "quality_rows.csv.gz", "wt", newline="") as frows,
-        open(out / "quality_final.csv", "w", newline="") as ffin,
-    ):
-        rows_writer = csv.DictWriter(frows, fieldnames=ROW_FIELDS)
-        rows_writer.writeheader()
+    # each shape's rows are appended as one complete gzip member when the shape ends (a reader takes the
+    # members as one file): a run killed mid-shape (a device job's timeout) leaves every finished shape
+    # readable, where one stream flushed as it went lost its end-of-stream marker (H200 run 41)
+    rows_path = out / "quality_rows.csv.gz"
+    rows_path.unlink(missing_ok=True)
+    append_member(rows_path, ",".join(ROW_FIELDS) + "\r\n")  # the header, as csv.DictWriter writes it
+    with open(out / "quality_final.csv", "w", newline="") as ffin:
         final_writer = csv.DictWriter(ffin, fieldnames=FINAL_FIELDS)
         final_writer.writeheader()
         for kernel, backend, dtype, dist, shapes in configs:
@@ -504,6 +513,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     log(f"time budget spent: skipping {kernel} {dtype} {shape_text(shape)}", out)
                     continue
                 rid = rank_id(kernel, backend, dtype, shape)
+                buf = io.StringIO(newline="")
+                rows_writer = csv.DictWriter(buf, fieldnames=ROW_FIELDS)
                 try:
                     ranked = rankings.get(rid) or ranking(spec, shape, dtype, dist)
                     cfg = (kernel, backend, dtype, dist)
@@ -512,7 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     )
                 except Exception as exc:  # report and go on with the next shape
                     log(f"FAILED {rid}: {type(exc).__name__}: {exc}", out)
-                frows.flush()
+                append_member(rows_path, buf.getvalue())
                 ffin.flush()
                 (out / "quality_summary.json").write_text(json.dumps(summaries, indent=1))
     log(f"done in {time.perf_counter() - started:.0f} s", out)

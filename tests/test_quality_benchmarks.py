@@ -30,6 +30,19 @@ def test_every_configuration_has_three_shapes_two_dtypes_per_kernel_and_a_legal_
     assert all(len(d) >= 2 for d in kernels.values())
 
 
+def test_rows_file_stays_readable_after_each_shape(tmp_path):
+    """The rows are appended a shape at a time as whole gzip members: after any shape the file reads back
+    (header and every finished shape's rows), where one stream killed mid-run had no end-of-stream marker."""
+    path = tmp_path / "quality_rows.csv.gz"
+    tq.append_member(path, ",".join(tq.ROW_FIELDS) + "\r\n")
+    for k in range(3):
+        tq.append_member(path, ",".join(str(k) for _ in tq.ROW_FIELDS) + "\r\n")
+        with gzip.open(path, "rt", newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert [r["kernel"] for r in rows] == [str(i) for i in range(k + 1)]
+        assert list(rows[0]) == tq.ROW_FIELDS
+
+
 def test_shortlist_keys_follow_search_shortlist():
     spec = builtin_spec("transpose", "cuda")
     shape = (1024, 1024)
