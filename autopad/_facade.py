@@ -28,6 +28,7 @@ from typing import Any
 __all__ = ["Facade", "install", "lookup"]
 
 _HOMES = "_facade_homes"  # the attribute of a Facade that lists its homes
+_SAVED = "_facade_saved"  # name -> stack of the homes' values before each assignment through the facade
 
 
 def _binders(module: types.ModuleType, name: str) -> list[types.ModuleType]:
@@ -43,12 +44,24 @@ class Facade(types.ModuleType):
 
     def __setattr__(self, name: str, value: Any) -> None:
         homes = _binders(self, name)
+        if homes and name not in self.__dict__:
+            # a name served from its homes: keep what they held, so that deleting the name through the
+            # facade puts it back. pytest >= 9.2 undoes a monkeypatch of an attribute missing from the
+            # module's own __dict__ by deleting it, which would otherwise remove the home's function
+            self.__dict__.setdefault(_SAVED, {}).setdefault(name, []).append(
+                [(home, home.__dict__[name]) for home in homes]
+            )
         for home in homes:
             setattr(home, name, value)
         if not homes or name in self.__dict__:
             super().__setattr__(name, value)
 
     def __delattr__(self, name: str) -> None:
+        stack = self.__dict__.get(_SAVED, {}).get(name)
+        if stack and name not in self.__dict__:  # the undo of an assignment above: the homes' values back
+            for home, value in stack.pop():
+                setattr(home, name, value)
+            return
         homes = _binders(self, name)
         for home in homes:
             delattr(home, name)

@@ -52,3 +52,18 @@ def test_a_name_no_home_binds_is_the_old_modules_own(split):
     assert "f" not in vars(old) and "f" not in vars(low) and "f" not in vars(high)
     old.__doc__ = "dunders stay the module's own"
     assert low.__doc__ is None
+
+
+def test_deleting_a_name_served_from_its_home_undoes_the_assignments_in_turn(split):
+    """pytest >= 9.2 records a patched module attribute missing from the module's __dict__ as absent and
+    undoes the patch by deleting it: through a facade that puts the homes' values back, one assignment at a
+    time, and never removes the home's own binding."""
+    old, low, _ = split
+    low.STATE = 5
+    old.STATE = 6  # a patch (pytest 9.2's record: absent)
+    old.STATE = 7  # a second one on top
+    assert low.STATE == 7 and "STATE" not in vars(old)
+    del old.STATE  # its undo
+    assert low.STATE == 6
+    del old.STATE
+    assert low.STATE == 5 and old.STATE == 5
