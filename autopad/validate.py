@@ -32,6 +32,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -173,7 +174,7 @@ def validate(
     return 1 if report["summary"]["disagree"] else 0
 
 
-def add_validate_parser(subparsers) -> argparse.ArgumentParser:
+def add_validate_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``validate`` to an ``argparse`` subparsers object; the handler is ``args.func(args) -> int``."""
     p = subparsers.add_parser(
         "validate", help="check the bank-conflict model against the GPU (ncu or timing)"

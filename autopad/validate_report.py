@@ -16,6 +16,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from .validate_probes import predict
 
@@ -113,7 +114,7 @@ def write_report(report: dict, out_dir: Path, stem: str) -> tuple[Path, Path]:
     return jpath, cpath
 
 
-def print_report(report: dict, file=sys.stdout) -> None:
+def print_report(report: dict, file: TextIO = sys.stdout) -> None:
     s = report["summary"]
     print(
         f"probes {s['probes']}, measured {s['measured']}, agree {s['agree']}, disagree {s['disagree']}, "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TextIO
 
 import numpy as np
 
@@ -108,7 +109,7 @@ def stride_table(
     }
 
 
-def _print_stride(table: dict, file=sys.stdout) -> None:
+def _print_stride(table: dict, file: TextIO = sys.stdout) -> None:
     print("stride  time_ms  slowdown  predicted  seeds", file=file)
     for r in table["rows"]:
         seed = "" if r["seed_slowdown"] is None else f"{r['seed_slowdown']:.2f}"
