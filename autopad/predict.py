@@ -282,9 +282,8 @@ def predictions(
     every = np.concatenate([floats.view(np.int64), ints], axis=1)  # exact: a float by its bits
     first, inverse = distinct_rows(every)
     names = [*_TERMS, "mem_efficiency", "wave_factor", "resident_blocks"]
-    cols = [*terms[:, first].tolist(), mem_eff[first].tolist(), wave_factor[first].tolist()]
-    cols.append(resident[first].tolist())
-    pairs = zip(*(zip([name] * len(first), col) for name, col in zip(names, cols)))
+    cols = [*terms[:, first], mem_eff[first], wave_factor[first], resident[first]]
+    pairs = zip(*(_term_pairs(name, col) for name, col in zip(names, cols)))
     made = list(
         map(
             Prediction,
@@ -298,6 +297,16 @@ def predictions(
         )
     )
     return list(map(made.__getitem__, inverse.tolist()))
+
+
+def _term_pairs(name: str, values: np.ndarray) -> list[tuple[str, Any]]:
+    """``(name, value)`` for each of ``values.tolist()``, one tuple per distinct value (floats by their
+    bits: -0.0 and 0.0 stay apart): the fp16 transpose's 1,316 predictions hold 13,160 terms but 195
+    distinct ones, and each tuple made is one more object for the cyclic collector's pass after a ranking."""
+    key = values.view(np.int64) if values.dtype == np.float64 else values
+    _, at, inverse = np.unique(key, return_index=True, return_inverse=True)
+    made = [(name, v) for v in values[at].tolist()]
+    return list(map(made.__getitem__, inverse.ravel().tolist()))
 
 
 def predict_arrays(

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from .arch import Arch
+from .distinct import _groups
 from .model import analyze_distinct, row_hashes
 from .model import distinct_rows as model_distinct_rows
 from .spec import KernelSpec, SpecError, combine_codes, value_ranks
@@ -246,9 +247,17 @@ def score_candidates(
     kept = _UNIT_SCORES.setdefault(sid, {}) if sid is not None else None
     keys: list[Any] = []
     if kept is not None:
-        keys = list(zip(unit_memos, map(layouts.__getitem__, first.tolist())))
+        # the kept keys share one tuple per distinct memo (the fp16 transpose: 7,800 units of 143 patterns),
+        # fewer objects left for the cyclic collector's first pass after the ranking
         try:
-            hits = list(map(kept.get, keys))
+            one: dict[Any, Any] = {}
+            shared = list(map(one.setdefault, unit_memos, unit_memos))
+        except TypeError:  # an unhashable memo: looked up alone below
+            shared = list(unit_memos)
+        keys = list(zip(shared, map(layouts.__getitem__, first.tolist())))
+        try:
+            # nothing kept yet for the spec (a process's first ranking of it): no unit to look up
+            hits = list(map(kept.get, keys)) if kept else [None] * len(keys)
         except TypeError:  # an unhashable layout: look each up alone
             hits = []
             for j, key in enumerate(keys):
@@ -274,8 +283,22 @@ def score_candidates(
                 kept.clear()
                 _UNIT_SCORES.clear()
                 _UNIT_SCORES[sid] = kept
-            new = zip((keys[u] for u in todo), zip(w.tolist(), d.tolist()))
-            kept.update((key, score) for key, score in new if key is not None)
+            scores: dict[tuple[int, int], tuple[int, int]] = {}  # one tuple per distinct score, as the memos
+            pairs = list(zip(w.tolist(), d.tolist()))
+            new = list(
+                zip(
+                    keys if len(todo) == len(keys) else [keys[u] for u in todo],
+                    map(scores.setdefault, pairs, pairs),
+                )
+            )
+            try:
+                kept.update(new if None not in keys else [(k, v) for k, v in new if k is not None])
+            except TypeError:  # an unhashable layout, not looked up (nothing was kept): each one alone
+                for key, score in new:
+                    try:
+                        kept[key] = score
+                    except TypeError:
+                        pass
     return wave_u[unit_of], ideal_u[unit_of]
 
 
@@ -465,8 +488,11 @@ def _score_chunk(
     b_start[m_block[runs]] = runs
     del m_block
     # every unit's rows: its block's contents under its layout; distinct (content, layout) pairs
-    unit, row = _expand(b_start[ub_a], b_len[ub_a])
-    lay = ul_a[unit]
+    lens = b_len[ub_a]
+    offset = np.cumsum(lens) - lens  # where each unit's run of rows starts
+    row = np.repeat(b_start[ub_a] - offset, lens)
+    row += np.arange(len(row))  # (``_expand``'s index, without its owners: each unit's layout repeated)
+    lay = np.repeat(ul_a, lens)
     # tile layouts with the same formula parameters (tiles of other row counts) give every content the same
     # addresses: a pair is (content, the layout's formula), the formula's first layout standing for it
     prm: list[Any] = [_tile_params(x) for x in lays]
@@ -526,9 +552,15 @@ def _score_chunk(
         if sel is not None:
             cost_w[sel], cost_d[sel] = analyze_distinct(addr[sel], width, op, arch)
     del addr
+    # each unit's rows are one run: summed per run, in int64 (exact; the float64 bincount this replaces
+    # was exact too below 2**53), a unit without rows left at 0
     k = m_count[row]
-    wave = np.bincount(unit, weights=k * cost_w[pair], minlength=len(which)).astype(np.int64)
-    ideal = np.bincount(unit, weights=k * cost_d[pair], minlength=len(which)).astype(np.int64)
+    wave, ideal = np.zeros(len(which), dtype=np.int64), np.zeros(len(which), dtype=np.int64)
+    some = np.flatnonzero(lens)
+    if len(some):
+        at = offset[some]
+        wave[some] = np.add.reduceat(k * cost_w[pair], at)
+        ideal[some] = np.add.reduceat(k * cost_d[pair], at)
     return wave, ideal
 
 
@@ -542,8 +574,7 @@ def _distinct_instructions(
     if 2 * w + 1 > 128:
         return np.arange(n), np.arange(n)
     h = row_hashes(rows) + row_hashes(cols, w) + row_hashes(kind[:, None], 2 * w)
-    _, uniq, inst_of = np.unique(h, return_index=True, return_inverse=True)
-    inst_of = inst_of.ravel()
+    uniq, inst_of = _groups(h)  # (one sort of values, no argsort; hashes equal in their high bits group)
     for s in range(0, n, _CHECK_ROWS):  # every instruction equals its hash's first, or hashes collided
         rep = uniq[inst_of[s : s + _CHECK_ROWS]]
         same = (rows[rep] == rows[s : s + _CHECK_ROWS]).all() and (

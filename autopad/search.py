@@ -20,10 +20,11 @@ the order one ``np.lexsort``. benchmarks/bench_rank_speed.py measures it on the 
 from __future__ import annotations
 
 import gc
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
+from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
@@ -63,12 +64,17 @@ _layout = layout_of  # the names benchmarks/model_only_report.py and gpu_new_sha
 
 @dataclass(frozen=True, init=False)
 class Candidate:
-    """One point of a kernel's space: its constants, its layout, and the model's prediction."""
+    """One point of a kernel's space: its constants, its layout, and the model's prediction.
 
+    Its fields live in slots, not an instance dict: a ranking makes tens of thousands of candidates, and
+    each one's dict was one more object to allocate and for the cyclic collector to walk (``rank`` makes
+    them with ``_candidates``, no bytecode per candidate). ``roles`` defaults to () in ``__init__``."""
+
+    __slots__ = ("constants", "layout", "prediction", "roles", "_key", "__weakref__")
     constants: tuple[tuple[str, int], ...]
     layout: Any
     prediction: Prediction
-    roles: tuple[str, ...] = field(default=())  # "unpadded", "textbook" for the baselines
+    roles: tuple[str, ...]  # "unpadded", "textbook" for the baselines
 
     def __init__(
         self,
@@ -77,19 +83,48 @@ class Candidate:
         prediction: Prediction,
         roles: tuple[str, ...] = (),
     ) -> None:
-        # the fields straight into the instance's dict: a ranking makes tens of thousands of candidates, and
-        # the frozen dataclass's own __init__ (object.__setattr__ per field) took 0.02-0.03 s of them
-        d = self.__dict__
-        d["constants"], d["layout"], d["prediction"], d["roles"] = constants, layout, prediction, roles
+        # the slots' own setters: the frozen dataclass's __setattr__ refuses every assignment
+        _SET_CONSTANTS(self, constants)
+        _SET_LAYOUT(self, layout)
+        _SET_PREDICTION(self, prediction)
+        _SET_ROLES(self, roles)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # pickled (and copied) as its four fields, made again through __init__ (the key is not kept)
+        return Candidate, (self.constants, self.layout, self.prediction, self.roles)
 
     @property
     def params(self) -> dict[str, int]:
         return dict(self.constants)
 
-    @cached_property
+    @property
     def key(self) -> str:
-        """Stable text key of the constants (cache entries and tie-breaks use it)."""
-        return ",".join(f"{k}={v}" for k, v in self.constants)
+        """Stable text key of the constants (cache entries and tie-breaks use it), made on first use."""
+        try:
+            return self._key
+        except AttributeError:
+            key = ",".join(f"{k}={v}" for k, v in self.constants)
+            _SET_KEY(self, key)
+            return key
+
+
+Candidate.__dataclass_fields__["roles"].default = ()  # as it reads (a slot cannot hold a class default)
+_SET_CONSTANTS = Candidate.constants.__set__  # type: ignore[attr-defined]
+_SET_LAYOUT = Candidate.layout.__set__  # type: ignore[attr-defined]
+_SET_PREDICTION = Candidate.prediction.__set__  # type: ignore[attr-defined]
+_SET_ROLES = Candidate.roles.__set__  # type: ignore[attr-defined]
+_SET_KEY = Candidate._key.__set__  # type: ignore[attr-defined]
+
+
+def _candidates(constants: list, layouts: list, preds: list, roles: list) -> list[Candidate]:
+    """``list(map(Candidate, constants, layouts, preds, roles))``, each field set by maps over the slots'
+    setters (C calls only: no __init__ frame per candidate)."""
+    out = list(map(object.__new__, repeat(Candidate, len(constants))))
+    for setter, column in (
+        (_SET_CONSTANTS, constants), (_SET_LAYOUT, layouts), (_SET_PREDICTION, preds), (_SET_ROLES, roles)
+    ):  # fmt: skip
+        deque(map(setter, out, column), maxlen=0)
+    return out
 
 
 def _freeze(constants: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
@@ -299,7 +334,7 @@ def rank(
     if len(order) == 1:
         return [Candidate(frozen[0], layouts[0], preds[0], roles[0])]
     take = itemgetter(*order)  # each column in the ranking's order, picked in C
-    return list(map(Candidate, take(frozen), take(layouts), take(preds), take(roles)))
+    return _candidates(take(frozen), take(layouts), take(preds), take(roles))
 
 
 def _order(

@@ -46,6 +46,14 @@ no faster (the fp16 transpose 1.11 s with import); ``results/rank_speed_vs_e0c85
 transposes against git e0c8542 (the previous session's last commit, exported) alternating in one run,
 load 0.69: 1.10 / 0.84 s against 1.17 / 0.97 s, where e0c8542 had read 0.77 / 0.76 s at load 1.06 hours
 earlier (``rank_speed_ad2890b.csv``): the machine's own speed moved more than the code did.
+``results/rank_speed_r6.csv``: issue 14's sixth round (git log: candidates in slots, made without an
+``__init__`` frame each; prediction terms and kept unit scores shared as one tuple per distinct value, so
+the collector's pass after a first ranking walks ~91,000 new objects instead of ~147,000; units summed per
+run in int64), with ``results/rank_speed_r6_ec812c6.csv`` the code before it (a worktree of git ec812c6,
+``--compare``), each of its runs straight after one of ``rank_speed_r6.csv``'s; the load average is in
+the ``machine`` column. ``rank_speed_r6_fp16a*.csv`` and ``rank_speed_r6_fp16b*.csv``: the fp16 transpose
+alone, 11 runs each, minutes later (the two trees' medians cross from run to run: 0.93 / 0.88 s and 0.87
+/ 0.99 s with import, this round's first).
 
     python benchmarks/bench_rank_speed.py                       # every case, 3 runs each
     python benchmarks/bench_rank_speed.py --cases transpose-fp32 --runs 5

@@ -349,3 +349,14 @@ def test_uneven_warps_over_the_schedulers_rank_the_simt_gemm_as_measured():
     assert len(ratios) > 100 and np.median(ratios) > 1.15
     f = mo.figures(s, pred)
     assert f["spearman"] > 0.75 and f["pick_over_best"] < 1.01  # 0.52 without the term
+
+
+def test_term_pairs_share_one_tuple_per_distinct_value_and_keep_the_values_exact():
+    from autopad.predict import _term_pairs
+
+    got = _term_pairs("dram", np.array([1.5, 0.0, 1.5, -0.0, np.nan, 0.0]))
+    assert got[0] is got[2] and got[1] is got[5] and got[1] is not got[3]
+    assert [v for _, v in got][:4] == [1.5, 0.0, 1.5, -0.0] and math.copysign(1, got[3][1]) == -1
+    assert math.isnan(got[4][1]) and all(name == "dram" for name, _ in got)
+    ints = _term_pairs("resident_blocks", np.array([3, 3, 4]))
+    assert ints == [("resident_blocks", 3)] * 2 + [("resident_blocks", 4)] and type(ints[0][1]) is int

@@ -326,3 +326,31 @@ def test_rank_pauses_the_garbage_collector_and_leaves_it_as_it_was(monkeypatch):
         assert rank(KernelSpec(fake_kernel), SHAPE, "float32") == want and not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_candidate_keeps_its_dataclass_behaviour_without_an_instance_dict():
+    import copy
+    import dataclasses
+    import pickle
+
+    from autopad.search import Candidate, _candidates
+
+    spec = KernelSpec(fake_kernel)
+    ranked = rank(spec, (64, 64), "float32")
+    c = ranked[0]
+    assert not hasattr(c, "__dict__")  # slots: one object a candidate, not two
+    assert [f.name for f in dataclasses.fields(Candidate)] == ["constants", "layout", "prediction", "roles"]
+    assert dataclasses.fields(Candidate)[3].default == ()
+    same = Candidate(c.constants, c.layout, c.prediction, c.roles)
+    assert same == c and hash(same) == hash(c) and repr(same) == repr(c)
+    assert Candidate(c.constants, c.layout, c.prediction).roles == ()
+    assert c.key == ",".join(f"{k}={v}" for k, v in c.constants) and c.key is c.key  # made once
+    assert c.params == dict(c.constants)
+    for back in (pickle.loads(pickle.dumps(c)), copy.copy(c), copy.deepcopy(c)):
+        assert back == c and back.key == c.key
+    assert dataclasses.replace(c, roles=("x",)).roles == ("x",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.roles = ("x",)  # type: ignore[misc]
+    made = _candidates([x.constants for x in ranked], [x.layout for x in ranked],
+                       [x.prediction for x in ranked], [x.roles for x in ranked])  # fmt: skip
+    assert made == ranked and all(type(x) is Candidate and x.roles == y.roles for x, y in zip(made, ranked))
