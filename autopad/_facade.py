@@ -29,6 +29,7 @@ __all__ = ["Facade", "install", "lookup"]
 
 _HOMES = "_facade_homes"  # the attribute of a Facade that lists its homes
 _SAVED = "_facade_saved"  # name -> stack of the homes' values before each assignment through the facade
+_DELETED = "_facade_deleted"  # name -> (the homes it was deleted from, whether the facade bound it too)
 
 
 def _binders(module: types.ModuleType, name: str) -> list[types.ModuleType]:
@@ -43,14 +44,25 @@ class Facade(types.ModuleType):
     that binds the name too, and on the module itself when it binds the name or no home does."""
 
     def __setattr__(self, name: str, value: Any) -> None:
+        deleted = self.__dict__.get(_DELETED, {}).pop(name, None)
+        if deleted is not None:  # a delete's undo (below): the name bound again where it was bound
+            homes, own = deleted
+            for home in homes:
+                setattr(home, name, value)
+            if own:
+                super().__setattr__(name, value)
+            return
         homes = _binders(self, name)
         if homes and name not in self.__dict__:
             # a name served from its homes: keep what they held, so that deleting the name through the
             # facade puts it back. pytest >= 9.2 undoes a monkeypatch of an attribute missing from the
-            # module's own __dict__ by deleting it, which would otherwise remove the home's function
-            self.__dict__.setdefault(_SAVED, {}).setdefault(name, []).append(
-                [(home, home.__dict__[name]) for home in homes]
-            )
+            # module's own __dict__ by deleting it, which would otherwise remove the home's function;
+            # older pytest undoes it by assigning the value it read, which takes the kept values off again
+            stack = self.__dict__.setdefault(_SAVED, {}).setdefault(name, [])
+            if stack and all(kept is value for _, kept in stack[-1]):
+                stack.pop()
+            else:
+                stack.append([(home, home.__dict__[name]) for home in homes])
         for home in homes:
             setattr(home, name, value)
         if not homes or name in self.__dict__:
@@ -62,11 +74,13 @@ class Facade(types.ModuleType):
             for home, value in stack.pop():
                 setattr(home, name, value)
             return
-        homes = _binders(self, name)
+        homes, own = _binders(self, name), name in self.__dict__
         for home in homes:
             delattr(home, name)
-        if not homes or name in self.__dict__:
+        if not homes or own:
             super().__delattr__(name)
+        if homes:  # kept, so that setting the name again (monkeypatch's undo) binds it in these homes too
+            self.__dict__.setdefault(_DELETED, {})[name] = (homes, own)
 
 
 def install(name: str, homes: Sequence[types.ModuleType]) -> None:

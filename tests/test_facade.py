@@ -67,3 +67,27 @@ def test_deleting_a_name_served_from_its_home_undoes_the_assignments_in_turn(spl
     assert low.STATE == 6
     del old.STATE
     assert low.STATE == 5 and old.STATE == 5
+
+
+def test_a_deletes_undo_binds_the_name_again_in_every_home(split, monkeypatch):
+    """``monkeypatch.delattr(old, "f")`` deletes f everywhere (as before the split: the module was its
+    home); its undo sets f through the facade, which binds it again in the homes, not only in ``old``."""
+    old, low, high = split
+    real = low.f
+    monkeypatch.delattr(old, "f")
+    assert not any(hasattr(m, "f") for m in (old, low, high))
+    monkeypatch.undo()
+    assert old.f is low.f is high.f is real
+
+
+def test_patches_undone_by_assignment_keep_nothing(split):
+    """Older pytest undoes a patch by assigning the value it read: the values kept for a delete come off
+    again, so a later delete removes the name instead of putting back an earlier patch's value."""
+    old, low, _ = split
+    low.STATE = "real"
+    for i in range(3):
+        old.STATE = f"fake{i}"  # the patch
+        old.STATE = "real"  # its undo by assignment
+    assert low.STATE == "real"
+    del old.STATE
+    assert not hasattr(low, "STATE")
