@@ -10,6 +10,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from split_checks import assert_reexported
+
 from autopad import bases, cuda_kernel, kernel_args, kernel_base, tile_spec, triton_kernel
 
 
@@ -21,9 +23,7 @@ def test_every_name_bases_defined_is_the_object_of_its_new_home():
         cuda_kernel: "_KERNEL_RE _BuiltCuda CudaKernel",
         triton_kernel: "TritonKernel",
     }
-    for home, names in homes.items():
-        for name in names.split():
-            assert getattr(bases, name) is getattr(home, name), name
+    assert_reexported(bases, homes)
     assert sorted(bases.__all__) == sorted(
         ["Out", "Inputs", "TileLayout", "tile", "KernelBase", "CudaKernel", "TritonKernel", "TOLERANCE"]
     )

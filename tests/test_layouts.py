@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from split_checks import assert_reexported
 
 from autopad import analyze_batch
 from autopad.access import Instruction, block_tile, column_walk, score
@@ -291,8 +292,6 @@ def test_names_split_out_of_layouts_stay_importable_from_it():
         layout_tile: "Tile _Tile Padded Swizzled _tile compose",
         layout_arrays: "Structs Replicated",
     }
-    for home, names in homes.items():
-        for name in names.split():
-            assert getattr(layouts, name) is getattr(home, name), name
+    assert_reexported(layouts, homes)
     assert layouts.Layout == Tile | Structs | Replicated
     assert callable(layouts.from_dict) and callable(layouts._SCHEMA.get)

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from split_checks import assert_reexported
 
 import autopad
 from autopad import analyze, analyze_batch
@@ -488,9 +489,7 @@ def test_names_split_out_of_model_stay_importable_from_it():
         distinct: "_splitmix64 _HASH _DISTINCT_CHUNK _moved_rows _groups _normalised _shift row_hashes "
         "distinct_rows",
     }
-    for home, names in homes.items():
-        for name in names.split():
-            assert getattr(model, name) is getattr(home, name), name
+    assert_reexported(model, homes)
     for name in ("Analysis", "analyze", "analyze_batch", "analyze_distinct", "shift_period"):
         assert getattr(model, name).__module__ == "autopad.model"
     assert sorted(model.__all__) == sorted(

@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from split_checks import assert_reexported
 from validate_fixtures import FIXTURE
 from validate_fixtures import NCU_HEAD as _HEAD
 
@@ -214,9 +215,7 @@ def test_every_name_validate_and_validate_cuda_defined_is_the_object_of_its_new_
         validate_ncu: "METRICS find_ncu extra_metrics query_metrics counted_by run_ncu",
         validate_kernels: "GLOBAL_BYTES NEW_FORMS SMEM_BYTES probe_kernel_name",
     }
-    for home, names in homes.items():
-        for name in names.split():
-            assert getattr(v, name) is getattr(home, name), name
+    assert_reexported(v, homes)
     homes = {
         validate_kernels: "SMEM_BYTES _OPS _SHORT _TYPES GLOBAL_BYTES _MATRIX_OPS NEW_FORMS _MATRIX _FAMILY "
         "_family kernel_name probe_kernel_name _ptx probe_source new_probe_source any_probe_source "
@@ -224,9 +223,7 @@ def test_every_name_validate_and_validate_cuda_defined_is_the_object_of_its_new_
         validate_ncu: "METRICS _CANDIDATES TOTALS query_metrics extra_metrics find_ncu _number parse_ncu_csv "
         "measured_counts counted_by run_ncu",
     }
-    for home, names in homes.items():
-        for name in names.split():
-            assert getattr(vc, name) is getattr(home, name), name
+    assert_reexported(vc, homes)
     for name in ("validate", "add_validate_parser", "run_validate", "main", "_load_fixture", "_add_args"):
         assert getattr(v, name).__module__ == "autopad.validate"
     for name in ("launch_probes", "time_strides", "_address_matrix"):
