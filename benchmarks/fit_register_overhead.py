@@ -362,21 +362,20 @@ def analyze(path: Path) -> None:
                 f"spill-free MIN_BLOCKS {sum(new2[k] == table[k][2] for k in table)} of {len(table)}, "
                 f"changes {sum(new2[k] != old[k] for k in table)} (up {sum(new2[k] > old[k] for k in table)})"
             )
-            for k in sorted(table, key=lambda k: (k[1], k[2:])):
-                if old[k] != new2[k]:
-                    at = table[k][3]
-                    print(
-                        f"  {_name(k)}: {old[k]} -> {new2[k]}  regs {_regs(at, old[k])} -> "
-                        f"{_regs(at, new2[k])}  (natural {at[1]['regs']}, spill-free up to {table[k][2]})"
-                    )
+            _print_changes(table, old, new2)
         print(f"\nconstant only, MIN_BLOCKS changes {now} -> {prop}:")
-        for k in sorted(table, key=lambda k: (k[1], k[2:])):
-            if old[k] != new[k]:
-                at = table[k][3]
-                print(
-                    f"  {_name(k)}: {old[k]} -> {new[k]}  regs {_regs(at, old[k])} -> {_regs(at, new[k])}"
-                    f"  (natural {at[1]['regs']}, spill-free up to {table[k][2]})"
-                )
+        _print_changes(table, old, new)
+
+
+def _print_changes(table: dict, old: dict, new: dict) -> None:
+    """One line per geometry whose MIN_BLOCKS changes: old -> new, the registers at each, the natural need."""
+    for k in sorted(table, key=lambda k: (k[1], k[2:])):
+        if old[k] != new[k]:
+            at = table[k][3]
+            print(
+                f"  {_name(k)}: {old[k]} -> {new[k]}  regs {_regs(at, old[k])} -> {_regs(at, new[k])}"
+                f"  (natural {at[1]['regs']}, spill-free up to {table[k][2]})"
+            )
 
 
 def _name(k: tuple) -> str:
