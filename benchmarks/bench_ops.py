@@ -75,6 +75,7 @@ FULL = (
     + [f"histogram 16777216x{b} int32 weights={w}" for b in (256, 4096) for w in ("float32", "float64")]
     + [f"matmul {s} {d}" for d in ("bfloat16", "float16", "float32")
        for s in ("4096x4096x4096", "3000x1000x2000", "256x256x256")]
+    + [f"transpose {s} float8_e4m3fn" for s in FULL_TRANSPOSE[:2]]  # fp8 moves int8's bytes: two shapes
     + ["checks"]
 )  # fmt: skip
 
@@ -103,6 +104,7 @@ SIZES = {
     "float16": 2,
     "int8": 1,
     "uint8": 1,
+    "float8_e4m3fn": 1,
     "int32": 4,
     "int64": 8,
 }
