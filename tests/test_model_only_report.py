@@ -84,3 +84,22 @@ def test_a_later_extra_replaces_the_same_configuration_shape_and_names_come_from
         p = tmp_path / rel
         p.parent.mkdir(parents=True)
         assert mor.extra_name(p) == name
+
+
+def test_repeats_leave_out_two_runs_of_one_shape_that_share_no_candidate(tmp_path):
+    # the Gluon GEMM's space gained constants after the recorded study: the same shape measured again has
+    # other keys, and a retest of zero candidates would print a row of NaNs
+    import model_only_report as mor
+
+    def shape(run, keys, ms):
+        a = np.array(ms, dtype=float)
+        return mor.Shape(run, "matmul", "triton", "bfloat16", "4096x4096x4096", keys, [], [], None, None, [],
+                         {}, a, None, iqr=a * 0.01)  # fmt: skip
+
+    old = shape("run2", ["BM=128", "BM=64", "BM=256"], [1.0, 2.0, 3.0])
+    assert mor.repeats([old, shape("run48", ["PATH=0", "PATH=1"], [1.0, 2.0])], tmp_path) == []
+    same = mor.repeats([old, shape("run48", ["BM=256", "BM=128", "BM=64"], [3.1, 1.0, 2.1])], tmp_path)
+    assert [r["what"] for r in same] == [
+        "matmul [triton] bfloat16 4096x4096x4096: run2 against run48 (every candidate)"
+    ]
+    assert same[0]["spearman"] > 0.99
