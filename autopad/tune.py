@@ -14,244 +14,44 @@ Each stage lives in its own module and this one only connects them, left to righ
 - the record: measurements go to the cache as they arrive, the result at the end.
 
 Without a GPU (or with AUTOPAD_NO_BENCH=1) the result is the model's ranking, says so, and measures nothing.
+
+Where each part lives (tune.py was split, one concern a module; every name it defined is still importable
+from here): tune_measure.py (``_Measure``, the progress line, ``pick`` and its tie rules), tune_record.py
+(``cache_key``, the search parameters, the result as cached, the checks of a cached pick, the exporters'
+extras); here, ``tune`` itself, and ``_rerank`` and ``_baselines``, the two other callers of the search
+(every read of ``rank`` is in this module).
 """
 
 from __future__ import annotations
 
-import platform
 import sys
 import time
 import warnings
-from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
 from types import ModuleType
 from typing import Any
 
-from . import __version__
 from .device import device_count, device_info, gpu_available
-from .kernels_registry import source_hash
 from .request import Request, normalize_dtype, normalize_shape, resolve
 from .results import Best, CandidateResult, LazyCandidates, Measurement, TuneResult
 from .search import Candidate, check_legal, rank
-from .spec import KernelSpec
+
+# besides what this module uses, the names tune.py defined before the split, importable from here as before
+# (tests use some of the private ones)
+from .tune_measure import _Measure, _Progress, _tie_break, _within_noise, pick  # noqa: F401
+from .tune_record import (  # noqa: F401
+    _CACHED_UNMEASURED,
+    _cached_pick_illegal,
+    _candidates,
+    _environment,
+    _extra,
+    _for_cache,
+    _search_params,
+    cache_key,
+)
 
 __all__ = ["tune", "resolve", "normalize_dtype", "normalize_shape", "cache_key", "NO_GPU_MESSAGE"]
 
 NO_GPU_MESSAGE = "no GPU (or AUTOPAD_NO_BENCH=1): ranked by the model alone, nothing was measured"
-
-
-def cache_key(
-    spec: KernelSpec, shape: tuple[int, ...], dtype: str, dist: str | None, dev: dict[str, Any]
-) -> Any:
-    """The cache key of one tuning question on the device ``dev`` (``device.device_info``; {} = no GPU)."""
-    from .cache import CacheKey
-
-    return CacheKey(
-        __version__,
-        dev.get("name", ""),
-        dev.get("cc", ""),
-        spec.BACKEND,
-        spec.NAME,
-        source_hash(spec),
-        shape,
-        dtype,
-        dist,
-    )
-
-
-def _environment() -> dict[str, Any]:
-    env = {
-        "autopad": __version__,
-        "python": platform.python_version(),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-    }
-    for mod in ("numpy", "torch", "triton"):
-        m = sys.modules.get(mod)
-        if m is not None:
-            env[mod] = getattr(m, "__version__", "?")
-    return env
-
-
-def _extra(layout: Any, spec: KernelSpec, constants: dict[str, int]) -> dict[str, Any]:
-    """What exporters need beyond the constants: the layout's parameters and its other spellings (CuTe
-    ``Swizzle<B,M,S>``, the Gluon layout), and for Triton kernels the arguments the kernel takes."""
-    extra: dict[str, Any] = {}
-    if hasattr(layout, "to_dict"):
-        try:
-            extra["layout_spec"] = layout.to_dict()
-        except ValueError:
-            pass
-    if getattr(layout, "max_phase", 1) > 1 and hasattr(layout, "to_cute"):
-        try:
-            extra["cute_swizzle"] = list(layout.to_cute())
-        except ValueError:
-            pass
-    if hasattr(layout, "gluon_spec"):
-        try:
-            g = layout.gluon_spec()
-        except ValueError:
-            g = {}
-        if g.get("kind") == "swizzled" and g.get("max_phase", 1) > 1:
-            extra["gluon_layout"] = (
-                f"gl.SwizzledSharedLayout(vec={g['vec']}, per_phase={g['per_phase']}, "
-                f"max_phase={g['max_phase']}, order={g['order']})"
-            )
-        elif g.get("kind") == "padded" and g.get("interval_padding"):
-            extra["gluon_layout"] = (
-                f"gl.PaddedSharedLayout.with_identity_for({g['interval_padding']}, {g['shape']}, "
-                f"{g['order']})"
-            )
-    for name, key in (("kernel_args", "kernel_args"), ("launch", "launch_options")):
-        fn = getattr(spec, key, None)
-        if callable(fn):
-            try:
-                extra[name] = fn(constants)
-            except Exception:  # an exporter's nicety must never fail a tune
-                pass
-    return extra
-
-
-class _Progress:
-    """One line on stderr, redrawn: what is being measured and how far along (only on a terminal)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def update(self, done: int, total: int, key: str) -> None:
-        if self.enabled:
-            bar = "#" * int(20 * done / max(total, 1))
-            sys.stderr.write(f"\rautopad: measuring [{bar:20}] {done}/{total} {key[:50]:50}")
-            if done == total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
-class _Measure:
-    """The measuring callable a strategy is given: cache first, then the benchmarker; budgets enforced."""
-
-    def __init__(self, req: Request, bench: Any, store: Any, key: Any, show: _Progress) -> None:
-        self.req, self.bench, self.store, self.key, self.show = req, bench, store, key, show
-        self.stored = store.measurements(key) if store is not None else {}
-        self.meas: dict[str, Measurement] = {}
-        self.cached: set[str] = set()
-        self.asked: list[Candidate] = []  # every candidate a strategy asked for, in order
-        self._keys: set[str] = set()
-        self.t0 = time.perf_counter()
-        self.exhausted = False
-
-    def _over_time(self) -> bool:
-        t = self.req.time_budget_s
-        return t is not None and time.perf_counter() - self.t0 > t
-
-    def run(self, cands: Sequence[Candidate], reps: int, seed: int) -> None:
-        """Time ``cands`` on the GPU now (no cache lookup)."""
-        from .bench import BenchJob, spec_ref
-
-        job = BenchJob(
-            spec_ref(self.req.spec),
-            tuple((c.key, c.params) for c in cands),
-            self.req.shape,
-            self.req.dtype,
-            self.req.dist or "uniform",
-            seed=seed,
-            reps=reps,
-            device=self.req.device,
-        )
-        for n, m in enumerate(self.bench.measure(job), 1):
-            self.meas[m.key] = m
-            self.cached.discard(m.key)
-            if self.store is not None:
-                self.store.put_measurements(self.key, {m.key: m})
-            self.show.update(n, len(cands), m.key)
-            if self._over_time():
-                self.exhausted = True
-                break
-
-    def __call__(self, cands: Sequence[Candidate]) -> dict[str, Measurement]:
-        fresh = [c for c in cands if c.key not in self._keys]
-        if self.req.budget is not None:
-            room = max(0, self.req.budget - len(self.asked))
-            if len(fresh) > room:
-                fresh, self.exhausted = fresh[:room], True
-        self.asked += fresh
-        self._keys.update(c.key for c in fresh)
-        for c in fresh:
-            if c.key in self.stored and c.key not in self.meas:
-                self.meas[c.key] = self.stored[c.key]
-                self.cached.add(c.key)
-        todo = [c for c in fresh if c.key not in self.meas]
-        if todo and not self.exhausted and not self._over_time():
-            self.run(todo, 30, 0)
-        elif todo:
-            self.exhausted = True
-        return {c.key: self.meas[c.key] for c in cands if c.key in self.meas}
-
-    def measured(self) -> dict[str, Measurement]:
-        return dict(self.meas)
-
-
-def _within_noise(cands: Iterable[Candidate], meas: dict[str, Measurement]) -> list[Candidate]:
-    """Correct measured candidates within noise of the fastest, fastest first."""
-    ok = sorted((c for c in cands if c.key in meas and meas[c.key].correct), key=lambda c: meas[c.key].ms)
-    if not ok:
-        return []
-    f = meas[ok[0].key]
-    tied = []
-    for c in ok:
-        m = meas[c.key]
-        noise = max(f.spread_ms or 0.0, m.spread_ms or 0.0, 0.01 * f.ms)
-        if m.ms - f.ms <= noise:
-            tied.append(c)
-    return tied
-
-
-def _tie_break(tied: Iterable[Candidate]) -> Candidate:
-    return min(tied, key=lambda c: (c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
-
-
-def pick(measure: _Measure) -> Candidate | None:
-    """The fastest correct candidate; ties within noise are timed again, longer, then broken by the model."""
-    tied = _within_noise(measure.asked, measure.meas)
-    if len(tied) > 1:
-        measure.run(tied, 60, 1)
-        tied = _within_noise(tied, measure.meas) or tied
-    return _tie_break(tied) if tied else None
-
-
-_CACHED_UNMEASURED = 48
-
-
-def _for_cache(res: TuneResult) -> TuneResult:
-    """The result as cached: every measured candidate and baseline, and the model's best unmeasured ones.
-
-    The full ranked list is rebuilt by the model on a hit (``LazyCandidates``), so the file stays small.
-    """
-    keep, rest = [], 0
-    for c in res.candidates:
-        if c.measurement is not None or c.roles or c.constants == res.best.constants:
-            keep.append(c)
-        elif rest < _CACHED_UNMEASURED:
-            keep.append(c)
-            rest += 1
-    return TuneResult(**{**res.__dict__, "candidates": tuple(keep)})
-
-
-def _search_params(req: Request, measuring: bool) -> dict[str, Any]:
-    return {
-        "top_k": req.top_k,
-        "budget": req.budget,
-        "refine": req.refine,
-        "arch": req.arch,
-        "measuring": measuring,
-        "strategy": req.strategy,
-        "seed": req.seed,
-        # the space is a search parameter, not part of the key: adding a candidate keeps the old timings
-        "space": {k: list(v) for k, v in sorted(req.spec.SPACE.items())},
-    }
-
-
-def _candidates(ranked: Sequence[Candidate], meas: dict[str, Measurement], cached: set[str]) -> tuple:
-    return tuple(CandidateResult.from_candidate(c, meas.get(c.key), cached=c.key in cached) for c in ranked)
 
 
 def _rerank(req: Request, stored: TuneResult) -> tuple[CandidateResult, ...]:
@@ -265,18 +65,6 @@ def _rerank(req: Request, stored: TuneResult) -> tuple[CandidateResult, ...]:
             CandidateResult.from_candidate(c, s.measurement if s else None, cached=bool(s and s.cached))
         )
     return tuple(out)
-
-
-def _cached_pick_illegal(req: Request, hit: TuneResult) -> str | None:
-    """Why a cached pick cannot run (a cache file is not trusted: anyone may have edited it), or None."""
-    c = dict(hit.best.constants)
-    if set(c) != set(req.spec.SPACE):
-        return f"its constants {sorted(c)} are not the kernel's {sorted(req.spec.SPACE)}"
-    try:
-        ok = check_legal(req.spec, c, req.shape, req.dtype)
-    except Exception as exc:  # legal() raising on foreign values is a no
-        return f"legal() raised {type(exc).__name__}: {exc}"
-    return None if ok else ok.reason
 
 
 def _baselines(req: Request) -> list[dict[str, int]]:

@@ -1,5 +1,7 @@
-"""CUDA histogram: the model's view of the updates (exactly the per-instruction pattern it replaced),
-legality, the 16-bit counters' overflow arithmetic, nvcc compiles (CPU); exact counts on odd shapes (GPU)."""
+"""CUDA histogram (kernels/cuda/histogram.py, the spec tying its split modules to histogram.cu): every name it
+defined is still importable from it, histogram.cu's arithmetic in numpy, shapes and presets, nvcc compiles
+(CPU); exact counts on odd shapes (GPU). The pattern, legality, cost and launch have test files of their
+own (test_cuda_histogram_pattern, _space, _cost, _launch, _inputs)."""
 
 from __future__ import annotations
 
@@ -7,105 +9,48 @@ import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from autopad.kernels.cuda import histogram as H
 from batch_hooks import hooks_agree
+from split_checks import assert_reexported
 
 from autopad import cuda_runtime as rt
-from autopad.access import score
-from autopad.expr import compile_expr
 from autopad.kernels_registry import builtin_spec
-from autopad.spec import DTYPE_BYTES, KernelSpec
+from autopad.spec import KernelSpec
 
 needs_nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
 S = H.SPEC
 
 
-def _old_pattern(c: dict, dtype: str, dist: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The pattern as the previous spec built it: one warp instruction at a time, np.unique per warp."""
-    dist = {"skewed": "zipf", "single": "equal"}.get(dist, dist)
-    per, warps = 16 // DTYPE_BYTES[dtype], c["THREADS"] // 32
-    size, bins = warps * 32 * c["ITEMS"] * per, c["BINS_PER_PASS"]
-    rng = np.random.default_rng(0)
-    if dist == "uniform":
-        vals = rng.integers(0, bins, size)
-    elif dist == "zipf":
-        vals = (rng.zipf(1.5, size) - 1) % bins
-    else:
-        vals = np.full(size, min(5, bins - 1))
-    vals = vals.reshape(warps, c["ITEMS"], per, 32)
-    out = []
-    for w in range(warps):
-        for it in range(c["ITEMS"]):
-            for q in range(per):
-                b = vals[w, it, q]
-                if c["AGG"] == 2 and (b == b[0]).all():
-                    act = np.arange(32) == 0
-                else:
-                    act = np.zeros(32, dtype=bool)
-                    act[np.unique(b, return_index=True)[1]] = True
-                out.append((np.where(act, w % c["REPLICAS"], -1), np.where(act, b, 0)))
-    return out
+def test_every_name_histogram_defined_is_the_object_of_its_new_home():
+    from autopad.kernels.cuda import (
+        histogram_cost,
+        histogram_inputs,
+        histogram_launch,
+        histogram_pattern,
+        histogram_space,
+    )
 
-
-@pytest.mark.parametrize("dtype", H.DTYPES)
-@pytest.mark.parametrize("dist", ["uniform", "skewed", "single"])
-def test_vectorised_pattern_is_the_per_instruction_one(dtype, dist):
-    base = dict(H.DEFAULTS)
-    configs = [
-        base,
-        dict(base, AGG=1, ITEMS=1, THREADS=1024, BLOCKS_PER_SM=2),
-        dict(base, AGG=2, REPLICAS=4, PAD=1, ITEMS=4),
-        dict(base, REPLICAS=8, INTERLEAVED=1, PAD=2, THREADS=512),
-        dict(base, BINS_PER_PASS=1024, AGG=2, REPLICAS=2) if dtype == "int32" else base,
-    ]
-    for c in configs:
-        new = sorted((tuple(i.rows), tuple(i.cols)) for i in S.smem_pattern(c, dtype, dist))
-        old = sorted((tuple(r), tuple(k)) for r, k in _old_pattern(c, dtype, dist))
-        assert new == old, c
-        lay = S.layout(c, dtype)
-        a = score(S.smem_pattern(c, dtype, dist), lay)
-        assert a.wavefronts >= a.ideal > 0
-
-
-def test_equal_bins_are_one_update_per_warp_instruction():
-    # +1 updates compile to ATOMS.POPC.INC, which serves each distinct address once (measured: equal data
-    # bins as fast as uniform); the explicit aggregations do the same in software
-    p = H.presets("int32")
-    for name in ("unpadded", "agg_match", "agg_uniform", "agg_uniform_rep4"):
-        s = score(S.smem_pattern(p[name], "int32", "single"), S.layout(p[name]))
-        assert s.wavefronts == s.ideal, name
-    H.POPC_INC_AGGREGATES = False
-    try:
-        s = score(S.smem_pattern(p["unpadded"], "int32", "single"), S.layout(p["unpadded"]))
-        assert s.wavefronts == 32 * s.ideal  # lane by lane, atomics never broadcast
-    finally:
-        H.POPC_INC_AGGREGATES = True
-
-
-@pytest.mark.parametrize("dist", H.DISTS)
-def test_lane_replicas_are_one_wavefront_per_update_whatever_the_data(dist):
-    c = H.presets("uint8")["lane_rep32"]
-    pat = S.smem_pattern(c, "uint8", dist)
-    s = score(pat, S.layout(c, "uint8"))
-    assert s.wavefronts == s.ideal == len(pat)  # lane l always lands in bank l
-    plain = H.presets("uint8")["unpadded"]
-    if dist == "uniform":  # one shared copy: 32 random bins of 256 share banks, ~3 wavefronts per update
-        p2 = S.smem_pattern(plain, "uint8", dist)
-        assert score(p2, S.layout(plain)).wavefronts > 2.5 * len(p2)
-
-
-@pytest.mark.parametrize("dtype", H.DTYPES)
-def test_thread_bytes_are_a_conflict_free_load_and_store(dtype):
-    c = H.presets(dtype)["thread_bytes"]
-    pat = S.smem_pattern(c, dtype, "single")
-    s = score(pat, S.layout(c, dtype))
-    assert s.wavefronts == s.ideal == len(pat)  # word (b // 4) * THREADS + t: lane t in bank t % 32
-    assert {i.op for i in pat} == {"load", "store"}
-    assert S.smem_bytes(c, dtype) == 256 * c["THREADS"] + 4 * 256  # the bytes, then the block's totals
+    homes = {
+        histogram_inputs: "DISTS _DIST_ALIASES SORTED_RUN _MAX_DRAW canonical_dist _draw sample block_values "
+        "draw_values",
+        histogram_pattern: "POPC_INC_AGGREGATES first_lanes uniform_rows aggregate _frozen _iid_lanes _lanes "
+        "Pattern _group _pattern",
+        histogram_space: "ARCH _FOOTPRINT _fit_pass _broken_rule _KEYS _static _LAYOUT_READS _static_smem "
+        "_rules_batch _legal_bins _replicated SPACE DEFAULTS LAYOUT_KEYS PATTERN_KEYS LAYOUT_READS "
+        "RESTRICTIONS",
+        histogram_cost: "SPILL_AT FLUSH_WARP_CYCLES FLUSH_BIN_CYCLES MATCH_ANY_CYCLES UNIFORM_TEST_CYCLES "
+        "_AGG_CYCLES _scan_every _busiest_sm_tiles _flush_cycles",
+        histogram_launch: "RED_SPLIT launch_fn Built _PROPS _props _sm90 _sm_count _aligned",
+    }
+    assert_reexported(H, homes)
+    for name in ("SPACE", "DEFAULTS", "LAYOUT_KEYS", "PATTERN_KEYS", "LAYOUT_READS", "RESTRICTIONS"):
+        assert getattr(H.HistogramCuda, name) is getattr(histogram_space, name), name
+    # the module-level names are SPEC's, as before (legal, launcher, ... are its bound methods)
+    assert H.legal == S.legal and H.launcher == S.launcher and H.smem_pattern == S.smem_pattern
+    assert H.SOURCE_FILES == (str(H._SOURCE), str(H._SOURCE.with_name("common.cuh")))
 
 
 def test_thread_byte_flush_arithmetic():
@@ -128,19 +73,6 @@ def test_thread_byte_flush_arithmetic():
         assert (np.sum(lanes, axis=0) == b.sum(axis=0)).all()
 
 
-def test_sixteen_bit_counters_need_their_aggregations():
-    p = H.presets("int32", 65536)
-    lay = S.layout(p["c16"])
-    assert lay.footprint == 65536 * 2
-
-    def wf(name, dist):
-        return score(S.smem_pattern(p[name], "int32", dist), lay).wavefronts
-
-    assert wf("c16", "single") >= 30 * wf("c16_agg_uniform", "single")  # ATOMS.ADD: 32 lanes serialise
-    assert wf("c16_runs", "sorted") < wf("c16", "sorted") / 2  # a run is one update
-    assert wf("c16_split", "skewed") < 0.8 * wf("c16", "skewed")  # hot even bins by POPC.INC
-
-
 def test_run_length_arithmetic_counts_every_value():
     """histogram.cu's AGG 3 in numpy: leaders, ballot, the lanes above, __ffs, the run length."""
     rng = np.random.default_rng(1)
@@ -157,72 +89,6 @@ def test_run_length_arithmetic_counts_every_value():
             if lead[i] and b[i] >= 0:
                 counts[b[i]] += nxt - i
         assert (counts == np.bincount(b[b >= 0], minlength=8)).all()
-
-
-def test_sixteen_bit_counters_cannot_overflow_between_scans():
-    for threads in H.SPACE["THREADS"]:
-        for items in H.SPACE["ITEMS"]:
-            per = 4
-            c = {"THREADS": threads, "ITEMS": items}
-            every = H._scan_every(c, per)
-            assert every >= 1
-            # after a scan every counter is < SPILL_AT; then `every` iterations and a tail of < PER values
-            assert H.SPILL_AT - 1 + every * threads * items * per + per - 1 <= 65535
-
-
-def test_restriction_strings_match_the_python_rules():
-    names = sorted(H.SPACE)
-    rng = np.random.default_rng(0)
-    pts = [{n: int(rng.choice(H.SPACE[n])) for n in names} for _ in range(4000)]
-    env = {n: np.array([p[n] for p in pts]) for n in names}
-    env["E"] = 4
-    vec = np.ones(len(pts), dtype=bool)
-    for r in H.RESTRICTIONS:
-        vec &= np.broadcast_to(compile_expr(r)(env), vec.shape)
-    for p, v in zip(pts, vec):
-        py = H._broken_rule(p) is None and S.smem_bytes(p) <= H.ARCH.smem_per_block
-        py = py and (S.smem_bytes(p) + 1024) * p["BLOCKS_PER_SM"] <= H.ARCH.smem_per_sm
-        assert py == bool(v), p
-
-
-def test_legal_rejects_bad_candidates():
-    ok = dict(H.DEFAULTS)
-    assert S.legal(ok, (1000, 256), "int32")
-    assert not S.legal(dict(ok, BINS_PER_PASS=65536), (1000, 256), "int32")  # wasteful and too big
-    assert not S.legal(dict(ok, BINS_PER_PASS=65536), (1000, 65536), "int32")  # 256 KB > 227 KB
-    assert not S.legal(ok, (1000, 1024), "uint8")
-    assert not S.legal(dict(ok, REPLICAS=16), (1000, 256), "int32")  # 8 warps
-    assert not S.legal(dict(ok, THREADS=1024, BLOCKS_PER_SM=4), (1000, 256), "int32")
-    assert not S.legal(dict(ok, INTERLEAVED=1), (1000, 256), "int32")
-    assert S.legal(dict(ok, BINS_PER_PASS=256), (1000, 1000), "int32")  # four passes
-    assert S.launch_info(dict(ok, BINS_PER_PASS=256), (1000, 1000), "int32")["passes"] == 4
-    c16 = H.presets("int32", 65536)["c16"]
-    assert S.legal(c16, (1000, 65536), "int32") and S.legal(c16, (1000, 40000), "int32")
-    assert not S.legal(c16, (1000, 70000), "int32")  # one pass only
-    assert not S.legal(dict(c16, BLOCKS_PER_SM=2), (1000, 65536), "int32")  # 2 x 128 KB
-    assert not S.legal(dict(c16, AGG=1), (1000, 65536), "int32")
-    assert not S.legal(dict(ok, PRIV=1), (1000, 256), "int32")  # one replica is PRIV 0
-    assert not S.legal(dict(ok, PRIV=2, THREADS=1024, BLOCKS_PER_SM=1), (1000, 256), "uint8")  # 257 KB
-    assert not S.legal(dict(ok, PRIV=2, REPLICAS=2), (1000, 256), "uint8")
-    assert not S.legal(dict(ok, AGG=3), (1000, 256), "int32")  # runs are the 16-bit counters'
-    assert not S.legal(dict(ok, COUNTER=16), (1000, 256), "uint8")
-    assert not S.legal(ok, (0, 256), "int32") and not S.legal(ok, (2**31, 256), "int32")
-
-
-def test_tiles_per_block_are_the_busiest_sms_share_of_the_chunks():
-    """The grid-stride loop deals chunk k to block k % grid and block b runs on SM b % 132, so the busiest
-    SM runs ceil(chunks / 132) chunks among its BLOCKS_PER_SM blocks (H200 run 41, uint8 10000019 x 100:
-    charging every block a second iteration made 4 blocks an SM look 1.6x their work, and 512 x 4 x 2 is
-    the measured best there, 9.9 us)."""
-    base = dict(H.DEFAULTS, THREADS=512, ITEMS=2, BLOCKS_PER_SM=4)
-    n = 10000019  # 625,001 vectors of 16 uint8 values: 611 chunks of 512 x 2, 5 on the busiest SM
-    assert S.launch_info(base, (n, 100), "uint8")["tiles_per_block"] == pytest.approx(5 / 4)
-    one = dict(base, THREADS=1024, BLOCKS_PER_SM=1)  # 306 chunks of 2,048 vectors: 3 on the busiest SM
-    assert S.launch_info(one, (n, 100), "uint8")["tiles_per_block"] == 3
-    assert S.launch_info(base, (1000, 100), "uint8")["tiles_per_block"] == pytest.approx(1 / 4)  # one chunk
-    # passes multiply it; a large input is within one chunk per SM of a block's own count
-    four = S.launch_info(dict(base, BINS_PER_PASS=1024), (1 << 26, 4096), "int32")
-    assert four["tiles_per_block"] == pytest.approx(4 * 125 / 4)  # 16,384 chunks: 125 on the busiest SM
 
 
 def test_check_shape_and_inputs_from():
@@ -295,38 +161,6 @@ def test_compiles_for_sm90(monkeypatch, tmp_path):
         wait = next(i for i, ln in enumerate(lines) if "ACQBULK" in ln)
         first = next(i for i, ln in enumerate(lines) if "REDG" in ln or "ATOMG" in ln)
         assert wait < first, name
-
-
-def test_launcher_zeroes_then_overlaps_each_pass_and_not_the_reduce(monkeypatch):
-    """The order of the launches a call makes, and which carry the overlap attribute: hist_zero first
-    (plain), every pass overlapping the kernel before it (it waits before adding to out), the 16-bit
-    path's reduce in plain order (it reads the workspace the pass wrote)."""
-    made, fired = {}, []
-
-    def fake_launch_fn(kernel, grid, block, smem, overlap=False):
-        made[kernel] = overlap
-        return lambda args: fired.append((kernel, args[1] if kernel == "zero" else args[-2]))
-
-    monkeypatch.setattr(H, "launch_fn", fake_launch_fn)
-    monkeypatch.setattr(H, "_sm_count", lambda: 4)
-    monkeypatch.setattr(H, "_sm90", lambda: True)
-    monkeypatch.setattr(H, "_aligned", lambda x: x)
-    c = dict(H.DEFAULTS, BINS_PER_PASS=1024)
-    built = H.Built(("main", "zero"), c, "int32")
-    S.launcher(built, (1000, 2500), "int32")(("x",), "out")
-    assert made == {"zero": False, "main": True}
-    assert [(k, int(a)) for k, a in fired] == [("zero", 2500), ("main", 0), ("main", 1024), ("main", 2048)]
-    fired.clear()
-    c16 = H.presets("int32", 65536)["c16"]
-    built16 = H.Built(("main16", "reduce", "zero"), c16, "int32")
-    monkeypatch.setattr(H.Built, "workspace", lambda self, dev, words: "ws")
-    S.launcher(built16, (1000, 65536), "int32")((SimpleNamespace(device="cpu"),), "out")
-    assert made["main16"] is True and made["reduce"] is False
-    assert [k for k, _ in fired] == ["zero", "main16", "reduce"]
-    monkeypatch.setattr(H, "_sm90", lambda: False)  # before sm_90 the wait is no wait: no overlap
-    made.clear()
-    S.launcher(H.Built(("main", "zero"), c, "int32"), (1000, 2500), "int32")
-    assert made == {"zero": False, "main": False}
 
 
 # ---- GPU ------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Tests for the bank maps (autopad.explain): the parsers, the text picture and the PNG.
+"""Tests for the bank maps (autopad.explain): the parsers, the text picture and its data (the PNG's tests are
+in test_explain_figure.py, the computed map's own in test_explain_map.py).
 
 The bank printed in each cell is checked against bank = (byte offset // 4) % 32 computed here from the
 textbook formulas (row r, column c of a [R][C + pad] array is word r (C + pad) + c for fp32), not against
@@ -8,7 +9,6 @@ the layout module's own offsets.
 from __future__ import annotations
 
 import re
-import sys
 
 import numpy as np
 import pytest
@@ -16,9 +16,7 @@ import pytest
 from autopad.access import block_tile, field_read
 from autopad.explain import (
     MAX_ELEMENTS,
-    bank_map_figure,
     explain_data,
-    explain_png,
     explain_text,
     parse_dtype,
     parse_layout,
@@ -26,8 +24,6 @@ from autopad.explain import (
     parse_tile,
 )
 from autopad.layouts import Padded, Replicated, Structs, Swizzle, Swizzled, Tile
-
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def grid(text: str, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
@@ -237,37 +233,7 @@ def test_explain_errors():
         explain_text(Padded(32, 32, 4), pattern, arch="sm_1")
 
 
-# ---- the PNG ---------------------------------------------------------------------------------------------
-
-
-def test_png_is_written_and_valid(tmp_path):
-    pytest.importorskip("matplotlib")
-    from matplotlib.image import imread
-
-    pyplot_before = "matplotlib.pyplot" in sys.modules
-    out = explain_png(Padded(32, 32, 4, pad=1), parse_pattern("column", 32, 32, 4), tmp_path / "bank.png")
-    assert out == tmp_path / "bank.png"
-    data = out.read_bytes()
-    assert data[:8] == PNG_MAGIC and len(data) > 10_000
-    image = imread(out)
-    assert image.ndim == 3 and image.shape[0] > 300 and image.shape[1] > 300
-    assert ("matplotlib.pyplot" in sys.modules) == pyplot_before  # no pyplot, no global backend switch
-
-
-@pytest.mark.parametrize(
-    "pad,wave,degree,touched", [(0, 32, "32x", "1 bank touched"), (1, 1, "1x", "32 banks")]
-)
-def test_png_title_and_outlines(pad, wave, degree, touched):
-    pytest.importorskip("matplotlib")
-    from matplotlib.patches import Rectangle
-
-    fig = bank_map_figure(Padded(32, 32, 4, pad=pad), parse_pattern("column", 32, 32, 4))
-    ax = fig.axes[0]
-    title = fig.get_suptitle()
-    assert f"{wave} wavefront" in title and f"-> {degree}" in title and touched in title
-    outlines = [p for p in ax.patches if isinstance(p, Rectangle) and not p.get_fill()]
-    assert len(outlines) == 32
-    assert {int(p.get_x() + 0.5) for p in outlines} == {0}  # column 0
+# ---- the text's layout ------------------------------------------------------------------------------------
 
 
 def test_table_columns_line_up():
@@ -377,19 +343,16 @@ def test_explain_data_matches_the_text():
     assert np.array(d["banks"]).shape == (32, 32)
 
 
-def test_png_is_written_atomically_and_never_through_a_symlink(tmp_path):
-    pytest.importorskip("matplotlib")
-    from autopad.files import UnsafePathError
+def test_every_name_explain_defined_is_the_object_of_its_new_home():
+    from split_checks import assert_reexported
 
-    victim = tmp_path / "victim"
-    victim.write_text("keep")
-    (tmp_path / "link.png").symlink_to(victim)
-    layout, pattern = Padded(32, 32, 4), parse_pattern("column", 32, 32, 4)
-    with pytest.raises(UnsafePathError):
-        explain_png(layout, pattern, tmp_path / "link.png")
-    assert victim.read_text() == "keep"
-    out = explain_png(layout, pattern, tmp_path / "a.png")
-    assert out.read_bytes()[:8] == PNG_MAGIC
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
-    with pytest.raises(FileExistsError):
-        explain_png(Padded(32, 32, 4, pad=1), pattern, out, overwrite=False)
+    from autopad import explain, explain_figure, explain_map, explain_parse
+
+    homes = {
+        explain_map: "_Map _grid _describe _phase_lines _instructions _build _n _degree",
+        explain_figure: "bank_map_figure explain_png",
+        explain_parse: "DTYPE_BYTES MAX_ELEMENTS PATTERNS check_tile parse_dtype parse_layout parse_pattern "
+        "parse_tile",
+    }
+    assert_reexported(explain, homes)
+    assert all(hasattr(explain, n) for n in explain.__all__) and len(explain.__all__) == 14

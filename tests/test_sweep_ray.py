@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 import pytest
+from split_checks import assert_reexported
 
 from autopad.sweep import items
-from autopad.sweep_ray import capacity, gpu_types_of, summary
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -106,34 +106,24 @@ def test_without_ray_the_error_says_what_to_install(monkeypatch):
         sweep_ray.run_sweep_ray(_hist([4096]))
 
 
+def test_every_name_sweep_ray_defined_is_the_object_of_its_new_home():
+    from autopad import sweep_ray, sweep_ray_cluster, sweep_ray_loop, sweep_ray_task
+
+    homes = {
+        sweep_ray_cluster: "_TYPE_PREFIX _ray _connect gpu_types_of capacity _view gpu_views",
+        sweep_ray_task: "_run_task _stored _record _slot",
+        sweep_ray_loop: "RETRYABLE _CAP_REFRESH_S SweepInterrupted _reason _Sweep _full summary",
+    }
+    assert_reexported(sweep_ray, homes)
+    assert sorted(sweep_ray.__all__) == sorted(
+        ["SweepInterrupted", "run_sweep_ray", "summary", "capacity", "gpu_types_of", "gpu_views", "RETRYABLE"]
+    )
+
+
 def test_import_autopad_does_not_import_ray():
     code = "import autopad, autopad.sweep, autopad.sweep_ray, sys; print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
-
-
-def test_capacity_and_gpu_types_from_the_node_table():
-    nodes = [
-        {"Alive": True, "Resources": {"CPU": 16, "GPU": 8, "accelerator_type:H100": 1}},
-        {"Alive": True, "Resources": {"CPU": 8, "GPU": 2, "accelerator_type:A100": 1}},
-        {"Alive": False, "Resources": {"CPU": 8, "GPU": 4, "accelerator_type:L4": 1}},  # dead: not counted
-        {"Alive": True, "Resources": {"CPU": 4}},
-    ]
-    assert capacity(nodes, None, 1.0) == 10 and capacity(nodes, "A100", 1.0) == 2
-    assert capacity(nodes, "H100", 2.0) == 4 and capacity(nodes, "L4", 1.0) == 0
-    assert capacity(nodes, None, 0.0) == 28  # no GPU asked for: one task per CPU
-    assert gpu_types_of(nodes) == ["A100", "H100"]
-
-
-def test_summary_counts_nodes_gpus_retries_and_failures():
-    rows = [
-        {"node": "10.0.0.1 aa", "gpu": "NVIDIA H200", "attempts": 1, "mode": "measured"},
-        {"node": "10.0.0.2 bb", "gpu": "NVIDIA H100", "attempts": 2, "mode": "measured"},
-        {"node": "", "gpu": "", "attempts": 2, "mode": "failed"},
-    ]
-    s = summary(rows, 12.34)
-    assert "3 task(s) in 12.3 s on 2 node(s)" in s and "NVIDIA H100 x1, NVIDIA H200 x1" in s
-    assert s.endswith("2 retried, 1 failed")
 
 
 # ---- on the local cluster ----------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""Gluon GEMM: legality, the epilogue model, the tile schedules (numpy), sm_90 compiles of every variant
-(B read as [K, N], split-K, persistent: no wgmma serialised by ptxas), the tl.dot path (PATH 1: any shape,
-ranked below TMA; its launcher and the split-K reduction run under the interpreter), the model's tensor-core
-keys, and (marked gpu) every variant against an fp64 reference on odd shapes."""
+"""Gluon GEMM (kernels/triton/matmul.py and its kernels): the split's re-exports and the cache key's files,
+the tile schedules (numpy), sm_90 compiles of every variant (B read as [K, N], split-K, persistent: no
+wgmma serialised by ptxas), the tl.dot path (its launcher and the split-K reduction run under the
+interpreter), and (marked gpu) every variant against an fp64 reference on odd shapes. Legality, the
+patterns and launch_info are tested in test_triton_matmul_model.py, the tile arithmetic in
+test_triton_matmul_tiles.py, the launcher's arguments in test_triton_matmul_launch.py."""
 
 from __future__ import annotations
 
@@ -10,13 +12,10 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-from autopad.access import score
 
 G = pytest.importorskip("autopad.kernels.triton.matmul")
 
@@ -25,28 +24,35 @@ D = G.DEFAULTS
 DECODE = (128, 8192, 8192)
 
 
-def test_legal():
-    assert G.legal(D, (8192, 8192, 8192), "bfloat16")
-    assert not G.legal({**D, "SWIZZLE": 0}, (8192, 8192, 8192), "bfloat16")
-    assert not G.legal(D, (8192, 8191, 8192), "bfloat16")  # TMA stride alignment
-    assert not G.legal({**D, "STAGES": 5, "BK": 128}, (8192, 8192, 8192), "bfloat16")  # smem
-    assert G.legal({**D, "PERSIST": 1}, (3000, 5000, 1000), "float16")
-    # the persistent C tile sits beside the ring: 3 stages of 128x256x64 fit, 4 do not
-    assert not G.legal({**D, "PERSIST": 1, "STAGES": 4}, (3000, 5000, 1000), "float16")
-    assert not G.legal({**D, "PERSIST": 1}, (1024, 1024, 1024), "bfloat16")  # 32 tiles: one per program
-    assert not G.legal({**D, "PERSIST": 1, "SPLIT_K": 2}, (3000, 5000, 1000), "float16")
-    p1 = {**D, "PATH": 1}
-    for shape in [(8192, 8191, 8192), (1, 1, 1), (999, 1001, 77), (3000, 5000, 1000)]:
-        assert G.legal(p1, shape, "float16") and G.legal({**p1, "BK": 32}, shape, "tf32")
-    assert not G.legal({**p1, "SWIZZLE": 64}, (64, 64, 64), "bfloat16")  # not PATH 1's knob: one spelling
-    assert not G.legal({**p1, "SPLIT_K": 2}, DECODE, "bfloat16")
+def test_every_name_matmul_defined_is_the_object_of_its_new_home():
+    from autopad.kernels.triton import matmul_launch, matmul_tiles
+    from split_checks import assert_reexported
+
+    homes = {
+        matmul_tiles: "_ARCH _EB b_kn c_bytes _cdiv tma_ok _wgmma_warps _WS_CAPTURES _ws_bytes c_bufs "
+        "ws_maxnreg wgmma_read_bytes tma_wgmma_rows epilogue_rows smem_bytes",
+        matmul_launch: "HAS_TRITON nvmma _REDUCE_BLOCK _aligned b_kn_tensor _SMS _sm_count run_tl",
+    }
+    if G.HAS_TRITON:
+        homes[matmul_launch] += " matmul_gluon matmul_gluon_persistent matmul_gluon_ws matmul_gluon_pingpong"
+        homes[matmul_launch] += " matmul_tl splitk_reduce"
+    assert_reexported(G, homes)
+    # the module-level names are SPEC's, as before (legal, launcher, ... are its bound methods)
+    assert G.legal == G.SPEC.legal and G.launcher == G.SPEC.launcher and G.build == G.SPEC.build
 
 
-def test_split_k_only_where_the_output_underfills_the_machine():
-    assert G.legal({**D, "SPLIT_K": 4}, DECODE, "bfloat16")  # 32 tiles x 4 = 128 programs <= 132 SMs
-    assert not G.legal({**D, "SPLIT_K": 4}, (4096, 4096, 4096), "bfloat16")  # 512 tiles already
-    assert not G.legal({**D, "BN": 128, "SPLIT_K": 4}, DECODE, "bfloat16")  # 64 x 4 > 132
-    assert not G.legal({**D, "SPLIT_K": 4}, (128, 8192, 512), "bfloat16")  # 8 K tiles for 4 x 3 stages
+def test_the_cache_key_hashes_every_module_of_the_spec_and_the_kernels():
+    """source_hash keys the cache by SOURCE_FILES: every matmul*.py beside this spec (the four it was split
+    into and the kernels) must be listed, or a change to one would reuse timings of the old code."""
+    from autopad.kernels_registry import builtin_spec, source_hash
+
+    here = Path(G.__file__).resolve().parent
+    listed = {Path(f).resolve() for f in G.SOURCE_FILES}
+    assert listed == set(here.glob("matmul*.py")) and len(listed) == 5
+    assert G.SPEC.SOURCE_FILES == G.SOURCE_FILES
+    text = G.SPEC.cache_source()
+    assert all(Path(f).read_text() in text for f in G.SOURCE_FILES)
+    assert len(source_hash(builtin_spec("matmul", "triton"))) == 16
 
 
 def test_check_shape_rejects_other_ranks_at_once():
@@ -54,61 +60,6 @@ def test_check_shape_rejects_other_ranks_at_once():
     for bad in ((4096, 4096), (2, 3, 4, 5)):
         with pytest.raises(ValueError, match=r"shape: matmul takes \(M, N, K\)"):
             G.check_shape(bad)
-
-
-def test_epilogue_swizzle_beats_narrow_swizzle():
-    wide = score(G.smem_pattern(D, "bfloat16"), G.layout(D, "bfloat16"))
-    c32 = {**D, "SWIZZLE": 32}
-    narrow = score(G.smem_pattern(c32, "bfloat16"), G.layout(c32, "bfloat16"))
-    assert wide.conflicts == 0
-    assert narrow.wavefronts >= wide.wavefronts
-
-
-def _loop_pattern(c, eb, width):
-    """The epilogue's stores written as plain loops (the previous implementation), for comparison."""
-    wm, wn = G._wgmma_warps(c["BM"], c["WARPS"])
-    lane = np.arange(32)
-    cpw = c["BN"] // wn
-    out = []
-    for w in range(c["WARPS"]):
-        wr, wc = w % wm, w // wm
-        for rep in range(c["BM"] // (16 * wm)):
-            r0 = rep * 16 * wm + 16 * wr
-            if eb == 2:
-                q = lane // 8
-                for j in range(cpw // 16):
-                    out.append((r0 + (q % 2) * 8 + lane % 8, wc * cpw + 16 * j + (q // 2) * 8))
-            else:
-                for half in (0, 8):
-                    for j in range(cpw // 8):
-                        out.append((r0 + lane // 4 + half, wc * cpw + 8 * j + 2 * (lane % 4)))
-    return Counter(
-        (tuple(((col // width) * c["BM"] + r).tolist()), tuple((col % width).tolist())) for r, col in out
-    )
-
-
-@pytest.mark.parametrize(
-    "c,dt",
-    [(D, "bfloat16"), ({**D, "BM": 64, "BN": 128, "WARPS": 4}, "float16"), ({**D, "BN": 128}, "tf32"),
-     ({**D, "SPLIT_K": 2, "SWIZZLE": 64}, "bfloat16"), ({**D, "WARPS": 4, "BN": 64, "SWIZZLE": 32}, "tf32")],
-)  # fmt: skip
-def test_vectorised_pattern_is_the_loop_pattern(c, dt):
-    pat = G.smem_pattern(c, dt)
-    eb = G.c_bytes(c, dt)
-    got = Counter((tuple(i.rows.tolist()), tuple(i.cols.tolist())) for i in pat)
-    assert got == _loop_pattern(c, eb, G.layout(c, dt).cols)
-    assert {i.access_bytes for i in pat} == {16 if eb == 2 else 8}
-
-
-def test_split_k_stores_fp32_partials_and_pays_for_the_workspace():
-    c = {**D, "SPLIT_K": 4}
-    assert G.layout(c, "bfloat16").elem_bytes == 4
-    assert G.smem_bytes(c, "bfloat16") == 3 * (128 + 256) * 64 * 2 + 8 * 3  # fp32 C tile (128 KB) < ring
-    one, four = G.launch_info(D, DECODE, "bfloat16"), G.launch_info(c, DECODE, "bfloat16")
-    assert four["blocks"] == 4 * one["blocks"] == 128
-    base = G.traffic(DECODE, "bfloat16")["bytes"]
-    assert four["dram_efficiency"] == pytest.approx(base / (base + 2 * 4 * 128 * 8192 * 4))
-    assert "dram_efficiency" not in one
 
 
 def _tile_offsets(tile, n_m, n_n, bm, bn, group_m):
@@ -570,141 +521,3 @@ def test_warp_specialized_gemm_matches_torch_on_gpu(dt):
                 assert ok, (dt, c, shape, why)
             ref = (x[0].float() @ x[1].float()).to(out.dtype)
             torch.testing.assert_close(out, ref, rtol=2e-2, atol=2e-2 * float(ref.abs().max()))
-
-
-# the Gluon kernel of each PERSIST value
-GLUON_KERNELS = ("matmul_gluon", "matmul_gluon_persistent", "matmul_gluon_ws", "matmul_gluon_pingpong")
-
-
-class _Recorder:
-    """Stands in for a @gluon.jit / @triton.jit function: ``fn[grid](*args, **kw)`` records the call."""
-
-    def __init__(self) -> None:
-        self.calls: list = []
-
-    def __getitem__(self, grid):
-        return lambda *args, **kw: self.calls.append((grid, args, kw))
-
-
-@pytest.mark.parametrize(
-    "c,shape,dt",
-    [(D, (1000, 1032, 520), "bfloat16"), ({**D, "PERSIST": 1}, (3000, 5000, 1000), "float16"),
-     ({**D, "PERSIST": 2}, (3000, 5000, 1000), "bfloat16"),
-     ({**D, "PERSIST": 2, "STAGES": 2}, (3000, 5000, 1000), "float16"),
-     ({**D, "BN": 128, "WARPS": 4, "PERSIST": 3}, (3000, 5000, 1000), "bfloat16"),
-     ({**D, "SPLIT_K": 4}, (136, 2056, 4104), "bfloat16"),
-     ({**D, "BN": 128, "BK": 32}, (64, 40, 24), "tf32"), (P1, (999, 1001, 77), "float16"),
-     ({**P1, "BN": 128, "BK": 32}, (64, 41, 23), "tf32")],
-)  # fmt: skip
-def test_launcher_hands_the_kernel_the_users_tensors_and_matching_descriptors(c, shape, dt, monkeypatch):
-    """What the launcher passes, checked without a GPU: descriptors over the user's own A and B (no copy),
-    block shapes and layouts as the compiled kernel was built for, the grid, the split-K workspace and its
-    reduction."""
-    torch = pytest.importorskip("torch")
-    rec = {n: _Recorder() for n in (*GLUON_KERNELS, "splitk_reduce", "matmul_tl")}
-    for n, r in rec.items():
-        monkeypatch.setattr(G, n, r)
-    m, n, k = shape
-    tdt = torch.float32 if dt == "tf32" else getattr(torch, dt)
-    a, b = torch.randn(m, k).to(tdt), torch.randn(k, n).to(tdt)
-    x = G.inputs_from(a, b)
-    out = G.alloc_output(x)
-    G.launcher(G.build(c, dt), shape, dt)(x, out)
-    tiles = -(-m // c["BM"]) * -(-n // c["BN"])
-    if c["PATH"]:  # tl.dot: the user's tensors as pointers, the tile constants, Triton's stages and warps
-        ((grid, args, kw),) = rec["matmul_tl"].calls
-        assert args[0] is x[0] and args[1] is x[1] and args[2] is out and grid == (tiles,)
-        assert args[3:] == (m, n, k, c["BM"], c["BN"], c["BK"], c["GROUP_M"], dt == "tf32", G.b_kn(dt))
-        assert kw == {"num_warps": c["WARPS"], "num_stages": c["STAGES"]}
-        return
-    kern = rec[GLUON_KERNELS[c["PERSIST"]]]
-    ((grid, args, kw),) = kern.calls
-    a_desc, b_desc, c_desc = args[:3]
-    reg = {"maxnreg": G.ws_maxnreg(c)} if c["PERSIST"] >= 2 else {}
-    assert a_desc.base is a and args[3:6] == (m, n, k) and kw == {"num_warps": c["WARPS"], **reg}
-    assert a_desc.block_shape == [c["BM"], c["BK"]]
-    if G.b_kn(dt):
-        assert b_desc.base is b and b_desc.block_shape == [c["BK"], c["BN"]]
-    else:
-        assert tuple(b_desc.base.shape) == (n, k) and b_desc.block_shape == [c["BN"], c["BK"]]
-    assert a_desc.layout.swizzle_byte_width == c["SWIZZLE"] == c_desc.layout.swizzle_byte_width
-    s = c["SPLIT_K"]
-    if c["PERSIST"]:
-        cb = (G.c_bufs(c, dt),) if c["PERSIST"] == 2 else ()
-        assert grid == (min(tiles, G._sm_count()),) and args[6:] == (c["STAGES"], c["GROUP_M"], True, *cb)
-    else:
-        assert grid == (tiles * s,) and args[6:] == (c["STAGES"], c["GROUP_M"], s, G.b_kn(dt))
-    if s == 1:
-        assert c_desc.base is out and not rec["splitk_reduce"].calls
-    else:
-        mp = -(-m // c["BM"]) * c["BM"]
-        assert c_desc.base.dtype == torch.float32 and tuple(c_desc.base.shape) == (s * mp, n)
-        assert c_desc.layout.element_bitwidth == 32
-        ((rgrid, rargs, _),) = rec["splitk_reduce"].calls
-        assert rargs[0] is c_desc.base and rargs[1] is out and rargs[2:5] == (m * n, mp * n, s)
-
-
-@pytest.mark.parametrize(
-    "shape,dt", [(DECODE, "bfloat16"), ((3000, 5000, 1000), "float16"), (DECODE, "tf32")]
-)
-def test_restrictions_only_drop_illegal_points(shape, dt):
-    """RESTRICTIONS prune the space before legal(): every legal point of the whole space must survive."""
-    import itertools
-
-    from autopad.search import enumerate_candidates
-    from autopad.spec import KernelSpec
-
-    kept = {tuple(sorted(c.items())) for c in enumerate_candidates(KernelSpec(G), shape, dt)}
-    names = sorted(G.SPACE)
-    legal = {
-        p for p in itertools.product(*(G.SPACE[n] for n in names)) if G.legal(dict(zip(names, p)), shape, dt)
-    }
-    assert legal and {tuple(zip(names, p)) for p in legal} == kept
-
-
-def test_tl_dot_path_is_conflict_free_and_ranks_below_its_tma_twin():
-    """PATH 1's k-step stores (16 bytes a lane into 128-byte swizzled rows) cost their ideal wavefronts;
-    where TMA is legal every PATH 1 candidate ranks after the same constants on PATH 0, and where it is not
-    (N, K not multiples of 8) PATH 1 is all there is."""
-    from autopad.kernels_registry import builtin_spec
-    from autopad.search import rank
-
-    for c, dt in [
-        (P1, "bfloat16"),
-        ({**P1, "BN": 128, "BK": 32}, "tf32"),
-        ({**P1, "BM": 64, "WARPS": 4}, "float16"),
-    ]:
-        sc = score(G.smem_pattern(c, dt), G.layout(c, dt))
-        assert sc.conflicts == 0 and sc.wavefronts == (c["BM"] + c["BN"]) * c["BK"] * G._EB[dt] // 128
-    spec = builtin_spec("matmul", "triton")
-    for shape in [(4096, 4096, 4096), (3000, 5000, 1000)]:
-        pos = {tuple(sorted(x.params.items())): i for i, x in enumerate(rank(spec, shape, "bfloat16"))}
-        twins = [(i, pos.get(tuple(sorted({**dict(p), "PATH": 0}.items())))) for p, i in pos.items()
-                 if dict(p)["PATH"] == 1]  # fmt: skip
-        assert twins and all(j < i for i, j in twins if j is not None)  # None: PATH 0 cannot take it
-    odd = rank(spec, (999, 1001, 77), "float16")
-    assert odd and all(x.params["PATH"] == 1 for x in odd)
-
-
-def test_launch_info_tells_the_model_about_tensor_cores_l2_and_tma():
-    m, n, k = 8192, 8192, 8192
-    i = G.launch_info(D, (m, n, k), "bfloat16")
-    assert i["mma_bytes"] == 2 and i["tiles_per_block"] == 1
-    assert i["l2_bytes"] == 2 * (m * k * (n // 256) + n * k * (m // 128) + m * n)
-    # per k-step: TMA writes A and B (128 + 256) x 64 x 2 bytes, wgmma reads A once and B once per 64-row
-    # slab (64 x 2 x (256 x 2 + 128)); then the TMA store reads the 128 x 256 C tile; 128-byte rows
-    step = ((128 + 256) * 64 * 2 + 64 * 2 * (256 * 2 + 128)) // 128
-    assert i["extra_wavefronts"] == (k // 64) * step + 128 * 256 * 2 // 128
-    assert i["inflight_bytes"] == 2 * (128 + 256) * 64 * 2 / 256
-    narrow = G.launch_info({**D, "SWIZZLE": 64}, (m, n, k), "bfloat16")
-    assert narrow["extra_wavefronts"] == 2 * i["extra_wavefronts"]  # every row moved as two 64-byte rows
-    s4 = G.launch_info({**D, "SPLIT_K": 4}, DECODE, "bfloat16")
-    assert s4["extra_wavefronts"] == (8192 // 64 // 4) * step + 128 * 256 * 4 // 128  # an fp32 C tile
-    one = G.launch_info(D, DECODE, "bfloat16")
-    assert s4["l2_bytes"] == one["l2_bytes"] + 2 * 4 * 128 * 8192 * 4  # the fp32 partials, out and back
-    p1 = G.launch_info(P1, (m, n, k), "bfloat16")
-    # PATH 1: the pattern lists cp.async's writes (per k-step) and the epilogue stores from registers
-    assert p1["tiles_per_block"] == k // 64
-    assert p1["extra_wavefronts"] == (k // 64) * 64 * 2 * (256 * 2 + 128) // 128
-    odd = G.launch_info(P1, (999, 1001, 77), "float16")
-    assert odd["inflight_bytes"] == (128 + 256) * 64 * 2 / 256  # unpipelined: one k-step in flight

@@ -1,40 +1,33 @@
-"""The Gluon GEMM's model terms against what the H200 study measured (run 2: all 298 candidates of three
-bf16 shapes, ``benchmarks/results/h200/quality``; the study is read, nothing runs on a GPU).
+"""kernels/triton/matmul_model.py, the Gluon GEMM's model side: legality, the epilogue's and the k-step's
+stores against their plain-loop form, what launch_info tells the predictor, and the model's terms against
+what the H200 study measured (run 2: all 298 candidates of three bf16 shapes,
+``benchmarks/results/h200/quality``; the study is read, nothing runs on a GPU).
 
 What the measurements show that the model did not see: the NVMMA swizzle width. At equal tiles, stages
 and warps, SWIZZLE 32 ran a median 1.6-2.0x SWIZZLE 64 and SWIZZLE 64 1.16-1.26x SWIZZLE 128, where the
 old term (wgmma's reads only, one wavefront per S-byte row) predicted 1.05x and 1.03x. TMA writes the
 operand tiles an S-byte box row at a time as well, and wgmma reads B once per 64-row slab and A once per
-warpgroup along N: ``matmul.tma_wgmma_rows`` counts all of those rows."""
+warpgroup along N: ``matmul_tiles.tma_wgmma_rows`` counts all of those rows (its own tests are in
+test_triton_matmul_tiles.py)."""
 
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from autopad.access import score
+
 G = pytest.importorskip("autopad.kernels.triton.matmul")
+D = G.DEFAULTS
+DECODE = (128, 8192, 8192)
+P1 = {**D, "PATH": 1}
 
 ROOT = Path(__file__).resolve().parent.parent
 SHAPES = ("4096x4096x4096", "2048x2048x2048", "3000x1000x2000")
-
-
-def test_wgmma_reads_b_per_64_row_slab_and_a_per_warpgroup_along_n():
-    c = {**G.DEFAULTS, "BM": 128, "BN": 256, "BK": 64, "WARPS": 8}  # two warpgroups along M
-    assert G.wgmma_read_bytes(c, "bfloat16") == 64 * 2 * (256 * 2 + 128)
-    c = {**c, "BM": 64, "BN": 128, "WARPS": 8}  # BM 64: the second warpgroup splits N, both read all of A
-    assert G.wgmma_read_bytes(c, "bfloat16") == 64 * 2 * (128 + 64 * 2)
-    assert G.wgmma_read_bytes({**c, "WARPS": 4}, "bfloat16") == 64 * 2 * (128 + 64)
-
-
-def test_rows_scale_with_the_swizzle_width():
-    c = {**G.DEFAULTS, "BM": 64, "BN": 64, "BK": 64, "WARPS": 4}
-    rows = {s: G.tma_wgmma_rows({**c, "SWIZZLE": s}, "bfloat16") for s in (32, 64, 128)}
-    # a k-step: TMA writes 16 KB, wgmma reads 16 KB: 256 rows of 128 bytes, 512 of 64, 1024 of 32
-    assert rows == {128: 256, 64: 512, 32: 1024}
-    assert G.epilogue_rows({**c, "SWIZZLE": 32}, "bfloat16") == 64 * 64 * 2 // 32
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +76,167 @@ def test_model_ranks_the_study_and_keeps_its_pick(study, shape):
     # Spearman 0.60-0.63 before the swizzle rows, 0.80-0.86 with them; the pick stays within 1% of the best
     assert f["spearman"] > 0.79, f
     assert f["pick_over_best"] < 1.01, f
+
+
+# ---- legality, patterns and launch_info (moved from test_triton_matmul.py with the code) ----------------
+
+
+def test_legal():
+    assert G.legal(D, (8192, 8192, 8192), "bfloat16")
+    assert not G.legal({**D, "SWIZZLE": 0}, (8192, 8192, 8192), "bfloat16")
+    assert not G.legal(D, (8192, 8191, 8192), "bfloat16")  # TMA stride alignment
+    assert not G.legal({**D, "STAGES": 5, "BK": 128}, (8192, 8192, 8192), "bfloat16")  # smem
+    assert G.legal({**D, "PERSIST": 1}, (3000, 5000, 1000), "float16")
+    # the persistent C tile sits beside the ring: 3 stages of 128x256x64 fit, 4 do not
+    assert not G.legal({**D, "PERSIST": 1, "STAGES": 4}, (3000, 5000, 1000), "float16")
+    assert not G.legal({**D, "PERSIST": 1}, (1024, 1024, 1024), "bfloat16")  # 32 tiles: one per program
+    assert not G.legal({**D, "PERSIST": 1, "SPLIT_K": 2}, (3000, 5000, 1000), "float16")
+    p1 = {**D, "PATH": 1}
+    for shape in [(8192, 8191, 8192), (1, 1, 1), (999, 1001, 77), (3000, 5000, 1000)]:
+        assert G.legal(p1, shape, "float16") and G.legal({**p1, "BK": 32}, shape, "tf32")
+    assert not G.legal({**p1, "SWIZZLE": 64}, (64, 64, 64), "bfloat16")  # not PATH 1's knob: one spelling
+    assert not G.legal({**p1, "SPLIT_K": 2}, DECODE, "bfloat16")
+
+
+def test_split_k_only_where_the_output_underfills_the_machine():
+    assert G.legal({**D, "SPLIT_K": 4}, DECODE, "bfloat16")  # 32 tiles x 4 = 128 programs <= 132 SMs
+    assert not G.legal({**D, "SPLIT_K": 4}, (4096, 4096, 4096), "bfloat16")  # 512 tiles already
+    assert not G.legal({**D, "BN": 128, "SPLIT_K": 4}, DECODE, "bfloat16")  # 64 x 4 > 132
+    assert not G.legal({**D, "SPLIT_K": 4}, (128, 8192, 512), "bfloat16")  # 8 K tiles for 4 x 3 stages
+
+
+def test_epilogue_swizzle_beats_narrow_swizzle():
+    wide = score(G.smem_pattern(D, "bfloat16"), G.layout(D, "bfloat16"))
+    c32 = {**D, "SWIZZLE": 32}
+    narrow = score(G.smem_pattern(c32, "bfloat16"), G.layout(c32, "bfloat16"))
+    assert wide.conflicts == 0
+    assert narrow.wavefronts >= wide.wavefronts
+
+
+def _loop_pattern(c, eb, width):
+    """The epilogue's stores written as plain loops (the previous implementation), for comparison."""
+    wm, wn = G._wgmma_warps(c["BM"], c["WARPS"])
+    lane = np.arange(32)
+    cpw = c["BN"] // wn
+    out = []
+    for w in range(c["WARPS"]):
+        wr, wc = w % wm, w // wm
+        for rep in range(c["BM"] // (16 * wm)):
+            r0 = rep * 16 * wm + 16 * wr
+            if eb == 2:
+                q = lane // 8
+                for j in range(cpw // 16):
+                    out.append((r0 + (q % 2) * 8 + lane % 8, wc * cpw + 16 * j + (q // 2) * 8))
+            else:
+                for half in (0, 8):
+                    for j in range(cpw // 8):
+                        out.append((r0 + lane // 4 + half, wc * cpw + 8 * j + 2 * (lane % 4)))
+    return Counter(
+        (tuple(((col // width) * c["BM"] + r).tolist()), tuple((col % width).tolist())) for r, col in out
+    )
+
+
+@pytest.mark.parametrize(
+    "c,dt",
+    [(D, "bfloat16"), ({**D, "BM": 64, "BN": 128, "WARPS": 4}, "float16"), ({**D, "BN": 128}, "tf32"),
+     ({**D, "SPLIT_K": 2, "SWIZZLE": 64}, "bfloat16"), ({**D, "WARPS": 4, "BN": 64, "SWIZZLE": 32}, "tf32")],
+)  # fmt: skip
+def test_vectorised_pattern_is_the_loop_pattern(c, dt):
+    pat = G.smem_pattern(c, dt)
+    eb = G.c_bytes(c, dt)
+    got = Counter((tuple(i.rows.tolist()), tuple(i.cols.tolist())) for i in pat)
+    assert got == _loop_pattern(c, eb, G.layout(c, dt).cols)
+    assert {i.access_bytes for i in pat} == {16 if eb == 2 else 8}
+
+
+def test_split_k_stores_fp32_partials_and_pays_for_the_workspace():
+    c = {**D, "SPLIT_K": 4}
+    assert G.layout(c, "bfloat16").elem_bytes == 4
+    assert G.smem_bytes(c, "bfloat16") == 3 * (128 + 256) * 64 * 2 + 8 * 3  # fp32 C tile (128 KB) < ring
+    one, four = G.launch_info(D, DECODE, "bfloat16"), G.launch_info(c, DECODE, "bfloat16")
+    assert four["blocks"] == 4 * one["blocks"] == 128
+    base = G.traffic(DECODE, "bfloat16")["bytes"]
+    assert four["dram_efficiency"] == pytest.approx(base / (base + 2 * 4 * 128 * 8192 * 4))
+    assert "dram_efficiency" not in one
+
+
+@pytest.mark.parametrize(
+    "shape,dt", [(DECODE, "bfloat16"), ((3000, 5000, 1000), "float16"), (DECODE, "tf32")]
+)
+def test_restrictions_only_drop_illegal_points(shape, dt):
+    """RESTRICTIONS prune the space before legal(): every legal point of the whole space must survive."""
+    import itertools
+
+    from autopad.search import enumerate_candidates
+    from autopad.spec import KernelSpec
+
+    kept = {tuple(sorted(c.items())) for c in enumerate_candidates(KernelSpec(G), shape, dt)}
+    names = sorted(G.SPACE)
+    legal = {
+        p for p in itertools.product(*(G.SPACE[n] for n in names)) if G.legal(dict(zip(names, p)), shape, dt)
+    }
+    assert legal and {tuple(zip(names, p)) for p in legal} == kept
+
+
+def test_tl_dot_path_is_conflict_free_and_ranks_below_its_tma_twin():
+    """PATH 1's k-step stores (16 bytes a lane into 128-byte swizzled rows) cost their ideal wavefronts;
+    where TMA is legal every PATH 1 candidate ranks after the same constants on PATH 0, and where it is not
+    (N, K not multiples of 8) PATH 1 is all there is."""
+    from autopad.kernels_registry import builtin_spec
+    from autopad.search import rank
+
+    for c, dt in [
+        (P1, "bfloat16"),
+        ({**P1, "BN": 128, "BK": 32}, "tf32"),
+        ({**P1, "BM": 64, "WARPS": 4}, "float16"),
+    ]:
+        sc = score(G.smem_pattern(c, dt), G.layout(c, dt))
+        assert sc.conflicts == 0 and sc.wavefronts == (c["BM"] + c["BN"]) * c["BK"] * G._EB[dt] // 128
+    spec = builtin_spec("matmul", "triton")
+    for shape in [(4096, 4096, 4096), (3000, 5000, 1000)]:
+        pos = {tuple(sorted(x.params.items())): i for i, x in enumerate(rank(spec, shape, "bfloat16"))}
+        twins = [(i, pos.get(tuple(sorted({**dict(p), "PATH": 0}.items())))) for p, i in pos.items()
+                 if dict(p)["PATH"] == 1]  # fmt: skip
+        assert twins and all(j < i for i, j in twins if j is not None)  # None: PATH 0 cannot take it
+    odd = rank(spec, (999, 1001, 77), "float16")
+    assert odd and all(x.params["PATH"] == 1 for x in odd)
+
+
+def test_launch_info_tells_the_model_about_tensor_cores_l2_and_tma():
+    m, n, k = 8192, 8192, 8192
+    i = G.launch_info(D, (m, n, k), "bfloat16")
+    assert i["mma_bytes"] == 2 and i["tiles_per_block"] == 1
+    assert i["l2_bytes"] == 2 * (m * k * (n // 256) + n * k * (m // 128) + m * n)
+    # per k-step: TMA writes A and B (128 + 256) x 64 x 2 bytes, wgmma reads A once and B once per 64-row
+    # slab (64 x 2 x (256 x 2 + 128)); then the TMA store reads the 128 x 256 C tile; 128-byte rows
+    step = ((128 + 256) * 64 * 2 + 64 * 2 * (256 * 2 + 128)) // 128
+    assert i["extra_wavefronts"] == (k // 64) * step + 128 * 256 * 2 // 128
+    assert i["inflight_bytes"] == 2 * (128 + 256) * 64 * 2 / 256
+    narrow = G.launch_info({**D, "SWIZZLE": 64}, (m, n, k), "bfloat16")
+    assert narrow["extra_wavefronts"] == 2 * i["extra_wavefronts"]  # every row moved as two 64-byte rows
+    s4 = G.launch_info({**D, "SPLIT_K": 4}, DECODE, "bfloat16")
+    assert s4["extra_wavefronts"] == (8192 // 64 // 4) * step + 128 * 256 * 4 // 128  # an fp32 C tile
+    one = G.launch_info(D, DECODE, "bfloat16")
+    assert s4["l2_bytes"] == one["l2_bytes"] + 2 * 4 * 128 * 8192 * 4  # the fp32 partials, out and back
+    p1 = G.launch_info(P1, (m, n, k), "bfloat16")
+    # PATH 1: the pattern lists cp.async's writes (per k-step) and the epilogue stores from registers
+    assert p1["tiles_per_block"] == k // 64
+    assert p1["extra_wavefronts"] == (k // 64) * 64 * 2 * (256 * 2 + 128) // 128
+    odd = G.launch_info(P1, (999, 1001, 77), "float16")
+    assert odd["inflight_bytes"] == (128 + 256) * 64 * 2 / 256  # unpipelined: one k-step in flight
+
+
+def test_the_spec_delegates_to_the_model_module():
+    """The spec's methods and the module-level names answer what matmul_model's functions answer."""
+    from autopad.kernels.triton import matmul_model as MM
+
+    c = {**D, "SPLIT_K": 4}
+    assert G.legal(c, DECODE, "bfloat16") == MM.legal(G.SPEC, c, DECODE, "bfloat16")
+    assert (
+        G.legal({**D, "SWIZZLE": 0}, (8192,) * 3, "bfloat16").reason
+        == MM.legal(G.SPEC, {**D, "SWIZZLE": 0}, (8192,) * 3, "bfloat16").reason
+    )
+    assert G.layout(c, "bfloat16") == MM.layout(c, "bfloat16")
+    assert G.launch_info(c, DECODE, "bfloat16") == MM.launch_info(G.SPEC, c, DECODE, "bfloat16")
+    got = [(i.name, i.rows.tolist(), i.cols.tolist()) for i in MM.smem_pattern(G.SPEC, P1, "float16")]
+    assert got == [(i.name, i.rows.tolist(), i.cols.tolist()) for i in G.smem_pattern(P1, "float16")]

@@ -7,6 +7,7 @@ import sys
 
 import fake_kernel
 import pytest
+from split_checks import assert_reexported
 
 import autopad
 from autopad.results import Measurement, TuneResult
@@ -257,3 +258,21 @@ def test_a_module_patched_in_as_autopad_tune_is_set():
     import autopad.tune  # noqa: F401  (the submodule: still not set on the package)
 
     assert autopad.tune is f
+
+
+def test_every_name_tune_defined_is_the_object_of_its_new_home():
+    import importlib
+
+    from autopad import tune_measure, tune_record
+
+    tune_mod = importlib.import_module("autopad.tune")  # the module (autopad.tune is the function)
+    homes = {
+        tune_measure: "_Progress _Measure _within_noise _tie_break pick",
+        tune_record: "cache_key _environment _extra _CACHED_UNMEASURED _for_cache _search_params _candidates "
+        "_cached_pick_illegal",
+    }
+    assert_reexported(tune_mod, homes)
+    assert callable(tune_mod._rerank) and callable(tune_mod._baselines) and tune_mod.tune is autopad.tune
+    assert sorted(tune_mod.__all__) == sorted(
+        ["tune", "resolve", "normalize_dtype", "normalize_shape", "cache_key", "NO_GPU_MESSAGE"]
+    )

@@ -1,11 +1,13 @@
-"""CUDA histogram, the predictor's side: AGG 2's uniform test per value (``UNIFORM_TEST_CYCLES``) in
-``launch_info`` and ``launch_info_batch``, and the measured effect it reproduces (CPU only)."""
+"""kernels/cuda/histogram_cost.py, the predictor's side of the CUDA histogram: AGG 2's uniform test per value
+(``UNIFORM_TEST_CYCLES``) in ``launch_info`` and ``launch_info_batch`` and the measured effect it reproduces,
+the busiest SM's share of the grid-stride chunks, the 16-bit counters' scans, the flushes (CPU only)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from autopad.kernels.cuda import histogram as H
+from autopad.kernels.cuda import histogram_cost as HC
 
 from autopad.kernels_registry import builtin_spec
 from autopad.search import predict
@@ -60,3 +62,41 @@ def test_uniform_test_slows_uint8_not_int32_streams():
     assert 1.06 < ratio["uint8"] < 1.325  # 1.09 today: the model still under-charges uint8's issue
     assert 1.0 <= ratio["int32"] < 1.05  # 1.04: only the streams' imperfect overlap
     assert ratio["uint8"] - 1 > 2 * (ratio["int32"] - 1)
+
+
+def test_sixteen_bit_counters_cannot_overflow_between_scans():
+    for threads in H.SPACE["THREADS"]:
+        for items in H.SPACE["ITEMS"]:
+            per = 4
+            c = {"THREADS": threads, "ITEMS": items}
+            every = H._scan_every(c, per)
+            assert every >= 1
+            # after a scan every counter is < SPILL_AT; then `every` iterations and a tail of < PER values
+            assert H.SPILL_AT - 1 + every * threads * items * per + per - 1 <= 65535
+
+
+def test_tiles_per_block_are_the_busiest_sms_share_of_the_chunks():
+    """The grid-stride loop deals chunk k to block k % grid and block b runs on SM b % 132, so the busiest
+    SM runs ceil(chunks / 132) chunks among its BLOCKS_PER_SM blocks (H200 run 41, uint8 10000019 x 100:
+    charging every block a second iteration made 4 blocks an SM look 1.6x their work, and 512 x 4 x 2 is
+    the measured best there, 9.9 us)."""
+    base = dict(H.DEFAULTS, THREADS=512, ITEMS=2, BLOCKS_PER_SM=4)
+    n = 10000019  # 625,001 vectors of 16 uint8 values: 611 chunks of 512 x 2, 5 on the busiest SM
+    assert S.launch_info(base, (n, 100), "uint8")["tiles_per_block"] == pytest.approx(5 / 4)
+    one = dict(base, THREADS=1024, BLOCKS_PER_SM=1)  # 306 chunks of 2,048 vectors: 3 on the busiest SM
+    assert S.launch_info(one, (n, 100), "uint8")["tiles_per_block"] == 3
+    assert S.launch_info(base, (1000, 100), "uint8")["tiles_per_block"] == pytest.approx(1 / 4)  # one chunk
+    # passes multiply it; a large input is within one chunk per SM of a block's own count
+    four = S.launch_info(dict(base, BINS_PER_PASS=1024), (1 << 26, 4096), "int32")
+    assert four["tiles_per_block"] == pytest.approx(4 * 125 / 4)  # 16,384 chunks: 125 on the busiest SM
+
+
+def test_the_flush_charges_every_bin_and_a_warp_per_bin_with_lane_replicas():
+    c = dict(H.DEFAULTS, BINS_PER_PASS=256, THREADS=256)
+    assert HC._flush_cycles(c, 1000) == pytest.approx(HC.FLUSH_BIN_CYCLES * 1000)
+    lane = dict(c, PRIV=1)  # 8 warps take 256 bins a pass: 32 iterations each, four passes (the last 232)
+    iters = 3 * 256 + 29 * 8
+    assert HC._flush_cycles(lane, 1000) == pytest.approx(
+        HC.FLUSH_WARP_CYCLES * iters + HC.FLUSH_BIN_CYCLES * 1000
+    )
+    assert S.launch_info(c, (1 << 20, 1000), "int32")["block_cycles"] == HC._flush_cycles(c, 1000)

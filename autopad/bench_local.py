@@ -1,0 +1,149 @@
+"""The worker's side of a benchmark: a job measured in this process, candidate by candidate, and the entry
+point that streams it to the parent.
+
+For each candidate: build it (all builds of a job in parallel threads), run it once on fresh random input
+into a poisoned output (``poison``: NaN bytes for floats, 0xA5 for ints, a pattern no correct kernel leaves)
+and compare with the kernel's torch reference, and only if that is right, time it (``bench_timing``). A
+wrong result is recorded, never timed; a fault during a run is reported as fatal (the CUDA context may be
+lost), so the worker stops after it and the parent (bench_pool.py) starts a fresh one.
+
+Why a module of its own: this is the code that runs in the child process (``_child`` is the worker's
+default target, named "autopad.bench_local:_child"), apart from the parent's process handling, and
+``measure_local`` is what a script calls to measure without a worker.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .bench_job import BenchJob, _short, load_spec, unknown_constants
+from .bench_timing import _median_iqr, _time
+from .results import Measurement
+
+__all__ = ["measure_local", "poison"]
+
+
+def _outputs(out: Any) -> tuple[Any, ...]:
+    """A spec's output: one tensor, or a tuple/list of them."""
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def _zero_(out: Any) -> None:
+    for t in _outputs(out):
+        t.zero_()
+
+
+def _poison_(out: Any) -> None:
+    """Fill each output with a pattern no correct kernel leaves: NaN bytes for floats, 0xA5 bytes for ints."""
+    import torch
+
+    for t in _outputs(out):
+        _poison_one(t, torch)
+
+
+def _poison_one(t: Any, torch: Any) -> None:
+    if t.is_contiguous():
+        t.view(torch.uint8).fill_(0xFF if t.is_floating_point() else 0xA5)
+    else:
+        t.fill_(float("nan") if t.is_floating_point() else -91)
+
+
+def poison(out: Any) -> None:
+    """Fill an output (a tensor or a tuple of them) with a pattern no correct kernel leaves."""
+    _poison_(out)
+
+
+def measure_local(
+    job: BenchJob, on_start: Callable[[str], None] | None = None
+) -> Iterator[tuple[Measurement, bool]]:
+    """Run a job in this process, yielding (measurement, fatal) per candidate.
+
+    ``fatal`` is True when the candidate failed at run time: its CUDA context may be lost, so a worker
+    stops after it. Compile errors and wrong answers are not fatal.
+    """
+    import torch
+
+    spec = load_spec(job.spec)
+    torch.cuda.set_device(job.device)
+    device = torch.device("cuda", job.device)
+
+    def build(item: tuple[str, dict[str, int]]) -> Any:
+        try:
+            return spec.build(item[1], job.dtype)
+        except Exception as exc:  # compile errors are data, not crashes
+            return exc
+
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        built = list(pool.map(build, job.candidates))
+
+    accumulates = bool(getattr(spec, "ACCUMULATES", False))
+    for i, ((key, constants), b) in enumerate(zip(job.candidates, built)):
+        if on_start:
+            on_start(key)
+        bad = unknown_constants(spec, constants)
+        if bad:
+            yield Measurement(key, False, error=f"constants: {', '.join(bad)} not in the spec's SPACE"), False
+            continue
+        if isinstance(b, Exception):
+            yield Measurement(key, False, error=f"compile: {_short(b)}"), False
+            continue
+        try:
+            inputs = spec.make_inputs(job.shape, job.dtype, device, job.seed + 1000 * i, job.dist)
+            ref = spec.expected(inputs)
+            out = spec.alloc_output(inputs, constants)
+            _poison_(out)
+            if accumulates:
+                _zero_(out)
+            spec.run(b, inputs, out)
+            torch.cuda.synchronize()
+        except Exception as exc:
+            yield Measurement(key, False, error=f"fault: {_short(exc)}"), True
+            return
+        try:
+            ok, msg = spec.check(out, ref)
+        except Exception as exc:
+            ok, msg = False, f"check raised {_short(exc)}"
+        if not ok:
+            yield Measurement(key, False, error=f"wrong result: {msg}"), False
+            continue
+        try:
+
+            def once(b=b, inputs=inputs, out=out) -> None:
+                spec.run(b, inputs, out)
+
+            times = _time(
+                once,
+                job.reps,
+                job.warmup,
+                (lambda out=out: _zero_(out)) if accumulates else None,
+                job.options.get("time_budget_ms"),
+            )
+        except Exception as exc:
+            yield Measurement(key, False, error=f"fault while timing: {_short(exc)}"), True
+            return
+        med, iqr = _median_iqr(times)
+        yield Measurement(key, True, ms=med, spread_ms=iqr, runs=len(times)), False
+
+
+def _child(job: BenchJob, out: Any) -> None:
+    """Worker entry point: stream ("start", key), ("result", measurement, fatal) and ("done",).
+
+    A spec that cannot be loaded here is ("fatal", why): every attempt would fail the same way.
+    """
+    try:
+        load_spec(job.spec)
+    except BaseException as exc:
+        out.put(("fatal", f"worker could not load the kernel spec: {_short(exc)}"))
+        return
+    try:
+        for m, fatal in measure_local(job, on_start=lambda k: out.put(("start", k))):
+            out.put(("result", m.to_dict(), fatal))
+            if fatal:
+                return
+        out.put(("done",))
+    except BaseException as exc:  # anything else: report it against no candidate and stop
+        out.put(("crash", _short(exc) + "\n" + traceback.format_exc(limit=3)))

@@ -1,0 +1,154 @@
+"""The parent's side of a benchmark: a worker process per job that survives faulting, hanging and dying
+children, and the default benchmarker built on it.
+
+The work runs in a child process (``Worker``), started as ``python -m autopad.worker`` (``worker.py``), so
+the caller's main module is never imported again there: a script without a ``__main__`` guard runs once.
+A kernel that faults (a misaligned address, an out-of-bounds write) poisons its CUDA context for good, and
+one that hangs never returns; either way the parent records the candidate as failed with the reason,
+replaces the child, and carries on with the rest. A child that dies is noticed from its exit (within
+0.1 s), not from a timeout.
+
+Why a module of its own: this is process handling only (the protocol's messages, restarts, timeouts); what
+the child does with a job is bench_local.py's, and torch is never imported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Any
+
+from .bench_job import BenchJob, _short
+from .bench_local import _child
+from .results import Measurement
+
+__all__ = ["Worker", "WorkerBenchmarker"]
+
+
+class Worker:
+    """One child process measuring one job; ``results`` yields measurements and survives a dying child.
+
+    The child is ``python -m autopad.worker`` (``worker.WorkerProcess``), never a re-import of the caller's
+    main module. ``target`` is what it runs, a "module:function" or a module-level function called with
+    ``(job, out)`` (tests swap in fake children). A child that exits is noticed at once (its pipe closes),
+    one that says nothing is killed after ``compile_timeout_s`` before its first candidate starts and
+    ``timeout_s`` after that; either way its candidate is recorded as failed and a fresh child takes the
+    rest. A child that cannot start at all (or load the spec) fails every candidate at once, with why; one
+    that fails before its first candidate starts (its set-up or builds) gets one more try, then the same.
+    """
+
+    def __init__(
+        self,
+        job: BenchJob,
+        timeout_s: float = 60.0,
+        compile_timeout_s: float = 600.0,
+        target: Callable[[BenchJob, Any], None] | str | None = None,
+    ):
+        from .worker import target_name
+
+        self.job = job
+        self.timeout_s = timeout_s
+        self.compile_timeout_s = compile_timeout_s
+        self.target = target_name(target or _child)
+
+    def results(self) -> Iterator[Measurement]:
+        from .worker import TIMEOUT, WorkerDied, WorkerProcess
+
+        todo = list(self.job.candidates)
+        restarts = setup_failures = 0
+        while todo:
+            job = replace(self.job, candidates=tuple(todo))
+            try:
+                child = WorkerProcess("job", {"target": self.target, "job": job})
+            except Exception as exc:  # an unpicklable job, no interpreter to start: say so for each
+                for key, _ in todo:
+                    yield Measurement(key, False, error=f"worker could not start: {_short(exc)}")
+                return
+            current: str | None = None
+            first, ready = True, False
+            finished = False
+            try:
+                while True:
+                    wait = self.compile_timeout_s if first else self.timeout_s
+                    what = "compiling" if current is None else f"candidate {current}"
+                    try:
+                        msg = child.recv(wait)
+                    except WorkerDied as died:
+                        if not ready:  # it never got going: a fresh one would fail the same way
+                            for key, _ in todo:
+                                yield Measurement(key, False, error=f"worker could not start: {died}")
+                            return
+                        if first:  # in its set-up or builds: once more, then every candidate fails
+                            setup_failures += 1
+                            if setup_failures < 2:
+                                break
+                            for key, _ in todo:
+                                yield Measurement(key, False, error=f"worker died before measuring: {died}")
+                            return
+                        failed = current or todo[0][0]
+                        yield Measurement(failed, False, error=f"worker crashed while {what}: {died}")
+                        todo = [t for t in todo if t[0] != failed]
+                        break
+                    if msg is TIMEOUT:
+                        failed = current or todo[0][0]
+                        yield Measurement(
+                            failed, False, error=f"timeout: no answer in {wait:.0f} s while {what}"
+                        )
+                        todo = [t for t in todo if t[0] != failed]
+                        break
+                    if msg[0] == "ready":
+                        ready = True
+                    elif msg[0] == "start":
+                        first = False
+                        current = msg[1]
+                    elif msg[0] == "result":
+                        try:
+                            m = Measurement.from_dict(msg[1])
+                        except ValueError as exc:  # a NaN time, say: recorded, never picked
+                            m = Measurement(current or todo[0][0], False, error=f"bad measurement: {exc}")
+                        todo = [t for t in todo if t[0] != m.key]
+                        current = None
+                        yield m
+                        if msg[2]:
+                            break  # the child stops after a fault; the loop starts a fresh one
+                    elif msg[0] == "done":
+                        finished = True
+                        break
+                    elif msg[0] == "crash":
+                        if first:  # in its set-up (no CUDA, a spec that cannot run): as above
+                            setup_failures += 1
+                            if setup_failures < 2:
+                                break
+                            for key, _ in todo:
+                                yield Measurement(
+                                    key, False, error=f"worker crashed before measuring: {msg[1]}"
+                                )
+                            return
+                        failed = current or todo[0][0]
+                        yield Measurement(failed, False, error=f"worker crashed: {msg[1]}")
+                        todo = [t for t in todo if t[0] != failed]
+                        break
+                    elif msg[0] == "fatal":
+                        for key, _ in todo:
+                            yield Measurement(key, False, error=msg[1])
+                        return
+            finally:
+                child.close()
+            if finished:
+                return
+            restarts += 1
+            if restarts > len(self.job.candidates):
+                for key, _ in todo:
+                    yield Measurement(key, False, error="not measured: the worker kept failing")
+                return
+
+
+class WorkerBenchmarker:
+    """The default benchmarker: each call measures in a fresh worker process."""
+
+    def __init__(self, timeout_s: float = 60.0, compile_timeout_s: float = 600.0):
+        self.timeout_s = timeout_s
+        self.compile_timeout_s = compile_timeout_s
+
+    def measure(self, job: BenchJob) -> Iterator[Measurement]:
+        yield from Worker(job, self.timeout_s, self.compile_timeout_s).results()

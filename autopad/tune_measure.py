@@ -1,0 +1,132 @@
+"""How a tune spends its measurements and picks: the measuring callable a strategy is given, and the pick.
+
+``_Measure`` answers a strategy's "measure these candidates" from the cache first, then from the
+benchmarker (``bench.WorkerBenchmarker`` by default: an isolated worker process), and enforces the budgets
+(``budget`` candidates, ``time_budget_s`` seconds). ``pick`` takes the fastest correct candidate; the ones
+within noise of it are timed again, longer (60 runs, a second seed), and a remaining tie goes to the lower
+model cost, then the smaller footprint, then the constants' text, so one machine gives the same pick run
+after run.
+
+Why a module of its own: this is the tune's measuring stage, the one part that talks to the GPU (through
+the benchmarker); tune.py only wires it between the ranking and the record.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .request import Request
+from .results import Measurement
+from .search import Candidate
+
+__all__ = ["pick"]
+
+
+class _Progress:
+    """One line on stderr, redrawn: what is being measured and how far along (only on a terminal)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def update(self, done: int, total: int, key: str) -> None:
+        if self.enabled:
+            bar = "#" * int(20 * done / max(total, 1))
+            sys.stderr.write(f"\rautopad: measuring [{bar:20}] {done}/{total} {key[:50]:50}")
+            if done == total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+class _Measure:
+    """The measuring callable a strategy is given: cache first, then the benchmarker; budgets enforced."""
+
+    def __init__(self, req: Request, bench: Any, store: Any, key: Any, show: _Progress) -> None:
+        self.req, self.bench, self.store, self.key, self.show = req, bench, store, key, show
+        self.stored = store.measurements(key) if store is not None else {}
+        self.meas: dict[str, Measurement] = {}
+        self.cached: set[str] = set()
+        self.asked: list[Candidate] = []  # every candidate a strategy asked for, in order
+        self._keys: set[str] = set()
+        self.t0 = time.perf_counter()
+        self.exhausted = False
+
+    def _over_time(self) -> bool:
+        t = self.req.time_budget_s
+        return t is not None and time.perf_counter() - self.t0 > t
+
+    def run(self, cands: Sequence[Candidate], reps: int, seed: int) -> None:
+        """Time ``cands`` on the GPU now (no cache lookup)."""
+        from .bench import BenchJob, spec_ref
+
+        job = BenchJob(
+            spec_ref(self.req.spec),
+            tuple((c.key, c.params) for c in cands),
+            self.req.shape,
+            self.req.dtype,
+            self.req.dist or "uniform",
+            seed=seed,
+            reps=reps,
+            device=self.req.device,
+        )
+        for n, m in enumerate(self.bench.measure(job), 1):
+            self.meas[m.key] = m
+            self.cached.discard(m.key)
+            if self.store is not None:
+                self.store.put_measurements(self.key, {m.key: m})
+            self.show.update(n, len(cands), m.key)
+            if self._over_time():
+                self.exhausted = True
+                break
+
+    def __call__(self, cands: Sequence[Candidate]) -> dict[str, Measurement]:
+        fresh = [c for c in cands if c.key not in self._keys]
+        if self.req.budget is not None:
+            room = max(0, self.req.budget - len(self.asked))
+            if len(fresh) > room:
+                fresh, self.exhausted = fresh[:room], True
+        self.asked += fresh
+        self._keys.update(c.key for c in fresh)
+        for c in fresh:
+            if c.key in self.stored and c.key not in self.meas:
+                self.meas[c.key] = self.stored[c.key]
+                self.cached.add(c.key)
+        todo = [c for c in fresh if c.key not in self.meas]
+        if todo and not self.exhausted and not self._over_time():
+            self.run(todo, 30, 0)
+        elif todo:
+            self.exhausted = True
+        return {c.key: self.meas[c.key] for c in cands if c.key in self.meas}
+
+    def measured(self) -> dict[str, Measurement]:
+        return dict(self.meas)
+
+
+def _within_noise(cands: Iterable[Candidate], meas: dict[str, Measurement]) -> list[Candidate]:
+    """Correct measured candidates within noise of the fastest, fastest first."""
+    ok = sorted((c for c in cands if c.key in meas and meas[c.key].correct), key=lambda c: meas[c.key].ms)
+    if not ok:
+        return []
+    f = meas[ok[0].key]
+    tied = []
+    for c in ok:
+        m = meas[c.key]
+        noise = max(f.spread_ms or 0.0, m.spread_ms or 0.0, 0.01 * f.ms)
+        if m.ms - f.ms <= noise:
+            tied.append(c)
+    return tied
+
+
+def _tie_break(tied: Iterable[Candidate]) -> Candidate:
+    return min(tied, key=lambda c: (c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
+
+
+def pick(measure: _Measure) -> Candidate | None:
+    """The fastest correct candidate; ties within noise are timed again, longer, then broken by the model."""
+    tied = _within_noise(measure.asked, measure.meas)
+    if len(tied) > 1:
+        measure.run(tied, 60, 1)
+        tied = _within_noise(tied, measure.meas) or tied
+    return _tie_break(tied) if tied else None

@@ -1,0 +1,215 @@
+"""The GEMM spec's model side: which candidates are legal on a shape, the C tile's layout, the shared
+stores the bank model scores, and what the predictor is told of the tensor cores, L2 and TMA.
+
+PATH 0 (the Gluon TMA kernel) is scored on its epilogue, the accumulator (wgmma's register layout) stored
+into the NVMMA-swizzled C tile before the TMA store; PATH 1 (``tl.dot``) on one k-step's cp.async stores
+into Triton's 128-byte-swizzled staging rows. TMA's writes and wgmma's reads of the operand ring are not
+LSU instructions: ``launch_info`` hands them to the predictor as ``extra_wavefronts`` (matmul_tiles.py).
+
+Why a module of its own: this is the numpy-only half of the spec (what the tuner enumerates, prunes and
+scores), apart from the launch (matmul_launch.py) and the kernels (matmul_kernels.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from autopad.access import Instruction
+from autopad.layouts import Legality, Swizzled
+
+from .matmul_tiles import (
+    _ARCH,
+    _EB,
+    _cdiv,
+    _wgmma_warps,
+    c_bytes,
+    epilogue_rows,
+    smem_bytes,
+    tma_ok,
+    tma_wgmma_rows,
+)
+
+if TYPE_CHECKING:
+    from .matmul import MatmulGluon
+
+__all__ = ["layout", "legal", "smem_pattern", "launch_info"]
+
+
+def layout(constants: dict[str, int], dtype: str) -> Swizzled:
+    """PATH 0: the C tile's NVMMA swizzle as autopad's Swizzled over ``SWIZZLE``-byte rows (column blocks
+    stacked). NVMMA swizzle S bytes: 16-byte chunk j of the 128-byte line L is stored at
+    ``j ^ (L % (S/16))``; with S-byte rows that is ``sw_vec = 16 / eb``, ``per_phase = 128 / S``,
+    ``max_phase = S / 16``. Under split-K the tile holds fp32 partial sums. PATH 1: one k-step's A and
+    B tiles as the 128-byte rows of Triton's NVMMA 128-byte swizzle (A's rows, then B's)."""
+    c = constants
+    if c.get("PATH", 0):
+        eb = _EB[dtype]
+        rows = (c["BM"] + c["BN"]) * c["BK"] * eb // 128
+        return Swizzled(rows, 128 // eb, eb, sw_vec=16 // eb, per_phase=1, max_phase=8)
+    eb = c_bytes(c, dtype)
+    s = c["SWIZZLE"]
+    width = (s // eb) if s else c["BN"]
+    blocks = c["BN"] // width
+    if not s:
+        return Swizzled(c["BM"] * blocks, width, eb)
+    return Swizzled(c["BM"] * blocks, width, eb, sw_vec=16 // eb, per_phase=128 // s, max_phase=s // 16)
+
+
+def legal(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
+    c = constants
+    if dtype not in spec.DTYPES:
+        return Legality(False, f"dtype {dtype} not supported")
+    if len(shape) != 3:
+        return Legality(False, f"shape {shape} is not (M, N, K)")
+    m, n, k = shape
+    eb = _EB[dtype]
+    if min(shape) < 1:
+        return Legality(False, "empty problem")
+    if c["BM"] < 64 or c["WARPS"] < 4:
+        return Legality(False, "wgmma needs a warpgroup: BM >= 64 and 4+ warps")
+    if c["BM"] * c["BN"] // (32 * c["WARPS"]) > 128:
+        return Legality(False, "accumulator over 128 fp32 registers per thread: spills")
+    budget = _ARCH.smem_per_block
+    if smem_bytes(c, dtype) > budget:
+        return Legality(False, f"{smem_bytes(c, dtype)} bytes of shared memory exceed {budget}")
+    if c.get("PATH", 0):
+        if (c["SWIZZLE"], c.get("SPLIT_K", 1), c.get("PERSIST", 0)) != (128, 1, 0):
+            return Legality(False, "PATH 1 (tl.dot) has no SWIZZLE, SPLIT_K or PERSIST: spelt 128, 1, 0")
+        return Legality(True)
+    if not tma_ok(shape, dtype):
+        return Legality(
+            False,
+            f"TMA needs 16-byte-aligned row strides: K*{eb} and N*{eb} must be multiples of 16 "
+            "(PATH 1 takes any shape)",
+        )
+    if c["SWIZZLE"] == 0:
+        return Legality(
+            False,
+            "Triton 3.6 cannot lower an unswizzled NVMMA tile here ('Failed to find a valid layout')",
+        )
+    kb = c["BK"] * eb
+    if kb % c["SWIZZLE"]:
+        return Legality(
+            False, f"K tile of {kb} bytes is not a whole number of {c['SWIZZLE']}-byte swizzle rows"
+        )
+    if (c["BN"] * eb) % c["SWIZZLE"]:
+        return Legality(False, "C tile row is not a whole number of swizzle rows")
+    tiles = _cdiv(m, c["BM"]) * _cdiv(n, c["BN"])
+    k_tiles = _cdiv(k, c["BK"])
+    s = c.get("SPLIT_K", 1)
+    if s > 1:
+        if tiles * s > _ARCH.sm_count:
+            return Legality(
+                False, f"split-K only while the {tiles} output tiles x {s} splits fit one wave of SMs"
+            )
+        if k_tiles < s * c["STAGES"]:
+            return Legality(
+                False, f"{k_tiles} K tiles are too few for {s} splits of a {c['STAGES']}-deep ring"
+            )
+        if s * _cdiv(m, c["BM"]) * c["BM"] * n >= 2**31:
+            return Legality(False, "split-K workspace over 2**31 elements (32-bit offsets)")
+    if c.get("PERSIST", 0):
+        if s > 1:
+            return Legality(False, "persistent programs do not split K")
+        if c["PERSIST"] == 3 and c["WARPS"] != 4:
+            return Legality(False, "ping-pong consumers are one warpgroup each: WARPS 4")
+        if tiles <= _ARCH.sm_count:
+            return Legality(False, "persistent needs more output tiles than SMs (one tile each otherwise)")
+    return Legality(True)
+
+
+def smem_pattern(spec: MatmulGluon, constants: dict[str, int], dtype: str) -> tuple[Instruction, ...]:
+    """PATH 0: the epilogue's shared stores of the accumulator (wgmma layout) into the C tile, per warp.
+
+    wgmma's accumulator: warp w of a warpgroup owns rows 16 w .. 16 w + 15 of each 64-row slab; lane l
+    holds rows ``l // 4`` and ``l // 4 + 8``, columns ``8 j + 2 (l % 4) + {0, 1}``. For 16-bit outputs
+    Triton emits ``stmatrix.x4`` (seen in the PTX): lane l gives the 16-byte row ``l % 8`` of 8x8
+    matrix ``l // 8`` (matrices: rows +0/+8, columns +0/+8 of a 16x16 block), one 8-lane phase per
+    matrix. For fp32 (tf32, or split-K's partial sums) it emits ``st.shared.v2.b32``: each lane stores
+    its two neighbouring columns, 8 bytes. Built for all warps, row repeats and column steps at once.
+
+    PATH 1: one k-step's cp.async stores (``sizePerThread [1, 8]``: 16 bytes a lane, 8 lanes to a
+    128-byte row, seen in the TTGIR): chunk q of the k-step's A-then-B bytes goes to row q // 8, chunk
+    q % 8 of the swizzled staging rows; a warp instruction covers 32 consecutive chunks.
+    """
+    c = constants
+    if c.get("PATH", 0):
+        eb = _EB[dtype]
+        q = np.arange((c["BM"] + c["BN"]) * c["BK"] * eb // 16).reshape(-1, 32)
+        return tuple(
+            Instruction(f"cp{i}", "store", 16, r, s)
+            for i, (r, s) in enumerate(zip(q // 8, (q % 8) * (16 // eb)))
+        )
+    eb = c_bytes(c, dtype)
+    width = spec.layout(c, dtype).cols
+    wm, wn = _wgmma_warps(c["BM"], c["WARPS"])
+    cpw = c["BN"] // wn  # columns per warp
+    reps = c["BM"] // (16 * wm)
+    lane = np.arange(32)
+    w = np.arange(c["WARPS"])
+    wr, wc = w % wm, w // wm
+    if eb == 2:  # (warp, rep, j) x lane, 16-byte stmatrix rows
+        j = np.arange(cpw // 16)
+        ww, rr, jj = (x.ravel()[:, None] for x in np.meshgrid(w, np.arange(reps), j, indexing="ij"))
+        q = lane // 8
+        rows = rr * 16 * wm + 16 * wr[ww] + (q % 2) * 8 + lane % 8
+        cols = wc[ww] * cpw + 16 * jj + (q // 2) * 8
+        nbytes = 16
+    else:  # (warp, rep, half, j) x lane, 8-byte st.shared.v2
+        j = np.arange(cpw // 8)
+        grid = np.meshgrid(w, np.arange(reps), (0, 8), j, indexing="ij")
+        ww, rr, hh, jj = (x.ravel()[:, None] for x in grid)
+        rows = rr * 16 * wm + 16 * wr[ww] + lane // 4 + hh
+        cols = wc[ww] * cpw + 8 * jj + 2 * (lane % 4)
+        nbytes = 8
+    # stacked column blocks of the NVMMA tile: (r, col) -> (block * BM + r, col % width)
+    srows = (cols // width) * c["BM"] + rows
+    scols = cols % width
+    return tuple(Instruction(f"st{i}", "store", nbytes, r, s) for i, (r, s) in enumerate(zip(srows, scols)))
+
+
+def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict:
+    """Blocks, threads, shared memory, and what the tensor cores and TMA do beyond the pattern.
+
+    ``mma_bytes``: wgmma's operand size (the tensor-core rate). ``l2_bytes``: A is read once per column
+    of tiles and B once per row of tiles through L2, C written once (split-K: its fp32 partials written
+    and read back). ``extra_wavefronts``: wgmma's reads of every k-step's A and B tiles and TMA's
+    writes of them, and the TMA store's reads of the C tile: one wavefront per ``SWIZZLE``-byte row
+    (``tma_wgmma_rows``, ``epilogue_rows``; wgmma reads B once per 64-row slab and A once per
+    warpgroup along N, ``wgmma_read_bytes``). ``inflight_bytes``: STAGES - 1 k-steps of A and B in
+    flight per thread. A persistent kernel reports the plain kernel's tile geometry (one tile per
+    block): the predictor's wave term then charges the tile quantisation that persistence does not
+    remove. PATH 1's pattern is one k-step's,
+    so it counts ``tiles_per_block`` k-steps; unaligned rows stop Triton from pipelining its loads (one
+    stage in the sm_90 compile), so only one k-step is in flight."""
+    c = constants
+    m, n, k = shape
+    eb = _EB[dtype]
+    bm, bn, bk = c["BM"], c["BN"], c["BK"]
+    tiles = _cdiv(m, bm) * _cdiv(n, bn)
+    s = c.get("SPLIT_K", 1)
+    steps = _cdiv(_cdiv(k, bk), s)  # k-steps per program
+    ring_step = (bm + bn) * bk * eb  # one k-step of A and B
+    threads = 32 * c["WARPS"]
+    info = {
+        "blocks": tiles * s,
+        "threads": threads,
+        "smem_bytes": smem_bytes(c, dtype),
+        "tiles_per_block": 1,
+        "mma_bytes": eb,
+        "l2_bytes": eb * (m * k * _cdiv(n, bn) + n * k * _cdiv(m, bm) + m * n),
+        "extra_wavefronts": steps * tma_wgmma_rows(c, dtype) + epilogue_rows(c, dtype),
+        "inflight_bytes": (c["STAGES"] - 1) * ring_step / threads,
+    }
+    if c.get("PATH", 0):
+        info["tiles_per_block"] = steps
+        if not tma_ok(shape, dtype):
+            info["inflight_bytes"] = ring_step / threads
+    if s > 1:
+        base = spec.traffic(shape, dtype)["bytes"]
+        extra = 2 * s * _cdiv(m, bm) * bm * n * 4  # partial sums written, then read back
+        info["dram_efficiency"] = base / (base + extra)
+        info["l2_bytes"] += extra
+    return info

@@ -1,0 +1,51 @@
+"""autopad/explain_map.py: the computed bank map every rendering draws, checked against the textbook
+formula (fp32 element (r, c) of a [R][C + pad] array is word r (C + pad) + c, bank word % 32), not against
+the layout's own offsets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autopad.explain import parse_pattern
+from autopad.explain_map import _build, _degree, _grid, _n
+from autopad.layouts import Padded, Replicated, Structs
+
+
+@pytest.mark.parametrize("pad,wave,touched", [(0, 32, 1), (1, 1, 32)])
+def test_a_column_read_of_a_32_wide_fp32_tile(pad, wave, touched):
+    layout = Padded(32, 32, 4, pad=pad)
+    m = _build(layout, parse_pattern("column", 32, 32, 4), "sm_90", 0)
+    r, c = np.meshgrid(np.arange(32), np.arange(32), indexing="ij")
+    assert (m.banks == (r * (32 + pad) + c) % 32).all()
+    assert m.pad_banks.shape == (32, pad)
+    if pad:
+        assert (m.pad_banks[:, 0] == (np.arange(32) * 33 + 32) % 32).all()
+    assert m.marked[:, 0].all() and m.marked.sum() == 32  # instruction 0: column 0
+    assert m.touched == touched and m.cost.per_instruction[0][2] == wave
+    assert m.lines[0].startswith("instruction 0 'column 0': load of 4 bytes per lane, 32 active lanes")
+    assert m.title == f"32x32 tile of 4-byte elements, {layout.describe()}"
+
+
+def test_the_grid_of_each_kind_of_layout():
+    rows, cols, widths = _grid(Structs(64, (4, 2, 8), aos=True, pad=0))
+    assert (rows, cols) == (64, 3) and list(widths) == [4, 2, 8]
+    rows, cols, widths = _grid(Replicated(256, 4, 4, False, 1))
+    assert (rows, cols) == (4, 256) and set(widths) == {4}
+    with pytest.raises(ValueError, match="explain draws tiles"):
+        _grid(object())
+
+
+def test_the_chosen_instruction_must_exist_and_words_agree_in_number():
+    pattern = parse_pattern("column", 32, 32, 4)
+    with pytest.raises(ValueError, match="instruction: 32 is out of range; the pattern has 32"):
+        _build(Padded(32, 32, 4), pattern, "sm_90", 32)
+    with pytest.raises(ValueError, match="must be an int"):
+        _build(Padded(32, 32, 4), pattern, "sm_90", True)
+    assert (_n(1, "bank"), _n(2, "bank"), _degree(48, 32), _degree(32, 32), _degree(5, 0)) == (
+        "1 bank",
+        "2 banks",
+        "1.5x",
+        "1x",
+        "1x",
+    )

@@ -1,0 +1,94 @@
+"""autopad/tune_measure.py: the measuring callable a strategy is given (cache first, then the benchmarker,
+both budgets enforced) and the pick (ties within noise re-timed, then broken by the model), on the fake
+kernel's ranking with a benchmarker that answers from a table."""
+
+from __future__ import annotations
+
+import fake_kernel
+
+from autopad.request import Request
+from autopad.results import Measurement
+from autopad.search import rank
+from autopad.spec import KernelSpec
+from autopad.tune_measure import _Measure, _Progress, _within_noise, pick
+
+SHAPE = (4096, 4096)
+
+
+class TableBench:
+    """Times by key (1.0 ms otherwise, spread ``spread``); records every job."""
+
+    def __init__(self, times=None, spread=0.001):
+        self.times, self.spread, self.jobs = dict(times or {}), spread, []
+
+    def measure(self, job):
+        self.jobs.append(job)
+        for key, _ in job.candidates:
+            yield Measurement(key, True, ms=self.times.get(key, 1.0), spread_ms=self.spread, runs=job.reps)
+
+
+class Store:
+    """The two calls _Measure makes of a cache: stored measurements, and new ones put."""
+
+    def __init__(self, stored=None):
+        self.stored, self.put = dict(stored or {}), {}
+
+    def measurements(self, key):
+        return dict(self.stored)
+
+    def put_measurements(self, key, meas):
+        self.put.update(meas)
+
+
+def _setup(budget=None, **kw):
+    req = Request.make(fake_kernel, SHAPE, "float32", budget=budget, **kw)
+    return req, rank(KernelSpec(fake_kernel), SHAPE, "float32")
+
+
+def test_the_cache_answers_first_and_the_rest_is_measured_and_stored():
+    req, ranked = _setup()
+    a, b, c = ranked[:3]
+    store = Store({a.key: Measurement(a.key, True, ms=0.3, spread_ms=0.0, runs=30)})
+    bench = TableBench()
+    m = _Measure(req, bench, store, "key", _Progress(False))
+    got = m([a, b, c])
+    assert set(got) == {a.key, b.key, c.key} and got[a.key].ms == 0.3 and m.cached == {a.key}
+    ((job,),) = [bench.jobs]
+    assert [k for k, _ in job.candidates] == [b.key, c.key] and job.reps == 30 and job.seed == 0
+    assert set(store.put) == {b.key, c.key}
+    assert m([a, b]) == {a.key: got[a.key], b.key: got[b.key]} and len(bench.jobs) == 1  # asked before
+
+
+def test_the_budget_caps_what_is_asked_and_says_it_is_exhausted():
+    req, ranked = _setup(budget=2)
+    bench = TableBench()
+    m = _Measure(req, bench, None, "key", _Progress(False))
+    got = m(ranked[:2])
+    assert list(got) == [c.key for c in ranked[:2]] and not m.exhausted
+    assert m(ranked[2:5]) == {} and m.exhausted and m.asked == ranked[:2] and len(bench.jobs) == 1
+    assert m.measured() == got
+
+
+def test_ties_within_noise_are_timed_again_then_broken_by_the_model():
+    req, ranked = _setup()
+    fast, slow = ranked[0], ranked[1]
+    bench = TableBench({fast.key: 1.0, slow.key: 1.5}, spread=0.001)
+    m = _Measure(req, bench, None, "key", _Progress(False))
+    m(ranked[:2])
+    assert pick(m) is fast and len(bench.jobs) == 1  # no tie: nothing timed again
+    tied_bench = TableBench(spread=0.05)  # every candidate 1.0 ms: all within noise
+    m = _Measure(req, tied_bench, None, "key", _Progress(False))
+    m(ranked[:4])
+    assert _within_noise(ranked[:4], m.meas) == ranked[:4]
+    winner = pick(m)
+    assert len(tied_bench.jobs) == 2 and tied_bench.jobs[1].reps == 60 and tied_bench.jobs[1].seed == 1
+    want = min(ranked[:4], key=lambda c: (c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
+    assert winner is want
+
+
+def test_no_correct_candidate_is_no_pick():
+    req, ranked = _setup()
+    m = _Measure(req, TableBench(), None, "key", _Progress(False))
+    m.asked = ranked[:2]
+    m.meas = {c.key: Measurement(c.key, False, error="wrong result: 1 differs") for c in ranked[:2]}
+    assert pick(m) is None
