@@ -226,6 +226,21 @@ def test_launch_info_tells_the_model_about_tensor_cores_l2_and_tma():
     assert odd["inflight_bytes"] == (128 + 256) * 64 * 2 / 256  # unpipelined: one k-step in flight
 
 
+def test_tl_dot_rows_count_as_aligned_only_where_triton_can_prove_it():
+    """TMA takes N = 1000 in bf16 (2000-byte rows), but Triton specialises the integer N only on
+    divisibility by 16 elements: matmul_tl cannot vectorise or pipeline B's loads there (measured 2.38x
+    the best TMA candidate at 3000x1000x2000, 1.04-1.09x at 2048^3 and 4096^3), so PATH 1 keeps one
+    k-step in flight, as it does where TMA is illegal."""
+    from autopad.kernels.triton import matmul_model as mm
+
+    one_step = (128 + 256) * 64 * 2 / 256
+    assert mm.tma_ok((3000, 1000, 2000), "bfloat16") and not mm.tl_rows_aligned((3000, 1000, 2000))
+    assert G.launch_info(P1, (3000, 1000, 2000), "bfloat16")["inflight_bytes"] == one_step
+    assert G.launch_info(P1, (3000, 1008, 2000), "bfloat16")["inflight_bytes"] == (D["STAGES"] - 1) * one_step
+    assert not mm.tl_rows_aligned((3000, 1024, 1000))  # K's stride (A's rows) counts as well
+    assert mm.tl_rows_aligned((1, 16, 16)) and not mm.tl_rows_aligned((4096, 4096, 4104))
+
+
 def test_the_spec_delegates_to_the_model_module():
     """The spec's methods and the module-level names answer what matmul_model's functions answer."""
     from autopad.kernels.triton import matmul_model as MM
