@@ -24,10 +24,13 @@ folder or a symlink): one warning per process and folder; a folder that cannot b
 that cannot be written keeps nothing new (a read-only folder still serves what it holds), so ``tune``
 runs uncached rather than failing.
 
-Where the code lives (this module re-exports every name it had, private ones too, and forwards an attribute
-set on it, such as a test's monkeypatch, to every module that binds that name: ``autopad._facade``):
-``cache_key`` (``CacheKey``, ``bucket``), ``cache_file`` (one file's format, reading and checks: untrusted
-contents, the speed of a hit) and this module (the folder: ``Cache``, its locks, its in-process memo).
+Where the code lives: ``cache_key`` (``CacheKey``, ``bucket``), ``cache_file`` (one file's format, reading
+and checks: untrusted contents, the speed of a hit) and this module (the folder: ``Cache``, its locks, its
+in-process memo). This module re-exports the other two's names, for the old import paths (private ones too,
+read from their module when asked for: ``__getattr__`` below). An attribute set here reaches only this
+module's own code (``Cache``'s reads of ``open_lock``, ``write_atomic``, ``_read_file``, ...), never the code
+of ``cache_file`` or ``cache_key``: patch a name in the module that reads it (``cache_file._read_bytes``,
+``cache_file.max_bytes``).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from . import _facade, cache_file, cache_key
+from . import cache_file, cache_key
 from .cache_file import (
     FORMAT,
     FORMAT_VERSION,
@@ -373,9 +376,12 @@ class Cache:
 
 
 # a module that defines a name comes before those that import it: a read of the name takes the first
-_facade.install(__name__, (cache_key, cache_file))
+_HOMES = (cache_key, cache_file)
 
 
 def __getattr__(name: str) -> Any:
     """Every other name of ``cache_key`` and ``cache_file`` (``max_bytes``, ``MAX_MB``, ``_why``, ...)."""
-    return _facade.lookup(__name__, name)
+    for home in _HOMES:
+        if name in home.__dict__:
+            return home.__dict__[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,8 +8,10 @@ kept per device in ``_STREAMS``), ``_raise_smem_limit`` (the opt-in above 48 KB 
 and ``_on_device`` (a call made with another device current).
 
 Why a module of its own: the two launch paths need it and the cuda.core one falls back on the other, so it
-sits below both. Split out of ``cuda_runtime``, which re-exports every name (and forwards a patch of one to
-every module that binds it: ``autopad._facade``).
+sits below both. Split out of ``cuda_runtime``, which re-exports every name. ``_torch_hooks``,
+``_stream_for`` and ``_STREAMS`` are read by the launch modules through this module (``cuda_context.X``), and
+``_cuda_core`` here through ``cuda_compile``, so that a patch of the module that defines one (the CPU tests'
+fakes: tests/cuda_fakes.py) reaches every reader.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .cuda_compile import _cuda_core
+from . import cuda_compile
 
 _STREAMS: dict[int, dict[int, Any]] = {}  # device -> raw cudaStream_t -> cuda.core Stream
 _MAX_STREAMS = 256  # per device; a program that makes streams without end must not grow this without end
@@ -65,7 +67,7 @@ def _make_current(device: int) -> None:
     if getattr(_CURRENT, "device", None) != device:
         # cuda.core's current device is per thread: a kernel built in a worker thread is launched from
         # another one (the benchmark compiles in parallel, then times on the main thread)
-        _cuda_core().Device(device).set_current()
+        cuda_compile._cuda_core().Device(device).set_current()
         _CURRENT.device = device
 
 
@@ -81,7 +83,7 @@ def _stream_for(device: int, ptr: int) -> Any:
             ptr = int(ts.cuda_stream)
         if len(by_ptr) >= _MAX_STREAMS:
             by_ptr.clear()
-        s = by_ptr[ptr] = _cuda_core().Device(device).create_stream(ts)
+        s = by_ptr[ptr] = cuda_compile._cuda_core().Device(device).create_stream(ts)
     return s
 
 

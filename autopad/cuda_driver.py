@@ -8,8 +8,9 @@ list) and ``prepare_fixed`` (scalars fixed once, pointers per call: the hot path
 
 Why: cuda.core's ``launch`` packs its arguments anew on every call; a launch through ``cuLaunchKernelEx``
 with ready ctypes objects costs a fraction of that (measured below). ``AUTOPAD_LAUNCH=cudacore`` turns this
-path off. Split out of ``cuda_runtime``, which re-exports every name; the CPU tests point ``_LIBCUDA`` at a C
-stub (through ``cuda_runtime`` too: ``autopad._facade`` forwards the assignment here).
+path off. Split out of ``cuda_runtime``, which re-exports every name; the CPU tests (and
+benchmarks/profile_ops_host.py) point ``cuda_driver._LIBCUDA`` at a C stub, and replace torch's entry points
+through ``cuda_context._torch_hooks``, which ``prepare_fixed`` reads through that module for that reason.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .cuda_context import _CURRENT, _make_current, _on_device, _raise_smem_limit, _torch_hooks
+from . import cuda_context
+from .cuda_context import _CURRENT, _make_current, _on_device, _raise_smem_limit
 
 __all__ = ["prepare_fixed"]
 
@@ -250,7 +252,7 @@ def prepare_fixed(
     """
     if os.environ.get("AUTOPAD_LAUNCH", "driver") != "driver":
         return None
-    get_dev, raw_stream, tensor = _torch_hooks()
+    get_dev, raw_stream, tensor = cuda_context._torch_hooks()
     dev = int(get_dev()) if device is None else int(device)
     _make_current(dev)
     fn = _driver_function(kernel)

@@ -8,7 +8,10 @@ configuration; a call costs the current stream's raw pointer, the tensors' point
 
 Why: ``autopad.ops`` binds one prepared launch per tuned shape; ``launch`` keeps the same caches for callers
 that launch ad hoc (the benchmark, the probes). Nothing here is imported by ``import autopad``: cuda.core and
-torch load inside the functions. Split out of ``cuda_runtime``, which re-exports every name.
+torch load inside the functions. Split out of ``cuda_runtime``, which re-exports every name. ``_cuda_core``,
+``_torch_hooks``, ``_stream_for`` and ``_STREAMS`` are read through the module that defines them
+(``cuda_compile.X``, ``cuda_context.X``), never bound here, so that one patch there (tests/cuda_fakes.py)
+reaches this module too.
 """
 
 from __future__ import annotations
@@ -18,15 +21,9 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .cuda_compile import _LOCK, _cuda_core, compile_cubin
-from .cuda_context import (
-    _CURRENT,
-    _STREAMS,
-    _make_current,
-    _raise_smem_limit,
-    _stream_for,
-    _torch_hooks,
-)
+from . import cuda_compile, cuda_context
+from .cuda_compile import _LOCK, compile_cubin
+from .cuda_context import _CURRENT, _make_current, _raise_smem_limit
 from .cuda_driver import _driver_launcher
 
 __all__ = ["launch", "load_kernel", "prepare_launch"]
@@ -36,7 +33,7 @@ _CONFIGS: dict[tuple, Any] = {}  # (grid, block, smem) -> LaunchConfig, for ad h
 
 
 def _device_arch(device: int) -> str:
-    Device = _cuda_core().Device
+    Device = cuda_compile._cuda_core().Device
 
     major, minor = Device(device).compute_capability
     return f"sm_{major}{minor}"
@@ -48,7 +45,7 @@ def load_kernel(
     """A ``cuda.core.Kernel`` for ``kernel_name`` (an ``extern "C"`` function) compiled for ``device``."""
     import torch
 
-    cc = _cuda_core()
+    cc = cuda_compile._cuda_core()
     Device, ObjectCode = cc.Device, cc.ObjectCode
 
     device = torch.cuda.current_device() if device is None else device
@@ -90,14 +87,14 @@ def launch(
 ) -> None:
     """Launch ``kernel`` on torch's current stream. ``args``: torch tensors (passed as pointers),
     numpy scalars (passed by value, their own width) or Python ints (pointers)."""
-    cc = _cuda_core()
-    get_dev, raw_stream, tensor = _torch_hooks()
+    cc = cuda_compile._cuda_core()
+    get_dev, raw_stream, tensor = cuda_context._torch_hooks()
     device = int(get_dev())
     _make_current(device)
     ptr = raw_stream(device)
-    stream = _STREAMS.get(device, {}).get(ptr)
+    stream = cuda_context._STREAMS.get(device, {}).get(ptr)
     if stream is None:
-        stream = _stream_for(device, ptr)
+        stream = cuda_context._stream_for(device, ptr)
     _raise_smem_limit(kernel, device, shmem_bytes)
     conv = _convert(args, tensor)
     ckey = (_dims(grid), _dims(block), int(shmem_bytes))
@@ -132,8 +129,8 @@ def prepare_launch(
     Arguments are as for ``launch``: tensors (pointers), numpy scalars (by value) or Python ints (pointers);
     a type error is raised by ``cuda.core`` at the launch.
     """
-    cc = _cuda_core()
-    get_dev, raw_stream, tensor = _torch_hooks()
+    cc = cuda_compile._cuda_core()
+    get_dev, raw_stream, tensor = cuda_context._torch_hooks()
     dev = int(get_dev()) if device is None else int(device)
     _make_current(dev)
     _raise_smem_limit(kernel, dev, int(smem_bytes))
@@ -145,7 +142,7 @@ def prepare_launch(
             return direct
     cfg = cc.LaunchConfig(grid=_dims(grid), block=_dims(block), shmem_size=int(smem_bytes))
     cc_launch = cc.launch
-    streams = _STREAMS.setdefault(dev, {})
+    streams = cuda_context._STREAMS.setdefault(dev, {})
     local = _CURRENT
     seq = (tuple, list)
 
@@ -157,7 +154,7 @@ def prepare_launch(
         ptr = raw_stream(dev)
         s = streams.get(ptr)
         if s is None:
-            s = _stream_for(dev, ptr)
+            s = cuda_context._stream_for(dev, ptr)
         cc_launch(s, cfg, kernel, *[a.data_ptr() if isinstance(a, tensor) else a for a in args])
 
     fire.kernel, fire.config, fire.device = kernel, cfg, dev  # type: ignore[attr-defined]
@@ -168,15 +165,15 @@ def _fire_elsewhere(dev: int, cfg: Any, kernel: Any, args: Sequence[Any], tensor
     """A prepared launch called while another device (or no context) is current on this thread."""
     import torch
 
-    get_dev, raw_stream, _ = _torch_hooks()
+    get_dev, raw_stream, _ = cuda_context._torch_hooks()
     with torch.cuda.device(dev):
         _CURRENT.device = None
         _make_current(dev)
         ptr = raw_stream(dev)
-        s = _STREAMS.get(dev, {}).get(ptr)
+        s = cuda_context._STREAMS.get(dev, {}).get(ptr)
         if s is None:
-            s = _stream_for(dev, ptr)
-        _cuda_core().launch(s, cfg, kernel, *_convert(args, tensor))
+            s = cuda_context._stream_for(dev, ptr)
+        cuda_compile._cuda_core().launch(s, cfg, kernel, *_convert(args, tensor))
     # leaving the guard, torch made its previous device's primary context current again (cudaSetDevice),
     # which is the context cuda.core would set for that device
     _CURRENT.device = int(get_dev())

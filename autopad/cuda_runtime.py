@@ -24,21 +24,31 @@ Two more concerns live here:
   pointers and the launch itself. ``autopad.ops`` binds one per tuned shape; ``launch`` keeps the same
   caches for callers that launch ad hoc.
 
-Where the code lives (this module re-exports every name it had, private ones too, and forwards an attribute
-set on it, such as a test's monkeypatch, to every module that binds that name: ``autopad._facade``):
+Where the code lives. This module only re-exports it, for the old import paths (``from autopad.cuda_runtime
+import launch``): every name it had, private ones too, the public ones bound here, the others read from
+their module when asked for (``__getattr__`` below, so state a module rebinds as it runs, such as
+``cuda_driver._CU``, is never read stale from here).
 
 - ``cubin_file``: the checked on-disk cubin format (``read_cubin``, ``write_cubin``, ``unwrap_cubin``);
-- ``cuda_compile``: NVRTC / nvcc, includes, cache keys, ``compile_cubin`` and ``CompileError``;
-- ``cuda_context``: this thread's current context, torch's current stream, the shared-memory opt-in;
-- ``cuda_driver``: the direct ctypes launch (``prepare_fixed``, ``prepare_launch``'s driver path);
+- ``cuda_compile``: NVRTC / nvcc, includes, cache keys, ``compile_cubin``, ``CompileError``, ``_cuda_core``;
+- ``cuda_context``: this thread's current context, torch's current stream (``_torch_hooks``, ``_stream_for``,
+  ``_STREAMS``), the shared-memory opt-in;
+- ``cuda_driver``: the direct ctypes launch (``prepare_fixed``, ``prepare_launch``'s driver path; the
+  driver library, ``_LIBCUDA``);
 - ``cuda_launch``: ``load_kernel``, ``launch`` and ``prepare_launch`` through ``cuda.core``.
+
+Patching: an attribute set here reaches only the callers that look the name up on this module when they run
+(the kernel specs' ``cuda_runtime.load_kernel`` / ``launch`` / ``prepare_launch``, ``ops.runner``'s
+``cuda_runtime.prepare_fixed``, ``validate_cuda``). The code of the modules above reads its own globals:
+patch the module that reads the name (``cuda_compile._cuda_core``, ``cuda_context._torch_hooks``,
+``cuda_driver._LIBCUDA``; tests/cuda_fakes.py does), never this one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import _facade, cubin_file, cuda_compile, cuda_context, cuda_driver, cuda_launch
+from . import cubin_file, cuda_compile, cuda_context, cuda_driver, cuda_launch
 from .cubin_file import read_cubin, unwrap_cubin, write_cubin
 from .cuda_compile import (
     KERNEL_DIR,
@@ -70,10 +80,13 @@ __all__ = [
 ]
 
 # a module that defines a name comes before those that import it: a read of the name takes the first
-_facade.install(__name__, (cubin_file, cuda_compile, cuda_context, cuda_driver, cuda_launch))
+_HOMES = (cubin_file, cuda_compile, cuda_context, cuda_driver, cuda_launch)
 
 
 def __getattr__(name: str) -> Any:
     """Every other name of the modules above (``_backend``, ``_STREAMS``, ``_LIBCUDA``, ...), read from
     the module that binds it, so that state it rebinds as it runs is never read stale from here."""
-    return _facade.lookup(__name__, name)
+    for home in _HOMES:
+        if name in home.__dict__:
+            return home.__dict__[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

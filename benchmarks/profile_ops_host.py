@@ -110,9 +110,17 @@ def install_mocks(stub: str | None) -> None:
     import numpy as np
     import torch
 
-    from autopad import cuda_runtime as rt
     from autopad.ops import plans, policy, runner
     from autopad.search import rank
+
+    try:  # each name is replaced in the module that reads it (autopad.cuda_runtime only re-exports them)
+        from autopad import cuda_compile, cuda_context, cuda_driver
+
+        core, context, driver = cuda_compile, cuda_context, cuda_driver
+    except ImportError:  # an autopad from before cuda_runtime was split: that one module read them all
+        from autopad import cuda_runtime
+
+        core = context = driver = cuda_runtime
 
     dev = -1  # CPU tensors: x.get_device() is -1, so the bound device is -1 too
     get_dev = (dev).__index__  # a C builtin returning the device, as torch._C._cuda_getDevice
@@ -126,20 +134,20 @@ def install_mocks(stub: str | None) -> None:
             pass
 
     cc = type("cc", (), {"Device": Device, "LaunchConfig": lambda **k: k, "launch": lambda *a: None})
-    rt._cuda_core = lambda: cc
-    rt._torch_hooks = lambda: (get_dev, raw_stream, torch.Tensor)
+    core._cuda_core = lambda: cc
+    context._torch_hooks = lambda: (get_dev, raw_stream, torch.Tensor)
     runner._get_dev = get_dev
     if stub is None:
         os.environ["AUTOPAD_LAUNCH"] = "cudacore"
-    elif hasattr(rt, "_LIBCUDA"):
-        rt._LIBCUDA, rt._CU = stub, None
+    elif hasattr(driver, "_LIBCUDA"):
+        driver._LIBCUDA, driver._CU = stub, None
     else:  # the lead's first driver path: configure it as _libcuda() would
         lib = ctypes.CDLL(stub)
         lib.cuLaunchKernel.restype = ctypes.c_int
         lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
         lib.cuKernelGetFunction.restype = ctypes.c_int
         lib.cuKernelGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
-        rt._CU = lib
+        driver._CU = lib
 
     def bound(plan: Any, device: int) -> Any:
         spec = plan.spec

@@ -1,8 +1,10 @@
 """cuda.core and torch's CUDA entry points mocked for the launch tests (test_cuda_launch, test_cuda_driver).
 
-The patches go through ``autopad.cuda_runtime``: each name is bound in several of the modules its code was
-split into (``cuda_compile``, ``cuda_context``, ``cuda_launch``, ``cuda_driver``), and setting it on the old
-module sets it in every one of them (``autopad._facade``).
+Each name is patched in the one module that defines it, which is where every reader looks it up:
+``cuda_compile._cuda_core`` (read there, by ``cuda_context`` and by ``cuda_launch``),
+``cuda_context._torch_hooks`` (by ``cuda_launch`` and ``cuda_driver``), ``cuda_context._stream_for`` and
+``cuda_context._STREAMS`` (by ``cuda_launch``). ``autopad.cuda_runtime`` only re-exports these names: a patch
+there would reach none of that code.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from autopad import cuda_runtime as rt
+from autopad import cuda_compile, cuda_context
 
 
 class FakeCC:
@@ -48,14 +50,15 @@ def fake_cuda_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple]:
     torch = pytest.importorskip("torch")
     cc = FakeCC()
     state = {"dev": 0, "stream": 1234}
-    monkeypatch.setattr(rt, "_cuda_core", lambda: cc)
+    monkeypatch.setattr(cuda_compile, "_cuda_core", lambda: cc)
     monkeypatch.setattr(
-        rt, "_torch_hooks", lambda: (lambda: state["dev"], lambda d: state["stream"], torch.Tensor)
+        cuda_context, "_torch_hooks", lambda: (lambda: state["dev"], lambda d: state["stream"], torch.Tensor)
     )
+    streams: dict = {}
     monkeypatch.setattr(
-        rt, "_stream_for", lambda dev, ptr: rt._STREAMS.setdefault(dev, {}).setdefault(ptr, ("s", ptr))
+        cuda_context, "_stream_for", lambda dev, ptr: streams.setdefault(dev, {}).setdefault(ptr, ("s", ptr))
     )
-    monkeypatch.setattr(rt, "_STREAMS", {})
-    rt._CURRENT.device = None
+    monkeypatch.setattr(cuda_context, "_STREAMS", streams)
+    cuda_context._CURRENT.device = None
     yield cc, state, torch
-    rt._CURRENT.device = None
+    cuda_context._CURRENT.device = None

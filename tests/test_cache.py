@@ -35,18 +35,18 @@ def test_every_name_stays_importable_from_autopad_cache():
     from autopad.cache import _File, _read_bytes, _validate, max_bytes  # noqa: F401  (private, by name)
 
 
-def test_a_patch_of_autopad_cache_reaches_the_code_in_cache_file(monkeypatch):
-    """``monkeypatch.setattr("autopad.cache._read_bytes", ...)`` changes what cache_file reads (its home)."""
+def test_cache_file_names_are_read_from_cache_file(monkeypatch):
+    """autopad.cache serves ``_read_bytes`` from cache_file without binding it, so a patch of it belongs on
+    cache_file, where the reading code looks it up (a patch of the re-export would reach nothing)."""
+    import autopad.cache as cache
     from autopad import cache_file
 
-    real = cache_file._read_bytes
-    monkeypatch.setattr("autopad.cache._read_bytes", lambda *a, **k: (_ for _ in ()).throw(PermissionError()))
-    assert cache_file._read_bytes is not real
+    assert "_read_bytes" not in vars(cache) and cache._read_bytes is cache_file._read_bytes
+    monkeypatch.setattr(cache_file, "_read_bytes", lambda *a, **k: (_ for _ in ()).throw(PermissionError()))
+    assert cache._read_bytes is cache_file._read_bytes  # read through, never a stale copy
     c, k = Cache(), make_key()
     with pytest.warns(UserWarning, match="unreadable"):
         assert c.load(k) == {}
-    monkeypatch.undo()
-    assert cache_file._read_bytes is real
 
 
 # ---- location, keys, buckets ---------------------------------------------------------------------
@@ -322,7 +322,7 @@ def test_a_folder_without_permission_makes_an_empty_cache_simulated(monkeypatch)
     def refuse(*a, **kw):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("autopad.cache._read_bytes", refuse)
+    monkeypatch.setattr("autopad.cache_file._read_bytes", refuse)
     monkeypatch.setattr("autopad.cache.open_lock", refuse)
     monkeypatch.setattr("autopad.cache.os.access", lambda *a: False)
     monkeypatch.setattr(Path, "iterdir", refuse)
