@@ -348,8 +348,13 @@ def _score_chunk(
         n_eff = n_forms + len(part_params)
         del lay, hit
         code, size = combine_codes((eff, 0, n_eff - 1), (content, 0, n_contents - 1))
+        pair, prep = _ids(code, size)
+        del code
+        pc, pe = content.take(prep), eff.take(prep)
+        # each pair's layout: its first row's unit's, that unit found by where the units' rows start
+        pl = ul_a.take(np.searchsorted(offset, prep, side="right") - 1)
+        del content, eff
     else:
-        eff, n_eff, part_params = None, n_forms, None
         # (content, formula) as formula x contents + content: one unit reads one formula's row of the
         # table below (a window of the contents, in cache), not one entry in every row
         size = n_forms * n_contents
@@ -357,15 +362,20 @@ def _score_chunk(
             (form_of.take(ul_a) * n_contents).astype(m_content.dtype if size < 2**31 else np.int64), lens
         )
         code += content
-    pair, prep = _ids(code, size)
-    del code
-    pc = content.take(prep)
-    # each pair's layout: the unit's (its formula's for tiles); each row's unit, looked up at its pair's
-    # first row only
-    unit_at = np.searchsorted(offset, prep, side="right") - 1
-    pl = ul_a.take(unit_at)
-    pe = eff.take(prep) if eff is not None else form_of.take(pl)
-    del content, eff
+        del content
+        # the distinct codes are the pairs, numbered in the codes' order: each one's formula and content
+        # read off its code, and its layout the formula's first (any layout of a formula addresses alike)
+        seen = np.zeros(size, dtype=bool)
+        seen[code] = True
+        codes = np.flatnonzero(seen)
+        del seen
+        # (a table of every code, but only its pairs' entries written or read: only their pages touched)
+        lut = np.empty(size, dtype=np.int32 if len(codes) < 2**31 else np.int64)
+        lut[codes] = np.arange(len(codes), dtype=lut.dtype)
+        pair = lut.take(code)
+        del lut, code
+        pe, pc = np.divmod(codes, n_contents)
+        pl = forms.take(pe)
     # pairs in the order of their contents' kind (a content's code starts with its kind): each kind is
     # one run of pairs, scored as a slice of the addresses (no copy)
     kind0 = kind0.take(pc)
@@ -378,7 +388,7 @@ def _score_chunk(
     if on_tile.all():
         addr = _tile_addresses(table.take(pl, axis=0), r0, c0, pc)
     else:
-        addr = np.empty((len(prep), r0.shape[1]), dtype=np.int64)
+        addr = np.empty((len(pc), r0.shape[1]), dtype=np.int64)
         at = np.flatnonzero(on_tile)
         addr[at] = _tile_addresses(table[pl[at]], r0, c0, pc[at])
         at = np.flatnonzero(pe >= n_forms)
@@ -388,7 +398,7 @@ def _score_chunk(
         at = at[np.argsort(pl[at], kind="stable")]
         for run in np.split(at, np.flatnonzero(np.diff(pl[at])) + 1) if len(at) else ():
             addr[run] = np.asarray(lays[int(pl[run[0]])].offsets(r0[pc[run]], c0[pc[run]]), dtype=np.int64)
-    cost_w, cost_d = np.empty(len(prep), dtype=np.int64), np.empty(len(prep), dtype=np.int64)
+    cost_w, cost_d = np.empty(len(pc), dtype=np.int64), np.empty(len(pc), dtype=np.int64)
     for (op, width), kd in kinds.items():
         lo, hi = np.searchsorted(kind0, [kd, kd + 1]).tolist()
         if hi > lo:
