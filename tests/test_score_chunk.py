@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_model_backend import ALL_FORMS, _random_batch
 
 from autopad.arch import get_arch
 from autopad.layouts import Padded, Swizzled
@@ -115,3 +116,22 @@ def test_ids_number_codes_in_their_order(size):
     uniq, inverse = np.unique(code, return_inverse=True)
     assert ids.tolist() == inverse.ravel().tolist()
     assert code[rep].tolist() == uniq.tolist()
+
+
+@pytest.mark.parametrize("op,width", ALL_FORMS)
+def test_a_row_moved_by_whole_units_costs_the_same(op, width):
+    """What ``_costs`` groups rows by: every active lane moved by the same whole number of the rule's units
+    (its width, or a bank for narrower accesses) leaves each phase's cost alone, for every op and width
+    (numpy and, where it loads, numba give the same numbers: tests/test_model_backend.py)."""
+    from autopad.model_rules import _rule
+
+    rng = np.random.default_rng(hash((op, width)) % 2**32)
+    base = _random_batch(rng, 400, op, width)
+    base = base[(base < 1 << 30).all(axis=1)]
+    unit = _rule(op, width, A).unit
+    want = analyze_batch(base, width, op, A)
+    assert len(set(want[0].tolist())) > 1
+    for k in (1, 3, 5, 31):
+        moved = np.where(base >= 0, base + k * unit, -1)
+        got = analyze_batch(moved, width, op, A)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
