@@ -391,7 +391,9 @@ class Space:
         todo = np.flatnonzero(~known[rows])
         if len(todo):
             at = rows[todo]
-            lays = [layouts[i] for i in todo.tolist()]
+            lays = (
+                list(layouts[: len(rows)]) if len(todo) == len(rows) else [layouts[i] for i in todo.tolist()]
+            )
             keys = getattr(spec, "PATTERN_KEYS", None)
             memos = units = None
             if keys:
