@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["distinct_rows", "moved_distinct", "row_hashes"]
+__all__ = ["checked_moved_distinct", "distinct_rows", "moved_distinct", "row_hashes"]
 
 
 def _splitmix64(seed: int, n: int) -> np.ndarray:
@@ -43,30 +43,75 @@ def moved_distinct(work: np.ndarray, period: int, dense: bool) -> tuple[np.ndarr
     # each row's shift and hash; the moved rows themselves are made again where they are compared, a block
     # at a time, rather than kept (a first ranking pays for every fresh page: 19 MB for the fp16 transpose)
     shift, h = np.empty(n, dtype=work.dtype), np.empty(n, dtype=np.int64)
+    m, m_sum = _weights(w)
+    for s in range(0, n, _DISTINCT_CHUNK):
+        e = s + _DISTINCT_CHUNK
+        part = work[s:e]
+        _hash_moved(part, part.min(axis=1) if dense else None, period, m, m_sum, shift[s:e], h[s:e])
+    return _grouped(work, dense, shift, h)
+
+
+def checked_moved_distinct(work: np.ndarray, period: int, limit: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``moved_distinct`` of a batch not yet checked, or None where an entry is below -1 or at ``limit`` or
+    above: each block of rows is checked in the pass that hashes it, while it is in cache (the scorer's
+    batches: two passes over 19 MB fewer for the fp16 transpose). Whether every lane is active is found
+    the same way, block by block."""
+    n, w = work.shape
+    shift, h = np.empty(n, dtype=work.dtype), np.empty(n, dtype=np.int64)
+    m, m_sum = _weights(w)
+    low = 0
+    for s in range(0, n, _DISTINCT_CHUNK):
+        e = s + _DISTINCT_CHUNK
+        part = work[s:e]
+        lo = part.min(axis=1)
+        least = int(lo.min())
+        if least < -1 or int(part.max()) >= limit:
+            return None
+        low = min(low, least)
+        # a block with every lane active hashes from its row minima; else each row's lowest active lane
+        _hash_moved(part, lo if least >= 0 else None, period, m, m_sum, shift[s:e], h[s:e])
+    return _grouped(work, low >= 0, shift, h)
+
+
+def _weights(w: int) -> tuple[np.ndarray, np.int64]:
+    """The hash's weights for rows of ``w`` lanes, and their sum (wrapped around 2**64 as the hash is)."""
     m = _HASH[0, :w]
+    return m, np.int64(int(m.sum(dtype=np.uint64).astype(np.int64)))
+
+
+def _hash_moved(
+    part: np.ndarray, lo: np.ndarray | None, period: int, m: np.ndarray, m_sum: np.int64,
+    shift: np.ndarray, h: np.ndarray,
+) -> None:  # fmt: skip
+    """Each row's shift (its lowest active address rounded down to whole periods) and the hash of the row
+    moved by it, into ``shift`` and ``h``; ``lo``: the rows' minima, given when every lane is active."""
+    with np.errstate(over="ignore"):  # the hash wraps around 2**64
+        if lo is not None:
+            # every lane active: a row moved by ``shift`` hashes to its own hash - shift * sum(m) (the hash
+            # is linear, and wraps around 2**64 alike), so the moved rows are not made for hashing
+            shift[:] = lo - lo % period
+            h[:] = part @ m - shift.astype(np.int64) * m_sum
+        else:
+            shift[:] = _shift(part, period)
+            h[:] = np.where(part >= 0, part - shift[:, None], part) @ m
+
+
+def _grouped(
+    work: np.ndarray, dense: bool, shift: np.ndarray, h: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows grouped by their moved hashes, each checked against its group's first (moved_distinct)."""
+    n = len(work)
 
     def moved(s: int, e: int, by: np.ndarray) -> np.ndarray:
         part = work[s:e]
         return part - by[:, None] if dense else np.where(part >= 0, part - by[:, None], part)
 
-    # with every lane active, a row moved by ``shift`` hashes to its own hash - shift * sum(m) (the hash
-    # is linear, and wraps around 2**64 alike), so the moved rows are not made for hashing
-    m_sum = int(m.sum(dtype=np.uint64).astype(np.int64))  # (wrapped as the hash wraps)
-    for s in range(0, n, _DISTINCT_CHUNK):
-        e = s + _DISTINCT_CHUNK
-        with np.errstate(over="ignore"):  # the hash wraps around 2**64
-            if dense:
-                lo = work[s:e].min(axis=1)
-                shift[s:e] = lo - lo % period
-                h[s:e] = work[s:e] @ m - shift[s:e].astype(np.int64) * np.int64(m_sum)
-            else:
-                shift[s:e] = _shift(work[s:e], period)
-                h[s:e] = moved(s, e, shift[s:e]) @ m
     first, inverse = _groups(h)
-    reps = work[first] - shift[first][:, None] if dense else _moved_rows(work[first], shift[first])
+    at = work.take(first, axis=0)  # (``take``: several times faster than a[index] on a 2-D array)
+    reps = at - shift[first][:, None] if dense else _moved_rows(at, shift[first])
     for s in range(0, n, _DISTINCT_CHUNK):  # every row equals its representative, or hashes collided
         e = s + _DISTINCT_CHUNK
-        if not (reps[inverse[s:e]] == moved(s, e, shift[s:e])).all():
+        if not (reps.take(inverse[s:e], axis=0) == moved(s, e, shift[s:e])).all():
             norm = moved(0, n, shift)
             _, first, inverse = np.unique(norm, axis=0, return_index=True, return_inverse=True)
             inverse = inverse.ravel()

@@ -32,55 +32,33 @@ A unit's score does not depend on the problem's shape, so it is kept for the res
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from .arch import Arch
-from .distinct import _groups
-from .model import analyze_distinct, row_hashes
-from .model import distinct_rows as model_distinct_rows
-from .spec import KernelSpec, SpecError, combine_codes, value_ranks
-from .tile_addresses import _extent, _part_rows, _parts, _tile_addresses, _tile_params
+
+# the chunk's work lives in score_chunk.py; its names are importable from here as before (tests, search.py)
+from .score_chunk import (  # noqa: F401
+    _distinct_instructions,
+    _ids,
+    _periods,
+    _PerLayout,
+    _score_chunk,
+)
+from .spec import KernelSpec, SpecError
 
 __all__ = ["score_candidates"]
 
-_CHECK_ROWS = 1 << 9  # instructions checked against their hash's first at a time (temporaries below
-# 128 KB: larger ones are fresh pages from the system at each block, early in a process)
 _CHUNK_INSTRUCTIONS = 1 << 17  # pattern instructions scored together (bounds memory: 0.26 GB peak for the
 # CUDA histogram, whose 86,000 instructions in one chunk instead of two rank 0.2 s sooner)
 
 
-def _periods(layout: Any) -> tuple[int, int] | None:
-    """(rows, cols) after which the layout repeats up to a uniform byte shift, or None when unknown.
-
-    Padded rows shift by ``row_stride`` every row and by one element every column; an XOR swizzle's
-    pattern repeats every ``per_phase * max_phase`` rows and every ``sw_vec * max_phase`` columns (the XOR
-    touches only the chunk index's low bits). A uniform shift of every lane moves them all by the same
-    number of banks (or whole bank turns), which cannot change a conflict, so instructions that differ only
-    by such a shift cost the same. The shift must also be whole 4-byte words: 2-byte elements in rows of
-    odd length would move lanes between words, so the periods are stretched until the shift is.
-    """
-    rp = getattr(layout, "row_period", None)
-    if isinstance(rp, tuple) and len(rp) == 2:
-        return rp
-    if not all(hasattr(layout, a) for a in ("row_stride", "per_phase", "max_phase", "sw_vec", "elem_bytes")):
-        return None
-    e, m = int(layout.elem_bytes), int(layout.max_phase)
-    p = int(layout.per_phase) * m if m > 1 else 1
-    q = int(layout.sw_vec) * m if m > 1 else 1
-    p *= 4 // math.gcd(p * int(layout.row_stride) * e, 4)
-    q *= 4 // math.gcd(q * e, 4)
-    return p, q
-
-
 def _stacked(pattern: Any, warp: int) -> list[tuple[str, int, np.ndarray, np.ndarray, np.ndarray]]:
     """A pattern as (op, width, rows (n, warp), cols (n, warp), counts (n,)) groups."""
-    if hasattr(pattern, "groups"):  # already stacked
-        return [(op, w, np.asarray(r, np.int64), np.asarray(c, np.int64), np.asarray(k, np.int64))
-                for op, w, r, c, k in pattern.groups]  # fmt: skip
+    if hasattr(pattern, "groups"):  # already stacked (lanes kept in int32 where they are: half the bytes)
+        return [(op, w, _lanes(r), _lanes(c), np.asarray(k, np.int64)) for op, w, r, c, k in pattern.groups]
     groups: dict[tuple[str, int], list[Any]] = {}
     for ins in pattern:
         groups.setdefault((ins.op, ins.access_bytes), []).append(ins)
@@ -96,6 +74,12 @@ def _stacked(pattern: Any, warp: int) -> list[tuple[str, int, np.ndarray, np.nda
         counts = np.array([i.count for i in items], dtype=np.int64)
         out.append((op, width, rows, cols, counts))
     return out
+
+
+def _lanes(a: Any) -> np.ndarray:
+    """Lanes as an int32 or int64 array (any other type as int64)."""
+    a = np.asarray(a)
+    return a if a.dtype in (np.int32, np.int64) else a.astype(np.int64)
 
 
 def _reach(rows: np.ndarray, cols: np.ndarray) -> tuple[int, int, int]:
@@ -130,20 +114,6 @@ def _check_bounds(name: str, layout: Any, rows: np.ndarray, cols: np.ndarray) ->
         )
 
 
-class _PerLayout(dict):
-    """A layout's periods or tile parameters, computed once per distinct layout (``fn`` on a miss)."""
-
-    def __init__(self, fn: Callable[[Any], Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def of(self, layout: Any) -> Any:
-        try:
-            return self[layout] if layout in self else self.setdefault(layout, self.fn(layout))
-        except TypeError:  # unhashable
-            return self.fn(layout)
-
-
 # (spec, dtype, dist, arch) -> (pattern memo, layout) -> score
 _UNIT_SCORES: dict[tuple, dict[tuple, tuple[int, int]]] = {}
 _UNIT_SCORES_MAX = 1 << 19
@@ -153,41 +123,6 @@ def _spec_id(spec: KernelSpec) -> tuple:
     from .kernels_registry import source_hash
 
     return (spec.NAME, spec.BACKEND, source_hash(spec))
-
-
-def _ids(code: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """(each entry's distinct index, in the codes' order; one entry holding each distinct code) of codes
-    in [0, size): marks in a table of ``size`` where that is small (no sort), else one sort of the codes
-    each packed with its entry's index where that fits in 63 bits (a sort of values: several times faster
-    than ``np.unique``'s argsort, or than looking each code up in the sorted distinct ones), else
-    ``np.unique``. The distinct indices follow the codes' order in every case."""
-    bits = max(1, (len(code) - 1).bit_length())
-    if size <= max(8 * len(code), 1 << 22):
-        seen = np.zeros(size, dtype=bool)
-        seen[code] = True
-        ids = (np.cumsum(seen, dtype=np.int32) - 1)[code]
-        count = int(seen.sum())
-    elif size < 1 << (62 - bits):
-        sk = code << bits  # (in place from here: every fresh page costs early in a process)
-        sk |= np.arange(len(code))
-        sk.sort()
-        order = sk & ((1 << bits) - 1)
-        sk >>= bits
-        new = np.empty(len(sk), dtype=bool)
-        new[:1] = True
-        np.not_equal(sk[1:], sk[:-1], out=new[1:])
-        del sk
-        run = np.cumsum(new)
-        run -= 1
-        ids = np.empty(len(code), dtype=np.int64)
-        ids[order] = run
-        count = int(ids[order[-1]]) + 1 if len(code) else 0
-    else:
-        uniq, ids = np.unique(code, return_inverse=True)
-        ids, count = ids.ravel(), len(uniq)
-    rep = np.empty(count, dtype=np.int64)
-    rep[ids] = np.arange(len(code))
-    return ids, rep
 
 
 def score_candidates(
@@ -360,233 +295,3 @@ def _score_units(
             wave[sel], ideal[sel] = _score_chunk(pats, which, lays, [id(x) for x in lays], arch)
             pats, sel, which, size, held, bounds, reaches = [], [], [], 0, {}, set(), {}
     return wave, ideal
-
-
-def _score_chunk(
-    patterns: list[list[tuple[str, int, np.ndarray, np.ndarray, np.ndarray]]],
-    which: list[int],
-    unit_layouts: list[Any],
-    layout_ids: list[int],
-    arch: Arch,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(wavefronts, ideal) of units given as their pattern (an index into ``patterns``) and layout."""
-    # every pattern's instructions, stacked: pattern m holds rows [start[m], end[m])
-    parts = [g for groups in patterns for g in groups]
-    sizes = [sum(len(g[2]) for g in groups) for groups in patterns]
-    end = np.cumsum(sizes, dtype=np.int64)
-    start = end - np.array(sizes, dtype=np.int64)
-    if not parts:
-        return np.zeros(len(which), dtype=np.int64), np.zeros(len(which), dtype=np.int64)
-    kinds: dict[tuple[str, int], int] = {}
-    kind = np.concatenate([np.full(len(p[2]), kinds.setdefault((p[0], p[1]), len(kinds))) for p in parts])
-    # a group of one instruction is left where it is (as a period of None leaves every instruction)
-    multi = np.concatenate([np.full(len(p[2]), len(p[2]) > 1) for p in parts])
-    rows = np.concatenate([p[2] for p in parts])
-    cols = np.concatenate([p[3] for p in parts])  # (an inactive lane's column is never read below)
-    counts = np.concatenate([p[4] for p in parts])
-    # an instruction recurs across patterns (one tile walk under other layouts' vector widths, prefixes of
-    # one sample): each distinct one's lowest active row and column, and its shape (its lanes relative to
-    # them), worked out once (the fp16 CUDA transpose: 31,000 instructions, 4,600 distinct)
-    uniq, inst_of = _distinct_instructions(kind * 2 + multi, rows, cols)
-    u_rows, u_cols = rows[uniq], cols[uniq]
-    active = u_rows >= 0
-    big = np.iinfo(np.int64).max
-    lo_r, lo_c = np.where(active, u_rows, big).min(axis=1), np.where(active, u_cols, big).min(axis=1)
-    lo_r, lo_c = np.where(lo_r == big, 0, lo_r), np.where(lo_c == big, 0, lo_c)
-    shape_rep, shape_of = model_distinct_rows(
-        np.concatenate(
-            [np.where(active, u_rows - lo_r[:, None], -1), np.where(active, u_cols - lo_c[:, None], 0)], 1
-        )
-    )
-    n_shapes = len(shape_rep)
-    # per unit: its layout (one entry per layout object) and its block: (pattern, the layout's period)
-    objs = dict(zip(layout_ids, unit_layouts))  # each layout object, in order of first appearance
-    number = dict(zip(objs, range(len(objs))))
-    lays: list[Any] = list(objs.values())
-    ul_a = np.fromiter(map(number.__getitem__, layout_ids), dtype=np.int64, count=len(layout_ids))
-    periods = _PerLayout(_periods)
-    per_at: dict[tuple[int, int], int] = {}  # each distinct period, numbered
-    per_of = np.array([per_at.setdefault(periods.of(x) or (0, 0), len(per_at)) for x in lays], np.int64)
-    # blocks numbered in order of first appearance among the units
-    _, firsts, inverse = np.unique(
-        np.asarray(which, dtype=np.int64) * len(per_at) + per_of[ul_a], return_index=True, return_inverse=True
-    )
-    order = np.argsort(firsts)
-    renumber = np.empty(len(order), dtype=np.int64)
-    renumber[order] = np.arange(len(order))
-    ub_a, first_unit = renumber[inverse.ravel()], firsts[order]
-    bm = np.asarray(which, dtype=np.int64)[first_unit]
-    bp, bq = np.array(list(per_at), dtype=np.int64).reshape(-1, 2)[per_of[ul_a[first_unit]]].T
-    # An instruction moved down by whole periods (a group of one instruction stays where it is, as a
-    # period of None leaves every instruction) has its lowest row and column within the first period; its
-    # content is its class (kind and shape) and that offset, one int64 code. Blocks of one period at a
-    # time: the modulus is one number, and the temporaries stay small.
-    cls, multi = kind[uniq] * n_shapes + shape_of, multi[uniq]  # (of the distinct instructions)
-    r_lo, r_hi = min(0, int(lo_r.min())), max(int(lo_r.max()), int(bp.max()) - 1)
-    c_lo, c_hi = min(0, int(lo_c.min())), max(int(lo_c.max()), int(bq.max()) - 1)
-    dr_n, dc_n = r_hi - r_lo + 1, c_hi - c_lo + 1
-    if len(kinds) * n_shapes * dr_n * dc_n >= 2**62:
-        raise SpecError(f"smem_pattern: rows up to {r_hi} and columns up to {c_hi} are beyond any tile")
-    sizes = end - start
-    by_period: dict[tuple[int, int], list[int]] = {}
-    for b, per in enumerate(zip(bp.tolist(), bq.tolist())):
-        by_period.setdefault(per, []).append(b)
-    got: list[tuple[np.ndarray, ...]] = []  # per period: block, code, count, instruction, dr, dc
-    for (pp, qq), blocks in by_period.items():
-        # each distinct instruction's offset within the period and its code, then the blocks' instructions
-        dr = np.where(multi, lo_r % pp, lo_r) if pp > 0 else lo_r
-        dc = np.where(multi, lo_c % qq, lo_c) if qq > 0 else lo_c
-        code_of = (cls * dr_n + (dr - r_lo)) * dc_n + (dc - c_lo)
-        blocks_a = np.array(blocks, dtype=np.int64)
-        b_of, inst = _expand(start[bm[blocks_a]], sizes[bm[blocks_a]])
-        u = inst_of[inst]
-        code = code_of[u]
-        # a block's distinct contents and their counts: the (block, code) keys sorted, each packed with its
-        # entry's index where it fits (a sort of values: several times faster than an argsort)
-        span, bits = int(code_of.max()) + 1, max(1, (len(code) - 1).bit_length())
-        if span * len(blocks) < 2 ** (62 - bits):
-            sk = np.sort(((b_of * span + code) << bits) | np.arange(len(code)))
-            order = sk & ((1 << bits) - 1)
-            sk >>= bits
-        elif span * len(blocks) < 2**62:
-            key = b_of * span + code
-            order = np.argsort(key, kind="stable")
-            sk = key[order]
-        else:
-            sk = None
-        if sk is not None:  # counts summed over each run of equal keys
-            new = np.empty(len(sk), dtype=bool)
-            new[:1] = True
-            np.not_equal(sk[1:], sk[:-1], out=new[1:])
-            at = np.flatnonzero(new)
-            first, count = order[at], np.add.reduceat(counts[inst[order]], at)
-        else:
-            key = np.stack([b_of, code], axis=1)
-            _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
-            count = np.bincount(inv.ravel(), weights=counts[inst], minlength=len(first)).astype(np.int64)
-        got.append((blocks_a[b_of[first]], code[first], count))
-    # (arrays no longer needed are dropped as the work goes on: the first ranking of a process pays for
-    # every fresh page, about 4 us each on the 2-core machine; the fp16 transpose's ranking peaked at 163 MB
-    # of arrays, now 108)
-    m_block, m_code, m_count = (np.concatenate(x) for x in zip(*got))
-    del got
-    m_content, crep = _ids(m_code, len(kinds) * n_shapes * dr_n * dc_n)
-    # each content's lanes (rows then cols): its shape's, moved to the offset its code holds
-    code = m_code[crep]
-    c_dr, c_dc = (code // dc_n) % dr_n + r_lo, code % dc_n + c_lo
-    kind0, c_shape = np.divmod(code // (dr_n * dc_n), n_shapes)
-    u0 = shape_rep[c_shape]  # (a distinct instruction of that shape)
-    i0 = uniq[u0]
-    act0 = rows[i0] >= 0
-    r0 = np.where(act0, rows[i0] - (lo_r[u0] - c_dr)[:, None], -1)
-    c0 = np.where(act0, cols[i0] - (lo_c[u0] - c_dc)[:, None], 0)
-    del rows, cols, m_code, parts
-    # each block's contents are one run (a period's keys sort by block first): where each run starts
-    b_len = np.bincount(m_block, minlength=len(bm))
-    b_start = np.zeros(len(bm), dtype=np.int64)
-    runs = np.flatnonzero(np.concatenate([[True], m_block[1:] != m_block[:-1]]))
-    b_start[m_block[runs]] = runs
-    del m_block
-    # every unit's rows: its block's contents under its layout; distinct (content, layout) pairs
-    lens = b_len[ub_a]
-    offset = np.cumsum(lens) - lens  # where each unit's run of rows starts
-    row = np.repeat(b_start[ub_a] - offset, lens)
-    row += np.arange(len(row))  # (``_expand``'s index, without its owners: each unit's layout repeated)
-    lay = np.repeat(ul_a, lens)
-    # tile layouts with the same formula parameters (tiles of other row counts) give every content the same
-    # addresses: a pair is (content, the layout's formula), the formula's first layout standing for it
-    prm: list[Any] = [_tile_params(x) for x in lays]
-    # layouts of stacked tiles (``_parts``), each as a tuple of parts: addressed part by part below
-    parted = [None if p is not None else _parts(x) for x, p in zip(lays, prm)]
-    formula: dict[Any, int] = {}
-    same = np.array(
-        [formula.setdefault(p if p is not None else q if q is not None else j, j)
-         for j, (p, q) in enumerate(zip(prm, parted))],
-        np.int64,
-    )  # fmt: skip
-    # formulas numbered densely: the (content, formula) table below is contents x formulas, not x layouts
-    forms, form_of = value_ranks(same)
-    n_forms = len(forms)
-    content, eff, n_eff = m_content[row], form_of[lay], n_forms
-    if any(q is not None for q in parted):
-        # stacked tiles: where one part of its layout holds every active lane of a content, the pair is
-        # (content, the part's tile formula, first row and byte base), whichever layout the part is in
-        # (the fp32 GEMM: 161,000 pairs of its 1,056 layouts -> 22,000); else (content, the layout)
-        part_params, pid, part_of, combo_of = _part_rows(parted, *_extent(r0, c0))
-        hit = part_of[content, combo_of[lay]]
-        most = max(len(q) for q in parted if q is not None)
-        eff = np.where(hit >= 0, n_forms + pid[lay * most + np.maximum(hit, 0)], eff)
-        n_eff += len(part_params)
-    pair, prep = _ids(*combine_codes((content, 0, len(crep) - 1), (eff, 0, n_eff - 1)))
-    pc, pl, pe = content[prep], lay[prep], eff[prep]
-    del content, eff, lay
-    # each pair's addresses: formula layouts (tiles, replicated arrays) and parts of stacked tiles all at
-    # once, any other layout through its own offsets
-    on_tile = np.array([x is not None for x in prm])[pl]
-    table = np.array([x if x is not None else (0,) * 6 for x in prm], dtype=np.int64)
-    if on_tile.all():
-        addr = _tile_addresses(table[pl], r0, c0, pc)
-    else:
-        addr = np.empty((len(prep), r0.shape[1]), dtype=np.int64)
-        at = np.flatnonzero(on_tile)
-        addr[at] = _tile_addresses(table[pl[at]], r0, c0, pc[at])
-        at = np.flatnonzero(pe >= n_forms)
-        if len(at):
-            addr[at] = _tile_addresses(part_params[pe[at] - n_forms], r0, c0, pc[at])
-        at = np.flatnonzero(~on_tile & (pe < n_forms))
-        at = at[np.argsort(pl[at], kind="stable")]
-        for run in np.split(at, np.flatnonzero(np.diff(pl[at])) + 1) if len(at) else ():
-            addr[run] = np.asarray(lays[int(pl[run[0]])].offsets(r0[pc[run]], c0[pc[run]]), dtype=np.int64)
-    cost_w, cost_d = np.empty(len(prep), dtype=np.int64), np.empty(len(prep), dtype=np.int64)
-    kind0 = kind0[pc]
-    # pairs come in content order, and a content's code starts with its kind: each kind is one run of
-    # pairs, scored as a slice of the addresses (no copy)
-    runs = bool((kind0[1:] >= kind0[:-1]).all())
-    for (op, width), kd in kinds.items():
-        if runs:
-            lo, hi = np.searchsorted(kind0, [kd, kd + 1]).tolist()
-            sel: Any = slice(lo, hi) if hi > lo else None
-        else:
-            sel = np.flatnonzero(kind0 == kd)
-            sel = sel if len(sel) else None
-        if sel is not None:
-            cost_w[sel], cost_d[sel] = analyze_distinct(addr[sel], width, op, arch)
-    del addr
-    # each unit's rows are one run: summed per run, in int64 (exact; the float64 bincount this replaces
-    # was exact too below 2**53), a unit without rows left at 0
-    k = m_count[row]
-    wave, ideal = np.zeros(len(which), dtype=np.int64), np.zeros(len(which), dtype=np.int64)
-    some = np.flatnonzero(lens)
-    if len(some):
-        at = offset[some]
-        wave[some] = np.add.reduceat(k * cost_w[pair], at)
-        ideal[some] = np.add.reduceat(k * cost_d[pair], at)
-    return wave, ideal
-
-
-def _distinct_instructions(
-    kind: np.ndarray, rows: np.ndarray, cols: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(one instruction holding each distinct one, each instruction's distinct index) of instructions given
-    by kind (n,), rows and cols (n, warp): equal kinds and lanes, matched by a hash and checked exactly
-    (a collision, or lanes wider than the hash: every instruction its own)."""
-    n, w = rows.shape
-    if 2 * w + 1 > 128:
-        return np.arange(n), np.arange(n)
-    h = row_hashes(rows) + row_hashes(cols, w) + row_hashes(kind[:, None], 2 * w)
-    uniq, inst_of = _groups(h)  # (one sort of values, no argsort; hashes equal in their high bits group)
-    for s in range(0, n, _CHECK_ROWS):  # every instruction equals its hash's first, or hashes collided
-        rep = uniq[inst_of[s : s + _CHECK_ROWS]]
-        same = (rows[rep] == rows[s : s + _CHECK_ROWS]).all() and (
-            cols[rep] == cols[s : s + _CHECK_ROWS]
-        ).all()
-        if not same or not (kind[rep] == kind[s : s + _CHECK_ROWS]).all():
-            return np.arange(n), np.arange(n)
-    return uniq, inst_of
-
-
-def _expand(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(owner, index) of every entry of the ranges [starts[i], starts[i] + lengths[i]), range by range."""
-    owner = np.repeat(np.arange(len(lengths)), lengths)
-    offset = np.cumsum(lengths) - lengths
-    return owner, np.repeat(starts - offset, lengths) + np.arange(len(owner))

@@ -381,8 +381,13 @@ def _order(
         keys.append((by_text[at], 0, len(vals) - 1))
     # the names' text ranks as one code, first name first (mixed radix: the same order as the ranks one by
     # one); Prediction.footprint and .wavefronts_per_tile are these, as ints
-    text = combine_codes(*keys)[0] if keys else np.zeros(n, dtype=np.int64)
+    text, size = combine_codes(*keys) if keys else (np.zeros(n, dtype=np.int64), 1)
     foot, waves = smem.astype(np.int64), np.asarray(wave).astype(np.int64)
+    # (wavefronts, footprint, text) as one code where it fits in 63 bits (two stable sorts, not four)
+    low = min(int(foot.min()), int(waves.min())) if n else 0
+    span_f, span_w = (int(foot.max()) + 1, int(waves.max()) + 1) if n else (1, 1)
+    if low >= 0 and span_w * span_f * size < 2**63:
+        return np.lexsort(((waves * span_f + foot) * size + text, seconds)).tolist()
     return np.lexsort((text, foot, waves, seconds)).tolist()
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import threading
 import weakref
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -282,7 +282,7 @@ class Space:
             objs = np.empty(len(vals), dtype=object)
             objs[:] = [(k, v) for v in vals.tolist()]
             self._pairs.append((objs, at.ravel()))
-        self._frozen: list[tuple[tuple[str, int], ...] | None] = [None] * self.n
+        self._frozen = np.full(self.n, None, dtype=object)  # (an object array: stored and read back in C)
         self._frozen_made = np.zeros(self.n, dtype=bool)
         self.masks: OrderedDict[Any, np.ndarray] = OrderedDict()  # shape -> legal rows
         self.scores: dict[Any, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # -> wave, ideal, known
@@ -294,11 +294,12 @@ class Space:
         rows = np.asarray(rows, dtype=np.int64)
         at = rows[~self._frozen_made[rows]]
         if len(at):
-            made = zip(*(objs[of[at]].tolist() for objs, of in self._pairs))
-            # stored and read back by maps over the list's own methods: no bytecode per row
-            deque(map(self._frozen.__setitem__, at.tolist(), made), maxlen=0)
+            # each row's tuple made by zip over the columns' shared pairs, stored and read back as an object
+            # array (no bytecode per row; fromiter keeps each tuple whole)
+            made = zip(*(objs.take(of.take(at)).tolist() for objs, of in self._pairs))
+            self._frozen[at] = np.fromiter(made, dtype=object, count=len(at))
             self._frozen_made[at] = True
-        return list(map(self._frozen.__getitem__, rows.tolist()))  # type: ignore[arg-type]
+        return self._frozen.take(rows).tolist()
 
     def constants(self, i: int) -> dict[str, int]:
         f = self._frozen[i]
@@ -390,7 +391,9 @@ class Space:
         todo = np.flatnonzero(~known[rows])
         if len(todo):
             at = rows[todo]
-            lays = [layouts[i] for i in todo.tolist()]
+            lays = (
+                list(layouts[: len(rows)]) if len(todo) == len(rows) else [layouts[i] for i in todo.tolist()]
+            )
             keys = getattr(spec, "PATTERN_KEYS", None)
             memos = units = None
             if keys:

@@ -67,6 +67,7 @@ __all__ = [
     "DTYPE_BYTES",
     "spec_name",
     "per_distinct",
+    "distinct_combinations",
     "combine_codes",
     "row_codes",
     "value_ranks",
@@ -233,17 +234,49 @@ def row_codes(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
     return combine_codes(*spans)[0]
 
 
+def distinct_combinations(cols: Sequence[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the first row holding each distinct combination of the columns' values, the combinations ordered
+    by their values column by column, first column first; each row's combination) of ``n`` rows.
+
+    Integer columns of a few values each (a space's tunables) are numbered by their values' ranks
+    (``value_ranks``, no sort) into one mixed-radix code, and the codes marked in a table of every
+    combination: no sort at all. Otherwise ``np.unique`` of ``row_codes``, in the same order."""
+    ranks, size = [], 1
+    for c in cols:
+        c = np.asarray(c)
+        if c.dtype.kind not in "iub" or (c.dtype.kind == "u" and c.dtype.itemsize == 8) or not n:
+            size = None
+            break
+        vals, at = value_ranks(c.astype(np.int64, copy=False))
+        ranks.append((at.ravel(), len(vals)))
+        size *= len(vals)
+    if size is None or size > max(8 * n, 1 << 20):
+        _, first, index = np.unique(row_codes(cols, n), return_index=True, return_inverse=True)
+        return first, index.ravel()
+    code = np.zeros(n, dtype=np.int64)
+    for at, span in ranks:  # (ranks of a column's values order its rows as the values do)
+        code *= span
+        code += at
+    seen = np.zeros(size, dtype=bool)
+    seen[code] = True
+    rank = np.cumsum(seen, dtype=np.int64)
+    rank -= 1
+    index = rank[code]
+    first = np.empty(int(rank[-1]) + 1, dtype=np.int64)
+    first[index[::-1]] = np.arange(n - 1, -1, -1)  # (the last write of each is its first row)
+    return first, index
+
+
 def per_distinct(columns: Mapping[str, Any], names: Sequence[str]) -> tuple[list[dict[str, int]], np.ndarray]:
     """For a spec's batch hooks: the distinct combinations of the named columns (each the whole first row
     that has it, as a constants dict of Python ints) and each row's combination. A hook asks its scalar
     function once per combination of the constants that function reads and spreads the answers with the
     index (``answers[index]``)."""
     n = len(next(iter(columns.values()))) if columns else 0
-    code = row_codes([columns[k] for k in names], n)
-    _, first, index = np.unique(code, return_index=True, return_inverse=True)
+    first, index = distinct_combinations([columns[k] for k in names], n)
     keys = list(columns)
     rows = [dict(zip(keys, v)) for v in zip(*(np.asarray(columns[k])[first].tolist() for k in keys))]
-    return rows, index.ravel()
+    return rows, index
 
 
 def batched_info(

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from . import layouts  # (its classes read at each call: a patched class is seen)
+
 # the scorer imports the underscored names below (tests/test_score.py tests them there)
 __all__: list[str] = []
 
@@ -25,8 +27,6 @@ def _tile_params(layout: Any) -> tuple[int, int, int, int, int, int] | None:
     offsets are the one tile formula with a column stride (``_tile_addresses``), else None: autopad.layouts'
     padded / swizzled tiles (column stride 1) and replicated arrays (no swizzle; replica-major rows of
     ``bins + pad``, or interleaved: column stride ``replicas + pad``), each of its class's own offsets."""
-    from . import layouts
-
     base = getattr(layouts, "_Tile", None) or getattr(layouts, "Tile", None)
     rep = getattr(layouts, "Replicated", None)
     if rep is not None and type(layout).offsets is rep.offsets and isinstance(layout, rep):
@@ -81,7 +81,8 @@ def _tile_addresses(params: np.ndarray, rows: np.ndarray, cols: np.ndarray, whic
     col_bytes = (params[:, 5] * params[:, 4]).astype(dt)
     step = max(1, _BLOCK_LANES // max(1, rows.shape[1]))
     for s in range(0, len(which), step):
-        r, c = rows[which[s : s + step]], cols[which[s : s + step]]
+        # (``take`` along the rows: several times faster than indexing a 2-D array with an index array)
+        r, c = rows.take(which[s : s + step], axis=0), cols.take(which[s : s + step], axis=0)
         if parted:  # row r of the layout is row r - first of the part's tile
             r = np.where(r < 0, r, r - params[s : s + step, 6, None].astype(dt))
         # the one formula (layouts.py): r * (cols + pad) + ((c // vec) ^ ((r // per_phase) % max_phase))
@@ -91,11 +92,14 @@ def _tile_addresses(params: np.ndarray, rows: np.ndarray, cols: np.ndarray, whic
         if swizzled:
             lv, lp, mmask = (params[s : s + step, j, None].astype(dt) for j in (1, 2, 3))
             c = c ^ (((r >> lp) & mmask) << lv)
-        o = r * row_bytes[s : s + step, None]
-        o += c * col_bytes[s : s + step, None]
+        o = out[s : s + step]  # written in place: no temporary the size of the block
+        np.multiply(r, row_bytes[s : s + step, None], out=o)
+        c *= col_bytes[s : s + step, None]
+        o += c
         if parted:
             o += params[s : s + step, 7, None].astype(dt)
-        out[s : s + step] = o if dense else np.where(r < 0, -1, o)
+        if not dense:
+            o[r < 0] = -1
     return out
 
 

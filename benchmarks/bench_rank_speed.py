@@ -54,6 +54,18 @@ run in int64), with ``results/rank_speed_r6_ec812c6.csv`` the code before it (a 
 the ``machine`` column. ``rank_speed_r6_fp16a*.csv`` and ``rank_speed_r6_fp16b*.csv``: the fp16 transpose
 alone, 11 runs each, minutes later (the two trees' medians cross from run to run: 0.93 / 0.88 s and 0.87
 / 0.99 s with import, this round's first).
+``results/cpu/rank_speed_r7.csv``: issue 14's seventh round (git log: the chunk scorer in
+autopad/score_chunk.py, its contents numbered once over every period's codes, (content, formula) pairs read
+off formula-major codes, 2-D gathers with ``take``, formula rows grouped by moves of whole access units,
+int32 lanes for the CUDA transpose's patterns; ``legal_batch``'s distinct rows by a table of value ranks;
+frozen constants in an object array; the ranking order in two stable sorts), with
+``rank_speed_r7_e9ad218.csv`` the code before it (a worktree of git e9ad218, ``--compare``), 9 runs each,
+load average 1.9: fp16 0.76 s with import (0.63-0.93) against 0.90 s (0.72-1.09), the first ranking
+0.56 s against 0.70 s; fp32 0.65 s against 0.72 s. The same, minutes earlier at load 3.1
+(``rank_speed_r7a*.csv``, 7 runs): fp16 0.83 s against 0.86 s, fp32 0.55 s against 0.57 s; and the fp16
+transpose alone at load 2.6 (``rank_speed_r7b*.csv``, 11 runs): 0.64 s against 0.81 s. Instructions
+executed by the first fp16 ranking (cachegrind; within 1% from run to run, where the wall clock of this
+shared machine moves by a third): 2,336 M -> 1,868 M, the scoring 1,426 M -> 1,035 M.
 
     python benchmarks/bench_rank_speed.py                       # every case, 3 runs each
     python benchmarks/bench_rank_speed.py --cases transpose-fp32 --runs 5

@@ -87,6 +87,14 @@ def test_stacked_groups_match_the_instructions():
     assert sum(len(g[2]) for g in pat.groups) == len(ins) == len(pat)
     assert [(op, w) for op, w, *_ in pat.groups] == [("store", 16), ("ldmatrix.x4.trans", 16)]
     assert ins[0].name == "st w0 p0" and ins[-1].name.startswith("ldsm w3")
+    for c2 in (c, dict(c, READOUT=0), dict(c, READOUT=1, TILE_N=64)):  # the groups' lanes: int32, as listed
+        pat = T.smem_pattern(c2, "float16")
+        for op, w, rows, cols, counts in pat.groups:
+            assert rows.dtype == cols.dtype == np.int32 and counts.tolist() == [1] * len(rows)
+            mine = [i for i in pat if (i.op, i.access_bytes) == (op, w)]
+            assert rows.tolist() == [i.rows.tolist() for i in mine] and cols.tolist() == [
+                i.cols.tolist() for i in mine
+            ]
 
 
 def test_register_readout_quarters_the_int8_wavefronts():

@@ -98,3 +98,28 @@ def test_analyze_distinct_with_idle_rows_high_addresses_and_narrow_ints():
     bad[5, 2] = -7
     with pytest.raises(ValueError, match=r"row 5 lane 2 has negative address -7"):
         analyze_distinct(bad)
+
+
+def test_checked_moved_distinct_equals_moved_distinct_or_refuses_a_bad_batch():
+    """Checked block by block while it hashes, a batch groups as ``moved_distinct`` groups it: every lane
+    active, lanes inactive in some blocks only, and whole turns apart; an entry below -1 or at the limit
+    gives None."""
+    from autopad.distinct import _DISTINCT_CHUNK, checked_moved_distinct, moved_distinct
+
+    rng = np.random.default_rng(2)
+    n = 2 * _DISTINCT_CHUNK + 50  # (three blocks)
+    base = (rng.integers(0, 64, size=(n, 32)) * 4).astype(np.int32)
+    k = len(base[1::3])
+    base[1::3] = base[::3][:k] + 128 * rng.integers(1, 9, (k, 1)).astype(np.int32)  # whole turns apart
+    holes = base.copy()
+    holes[_DISTINCT_CHUNK + 5 :: 4, 3] = -1  # inactive lanes after the first block only
+    for work in (base, holes):
+        dense = bool((work >= 0).all())
+        want_reps, want_inv = moved_distinct(work, 128, dense)
+        reps, inv = checked_moved_distinct(work, 128, 1 << 32)
+        assert np.array_equal(reps, want_reps) and np.array_equal(inv, want_inv)
+        assert len(reps) < n
+    for value, limit in ((-2, 1 << 32), (1 << 20, 1 << 20)):
+        bad = base.copy()
+        bad[-1, 5] = value  # (in the last block)
+        assert checked_moved_distinct(bad, 128, limit) is None

@@ -130,3 +130,23 @@ def test_column_values_without_a_sort_equal_np_unique():
     for col in (rng.integers(-5, 100, 1000), np.full(5, 7), rng.integers(0, 1 << 40, 100), np.zeros(0, int)):
         got, want = _values(col), np.unique(col, return_inverse=True)
         assert got[0].tolist() == want[0].tolist() and got[1].ravel().tolist() == want[1].ravel().tolist()
+
+
+def test_distinct_combinations_equal_np_unique_of_the_row_codes():
+    """The batch hooks' distinct rows (``spec.distinct_combinations``): by a table of the columns' value
+    ranks where their combinations are few, else ``np.unique`` of the row codes; the same first rows,
+    order and index either way, bool and wide-ranged columns included."""
+    import numpy as np
+
+    from autopad.spec import distinct_combinations, row_codes
+
+    rng = np.random.default_rng(4)
+    n = 5000
+    few = [rng.choice([32, 64, 128], n), rng.choice([1, 2, 4, 8, 16], n), rng.random(n) < 0.3]
+    wide = [*few, rng.integers(0, 1 << 40, n) // (1 << 35) * (1 << 35)]  # 32 values 2**35 apart
+    many = [rng.integers(0, 1000, n), rng.integers(0, 1000, n)]  # a million combinations: np.unique
+    for cols in (few, wide, many, few[:1]):
+        _, want_first, want_index = np.unique(row_codes(cols, n), return_index=True, return_inverse=True)
+        first, index = distinct_combinations(cols, n)
+        assert first.tolist() == want_first.tolist() and index.tolist() == want_index.ravel().tolist()
+    assert len(distinct_combinations(few, n)[0]) == 30

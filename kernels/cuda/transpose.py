@@ -37,9 +37,10 @@ from autopad.access import Instruction
 from autopad.arch import get_arch
 from autopad.bases import CudaKernel, Out
 from autopad.layouts import Legality, Padded, Swizzled
-from autopad.spec import DTYPE_BYTES, per_distinct
+from autopad.spec import DTYPE_BYTES, distinct_combinations
 
 _ARCH = get_arch("sm_90")
+_LEGAL = Legality(True)  # (one answer shared by every legal candidate: a ranking asks thousands of times)
 _SOURCE = Path(__file__).with_name("transpose.cu")
 MAX_VEC_REGS = 64  # 4-byte registers the load phase may hold per thread (LPASS x VEC x elem / 4)
 # Rows that are not a whole number of VEC-element vectors (4097 x 8191) send every SCALAR_EDGE = 1 tile down
@@ -111,6 +112,7 @@ _LANES = np.arange(32, dtype=np.int64)
 _Names = Callable[[], tuple[str, ...]]  # a phase's loop names, made only when its instructions are asked for
 # READOUT 2: lane 8i + j points ldmatrix's matrix i, row j at this row of a 32 x 8 block (transpose.cu)
 _LDSM_ROW = 8 * ((_LANES % 8) >> 1) + 2 * (((_LANES >> 3) + ((_LANES % 8) >> 1)) & 3) + (_LANES & 1)
+_LANES32, _LDSM_ROW32 = _LANES.astype(np.int32), _LDSM_ROW.astype(np.int32)  # (the patterns' lanes: int32)
 
 
 class SmemPattern:
@@ -161,27 +163,29 @@ class SmemPattern:
 
 @lru_cache(maxsize=1024)
 def _pattern(tm: int, tn: int, threads: int, vec: int, readout: int, e: int) -> SmemPattern:
+    # lanes as int32 arrays [warp, instruction, lane], each one made whole by the arithmetic itself (no
+    # broadcast views to copy later): a ranking builds some hundred patterns and stacks them all
     c = {"TILE_M": tm, "TILE_N": tn, "THREADS": threads, "VEC": vec}
     lx, ly, lpass, sx, sy, spass = _phases(c)
     warps = threads // 32
-    w = np.arange(warps, dtype=np.int64)[:, None, None]
-    t = w * 32 + _LANES  # [warp, 1, lane]: threadIdx.x
+    w = np.arange(warps, dtype=np.int32)[:, None, None]
+    t = w * 32 + _LANES32  # [warp, 1, lane]: threadIdx.x
     # store phase, pass p: lane writes VEC elements at (ly + p*LY, lx*VEC) in one VEC*elem st.shared
-    p = np.arange(lpass, dtype=np.int64)[:, None]
-    rows, cols = np.broadcast_arrays(t // lx + p * ly, (t % lx) * vec)
+    rows = t // lx + np.arange(0, lpass * ly, ly, dtype=np.int32)[:, None]
+    cols = np.repeat((t % lx) * vec, lpass, axis=1)
     phases = [("st", "store", vec * e, rows, cols, lambda: tuple(f"p{i}" for i in range(lpass)))]
     if readout == 2:  # ldmatrix.x4.trans: unit u = w + p*WARPS is rows 32a.., columns 8cb..8cb+7
         n = tm * tn // 256 // warps
-        u = w + warps * np.arange(n, dtype=np.int64)[:, None]
+        u = w + warps * np.arange(n, dtype=np.int32)[:, None]
         a, cb = u % (tm // 32), u // (tm // 32)
-        rows, cols = np.broadcast_arrays(32 * a + _LDSM_ROW, 8 * cb)
+        rows, cols = 32 * a + _LDSM_ROW32, np.repeat(8 * cb, 32, axis=2)
         phases.append(("ldsm", "ldmatrix.x4.trans", 16, rows, cols, lambda: tuple(f"p{i}" for i in range(n))))
     else:  # READOUT 0: VEC element loads per pass; 1: VEC 4-byte words of G columns per pass
         g = 4 // e if readout == 1 else 1
         npass = tn // (sy * g)
-        p = np.repeat(np.arange(npass, dtype=np.int64), vec)[:, None]
-        v = np.tile(np.arange(vec, dtype=np.int64), npass)[:, None]
-        rows, cols = np.broadcast_arrays((t % sx) * vec + v, (t // sx + p * sy) * g)
+        p = np.repeat(np.arange(0, npass * sy, sy, dtype=np.int32), vec)[:, None]  # (pass p: p * SY)
+        v = np.tile(np.arange(vec, dtype=np.int32), npass)[:, None]
+        rows, cols = (t % sx) * vec + v, (t // sx + p) * g
 
         def names() -> tuple[str, ...]:
             return tuple(f"p{i} v{j}" for i in range(npass) for j in range(vec))
@@ -538,7 +542,7 @@ def _legal_tile(tm: int, tn: int, vec: int, pad: int, sv: int, pp: int, mp: int,
         return Legality(False, f"the tile and its {vec} halo rows (misaligned rows) exceed the shared budget")
     if tm % vec:
         return Legality(False, f"TILE_M {tm} is not a whole number of {vec}-element vectors")
-    return Legality(True)
+    return _LEGAL
 
 
 @lru_cache(maxsize=1 << 15)
@@ -574,14 +578,16 @@ def _legal_threads(tm: int, tn: int, t: int, vec: int, readout: int, scalar: int
             return Legality(False, f"{tm} x {tn}: not whole 32 x 8 blocks per warp")
     if lpass * vec * e > 4 * MAX_VEC_REGS:
         return Legality(False, f"{lpass} passes of {vec * e} bytes exceed {MAX_VEC_REGS} registers")
-    return Legality(True)
+    return _LEGAL
 
 
 def _each(fn: Any, cols: dict[str, np.ndarray], *extra: Any) -> np.ndarray:
     """``bool(fn(*row, *extra))`` for every row of ``cols`` (values in the dict's order), called once per
-    distinct row."""
-    rows, at = per_distinct(cols, list(cols))
-    return np.array([bool(fn(*r.values(), *extra)) for r in rows], dtype=bool)[at]
+    distinct row (its values as Python ints, as ``legal`` passes them)."""
+    n = len(next(iter(cols.values()))) if cols else 0
+    first, at = distinct_combinations(list(cols.values()), n)
+    rows = zip(*(np.asarray(c)[first].tolist() for c in cols.values()))
+    return np.array([bool(fn(*r, *extra)) for r in rows], dtype=bool)[at]
 
 
 @lru_cache(maxsize=1 << 14)
@@ -656,7 +662,7 @@ def _legal_shape(
     gy, smaller = _cdiv(m, tm), [g for g in _GROUPS if g < group]
     if group > 1 and smaller and gy <= smaller[-1]:
         return Legality(False, f"GROUP {group} on {gy} tile rows walks the order of GROUP {smaller[-1]}")
-    return Legality(True)
+    return _LEGAL
 
 
 def _scalar(c: dict[str, int]) -> bool:
