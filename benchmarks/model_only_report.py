@@ -511,6 +511,8 @@ def repeats(shapes: Sequence[Shape], d: Path) -> list[dict[str, Any]]:
                 continue
             at = {k: i for i, k in enumerate(a.keys)}
             ib = [i for i, k in enumerate(b.keys) if k in at]
+            if not ib:  # keys of another space (run 46's name SCALAR_EDGE and GROUP, run 2's do not)
+                continue
             ia = [at[b.keys[i]] for i in ib]
             r = noise.retest(a.ms[ia], a.iqr[ia], b.ms[ib], b.iqr[ib], noise.REPS, _rho)
             out.append({"what": f"{name}: {a.run} against {b.run} (every candidate)", **r})
