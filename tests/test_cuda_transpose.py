@@ -190,6 +190,32 @@ def test_narrow_global_accesses_cost_what_the_study_measured():
     assert T.launch_info(new, (4097, 8191), "float16")["dram_efficiency"] == 1.0
 
 
+def test_the_misaligned_builds_extra_instructions_are_issue_time():
+    """The misaligned build (SCALAR_EDGE 0, VEC > 1, rows not whole vectors) states its extra instructions
+    as ``issue_cycles``: load passes (the halo's included) x (30 + 8 a 4-byte word) a thread, a warp's at two
+    instructions a cycle. Every other build, and every build on rows of whole vectors, states none (their
+    rankings are what they were)."""
+    c = dict(T.DEFAULTS, TILE_M=64, TILE_N=64, THREADS=256, VEC=8, SCALAR_EDGE=0, GROUP=64)
+    c.update(SW_VEC=8, SW_PER_PHASE=8, SW_MAX_PHASE=8)
+
+    def cycles(cc: dict, shape: tuple, dtype: str = "float16") -> float:
+        return T.launch_info(cc, shape, dtype)["issue_cycles"]
+
+    # LX = 8 vectors a row, LY = 32 rows a pass: 2 load passes, and 1 halo pass where M % 8 != 0; 8 warps
+    assert cycles(c, (4097, 8191)) == 3 * (30 + 8 * 4) * 8 / 2
+    assert cycles(c, (4096, 8191)) == 2 * (30 + 8 * 4) * 8 / 2  # only the input rows shifted: no halo
+    assert cycles(dict(c, VEC=2, SW_VEC=2), (4097, 8191)) == (8 + 1) * (30 + 8) * 8 / 2  # LY = 8: 8 passes
+    for other in (dict(c, SCALAR_EDGE=1, GROUP=1), dict(c, VEC=1, SW_VEC=1)):
+        assert cycles(other, (4097, 8191)) == 0
+    for shape in ((4096, 4096), (8, 4096, 1024), (3000, 5000)):
+        assert cycles(c, shape) == 0
+    spec = builtin_spec("transpose", "cuda")
+    assert all(
+        spec.launch_info(cc, (8192, 8192), "float32")["issue_cycles"] == 0
+        for cc in enumerate_candidates(spec, (8192, 8192), "float32")[::50]
+    )
+
+
 def test_group_is_a_measured_launch_constant_of_the_vector_path():
     """GROUP only on SCALAR_EDGE 0; the model cannot see its locality, so its gain is the H200's measured
     one, largest on rows that are not whole 16-byte vectors; values that walk the same order are dropped."""

@@ -159,6 +159,33 @@ def test_instructions_the_pattern_does_not_list_take_issue_time():
     assert match.bound == "issue"
 
 
+def test_the_misaligned_transposes_instructions_rank_its_vector_widths_as_measured():
+    # fp16 4097 x 8191, H200 run 46, the vector path in its best block order (SCALAR_EDGE 0, GROUP 64): the
+    # best 4-byte-vector layout of a tile and thread count measured a median 1.54x the best 16-byte one; the
+    # DRAM-bound model tied them (1.00) and ranked the 7,151 candidates at Spearman 0.57. The misaligned
+    # build's extra instructions (kernels/cuda/transpose.py ``issue_cycles``, counted from SASS, nothing
+    # timed) give 1.35 and 0.81
+    path = QUALITY.parent / "2026-12-02" / "run46" / "study" / "quality_rows.csv.gz"
+    group = ("transpose", "cuda", "float16", "4097x8191")
+    rows = [r for r in mo.load_rows(path)[group] if "GROUP=64," in r["key"] and "SCALAR_EDGE=0" in r["key"]]
+    s = mo._features(*group, rows, "run46")
+    sec = mo.predicted(s)
+    assert mo.figures(s, sec)["spearman"] > 0.78
+    issue = np.array([i["issue_cycles"] for i in s.infos])
+    bare = mo.predict_arrays([{**i, "issue_cycles": 0.0} for i in s.infos], s.traffic, s.wave, s.ideal, A,
+                             s.layouts)[0]  # fmt: skip
+    assert (issue > 0).all() == all(c["VEC"] > 1 for c in s.consts) and mo.figures(s, bare)["spearman"] < 0.6
+    best: dict[tuple, dict[int, tuple[float, float]]] = {}
+    for c, ms, p in zip(s.consts, s.ms, sec):
+        cfg = (c["TILE_M"], c["TILE_N"], c["THREADS"])
+        m0, p0 = best.setdefault(cfg, {}).get(c["VEC"], (np.inf, np.inf))
+        best[cfg][c["VEC"]] = (min(m0, ms), min(p0, p))
+    pairs = [(v[2], v[8]) for v in best.values() if 2 in v and 8 in v]
+    assert len(pairs) == 23
+    assert np.median([a[0] / b[0] for a, b in pairs]) > 1.5  # measured
+    assert 1.25 < np.median([a[1] / b[1] for a, b in pairs]) < 1.5  # modelled
+
+
 def test_a_warp_match_ranks_the_histogram_as_measured_held_out():
     # AGG 1 (__match_any_sync) ran 6.3x the time of AGG 0 on uint8 input in both runs; the shared-memory
     # model saw no difference (Spearman 0.18-0.37 over the uint8 spaces). MATCH_ANY_CYCLES was measured on

@@ -17,7 +17,9 @@ funnel-shifted in registers, edges are predicated whole vectors, and the kernel 
 (``min_blocks``); at sm_90 the original 128 x 128 fp16 read-outs took 128 to 182 registers (1 to 2 blocks
 per SM), the vector path 40 to 48. The model cannot see registers, so on aligned shapes the two paths tie;
 0 is the value that sorts first among ties, so the tuner's first round measures the vector path and its
-local search the original one.
+local search the original one. On misaligned rows the vector path's shuffles, funnel shifts and shifted
+read-out cost instructions the aligned build does not run; the spec states them as issue time
+(``issue_cycles``, read off the SASS): narrow vectors there are instruction-bound (H200 run 46).
 """
 
 from __future__ import annotations
@@ -73,6 +75,20 @@ _REG_OVERHEAD = {0: 16, 1: 4}  # registers besides the loads: aligned build, mis
 # predicates (the next lane's vector is a shuffle result used at once, not held across passes); fitted with
 # ptxas on all 289 misaligned geometries (benchmarks/results/cpu/register_overhead.md): none spills
 _REG_PER_PASS = {0: 0, 1: 5}
+# Instructions the misaligned build (SCALAR_EDGE 0, VEC > 1, rows not whole vectors) issues per thread beyond
+# the aligned build of the same constants, which the predictor's fitted constants already price: per load
+# pass (the halo's included) ~30 for the row pointer, the segment's shift and bounds, the edge lane's second
+# load and the shifted read-out row's index arithmetic, plus ~8 per 4-byte word of the vector for its
+# shuffle, select stages and funnel shift. Read off the SASS of 265 hot-path builds, 1- to 8-byte elements
+# (nvcc 13.0, sm_90; benchmarks/results/h200/quality/transpose_model_gaps.md, run 46): median error 9%,
+# unbiased on padded tiles; a swizzled tile's shifted read-out also computes each element's XOR at run time
+# (+3 an element), left to the predictor's swizzle term (counted here too, run 46's model-only pick went
+# from 1.090 to 1.287 of the best). No timing went into the two constants.
+_MIS_PASS_INSTR = 30
+_MIS_WORD_INSTR = 8
+# those instructions are integer ALU (IMAD, LOP3, SHF, SEL, ISETP) and shuffles: sm_90 executes 64 integer
+# lanes per clock per SM, two warp instructions a cycle, half the four schedulers' issue rate
+_INT_WARP_INSTR_PER_CLK = 2
 
 
 def _dims(shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -611,8 +627,8 @@ def _launch_arrays(
     e: int,
 ) -> dict[str, np.ndarray]:
     """The launch info of candidates given as arrays (one entry each; ``pad`` is the tile's padding, 0 for
-    a swizzled tile): blocks, threads, the tile's footprint, tiles per block, bytes in flight and the
-    global side's efficiency."""
+    a swizzled tile): blocks, threads, the tile's footprint, tiles per block, bytes in flight, the
+    global side's efficiency and the misaligned build's extra instructions (``issue_cycles``)."""
     b, m, n = _dims(shape)
     gx, gy = -(-n // tn), -(-m // tm)
     lpass = tm // (threads // (tn // vec))
@@ -627,6 +643,18 @@ def _launch_arrays(
     for g, v in gains.items():
         gain[group == g] = v
     eff = np.where(scalar, eff, eff * (gain / max(gains.values())))
+    # the misaligned build's extra instructions, in SM cycles per block: passes of the load loop (the halo's
+    # ceil(VEC / LY) more where output rows are shifted too, M % VEC != 0; READOUT 2 is not legal there)
+    # times instructions a pass, each warp's at the integer rate. H200 run 46, fp16 4097 x 8191, GROUP 64:
+    # the best 4-byte-vector layout of a tile and thread count measured a median 1.54x the best 16-byte one
+    # (23 configurations; 8-byte: 1.10x), where the DRAM-bound model said 1.00 (1.02); with this term 1.35
+    ly = threads // (tn // vec)
+    halo = m % vec != 0
+    passes = lpass + np.where(halo, -(-vec // ly), 0)
+    words = np.maximum(1, vec * e // 4)
+    per_thread = passes * (_MIS_PASS_INSTR + _MIS_WORD_INSTR * words)
+    shifted = ~scalar & misaligned & (vec > 1)
+    issue = np.where(shifted, threads // 32 * per_thread / _INT_WARP_INSTR_PER_CLK, 0.0)
     return {
         "blocks": np.where(scalar, gx * gy * min(b, 65535), b * gx * gy),
         "threads": threads,
@@ -635,6 +663,7 @@ def _launch_arrays(
         # the load loop issues all its passes before the first use: bytes each thread has in flight
         "inflight_bytes": lpass * vec * e,
         "dram_efficiency": eff,
+        "issue_cycles": issue,
     }
 
 
