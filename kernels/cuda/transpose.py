@@ -405,8 +405,7 @@ class TransposeCuda(TransposeIO, CudaKernel):
             _ARCH.max_blocks_per_sm,
         )
         _, ly, lpass = _phases(c)[:3]
-        # the halo rows: ceil(VEC / LY) passes more (transpose.cu's HPASS; one in the tuned space)
-        lpass += -(-c["VEC"] // ly) if _halo(c, misaligned) else 0
+        lpass += _hpass(c["VEC"], ly) if _halo(c, misaligned) else 0
         words = lpass * max(1, c["VEC"] * e // 4)  # the loaded vectors, in 4-byte registers
         # misaligned: each pass's addresses and shift; READOUT 1 holds VEC words while permuting
         need = words + lpass * _REG_PER_PASS[int(misaligned)] + _REG_OVERHEAD[int(misaligned)]
@@ -509,6 +508,11 @@ class TransposeCuda(TransposeIO, CudaKernel):
             fires[id(kernel)](out, x, *extra, *flag)
 
         return go
+
+
+def _hpass(vec: Any, ly: Any) -> Any:
+    """Load passes of the halo rows: ceil(VEC / LY) (transpose.cu's HPASS; one in the tuned space)."""
+    return -(-vec // ly)
 
 
 def _halo(c: dict[str, int], misaligned: bool) -> int:
@@ -631,7 +635,8 @@ def _launch_arrays(
     global side's efficiency and the misaligned build's extra instructions (``issue_cycles``)."""
     b, m, n = _dims(shape)
     gx, gy = -(-n // tn), -(-m // tm)
-    lpass = tm // (threads // (tn // vec))
+    ly = threads // (tn // vec)  # rows a load pass covers
+    lpass = tm // ly
     misaligned = (m % vec != 0) | (n % vec != 0)
     width = np.where(scalar & misaligned, e, vec * e)  # bytes per global access
     eff = np.where(width < 4, 1.0 / (1.0 + NARROW_ACCESS_COST), 1.0)
@@ -648,9 +653,8 @@ def _launch_arrays(
     # times instructions a pass, each warp's at the integer rate. H200 run 46, fp16 4097 x 8191, GROUP 64:
     # the best 4-byte-vector layout of a tile and thread count measured a median 1.54x the best 16-byte one
     # (23 configurations; 8-byte: 1.10x), where the DRAM-bound model said 1.00 (1.02); with this term 1.35
-    ly = threads // (tn // vec)
     halo = m % vec != 0
-    passes = lpass + np.where(halo, -(-vec // ly), 0)
+    passes = lpass + np.where(halo, _hpass(vec, ly), 0)
     words = np.maximum(1, vec * e // 4)
     per_thread = passes * (_MIS_PASS_INSTR + _MIS_WORD_INSTR * words)
     shifted = ~scalar & misaligned & (vec > 1)
