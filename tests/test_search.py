@@ -118,7 +118,9 @@ def test_first_round_spans_launch_configurations_and_the_search_steps_from_the_f
             (k,) = changed
             values = tr.SPACE[k]
             assert abs(values.index(cfg[k]) - values.index(other[k])) == 1
-    assert sum(1 for c in steps if launch_config(tr, c) == launch_config(tr, here)) == 2
+    own = [c for c in steps if launch_config(tr, c) == launch_config(tr, here)]
+    # the next 2 best-predicted layouts of its own configuration, and its unpadded twin where that is not one
+    assert len(own) == 2 or (len(own) == 3 and "unpadded" not in here.roles)
 
 
 # ---- the batched ranking against a straightforward one ---------------------------------------------------
@@ -354,3 +356,40 @@ def test_candidate_keeps_its_dataclass_behaviour_without_an_instance_dict():
     made = _candidates([x.constants for x in ranked], [x.layout for x in ranked],
                        [x.prediction for x in ranked], [x.roles for x in ranked])  # fmt: skip
     assert made == ranked and all(type(x) is Candidate and x.roles == y.roles for x, y in zip(made, ranked))
+
+
+def test_the_search_steps_onto_each_neighbouring_configuration_with_its_unpadded_twin_too():
+    # the model cannot see a layout's index arithmetic, so beside each neighbouring configuration's
+    # best-predicted layout the search measures the unpadded baseline's layout of it where the model
+    # predicts that within TWIN_MARGIN (H200 run 51: the SIMT GEMM's paired-lane thread map, padded
+    # 0.415-0.434 ms as the model preferred, unpadded 0.395), and not where the conflicts it counts make
+    # the plain layout much slower
+    from autopad.kernels_registry import builtin_spec
+    from autopad.search import TWIN_MARGIN, launch_config, neighbours
+
+    mm = builtin_spec("matmul", "cuda")
+    ranked = rank(mm, (2048, 2048, 2048), "float32")
+    keys = set(mm.LAYOUT_KEYS)
+    plain = next(c for c in ranked if "unpadded" in c.roles)
+    plain_layout = {k: v for k, v in plain.params.items() if k in keys}
+
+    def layout(c):
+        return {k: v for k, v in c.params.items() if k in keys}
+
+    here = ranked[0]
+    assert layout(here) != plain_layout  # the model prefers a padded or swizzled layout here
+    steps = neighbours(mm, ranked, here)
+    configs = {launch_config(mm, c) for c in steps}
+    close = far = 0
+    for cfg in configs:
+        in_cfg = [c for c in ranked if launch_config(mm, c) == cfg]
+        twin = next((c for c in in_cfg if layout(c) == plain_layout), None)
+        if twin is None or twin is in_cfg[0] or twin is here:
+            continue
+        if twin.prediction.seconds <= TWIN_MARGIN * in_cfg[0].prediction.seconds:
+            assert twin in steps  # measured beside the configuration's best-predicted layout
+            close += 1
+        else:
+            assert twin not in steps
+            far += 1
+    assert close > 0
