@@ -96,6 +96,31 @@ def test_operand_re_reads_through_l2_make_small_gemm_tiles_slower():
     assert ratio == pytest.approx(129 / 49)
 
 
+def test_re_reads_that_tma_moves_stream_at_its_own_l2_rate_and_need_its_own_bytes_in_flight():
+    # the Gluon GEMM's operand re-reads streamed 13.3 TB/s (H200 run 2), where LSU re-reads are fitted at
+    # an effective 5 TB/s; and Little's law at that rate asks ~90 KB in flight per SM, not the DRAM's 32 KB
+    a = get_arch("sm_90")
+    traffic = {"bytes": 1e6, "flops": 0.0}
+    base = {"blocks": 132, "threads": 256, "smem_bytes": 65536, "l2_bytes": 4e9}
+    deep = 128 * 1024 / 256  # bytes in flight a thread: 128 KB a block, enough for either need
+    shallow = 48 * 1024 / 256  # 48 KB: enough for the DRAM's need, short of TMA's
+    lsu, tma, tma_shallow, lsu_shallow = predict_batch(
+        [
+            {**base, "inflight_bytes": deep},
+            {**base, "inflight_bytes": deep, "l2_by_tma": 1},
+            {**base, "inflight_bytes": shallow, "l2_by_tma": 1},
+            {**base, "inflight_bytes": shallow},
+        ],
+        traffic, [0] * 4, [0] * 4, "sm_90",
+    )  # fmt: skip
+    t = [dict(p.terms)["l2_s"] for p in (lsu, tma, tma_shallow, lsu_shallow)]
+    assert t[0] / t[1] == pytest.approx(a.l2_tma_bytes_per_s / a.l2_bytes_per_s, rel=0.05)
+    # 48 KB in flight costs the TMA stream more than the LSU one: its need is the larger
+    assert t[2] / t[1] > 1.1 and t[2] / t[1] > t[3] / t[0]
+    with pytest.raises(LaunchInfoError):
+        check_launch_info({**base, "l2_by_tma": "yes"}, "launch_info")
+
+
 def test_every_tile_a_block_walks_costs_a_fixed_overhead():
     info = {"blocks": 264, "threads": 256, "smem_bytes": 16384}
     few, many = predict_batch(

@@ -63,9 +63,10 @@ def test_narrow_swizzles_cost_what_was_measured(study, shape):
     m32, m64 = _ratios(s, s.ms)
     assert m32 > 1.5 and m64 > 1.15  # the measured effect (1.57-1.93 and 1.18-1.23)
     p32, p64 = _ratios(s, mo.predicted(s))
-    # the model now charges a narrow swizzle (1.36-1.40x and 1.06x; the L2 stream, at the predictor's
-    # effective 5 TB/s, still binds most tiles and hides part of it), never more than measured
-    assert 1.25 < p32 <= m32 and 1.04 < p64 <= m64
+    # the model charges a narrow swizzle within 20% of what was measured: 1.79-1.80x and 1.38-1.39x. Before
+    # TMA's re-reads streamed at TMA's own L2 rate (l2_by_tma), the L2 stream at the predictor's effective
+    # 5 TB/s bound most tiles and hid the wavefronts: 1.36-1.40x and 1.06x
+    assert 1 / 1.2 < p32 / m32 < 1.2 and 1 / 1.2 < p64 / m64 < 1.2, (p32, m32, p64, m64)
 
 
 @pytest.mark.parametrize("shape", SHAPES)

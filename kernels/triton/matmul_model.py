@@ -213,6 +213,7 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
         "l2_bytes": eb * (m * k * _cdiv(n, bn) + n * k * _cdiv(m, bm) + m * n),
         "extra_wavefronts": steps * tma_wgmma_rows(c, dtype) + epilogue_rows(c, dtype),
         "inflight_bytes": (c["STAGES"] - 1) * ring_step / threads,
+        "l2_by_tma": 0 if c.get("PATH", 0) else 1,
     }
     if c.get("PATH", 0):
         info["tiles_per_block"] = steps
