@@ -49,9 +49,10 @@ class Arch:
     # L2 -> SM rate of a tiled kernel's operand re-reads: fitted on the quality study's GEMMs
     # (benchmarks/model_only_report.py), not a microbenchmark: an effective figure, ~1.2x the copy rate
     l2_bytes_per_s: float = 5e12
-    # ... and of re-reads that TMA moves (a whole box per instruction, no LSU in the way): the Gluon GEMM's
-    # operand re-reads at bf16 4096^3 streamed 13.3 TB/s (H200 run 2, quality/gluon_gemm_model_notes.md)
-    l2_tma_bytes_per_s: float = 12e12
+    # ... and of re-reads that asynchronous bulk copies move (TMA: a whole box per instruction; Triton's
+    # pipelined cp.async: 16-byte copies that bypass registers and L1): the Gluon GEMM's operand re-reads
+    # at bf16 4096^3 streamed 13.3 TB/s (H200 run 2, quality/gluon_gemm_model_notes.md)
+    l2_async_bytes_per_s: float = 12e12
 
     @property
     def phase_bytes(self) -> int:

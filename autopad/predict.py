@@ -98,8 +98,8 @@ KEYS = {
     "passes": "launches over the input; each after the first costs Constants.launch_s (default 1)",
     "mma_bytes": "operand bytes of tensor-core arithmetic (2: bf16/fp16, 4: tf32, 1: fp8); 0 = SIMT",
     "l2_bytes": "bytes all blocks read and write through L2, operand re-reads included (default: traffic)",
-    "l2_by_tma": "1 if TMA moves the l2_bytes (the Arch's TMA L2 rate, judged against L2's own latency "
-    "need), else 0 (default)",
+    "l2_async": "1 if asynchronous bulk copies (TMA, pipelined cp.async) move the l2_bytes: the Arch's "
+    "async L2 rate, judged against L2's own latency need; else 0 (default)",
     "extra_wavefronts": "shared-memory wavefronts per block the pattern does not list (TMA, wgmma reads)",
     "block_cycles": "SM cycles a block spends after its tiles, over all its launches (a counters' flush)",
     "issue_cycles": "SM cycles of instructions per block per tile the pattern does not list (a warp match)",
@@ -119,7 +119,7 @@ INFO_DEFAULTS = {
     "dram_efficiency": 1.0,
     "mma_bytes": 0.0,
     "l2_bytes": np.nan,
-    "l2_by_tma": 0.0,
+    "l2_async": 0.0,
     "extra_wavefronts": 0.0,
     "block_cycles": 0.0,
     "issue_cycles": 0.0,
@@ -382,16 +382,17 @@ def predict_arrays(
     # tiled kernels re-read operands through L2 (a GEMM reads A N/BN times and B M/BM times): where the
     # spec counts those bytes (``l2_bytes``) they stream at the L2 rate, with the same bytes in flight
     t_l2 = np.where(np.isnan(l2_bytes), 0.0, np.nan_to_num(l2_bytes) / (a.l2_bytes_per_s * knee_x))
-    # ... except what TMA moves (``l2_by_tma``): that streams at the TMA's L2 rate, and its bytes in flight
-    # must cover the same latency at that rate, latency x its SM share (~90 KB at 12 TB/s, where the DRAM
-    # need is 32 KB): a 2-stage ring of 128x256x64 tiles (48 KB in flight) ran 1.58x its 3-stage time at
-    # bf16 4096^3 (H200 run 2), which the DRAM need calls enough
-    tma = cols["l2_by_tma"] > 0
-    if tma.any():
-        need_l2 = a.dram_latency_s * a.l2_tma_bytes_per_s / a.sm_count
+    # ... except what asynchronous bulk copies move (``l2_async``: TMA, Triton's pipelined cp.async): that
+    # streams at their own L2 rate, and its bytes in flight must cover the same latency at that rate,
+    # latency x its SM share (~90 KB at 12 TB/s, where the DRAM need is 32 KB): a 2-stage ring of
+    # 128x256x64 tiles (48 KB in flight) ran 1.58x its 3-stage time at bf16 4096^3 (H200 run 2), which
+    # the DRAM need calls enough
+    bulk = cols["l2_async"] > 0
+    if bulk.any():
+        need_l2 = a.dram_latency_s * a.l2_async_bytes_per_s / a.sm_count
         x_l2 = np.where(per_thread > 0, resident * threads * np.nan_to_num(per_thread) / need_l2, x)
-        t_tma = np.nan_to_num(l2_bytes) / (a.l2_tma_bytes_per_s * _knee(x_l2))
-        t_l2 = np.where(tma & ~np.isnan(l2_bytes), t_tma, t_l2)
+        t_bulk = np.nan_to_num(l2_bytes) / (a.l2_async_bytes_per_s * _knee(x_l2))
+        t_l2 = np.where(bulk & ~np.isnan(l2_bytes), t_bulk, t_l2)
     t_smem = (wavefronts * tiles + extra_wf) * blocks / a.smem_wavefronts_per_s
     # arithmetic needs warps to hide its latencies (shared loads, the FMA pipeline): one resident warp per
     # scheduler (4 per SM) reaches ~0.84 of the peak on the same smooth knee, two ~0.97. A 1024^3 SIMT GEMM

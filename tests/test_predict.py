@@ -107,18 +107,18 @@ def test_re_reads_that_tma_moves_stream_at_its_own_l2_rate_and_need_its_own_byte
     lsu, tma, tma_shallow, lsu_shallow = predict_batch(
         [
             {**base, "inflight_bytes": deep},
-            {**base, "inflight_bytes": deep, "l2_by_tma": 1},
-            {**base, "inflight_bytes": shallow, "l2_by_tma": 1},
+            {**base, "inflight_bytes": deep, "l2_async": 1},
+            {**base, "inflight_bytes": shallow, "l2_async": 1},
             {**base, "inflight_bytes": shallow},
         ],
         traffic, [0] * 4, [0] * 4, "sm_90",
     )  # fmt: skip
     t = [dict(p.terms)["l2_s"] for p in (lsu, tma, tma_shallow, lsu_shallow)]
-    assert t[0] / t[1] == pytest.approx(a.l2_tma_bytes_per_s / a.l2_bytes_per_s, rel=0.05)
+    assert t[0] / t[1] == pytest.approx(a.l2_async_bytes_per_s / a.l2_bytes_per_s, rel=0.05)
     # 48 KB in flight costs the TMA stream more than the LSU one: its need is the larger
     assert t[2] / t[1] > 1.1 and t[2] / t[1] > t[3] / t[0]
     with pytest.raises(LaunchInfoError):
-        check_launch_info({**base, "l2_by_tma": "yes"}, "launch_info")
+        check_launch_info({**base, "l2_async": "yes"}, "launch_info")
 
 
 def test_every_tile_a_block_walks_costs_a_fixed_overhead():

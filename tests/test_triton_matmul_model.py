@@ -64,8 +64,8 @@ def test_narrow_swizzles_cost_what_was_measured(study, shape):
     assert m32 > 1.5 and m64 > 1.15  # the measured effect (1.57-1.93 and 1.18-1.23)
     p32, p64 = _ratios(s, mo.predicted(s))
     # the model charges a narrow swizzle within 20% of what was measured: 1.79-1.80x and 1.38-1.39x. Before
-    # TMA's re-reads streamed at TMA's own L2 rate (l2_by_tma), the L2 stream at the predictor's effective
-    # 5 TB/s bound most tiles and hid the wavefronts: 1.36-1.40x and 1.06x
+    # TMA's re-reads streamed at the async copies' own L2 rate (l2_async), the L2 stream at the predictor's
+    # effective 5 TB/s bound most tiles and hid the wavefronts: 1.36-1.40x and 1.06x
     assert 1 / 1.2 < p32 / m32 < 1.2 and 1 / 1.2 < p64 / m64 < 1.2, (p32, m32, p64, m64)
 
 
@@ -256,3 +256,11 @@ def test_the_spec_delegates_to_the_model_module():
     assert G.launch_info(c, DECODE, "bfloat16") == MM.launch_info(G.SPEC, c, DECODE, "bfloat16")
     got = [(i.name, i.rows.tolist(), i.cols.tolist()) for i in MM.smem_pattern(G.SPEC, P1, "float16")]
     assert got == [(i.name, i.rows.tolist(), i.cols.tolist()) for i in G.smem_pattern(P1, "float16")]
+
+
+def test_async_copies_move_the_re_reads_where_they_are_pipelined():
+    # TMA always (PATH 0); PATH 1's cp.async only where Triton can prove the rows 16-byte aligned and so
+    # pipelines them (tl_rows_aligned): at 3000 x 1000 x 2000 it cannot, and its loads are plain
+    for shape, p1 in (((2048, 2048, 2048), 1), ((3000, 1000, 2000), 0)):
+        assert G.launch_info(D, shape, "bfloat16")["l2_async"] == 1
+        assert G.launch_info(P1, shape, "bfloat16")["l2_async"] == p1
