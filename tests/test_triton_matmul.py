@@ -266,10 +266,20 @@ def test_warp_specialized_legality():
     assert G.legal(PP, big, "float16") and G.legal({**PP, "BM": 64, "BN": 256}, big, "float16")
     assert G.c_bufs(PP, "float16") == 2 and G.ws_maxnreg(PP) == G.ws_maxnreg(WS) == 168
     assert G.ws_maxnreg({**WS, "WARPS": 4}) == 256  # 4 + 1 warps: two warpgroups
-    # the model sees the plain kernel's geometry, as for PERSIST 1
-    for c in (WS, PP):
+    # the model sees one program per SM walking its tiles, as for PERSIST 1: 480 tiles on 132 programs,
+    # 4 rounds, the last one 84 programs busy (the tensor cores' 480 / 528); the rest is the plain kernel's
+    for c in (WS, PP, {**WS, "PERSIST": 1}):
         base = G.launch_info({**c, "PERSIST": 0}, big, "bfloat16")
-        assert {**G.launch_info(c, big, "bfloat16"), "smem_bytes": 0} == {**base, "smem_bytes": 0}
+        info = G.launch_info(c, big, "bfloat16")
+        tiles = 24 * (5000 // c["BN"] + 1)
+        per = -(-tiles // 132)
+        assert info["blocks"] == 132 and base["blocks"] == tiles and info["tiles_per_block"] == per
+        assert info["extra_wavefronts"] == per * base["extra_wavefronts"]
+        assert info["flops_efficiency"] == pytest.approx(tiles / (per * 132))
+        moved = ("blocks", "tiles_per_block", "extra_wavefronts", "flops_efficiency", "smem_bytes")
+        assert {k: v for k, v in info.items() if k not in moved} == {
+            k: v for k, v in base.items() if k not in moved
+        }
 
 
 def _ws_replay(tiles, nprog, k_tiles, stages, consumers):

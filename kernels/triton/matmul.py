@@ -30,8 +30,9 @@ Constants: ``BM, BN, BK, STAGES, WARPS, SWIZZLE, GROUP_M, SPLIT_K, PERSIST, PATH
   alternate tiles and turns at the tensor cores, so one's epilogue overlaps the other's wgmma; each
   holds a BM x BN accumulator, so BM * BN <= 16384 (128 fp32 registers a thread). 2 and 3 launch with a
   register cap (``ws_maxnreg``) so that the extra warpgroup fits the register file. Legal when there are
-  more tiles than SMs, for 16-bit and tf32 alike. The model sees the tile geometry of the plain kernel
-  (the overlap is invisible to it), so all are measured.
+  more tiles than SMs, for 16-bit and tf32 alike. The model sees one program per SM walking
+  ceil(tiles / SMs) tiles, its last round's idle tensor cores included; the overlap of loads, wgmma and
+  epilogue between the four is invisible to it, so the tuner measures them.
 * ``PATH`` (0, 1): 0 is the Gluon TMA kernel; 1 the plain ``tl.dot`` kernel with masked pointer loads
   (Triton stages them with cp.async into NVMMA 128-byte-swizzled tiles), legal for every shape: TMA needs
   row strides that are multiples of 16 bytes, so a 16-bit N or K that is not a multiple of 8 has PATH 1
