@@ -76,6 +76,26 @@ ROW_FIELDS = [
 ]
 
 
+def with_shapes(configs: list, ids: Sequence[str]) -> list:
+    """The configurations with the shapes ``ids`` names (``kernel/backend/dtype/MxNxK``) in place of their
+    own: a shape no recorded study measured, for a held-out check of the model. A configuration named
+    by no id keeps its shapes; an id that names no configuration is a ValueError."""
+    if not ids:
+        return configs
+    extra: dict[tuple[str, str, str], list[tuple[int, ...]]] = {}
+    for rid in ids:
+        parts = rid.split("/")
+        if len(parts) != 4 or not all(x.isdigit() for x in parts[3].split("x")):
+            raise ValueError(
+                f"--shape {rid!r}: expected kernel/backend/dtype/MxNxK (e.g. matmul/triton/bfloat16/64x64x64)"
+            )
+        extra.setdefault(tuple(parts[:3]), []).append(tuple(int(x) for x in parts[3].split("x")))
+    known = {(k, b, d) for k, b, d, _dist, _shapes in configs}
+    if set(extra) - known:
+        raise ValueError(f"--shape: no configuration {sorted(set(extra) - known)}; these are {sorted(known)}")
+    return [(k, b, d, dist, tuple(extra.get((k, b, d), shapes))) for k, b, d, dist, shapes in configs]
+
+
 def append_member(path: Path, text: str) -> None:
     """Append ``text`` to the gzip file ``path`` as one complete member (gzip readers take a file's members
     as one stream), so the file is readable whatever happens after this returns."""
@@ -436,6 +456,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ranking", help="rankings written by --rank-only (else computed here)")
     ap.add_argument("--only", help="comma-separated kernel/backend/dtype/shape ids to measure (default: all)")
     ap.add_argument(
+        "--shape",
+        action="append",
+        default=[],
+        help="kernel/backend/dtype/MxNxK: study this shape instead of the configuration's own (repeatable)",
+    )
+    ap.add_argument(
         "--verify", help="comma-separated ids: tune each for real and time its pick beside the best"
     )
     ap.add_argument(
@@ -449,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     started = time.perf_counter()
     which = [int(i) for i in args.configs.split(",")] if args.configs else range(len(CONFIGS))
-    configs = [CONFIGS[i] for i in which]
+    configs = with_shapes([CONFIGS[i] for i in which], args.shape)
     only = set(args.only.split(",")) if args.only else set()
 
     if args.rank_only:

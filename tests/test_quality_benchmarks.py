@@ -168,3 +168,17 @@ def test_verify_fills_a_recorded_best_with_the_constants_added_since(tmp_path, m
     assert timed[row["best"]] == filled and filled["SCALAR_EDGE"] == 1 and filled["GROUP"] == 1
     assert row["pick_over_best"] == pytest.approx(0.9)
     assert (tmp_path / "quality_verify.csv").is_file()
+
+
+def test_shapes_no_study_recorded_replace_a_configurations_own():
+    cfgs = tq.with_shapes(
+        tq.CONFIGS, ["matmul/triton/bfloat16/3000x5000x1000", "matmul/triton/bfloat16/1024x8192x4096"]
+    )
+    gl = [c for c in cfgs if c[:3] == ("matmul", "triton", "bfloat16")]
+    assert gl[0][4] == ((3000, 5000, 1000), (1024, 8192, 4096))
+    assert [c for c in cfgs if c[:3] != gl[0][:3]] == [c for c in tq.CONFIGS if c[:3] != gl[0][:3]]
+    assert tq.with_shapes(tq.CONFIGS, []) == tq.CONFIGS
+    with pytest.raises(ValueError, match="no configuration"):
+        tq.with_shapes(tq.CONFIGS, ["matmul/triton/float8/64x64x64"])
+    with pytest.raises(ValueError, match="expected kernel/backend/dtype/MxNxK"):
+        tq.with_shapes(tq.CONFIGS, ["matmul/triton/bfloat16"])
