@@ -25,7 +25,12 @@ from autopad.layouts import Legality, Structs
 from . import histogram as H
 
 _SOURCE = Path(__file__).with_name("histogram.cu")
-SOURCE_FILES = H.SOURCE_FILES
+# what keys the tuning cache: the kernel and the Python that decides what is built and launched (this
+# module: layout, macros, grid; histogram_launch.py: the launch itself, the aligned inputs, the SM count)
+SOURCE_FILES = tuple(
+    str(Path(__file__).with_name(f))
+    for f in ("histogram.cu", "common.cuh", "histogram_weighted.py", "histogram_launch.py")
+)
 TOLERANCE_F32 = 1e-4  # float32 atomics add in no fixed order: relative error of the sums against float64
 
 
