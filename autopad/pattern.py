@@ -30,11 +30,17 @@ or per instruction.
 For a Gluon kernel the lanes follow from its register layout: ``gluon_store(register=Blocked(...),
 shape=(...))`` / ``gluon_load`` derive the instructions with ``gluon_model`` (the vector width depends on
 the shared layout, so these need ``layout=``).
+
+Where each part lives (pattern.py was split, one concern a module; every name it defined is still
+importable from here): pattern_expr.py (the expressions: ``evaluate``, ``THREAD_NAMES``, ``RESERVED``),
+pattern_access.py (``Access``, ``load``, ``store``, ``atomic`` and their loops), pattern_gluon.py
+(``GluonAccess``, ``gluon_load``, ``gluon_store``); here, ``Pattern``, which evaluates them for given
+constants into warp instructions, and its per-access result (``_Block``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -42,9 +48,12 @@ from typing import Any
 import numpy as np
 
 from .access import Group, Instruction, Stacked
-from .expr import ExprError, compile_expr, names_in
+from .expr import ExprError  # noqa: F401  (importable from here, as before the split)
 from .gluon_model import Blocked, instruction_arrays, vector_cap
 from .model import WIDTHS
+from .pattern_access import Access, _access, _loops, atomic, load, store  # noqa: F401
+from .pattern_expr import RESERVED, THREAD_NAMES, Expr, _Expr, _expr, _scalar, evaluate  # noqa: F401
+from .pattern_gluon import GluonAccess, _gluon, gluon_load, gluon_store  # noqa: F401
 
 __all__ = [
     "Pattern",
@@ -58,272 +67,6 @@ __all__ = [
     "gluon_store",
     "evaluate",
 ]
-
-Expr = str | int
-THREAD_NAMES = ("tx", "ty", "tz", "tid", "lane", "warp")
-RESERVED = frozenset((*THREAD_NAMES, "E"))
-
-# ---- expressions ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Expr:
-    """One expression compiled by ``autopad.expr`` (cached by text): its text, the names it reads, and a call
-    that turns what numpy lets pass silently (division by zero, a float from a negative power) into errors
-    naming the expression."""
-
-    text: str
-    names: frozenset[str]
-    fn: Callable[[Mapping[str, Any]], Any]
-
-    def __call__(self, env: Mapping[str, Any]) -> Any:
-        try:
-            with np.errstate(divide="raise", invalid="raise"):
-                v = self.fn(env)
-        except ExprError:
-            raise
-        except (ZeroDivisionError, FloatingPointError):
-            raise ExprError(f"expression {self.text!r}: division or modulo by zero") from None
-        except (ValueError, TypeError, OverflowError) as e:
-            raise ExprError(f"expression {self.text!r}: {e}") from None
-        if isinstance(v, float) or (isinstance(v, np.ndarray) and v.dtype.kind == "f"):
-            raise ExprError(f"expression {self.text!r}: gives {v!r}, not an integer (a negative power?)")
-        return v
-
-
-def _expr(x: object, what: str = "expression") -> _Expr:
-    """Text or an int as a compiled expression."""
-    if isinstance(x, _Expr):
-        return x
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (str, int, np.integer)):
-        raise ValueError(f"{what}: expected an int or text such as 'TILE // VEC', got {x!r}")
-    text = x if isinstance(x, str) else str(int(x))
-    return _Expr(text, names_in(text), compile_expr(text))
-
-
-def evaluate(expr: Expr, env: Mapping[str, Any]) -> Any:
-    """``expr`` over ``env`` (names -> ints or numpy arrays) with the pattern's checks; ints stay ints."""
-    return _expr(expr)(env)
-
-
-def _scalar(e: _Expr, env: Mapping[str, Any], what: str) -> int:
-    """A block-wide value (a bound, a width, a block dimension): an int, the same for every lane."""
-    try:
-        v = e(env)
-    except ValueError as err:
-        raise ValueError(f"{what}: {err}") from None
-    if isinstance(v, np.ndarray):
-        if v.size != 1 and not (v == v.flat[0]).all():
-            raise ValueError(
-                f"{what} {e.text!r} differs between lanes; it must be the same for the whole block"
-            )
-        v = v.flat[0]
-    return int(v)
-
-
-# ---- accesses ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class Access:
-    """One shared-memory access in a kernel's source, as the threads' index arithmetic."""
-
-    op: str
-    row: _Expr
-    col: _Expr
-    vec: _Expr
-    width: _Expr | None
-    loops: tuple[tuple[str, _Expr, _Expr, _Expr], ...]
-    when: _Expr | None
-    count: _Expr
-    enabled: _Expr | None
-    name: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.op} {self.name!r}"
-
-    def names(self) -> frozenset[str]:
-        """Names read from outside the access: constants, lets, thread indices, E."""
-        out: set[str] = set()
-        for e in (self.row, self.col, self.vec, self.width, self.when, self.count, self.enabled):
-            out |= e.names if e is not None else set()
-        for _, *bounds in self.loops:
-            out |= set().union(*(b.names for b in bounds))
-        return frozenset(out - {v for v, *_ in self.loops})
-
-
-def _loops(loops: Mapping[str, Any] | None, label: str) -> tuple[tuple[str, _Expr, _Expr, _Expr], ...]:
-    out = []
-    for var, spec in (loops or {}).items():
-        if not isinstance(var, str) or not var.isidentifier() or var in RESERVED:
-            raise ValueError(f"{label}: loop variable {var!r} must be a name other than {sorted(RESERVED)}")
-        if isinstance(spec, (tuple, list)):
-            if len(spec) not in (2, 3):
-                raise ValueError(
-                    f"{label}: loop {var!r} needs (start, stop) or (start, stop, step), got {spec!r}"
-                )
-            start, stop, step = (*spec, 1) if len(spec) == 2 else spec
-        else:
-            start, stop, step = 0, spec, 1
-        bounds = tuple(_expr(b, f"{label}: loop {var!r}") for b in (start, stop, step))
-        inner = {v for v, *_ in out}
-        for b in bounds:  # a bound sees constants and the loops outside it, not the lanes
-            wrong = b.names & (set(THREAD_NAMES) | ({var} | set(loops or {})) - inner)
-            if wrong:
-                raise ValueError(
-                    f"{label}: loop {var!r} bound {b.text!r} reads {sorted(wrong)}; bounds may use constants "
-                    f"and enclosing loops only (every lane runs the same iterations)"
-                )
-        out.append((var, *bounds))
-    return tuple(out)
-
-
-def _access(
-    op: str,
-    row: Expr,
-    col: Expr,
-    vec: Expr = 1,
-    loops: Mapping[str, Any] | None = None,
-    when: Expr | None = None,
-    width: Expr | None = None,
-    count: Expr = 1,
-    name: str | None = None,
-    enabled: Expr | None = None,
-) -> Access:
-    short = name or f"tile[{row}][{col}]".replace(" ", "")
-    label = f"{op} {short!r}"
-    loop_t = _loops(loops, label)
-    fixed = set(THREAD_NAMES) | {v for v, *_ in loop_t}
-    ex = {}
-    for key, value in (("row", row), ("col", col), ("vec", vec), ("count", count)):
-        ex[key] = _expr(value, f"{label}: {key}")
-    for key, value in (("when", when), ("width", width), ("enabled", enabled)):
-        ex[key] = None if value is None else _expr(value, f"{label}: {key}")
-    for key in ("vec", "count", "width", "enabled"):  # one value for the whole block
-        e = ex[key]
-        if e is not None and e.names & fixed:
-            raise ValueError(
-                f"{label}: {key} {e.text!r} reads {sorted(e.names & fixed)}; it must be the same for every "
-                f"lane and iteration"
-            )
-    return Access(
-        op,
-        ex["row"],
-        ex["col"],
-        ex["vec"],
-        ex["width"],
-        loop_t,
-        ex["when"],
-        ex["count"],
-        ex["enabled"],
-        short,
-    )
-
-
-def store(
-    row: Expr,
-    col: Expr,
-    *,
-    vec: Expr = 1,
-    loops: Mapping[str, Any] | None = None,
-    when: Expr | None = None,
-    width: Expr | None = None,
-    count: Expr = 1,
-    name: str | None = None,
-    enabled: Expr | None = None,
-) -> Access:
-    """A shared-memory store: each active lane writes ``vec`` elements from (row, col) along the row.
-
-    ``loops``: {name: (start, stop[, step]) or a count}, nested in order; bounds may use constants and
-    enclosing loops. ``when``: lane mask (false = inactive lane). ``width``: bytes per lane, instead of
-    ``vec * E``. ``count``: executions per tile. ``name``: for reports. ``enabled``: a condition on the
-    constants; when false the access is not part of this variant (no instructions at all).
-    """
-    return _access("store", row, col, vec, loops, when, width, count, name, enabled)
-
-
-def load(
-    row: Expr,
-    col: Expr,
-    *,
-    vec: Expr = 1,
-    loops: Mapping[str, Any] | None = None,
-    when: Expr | None = None,
-    width: Expr | None = None,
-    count: Expr = 1,
-    name: str | None = None,
-    enabled: Expr | None = None,
-) -> Access:
-    """A shared-memory load of ``vec`` elements at (row, col); the keywords are ``store``'s."""
-    return _access("load", row, col, vec, loops, when, width, count, name, enabled)
-
-
-def atomic(
-    row: Expr,
-    col: Expr,
-    *,
-    vec: Expr = 1,
-    loops: Mapping[str, Any] | None = None,
-    when: Expr | None = None,
-    width: Expr | None = None,
-    count: Expr = 1,
-    name: str | None = None,
-    enabled: Expr | None = None,
-) -> Access:
-    """A shared-memory atomic (no broadcast: every lane is its own request); the keywords are ``store``'s."""
-    return _access("atomic", row, col, vec, loops, when, width, count, name, enabled)
-
-
-@dataclass(frozen=True, eq=False)
-class GluonAccess:
-    """``smem.store(x)`` / ``smem.load(L)`` of a Gluon kernel: lanes follow its register layout."""
-
-    op: str
-    register: Blocked
-    shape: tuple[_Expr, _Expr]
-    count: _Expr
-    name: str
-
-    @property
-    def label(self) -> str:
-        return f"gluon_{self.op} {self.name!r}"
-
-    def names(self) -> frozenset[str]:
-        fields = (self.register.size_per_thread, self.register.threads_per_warp, self.register.warps_per_cta)
-        parts = (
-            [_expr(x).names for f in fields for x in f] + [s.names for s in self.shape] + [self.count.names]
-        )
-        return frozenset().union(*parts)
-
-
-def _gluon(op: str, register: Blocked, shape: Sequence[Expr], count: Expr, name: str | None) -> GluonAccess:
-    if not isinstance(register, Blocked):
-        raise ValueError(f"gluon_{op}: register must be a gluon_model.Blocked, got {register!r}")
-    if len(shape) != 2:
-        raise ValueError(f"gluon_{op}: shape must be (rows, cols), got {shape!r}")
-    label = name or f"{register.size_per_thread}x{register.threads_per_warp}x{register.warps_per_cta}"
-    for f in (register.size_per_thread, register.threads_per_warp, register.warps_per_cta):
-        for x in f:
-            _expr(x, f"gluon_{op} {label!r}: register")  # parse now: errors at definition
-    return GluonAccess(op, register, (_expr(shape[0]), _expr(shape[1])), _expr(count), label.replace(" ", ""))
-
-
-def gluon_store(
-    register: Blocked, shape: Sequence[Expr], count: Expr = 1, name: str | None = None
-) -> GluonAccess:
-    """A register tensor in layout ``register`` stored whole to a ``shape`` shared tile."""
-    return _gluon("store", register, shape, count, name)
-
-
-def gluon_load(
-    register: Blocked, shape: Sequence[Expr], count: Expr = 1, name: str | None = None
-) -> GluonAccess:
-    """A ``shape`` shared tile loaded whole into registers of layout ``register``."""
-    return _gluon("load", register, shape, count, name)
-
-
-# ---- the pattern ------------------------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=64)

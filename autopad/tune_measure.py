@@ -41,7 +41,13 @@ class _Progress:
 
 
 class _Measure:
-    """The measuring callable a strategy is given: cache first, then the benchmarker; budgets enforced."""
+    """The measuring callable a strategy is given: cache first, then the benchmarker; budgets enforced.
+
+    A call answers the candidates it was given that have a measurement (``{key: Measurement}``). Asked for
+    more new candidates than ``budget`` has left, it takes as many as the budget allows, the first ones in
+    the order given (a strategy lists its best guesses first), measures those and marks the budget
+    exhausted; it then answers no new candidate. Past ``time_budget_s`` it stops between measurements.
+    """
 
     def __init__(self, req: Request, bench: Any, store: Any, key: Any, show: _Progress) -> None:
         self.req, self.bench, self.store, self.key, self.show = req, bench, store, key, show
@@ -83,10 +89,11 @@ class _Measure:
 
     def __call__(self, cands: Sequence[Candidate]) -> dict[str, Measurement]:
         fresh = [c for c in cands if c.key not in self._keys]
+        over_budget = False
         if self.req.budget is not None:
             room = max(0, self.req.budget - len(self.asked))
-            if len(fresh) > room:
-                fresh, self.exhausted = fresh[:room], True
+            if len(fresh) > room:  # the first ``room`` of them are still measured, below
+                fresh, over_budget = fresh[:room], True
         self.asked += fresh
         self._keys.update(c.key for c in fresh)
         for c in fresh:
@@ -98,6 +105,7 @@ class _Measure:
             self.run(todo, 30, 0)
         elif todo:
             self.exhausted = True
+        self.exhausted = self.exhausted or over_budget
         return {c.key: self.meas[c.key] for c in cands if c.key in self.meas}
 
     def measured(self) -> dict[str, Measurement]:

@@ -1,4 +1,5 @@
-"""cuda.core and torch's CUDA entry points mocked for the launch tests (test_cuda_launch, test_cuda_driver).
+"""cuda.core and torch's CUDA entry points mocked for the launch tests (test_cuda_launch, test_cuda_driver,
+test_histogram_weighted).
 
 Each name is patched in the one module that defines it, which is where every reader looks it up:
 ``cuda_compile._cuda_core`` (read there, by ``cuda_context`` and by ``cuda_launch``),

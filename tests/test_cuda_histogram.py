@@ -50,7 +50,11 @@ def test_every_name_histogram_defined_is_the_object_of_its_new_home():
         assert getattr(H.HistogramCuda, name) is getattr(histogram_space, name), name
     # the module-level names are SPEC's, as before (legal, launcher, ... are its bound methods)
     assert H.legal == S.legal and H.launcher == S.launcher and H.smem_pattern == S.smem_pattern
-    assert H.SOURCE_FILES == (str(H._SOURCE), str(H._SOURCE.with_name("common.cuh")))
+    # the cache key: the kernels and the two modules that decide what is built and launched
+    here = H._SOURCE.parent
+    assert H.SOURCE_FILES == tuple(
+        str(here / f) for f in ("histogram.cu", "common.cuh", "histogram.py", "histogram_launch.py")
+    )
 
 
 def test_thread_byte_flush_arithmetic():

@@ -8,7 +8,9 @@ import shutil
 import numpy as np
 import pytest
 from autopad.kernels.cuda import histogram as H
+from autopad.kernels.cuda import histogram_launch as HL
 from autopad.kernels.cuda import histogram_weighted as W
+from cuda_fakes import fake_cuda_env
 
 from autopad import cuda_runtime as rt
 from autopad.access import score
@@ -72,6 +74,35 @@ def test_inputs_outputs_match_torch_bincount():
         W.inputs_from(x, 10, w.double())
     ok, _ = S.check((e_sums, e_counts), (ref, e_counts))
     assert ok and not S.check((e_sums + 1, e_counts), (ref, e_counts))[0]
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    yield from fake_cuda_env(monkeypatch)
+
+
+def test_the_launcher_reads_the_launch_helpers_where_they_are_defined(fake_cuda, monkeypatch):
+    """histogram_launch.py defines launch_fn, _sm_count and _aligned: a patch there reaches the weighted
+    launcher (cuda.core and torch's CUDA hooks faked, no GPU). The grid is 3 SMs x BLOCKS_PER_SM, both
+    outputs are zeroed, each of the two passes (300 bins, 256 a pass) is one launch of that geometry."""
+    cc, _, torch = fake_cuda
+    made, aligned = [], []
+    real = HL.launch_fn
+    monkeypatch.setattr(HL, "launch_fn", lambda *a, **k: made.append(a) or real(*a, **k))
+    monkeypatch.setattr(HL, "_sm_count", lambda: 3)
+    monkeypatch.setattr(HL, "_aligned", lambda t: aligned.append(t) or t)
+    c = dict(W.DEFAULTS)
+    assert (c["BINS_PER_PASS"], c["BLOCKS_PER_SM"], c["THREADS"]) == (256, 4, 256)
+    built = HL.Built(("whist",), c, "int32")
+    x, w = torch.zeros(1000, dtype=torch.int32), torch.ones(1000)
+    sums, counts = torch.full((300,), 5.0), torch.full((300,), 5, dtype=torch.int32)
+    S.launcher(built, (1000, 300), "int32")((x, w), (sums, counts))
+    smem = S.smem_bytes(c)
+    assert made == [("whist", 12, 256, smem)] and cc.configs == [(12, 256, smem)]
+    assert len(aligned) == 2 and aligned[0] is x and aligned[1] is w
+    assert not sums.any() and not counts.any()
+    ptrs = (counts.data_ptr(), sums.data_ptr(), x.data_ptr(), w.data_ptr())
+    assert [args for *_, args in cc.launches] == [(*ptrs, 1000, lo, 300) for lo in (0, 256)]
 
 
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")

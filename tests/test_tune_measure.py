@@ -69,6 +69,27 @@ def test_the_budget_caps_what_is_asked_and_says_it_is_exhausted():
     assert m.measured() == got
 
 
+def test_a_request_beyond_the_budget_measures_what_the_budget_leaves_in_order():
+    """Asked for more candidates than the budget has left, the first ones up to the budget are measured
+    (in the order given) and returned, and the budget is then exhausted."""
+    req, ranked = _setup(budget=3)
+    bench = TableBench()
+    m = _Measure(req, bench, None, "key", _Progress(False))
+    assert list(m(ranked[:2])) == [c.key for c in ranked[:2]] and not m.exhausted
+    got = m(ranked[5:1:-1])  # 4 asked, 1 left: the first of them as given
+    assert list(got) == [ranked[5].key] and m.exhausted and m.asked == [*ranked[:2], ranked[5]]
+    assert [[k for k, _ in j.candidates] for j in bench.jobs] == [
+        [c.key for c in ranked[:2]],
+        [ranked[5].key],
+    ]
+    # a first request over the whole budget: its first ``budget`` candidates, one job
+    req, _ = _setup(budget=2)
+    bench = TableBench()
+    m = _Measure(req, bench, None, "key", _Progress(False))
+    assert list(m(ranked[:5])) == [c.key for c in ranked[:2]] and m.exhausted
+    assert len(bench.jobs) == 1 and m(ranked[2:4]) == {} and len(bench.jobs) == 1
+
+
 def test_ties_within_noise_are_timed_again_then_broken_by_the_model():
     req, ranked = _setup()
     fast, slow = ranked[0], ranked[1]

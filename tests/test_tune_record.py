@@ -5,11 +5,13 @@ cannot run is not trusted."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import fake_kernel
+import pytest
 
 from autopad import __version__
-from autopad.kernels_registry import source_hash
+from autopad.kernels_registry import builtin_spec, source_hash
 from autopad.layouts import Padded, Swizzled
 from autopad.request import Request
 from autopad.results import Best, CandidateResult, Measurement, TuneResult
@@ -40,6 +42,51 @@ def test_the_key_names_version_device_kernel_source_and_question():
     )
     assert key.source_hash == source_hash(spec) and tuple(key.shape) == SHAPE and key.dtype == "float32"
     assert cache_key(spec, SHAPE, "float32", None, {}).gpu == ""  # no GPU: the model-only key
+
+
+def _hash_if_changed(monkeypatch: pytest.MonkeyPatch, spec: KernelSpec, name: str) -> str:
+    """``source_hash(spec)`` as if the file called ``name`` beside the spec's kernel had one more line."""
+    read = Path.read_bytes
+
+    def edited(path: Path) -> bytes:
+        data = read(path)
+        return data + b"\n# edited\n" if path.name == name else data
+
+    with monkeypatch.context() as m:
+        m.setattr(Path, "read_bytes", edited)
+        return source_hash(spec)
+
+
+# per CUDA spec: the files whose change must change the key (they decide what is built and launched), and
+# the ones that must not (the space, the input classes and the model: a tune cached stays valid)
+_KEYED = {
+    "histogram": (
+        ("histogram.cu", "common.cuh", "histogram.py", "histogram_launch.py"),
+        ("histogram_space.py", "histogram_inputs.py", "histogram_pattern.py", "histogram_cost.py"),
+    ),
+    "histogram_weighted": (
+        ("histogram.cu", "common.cuh", "histogram_weighted.py", "histogram_launch.py"),
+        ("histogram.py", "histogram_space.py", "histogram_pattern.py", "histogram_cost.py"),
+    ),
+    "transpose": (("transpose.cu", "common.cuh", "transpose.py"), ("matmul.py",)),
+    "matmul": (("matmul.cu", "common.cuh", "matmul.py"), ("transpose.py",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_KEYED))
+def test_the_source_hash_follows_the_python_that_builds_and_launches(monkeypatch, name):
+    """A CUDA spec's cache key hashes the kernel source and the Python modules that choose its macros,
+    the kernels built and the launch geometry: a change to one of them must not reuse the old timings."""
+    spec = builtin_spec(name, "cuda")
+    base = source_hash(spec)
+    keyed, free = _KEYED[name]
+    for f in keyed:
+        assert _hash_if_changed(monkeypatch, spec, f) != base, f
+    for f in free:
+        assert _hash_if_changed(monkeypatch, spec, f) == base, f
+    assert source_hash(spec) == base
+    listed = {Path(f).name for f in spec.SOURCE_FILES}
+    assert listed == set(keyed) and all(Path(f).is_file() for f in spec.SOURCE_FILES)
 
 
 def test_the_search_parameters_hold_the_space_not_the_key():

@@ -8,8 +8,10 @@ lines and cannot get them wrong:
     def run(ranked: list[Candidate], measure: Measure, options: Options) -> None
 
 ``measure(candidates)`` times the ones not timed yet (from the cache where it has them) and returns the
-measurements of all it was given; it stops early, returning what it has, once the budget or the time
-budget is spent (``measure.exhausted``). Strategies register here by name and load lazily:
+measurements of all it was given; given more new candidates than the budget has left it measures the
+first of them, as many as the budget allows, and it stops between measurements once the time budget is
+spent, returning what it has (either sets ``measure.exhausted``). Strategies register here by name and load
+lazily:
 
 - ``model`` (default): the model's shortlist (top_k, the baselines, the best layout of each of the top_k
   launch configurations), then a local search from the fastest measured (``refine`` more at most);

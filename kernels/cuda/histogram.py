@@ -22,7 +22,8 @@ importable from here): histogram_inputs.py (the input classes: ``DISTS``, ``samp
 legality they define), histogram_cost.py (``launch_info``'s terms and their measured constants),
 histogram_launch.py (``Built``, ``launch_fn`` and the launcher, the device facts it reads); here, the spec
 class that ties them to histogram.cu (its layout, macros and build), ``presets`` and the module-level
-names of ``SPEC``. The cache key hashes histogram.cu and common.cuh (``SOURCE_FILES``), as before.
+names of ``SPEC``. The cache key hashes histogram.cu, common.cuh and the two modules that decide what is
+built and launched, this one and histogram_launch.py (``SOURCE_FILES``).
 """
 
 from __future__ import annotations
@@ -105,7 +106,14 @@ from .histogram_space import (  # noqa: F401
 )
 
 _SOURCE = Path(__file__).with_name("histogram.cu")
-SOURCE_FILES = (str(_SOURCE), str(Path(__file__).with_name("common.cuh")))
+# what keys the tuning cache (``kernels_registry.source_hash``): the kernels and the Python that decides what
+# is built and launched (this module: layout, macros, the kernels built; histogram_launch.py: grid, shared
+# memory, passes). The space, the input classes and the model (histogram_space/_inputs/_pattern/_cost.py)
+# are left out, so that they can change without orphaning the tunes already cached.
+SOURCE_FILES = tuple(
+    str(Path(__file__).with_name(f))
+    for f in ("histogram.cu", "common.cuh", "histogram.py", "histogram_launch.py")
+)
 
 
 class HistogramCuda(CudaKernel):

@@ -11,7 +11,8 @@ BLOCKS_PER_SM x the GPU's own SM count, and an input view that does not start on
 Why a module of its own: this is the measuring side's launch (torch and the CUDA runtime, imported only
 inside the functions), apart from the model's (histogram_pattern.py, histogram_cost.py); the weighted
 histogram (histogram_weighted.py) launches through the same ``launch_fn`` and ``Built``. The names the
-launcher reads (``launch_fn``, ``_sm_count``, ``_sm90``, ``_aligned``) are read here: patch them here.
+launchers read (``launch_fn``, ``_sm_count``, ``_sm90``, ``_aligned``) are read from this module, here and
+by histogram_weighted.py (histogram.py only re-exports them): patch them here.
 """
 
 from __future__ import annotations

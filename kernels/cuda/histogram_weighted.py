@@ -23,9 +23,15 @@ from autopad.bases import CudaKernel, Inputs, Out
 from autopad.layouts import Legality, Structs
 
 from . import histogram as H
+from . import histogram_launch as HL  # read where defined: a patch of histogram_launch reaches the launcher
 
 _SOURCE = Path(__file__).with_name("histogram.cu")
-SOURCE_FILES = H.SOURCE_FILES
+# what keys the tuning cache: the kernel and the Python that decides what is built and launched (this
+# module: layout, macros, grid; histogram_launch.py: the launch itself, the aligned inputs, the SM count)
+SOURCE_FILES = tuple(
+    str(Path(__file__).with_name(f))
+    for f in ("histogram.cu", "common.cuh", "histogram_weighted.py", "histogram_launch.py")
+)
 TOLERANCE_F32 = 1e-4  # float32 atomics add in no fixed order: relative error of the sums against float64
 
 
@@ -179,23 +185,23 @@ class HistogramWeightedCuda(CudaKernel):
             "AGG": c["AGG"], "THREADS": c["THREADS"], "ITEMS": c["ITEMS"], "VALUE_BYTES": 4,
         }  # fmt: skip
 
-    def build(self, constants: dict[str, int], dtype: str = "int32") -> H.Built:
+    def build(self, constants: dict[str, int], dtype: str = "int32") -> HL.Built:
         from autopad import cuda_runtime
 
         k = cuda_runtime.load_kernel(_SOURCE.read_text(), "whist_kernel", self.defines(constants, dtype))
-        return H.Built((k,), dict(constants), dtype)
+        return HL.Built((k,), dict(constants), dtype)
 
-    def launcher(self, built: H.Built, shape: tuple[int, ...], dtype: str = "int32") -> Any:
+    def launcher(self, built: HL.Built, shape: tuple[int, ...], dtype: str = "int32") -> Any:
         """Grid, shared memory and scalars computed once; a call zeroes both outputs and launches."""
         c = built.constants
         n, bins = int(shape[0]), int(shape[1])
-        kern = H.launch_fn(
-            built.kernels[0], H._sm_count() * c["BLOCKS_PER_SM"], c["THREADS"], self.smem_bytes(c)
+        kern = HL.launch_fn(
+            built.kernels[0], HL._sm_count() * c["BLOCKS_PER_SM"], c["THREADS"], self.smem_bytes(c)
         )
         scalars = [(np.int64(n), np.int32(lo), np.int32(bins)) for lo in range(0, bins, c["BINS_PER_PASS"])]
 
         def go(inputs: Any, out: Any) -> None:
-            x, w = H._aligned(inputs[0]), H._aligned(inputs[1])
+            x, w = HL._aligned(inputs[0]), HL._aligned(inputs[1])
             sums, counts = out
             sums.zero_()
             counts.zero_()
@@ -204,7 +210,7 @@ class HistogramWeightedCuda(CudaKernel):
 
         return go
 
-    def run(self, built: H.Built, inputs: Any, out: Any) -> None:
+    def run(self, built: HL.Built, inputs: Any, out: Any) -> None:
         """Zero both outputs and add every pass's counts and sums into them."""
         shape = getattr(inputs, "shape", ()) or (inputs[0].numel(), out[0].shape[0])
         built.launcher(self, tuple(shape))(inputs, out)

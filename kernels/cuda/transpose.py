@@ -758,7 +758,7 @@ DEFAULTS, LAYOUT_KEYS, PATTERN_KEYS, RESTRICTIONS = (
     SPEC.RESTRICTIONS,
 )
 LAYOUT_READS = SPEC.LAYOUT_READS
-SOURCE_FILES = (str(_SOURCE), str(_SOURCE.with_name("common.cuh")))
+SOURCE_FILES = (str(_SOURCE), str(_SOURCE.with_name("common.cuh")), __file__)  # + this module: macros, grid
 legal, layout, smem_pattern, launch_info, traffic = (
     SPEC.legal,
     SPEC.layout,
