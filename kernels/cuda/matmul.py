@@ -49,6 +49,23 @@ REGS_SM90: dict[tuple[int, int, int, int, int], int] = {
     (128, 64, 8, 8, 8): 151, (128, 64, 16, 4, 8): 123, (128, 64, 16, 8, 4): 103, (128, 64, 16, 8, 8): 181,
     (128, 128, 8, 8, 8): 127, (128, 128, 16, 4, 8): 95, (128, 128, 16, 8, 4): 95, (128, 128, 16, 8, 8): 155,
 }  # fmt: skip
+# Registers a swizzle adds to the tile's need (REGS_SM90), by tile: (A swizzled, B swizzled), each the
+# median over the 9 swizzles of that operand (SW_VEC 4, SW_PER_PHASE 1/2/4, SW_MAX_PHASE 2/4/8) with the
+# other operand unpadded, read like REGS_SM90 (nvrtc 13.0, sm_90, no register cap). A pad adds none (every
+# pad of every tile compiles to the unpadded count): a padded offset is row x (BM + PAD) + col, constants
+# the unrolled k loop folds into each access, while the XOR term differs per row and per thread. With both
+# operands swizzled the compiler lands near the larger of the two additions, not their sum (108 pairs
+# sampled on the 128x128 tiles; 128x128x8 8x8: 143-165 registers against 147-157 for the larger single
+# swizzle and 167-185 for the sum), so ``register_need`` takes the larger.
+REGS_SWIZZLE_SM90: dict[tuple[int, int, int, int, int], tuple[int, int]] = {
+    (64, 64, 8, 4, 8): (6, 0), (64, 64, 8, 8, 4): (10, 0), (64, 64, 8, 8, 8): (7, 2),
+    (64, 64, 16, 4, 4): (3, 2), (64, 64, 16, 4, 8): (8, 0), (64, 64, 16, 8, 4): (44, 4),
+    (64, 64, 16, 8, 8): (26, 4), (64, 128, 8, 8, 8): (2, 2), (64, 128, 16, 4, 8): (10, 22),
+    (64, 128, 16, 8, 4): (8, 6), (64, 128, 16, 8, 8): (36, 20), (128, 64, 8, 8, 8): (16, 4),
+    (128, 64, 16, 4, 8): (12, -2), (128, 64, 16, 8, 4): (12, 0), (128, 64, 16, 8, 8): (22, -13),
+    (128, 128, 8, 8, 8): (28, 20), (128, 128, 16, 4, 8): (0, 14), (128, 128, 16, 8, 4): (10, 1),
+    (128, 128, 16, 8, 8): (26, 12),
+}  # fmt: skip
 # What a register cap costs the inner loop: MIN_BLOCKS = 2 makes ``__launch_bounds__`` cap the registers at
 # 65536 / (2 x threads); below what the tile needs (need / cap = 1 + x), the compiler spills and re-computes,
 # and the arithmetic runs at 1 / (1 + REG_CAP_COST x) of its rate. Fitted on H200 run 2 (1024^3 and
@@ -70,15 +87,33 @@ def _regs_estimate(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
     return round(30 + tm * tn + 1.5 * (tm + tn) + 2.4 * 4 * vectors)
 
 
+def register_need(c: Any) -> Any:
+    """Registers a candidate's thread needs without a cap, its layout included: the tile's
+    (``_regs_estimate``) plus what a swizzle adds (``REGS_SWIZZLE_SM90``; the larger operand's where both
+    are swizzled; a tile not listed adds none). Scalars (a candidate's dict) or int arrays (columns)."""
+    keys = ("BM", "BN", "BK", "TM", "TN")
+    if np.ndim(c["BM"]) == 0:
+        t = tuple(int(c[k]) for k in keys)
+        da, db = REGS_SWIZZLE_SM90.get(t, (0, 0))
+        return _regs_estimate(*t) + max(0, da * (c["SW_MAX_PHASE_A"] > 1), db * (c["SW_MAX_PHASE_B"] > 1))
+    cols = {k: np.asarray(c[k], dtype=np.int64) for k in (*keys, "SW_MAX_PHASE_A", "SW_MAX_PHASE_B")}
+    rows, at = per_distinct(cols, keys)
+    base = np.array([_regs_estimate(*(r[k] for k in keys)) for r in rows], dtype=np.int64)[at]
+    extra = np.array([REGS_SWIZZLE_SM90.get(tuple(r[k] for k in keys), (0, 0)) for r in rows])
+    extra = extra.reshape(-1, 2)[at]
+    sw_a, sw_b = cols["SW_MAX_PHASE_A"] > 1, cols["SW_MAX_PHASE_B"] > 1
+    return base + np.maximum(0, np.maximum(extra[:, 0] * sw_a, extra[:, 1] * sw_b))
+
+
 def register_cap(c: dict[str, int]) -> int:
     """The registers per thread ``__launch_bounds__(THREADS, MIN_BLOCKS)`` allows (8s, <= 255)."""
     return min(255, REGS_PER_SM // (c.get("MIN_BLOCKS", 1) * _threads(c)[2]) // 8 * 8)
 
 
 def flops_efficiency(c: dict[str, int]) -> float:
-    """The share of the fp32 rate the inner loop keeps under its register cap (1 where the tile fits)."""
-    need = _regs_estimate(c["BM"], c["BN"], c["BK"], c["TM"], c["TN"])
-    over = need / register_cap(c) - 1.0
+    """The share of the fp32 rate the inner loop keeps under its register cap (1 where the tile and its
+    layout fit: ``register_need``)."""
+    over = register_need(c) / register_cap(c) - 1.0
     return 1.0 / (1.0 + REG_CAP_COST * over) if over > 0 else 1.0
 
 
@@ -355,9 +390,16 @@ class MatmulCuda(CudaKernel):
         thread tile and split (what it reads besides the layout), the footprint once per distinct layout."""
         reads = ("BM", "BN", "BK", "TM", "TN", "MIN_BLOCKS", "SPLIT_K")
         out = batched_info(self, columns, shape, dtype, reads, ("BM", "BN", "BK", *self.LAYOUT_KEYS))
-        # the one key that reads the layout (whether each operand is swizzled), as array arithmetic
-        cols = {k: np.asarray(columns[k], dtype=np.int64) for k in _SWIZZLE_READS}
+        # the keys that read the layout (whether each operand is swizzled), as array arithmetic: the swizzled
+        # accesses, and the registers (a swizzle adds to the need: ``register_need``) with what a cap costs
+        cols = {k: np.asarray(columns[k], dtype=np.int64) for k in (*_SWIZZLE_READS, "MIN_BLOCKS")}
         out["swizzle_accesses"] = swizzle_accesses(cols).astype(np.float64)
+        need = register_need(cols)
+        threads = (cols["BN"] // cols["TN"]) * (cols["BM"] // cols["TM"])
+        cap = np.minimum(255, REGS_PER_SM // (cols["MIN_BLOCKS"] * threads) // 8 * 8)
+        out["regs_per_thread"] = np.minimum(cap, need).astype(np.float64)
+        over = need / cap - 1.0
+        out["flops_efficiency"] = np.where(over > 0, 1.0 / (1.0 + REG_CAP_COST * np.maximum(over, 0)), 1.0)
         return out
 
     def smem_pattern(self, constants: dict[str, int], dtype: str = "float32") -> tuple[Instruction, ...]:
@@ -411,9 +453,9 @@ class MatmulCuda(CudaKernel):
             # through L2: A once per column of tiles, B once per row of tiles, C written once
             "l2_bytes": 4 * (m * k * math.ceil(n / c["BN"]) + k * n * math.ceil(m / c["BM"]) + m * n),
         }
-        # the registers each thread holds (its need, or the cap below it): they limit the blocks an SM holds
-        need = _regs_estimate(c["BM"], c["BN"], c["BK"], c["TM"], c["TN"])
-        info["regs_per_thread"] = min(register_cap(c), need)
+        # the registers each thread holds (its need, the layout's swizzle included, or the cap below it): they
+        # limit the blocks an SM holds
+        info["regs_per_thread"] = min(register_cap(c), register_need(c))
         info["swizzle_accesses"] = int(swizzle_accesses(c))
         eff = flops_efficiency(c)
         if eff < 1.0:  # launch bounds that cap the registers below the tile's need (REG_CAP_COST)
