@@ -19,7 +19,8 @@ from batch_hooks import hooks_agree
 from autopad import cuda_runtime as rt
 from autopad.access import score
 from autopad.kernels_registry import builtin_spec
-from autopad.search import enumerate_candidates
+from autopad.score import score_candidates
+from autopad.search import enumerate_candidates, predict
 
 needs_nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
 
@@ -214,6 +215,54 @@ def test_the_misaligned_builds_extra_instructions_are_issue_time():
         spec.launch_info(cc, (8192, 8192), "float32")["issue_cycles"] == 0
         for cc in enumerate_candidates(spec, (8192, 8192), "float32")[::50]
     )
+
+
+def test_register_readout_on_shifted_output_rows_is_charged_the_gathers_wavefronts():
+    """Where output rows are off the vector grid (M % VEC != 0) the misaligned build reads 2-byte READOUT 1
+    out with READOUT 0's shifted gather (transpose.cu: ap_gather_shifted, RT_SHIFT), not the word loads its
+    shape-free pattern lists: its launch info adds the difference as ``extra_wavefronts``, so its shared
+    stream is its READOUT 0 twin's. The register transpose runs everywhere else (output rows on the grid,
+    the original path, 1-byte elements), and there nothing is added."""
+    spec = builtin_spec("transpose", "cuda")
+    base = dict(T.DEFAULTS, TILE_M=128, TILE_N=64, THREADS=256, VEC=8, SCALAR_EDGE=0, GROUP=64, READOUT=1)
+    sw = {"SW_VEC": 8, "SW_PER_PHASE": 8, "SW_MAX_PHASE": 8}
+    int8 = dict(T.presets("int8")["rt_swizzled"], SCALAR_EDGE=0, GROUP=64)
+    assert T.legal(int8, (4097, 8191), "int8") and T.legal(dict(base, **sw), (4097, 8191), "float16")
+    for dtype, c in itertools.product(("float16", "bfloat16"), (dict(base, **sw), dict(base, PAD=8))):
+        lay = T.layout(c, dtype)
+        own = score(T.smem_pattern(c, dtype), lay).wavefronts
+        gather = score(T.smem_pattern(dict(c, READOUT=0), dtype), lay).wavefronts
+        assert gather > own  # VEC 2-byte loads an output vector against VEC 4-byte words per two vectors
+        assert T.launch_info(c, (4097, 8191), dtype)["extra_wavefronts"] == gather - own
+        assert T.launch_info(c, (2, 1001, 64), dtype)["extra_wavefronts"] == gather - own
+        smem = {
+            ro: dict(predict(spec, dict(c, READOUT=ro), (4097, 8191), dtype).terms)["smem_s"] for ro in (0, 1)
+        }
+        assert smem[1] == pytest.approx(smem[0], rel=1e-12)
+        for other, shape, dt in (
+            (c, (4096, 8191), dtype),  # output rows on the grid (only the input rows shifted)
+            (c, (8192, 8192), dtype),
+            (dict(c, READOUT=0), (4097, 8191), dtype),
+            (dict(c, SCALAR_EDGE=1, GROUP=1), (4097, 8191), dtype),  # the original path
+            (int8, (4097, 8191), "int8"),  # 1-byte elements keep the register transpose
+        ):
+            assert T.launch_info(other, shape, dt)["extra_wavefronts"] == 0, (other, shape, dt)
+    # over the fp16 space: the gather never takes fewer wavefronts, and the batch hook (what a ranking calls)
+    # states the same numbers as launch_info
+    shape, dtype = (4097, 8191), "float16"
+    cands = [
+        c for c in enumerate_candidates(spec, shape, dtype) if c["READOUT"] == 1 and not c["SCALAR_EDGE"]
+    ]
+    assert len(cands) > 1000
+    lays = [T.layout(c, dtype) for c in cands]
+    twins = [dict(c, READOUT=0) for c in cands]
+    wave, _ = score_candidates(spec, cands + twins, lays + lays, dtype, None, T._ARCH)
+    want = wave[len(cands) :] - wave[: len(cands)]
+    assert (want >= 0).all() and (want > 0).mean() > 0.9
+    cols = {k: np.array([c[k] for c in cands]) for k in T.SPACE}
+    got = T.launch_info_batch(cols, shape, dtype)["extra_wavefronts"]
+    assert (got == want).all()
+    assert [T.launch_info(c, shape, dtype)["extra_wavefronts"] for c in cands[::97]] == want[::97].tolist()
 
 
 def test_group_is_a_measured_launch_constant_of_the_vector_path():
