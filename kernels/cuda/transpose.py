@@ -52,17 +52,12 @@ MAX_VEC_REGS = 64  # 4-byte registers the load phase may hold per thread (LPASS 
 # Rows that are not a whole number of VEC-element vectors (4097 x 8191) send every SCALAR_EDGE = 1 tile down
 # the guarded scalar path: VEC bounds-checked loads per vector, lanes VEC elements apart. The exhaustive study
 # on the H200 (benchmarks/results/h200/quality, 4097 x 8191 fp32 and fp16) measured the best tile of each
-# width at 1.00 / 1.10 / 1.35 / 2.25 x the VEC = 1 time for VEC = 1 / 2 / 4 / 8 (fp16), 1.0 / 0.98 / 1.27
-# (fp32): a pair of elements costs about what one does, each element past the second ~19% of streaming rate
-# (efficiency / (1 + 0.19 (VEC - 2)) for VEC >= 2: the least-squares fit of log time to the three points
-# past VEC 2). Run 34's sampled int8 (not fitted) measured 0.98 / 1.7 / 3.0 / 3.3 at VEC 2 / 4 / 8 / 16; the
-# rule says 1.0 / 1.4 / 2.1 / 3.7. The earlier rule, 12% per element past the first, charged VEC 2 12%; with
-# it the model-only Spearman of 4097 x 8191 (original path only) was fp32 0.564, fp16 0.498, now 0.648 and
-# 0.617, no pick moved (transpose_model_gaps.md, fourth pass). SCALAR_EDGE = 0 loads whole
+# width at 1.00 / 1.10 / 1.35 / 2.25 x the VEC = 1 time for VEC = 1 / 2 / 4 / 8 (fp16), 1.0 / 1.0 / 1.27
+# (fp32): about 12% of streaming rate lost per extra element of the vector. SCALAR_EDGE = 0 loads whole
 # aligned vectors on every shape; its efficiency on misaligned rows is taken as 1 (the same bytes and vector
 # widths as an aligned tile plus a few shuffles and funnel shifts per vector): an assumption until measured
 # (benchmarks/gpu_check_transpose.py measures it).
-SCALAR_PATH_COST = 0.19
+SCALAR_PATH_COST = 0.12
 # Global accesses narrower than 4 bytes stream worse on any path: the same study measured the best VEC = 1
 # (2-byte) fp16 tile at 1.142 (8192^2) and 1.152 (16384^2) x the best of all, while VEC >= 2 (4 bytes and
 # more) came within 1.04 (fp32 VEC = 1, 4-byte: 1.02-1.03). Taken as the same for 1-byte accesses (int8,
@@ -711,7 +706,7 @@ def _launch_arrays(
     misaligned = (m % vec != 0) | (n % vec != 0)
     width = np.where(scalar & misaligned, e, vec * e)  # bytes per global access
     eff = np.where(width < 4, 1.0 / (1.0 + NARROW_ACCESS_COST), 1.0)
-    eff = np.where(misaligned & scalar, eff / (1.0 + SCALAR_PATH_COST * np.maximum(vec - 2, 0)), eff)
+    eff = np.where(misaligned & scalar, eff / (1.0 + SCALAR_PATH_COST * (vec - 1)), eff)
     # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path is left
     # as the study ranked it (its 2-D grid walks GROUP 1's order, but its candidates keep their predictions)
     gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
