@@ -186,7 +186,10 @@ def test_narrow_global_accesses_cost_what_the_study_measured():
     old = T.launch_info(dict(c, VEC=1), (4096, 4096), "float16")["dram_efficiency"]
     assert old == pytest.approx(eff[1])  # the original path keeps the study's predictions
     mis = T.launch_info(dict(c, VEC=2), (4097, 8191), "float16")["dram_efficiency"]
-    assert mis == pytest.approx(1 / (1 + T.NARROW_ACCESS_COST) / (1 + T.SCALAR_PATH_COST))
+    # the scalar path's cost is per element access: 2-byte elements pay twice 4-byte ones' per extra element
+    assert mis == pytest.approx(1 / (1 + T.NARROW_ACCESS_COST) / (1 + 2 * T.SCALAR_PATH_COST))
+    f32 = T.launch_info(dict(c, VEC=2), (4097, 8191), "float32")["dram_efficiency"]
+    assert f32 == pytest.approx(1 / (1 + T.SCALAR_PATH_COST))
     new = dict(c, VEC=8, SCALAR_EDGE=0, GROUP=64)
     assert T.launch_info(new, (4097, 8191), "float16")["dram_efficiency"] == 1.0
 
@@ -279,7 +282,7 @@ def test_group_is_a_measured_launch_constant_of_the_vector_path():
     assert eff[((4097, 8191), 64)] == eff[((16384, 16384), 64)] == 1.0
     assert eff[((4097, 8191), 1)] < eff[((4097, 8191), 16)] < 1 and eff[((16384, 16384), 1)] < 1
     orig = T.launch_info(dict(c, SCALAR_EDGE=1, GROUP=1), (4097, 8191), "int8")["dram_efficiency"]
-    assert orig == pytest.approx(1 / (1 + T.NARROW_ACCESS_COST) / (1 + 15 * T.SCALAR_PATH_COST))
+    assert orig == pytest.approx(1 / (1 + T.NARROW_ACCESS_COST) / (1 + 15 * 4 * T.SCALAR_PATH_COST))
     assert eff[((4097, 8191), 1)] < eff[((16384, 16384), 1)]
     gy = -(-1000 // c["TILE_M"])  # 16 tile rows: GROUP 64 walks GROUP 16's order
     assert gy <= 16 and T.legal(dict(c, GROUP=16), (1000, 64), "int8")

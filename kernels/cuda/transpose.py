@@ -53,7 +53,15 @@ MAX_VEC_REGS = 64  # 4-byte registers the load phase may hold per thread (LPASS 
 # the guarded scalar path: VEC bounds-checked loads per vector, lanes VEC elements apart. The exhaustive study
 # on the H200 (benchmarks/results/h200/quality, 4097 x 8191 fp32 and fp16) measured the best tile of each
 # width at 1.00 / 1.10 / 1.35 / 2.25 x the VEC = 1 time for VEC = 1 / 2 / 4 / 8 (fp16), 1.0 / 1.0 / 1.27
-# (fp32): about 12% of streaming rate lost per extra element of the vector. SCALAR_EDGE = 0 loads whole
+# (fp32): about 12% of streaming rate lost per extra 4-byte element of the vector. The overhead is per element
+# access (a guarded load and store, one L1 request each), so per byte it grows as elements narrow: the cost is
+# SCALAR_PATH_COST x (VEC - 1) x 4 / ELEM_BYTES, 0.24 per extra 2-byte element. On the best tiles this says
+# 1.24 / 1.72 / 2.68 for fp16 (measured 1.10 / 1.35 / 2.25) and, for int8, 1.5 / 2.4 / 4.4 / 8.2 at VEC 2 / 4
+# / 8 / 16 (run 34's sample: 1.0 / 1.7 / 3.0 / 3.3), too much; but it ranks the whole space better than a
+# cost per element of any size, which charged fp16 and int8 too little beyond the best tiles: model-only
+# Spearman of fp16 4097 x 8191 (original path only) 0.498 -> 0.605, held out (constants fitted on run 1)
+# 0.433 -> 0.571, no pick moved; fp32 is unchanged (transpose_model_gaps.md, fourth pass, and the forms
+# that were rejected). SCALAR_EDGE = 0 loads whole
 # aligned vectors on every shape; its efficiency on misaligned rows is taken as 1 (the same bytes and vector
 # widths as an aligned tile plus a few shuffles and funnel shifts per vector): an assumption until measured
 # (benchmarks/gpu_check_transpose.py measures it).
@@ -706,7 +714,7 @@ def _launch_arrays(
     misaligned = (m % vec != 0) | (n % vec != 0)
     width = np.where(scalar & misaligned, e, vec * e)  # bytes per global access
     eff = np.where(width < 4, 1.0 / (1.0 + NARROW_ACCESS_COST), 1.0)
-    eff = np.where(misaligned & scalar, eff / (1.0 + SCALAR_PATH_COST * (vec - 1)), eff)
+    eff = np.where(misaligned & scalar, eff / (1.0 + SCALAR_PATH_COST * (vec - 1) * 4 / e), eff)
     # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path is left
     # as the study ranked it (its 2-D grid walks GROUP 1's order, but its candidates keep their predictions)
     gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
