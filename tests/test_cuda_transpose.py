@@ -19,7 +19,8 @@ from batch_hooks import hooks_agree
 from autopad import cuda_runtime as rt
 from autopad.access import score
 from autopad.kernels_registry import builtin_spec
-from autopad.search import enumerate_candidates
+from autopad.score import score_candidates
+from autopad.search import enumerate_candidates, predict
 
 needs_nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
 
@@ -185,7 +186,10 @@ def test_narrow_global_accesses_cost_what_the_study_measured():
     old = T.launch_info(dict(c, VEC=1), (4096, 4096), "float16")["dram_efficiency"]
     assert old == pytest.approx(eff[1])  # the original path keeps the study's predictions
     mis = T.launch_info(dict(c, VEC=2), (4097, 8191), "float16")["dram_efficiency"]
-    assert mis == pytest.approx(1 / (1 + T.NARROW_ACCESS_COST) / (1 + T.SCALAR_PATH_COST))
+    # the scalar path's cost is per element access: 2-byte elements pay twice 4-byte ones' per extra element
+    assert mis == pytest.approx(1 / (1 + T.NARROW_ACCESS_COST) / (1 + 2 * T.SCALAR_PATH_COST))
+    f32 = T.launch_info(dict(c, VEC=2), (4097, 8191), "float32")["dram_efficiency"]
+    assert f32 == pytest.approx(1 / (1 + T.SCALAR_PATH_COST))
     new = dict(c, VEC=8, SCALAR_EDGE=0, GROUP=64)
     assert T.launch_info(new, (4097, 8191), "float16")["dram_efficiency"] == 1.0
 
@@ -216,6 +220,54 @@ def test_the_misaligned_builds_extra_instructions_are_issue_time():
     )
 
 
+def test_register_readout_on_shifted_output_rows_is_charged_the_gathers_wavefronts():
+    """Where output rows are off the vector grid (M % VEC != 0) the misaligned build reads 2-byte READOUT 1
+    out with READOUT 0's shifted gather (transpose.cu: ap_gather_shifted, RT_SHIFT), not the word loads its
+    shape-free pattern lists: its launch info adds the difference as ``extra_wavefronts``, so its shared
+    stream is its READOUT 0 twin's. The register transpose runs everywhere else (output rows on the grid,
+    the original path, 1-byte elements), and there nothing is added."""
+    spec = builtin_spec("transpose", "cuda")
+    base = dict(T.DEFAULTS, TILE_M=128, TILE_N=64, THREADS=256, VEC=8, SCALAR_EDGE=0, GROUP=64, READOUT=1)
+    sw = {"SW_VEC": 8, "SW_PER_PHASE": 8, "SW_MAX_PHASE": 8}
+    int8 = dict(T.presets("int8")["rt_swizzled"], SCALAR_EDGE=0, GROUP=64)
+    assert T.legal(int8, (4097, 8191), "int8") and T.legal(dict(base, **sw), (4097, 8191), "float16")
+    for dtype, c in itertools.product(("float16", "bfloat16"), (dict(base, **sw), dict(base, PAD=8))):
+        lay = T.layout(c, dtype)
+        own = score(T.smem_pattern(c, dtype), lay).wavefronts
+        gather = score(T.smem_pattern(dict(c, READOUT=0), dtype), lay).wavefronts
+        assert gather > own  # VEC 2-byte loads an output vector against VEC 4-byte words per two vectors
+        assert T.launch_info(c, (4097, 8191), dtype)["extra_wavefronts"] == gather - own
+        assert T.launch_info(c, (2, 1001, 64), dtype)["extra_wavefronts"] == gather - own
+        smem = {
+            ro: dict(predict(spec, dict(c, READOUT=ro), (4097, 8191), dtype).terms)["smem_s"] for ro in (0, 1)
+        }
+        assert smem[1] == pytest.approx(smem[0], rel=1e-12)
+        for other, shape, dt in (
+            (c, (4096, 8191), dtype),  # output rows on the grid (only the input rows shifted)
+            (c, (8192, 8192), dtype),
+            (dict(c, READOUT=0), (4097, 8191), dtype),
+            (dict(c, SCALAR_EDGE=1, GROUP=1), (4097, 8191), dtype),  # the original path
+            (int8, (4097, 8191), "int8"),  # 1-byte elements keep the register transpose
+        ):
+            assert T.launch_info(other, shape, dt)["extra_wavefronts"] == 0, (other, shape, dt)
+    # over the fp16 space: the gather never takes fewer wavefronts, and the batch hook (what a ranking calls)
+    # states the same numbers as launch_info
+    shape, dtype = (4097, 8191), "float16"
+    cands = [
+        c for c in enumerate_candidates(spec, shape, dtype) if c["READOUT"] == 1 and not c["SCALAR_EDGE"]
+    ]
+    assert len(cands) > 1000
+    lays = [T.layout(c, dtype) for c in cands]
+    twins = [dict(c, READOUT=0) for c in cands]
+    wave, _ = score_candidates(spec, cands + twins, lays + lays, dtype, None, T._ARCH)
+    want = wave[len(cands) :] - wave[: len(cands)]
+    assert (want >= 0).all() and (want > 0).mean() > 0.9
+    cols = {k: np.array([c[k] for c in cands]) for k in T.SPACE}
+    got = T.launch_info_batch(cols, shape, dtype)["extra_wavefronts"]
+    assert (got == want).all()
+    assert [T.launch_info(c, shape, dtype)["extra_wavefronts"] for c in cands[::97]] == want[::97].tolist()
+
+
 def test_group_is_a_measured_launch_constant_of_the_vector_path():
     """GROUP only on SCALAR_EDGE 0; the model cannot see its locality, so its gain is the H200's measured
     one, largest on rows that are not whole 16-byte vectors; values that walk the same order are dropped."""
@@ -230,7 +282,7 @@ def test_group_is_a_measured_launch_constant_of_the_vector_path():
     assert eff[((4097, 8191), 64)] == eff[((16384, 16384), 64)] == 1.0
     assert eff[((4097, 8191), 1)] < eff[((4097, 8191), 16)] < 1 and eff[((16384, 16384), 1)] < 1
     orig = T.launch_info(dict(c, SCALAR_EDGE=1, GROUP=1), (4097, 8191), "int8")["dram_efficiency"]
-    assert orig == pytest.approx(1 / (1 + T.NARROW_ACCESS_COST) / (1 + 15 * T.SCALAR_PATH_COST))
+    assert orig == pytest.approx(1 / (1 + T.NARROW_ACCESS_COST) / (1 + 15 * 4 * T.SCALAR_PATH_COST))
     assert eff[((4097, 8191), 1)] < eff[((16384, 16384), 1)]
     gy = -(-1000 // c["TILE_M"])  # 16 tile rows: GROUP 64 walks GROUP 16's order
     assert gy <= 16 and T.legal(dict(c, GROUP=16), (1000, 64), "int8")

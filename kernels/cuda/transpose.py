@@ -19,11 +19,15 @@ per SM), the vector path 40 to 48. The model cannot see registers, so on aligned
 0 is the value that sorts first among ties, so the tuner's first round measures the vector path and its
 local search the original one. On misaligned rows the vector path's shuffles, funnel shifts and shifted
 read-out cost instructions the aligned build does not run; the spec states them as issue time
-(``issue_cycles``, read off the SASS): narrow vectors there are instruction-bound (H200 run 46).
+(``issue_cycles``, read off the SASS): narrow vectors there are instruction-bound (H200 run 46). Where output
+rows are off the vector grid, the 2-byte READOUT 1 build reads out as READOUT 0 does (the shifted gather);
+its pattern cannot say so (it has no shape), so its launch info adds the gather's wavefronts over the word
+loads (``extra_wavefronts``).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -39,7 +43,7 @@ from autopad.access import Instruction
 from autopad.arch import get_arch
 from autopad.bases import CudaKernel, Out
 from autopad.layouts import Legality, Padded, Swizzled
-from autopad.spec import DTYPE_BYTES, distinct_combinations
+from autopad.spec import DTYPE_BYTES, KernelSpec, distinct_combinations
 
 _ARCH = get_arch("sm_90")
 _LEGAL = Legality(True)  # (one answer shared by every legal candidate: a ranking asks thousands of times)
@@ -49,7 +53,15 @@ MAX_VEC_REGS = 64  # 4-byte registers the load phase may hold per thread (LPASS 
 # the guarded scalar path: VEC bounds-checked loads per vector, lanes VEC elements apart. The exhaustive study
 # on the H200 (benchmarks/results/h200/quality, 4097 x 8191 fp32 and fp16) measured the best tile of each
 # width at 1.00 / 1.10 / 1.35 / 2.25 x the VEC = 1 time for VEC = 1 / 2 / 4 / 8 (fp16), 1.0 / 1.0 / 1.27
-# (fp32): about 12% of streaming rate lost per extra element of the vector. SCALAR_EDGE = 0 loads whole
+# (fp32): about 12% of streaming rate lost per extra 4-byte element of the vector. The overhead is per element
+# access (a guarded load and store, one L1 request each), so per byte it grows as elements narrow: the cost is
+# SCALAR_PATH_COST x (VEC - 1) x 4 / ELEM_BYTES, 0.24 per extra 2-byte element. On the best tiles this says
+# 1.24 / 1.72 / 2.68 for fp16 (measured 1.10 / 1.35 / 2.25) and, for int8, 1.5 / 2.4 / 4.4 / 8.2 at VEC 2 / 4
+# / 8 / 16 (run 34's sample: 1.0 / 1.7 / 3.0 / 3.3), too much; but it ranks the whole space better than a
+# cost per element of any size, which charged fp16 and int8 too little beyond the best tiles: model-only
+# Spearman of fp16 4097 x 8191 (original path only) 0.498 -> 0.605, held out (constants fitted on run 1)
+# 0.433 -> 0.571, no pick moved; fp32 is unchanged (transpose_model_gaps.md, fourth pass, and the forms
+# that were rejected). SCALAR_EDGE = 0 loads whole
 # aligned vectors on every shape; its efficiency on misaligned rows is taken as 1 (the same bytes and vector
 # widths as an aligned tile plus a few shuffles and funnel shifts per vector): an assumption until measured
 # (benchmarks/gpu_check_transpose.py measures it).
@@ -89,6 +101,15 @@ _MIS_WORD_INSTR = 8
 # those instructions are integer ALU (IMAD, LOP3, SHF, SEL, ISETP) and shuffles: sm_90 executes 64 integer
 # lanes per clock per SM, two warp instructions a cycle, half the four schedulers' issue rate
 _INT_WARP_INSTR_PER_CLK = 2
+# The misaligned build's read-out where output rows are off the vector grid (M % VEC != 0): READOUT 1 of
+# 2-byte elements does not run its register transpose there but READOUT 0's shifted gather (transpose.cu,
+# ap_gather_shifted with RT_SHIFT): VEC 2-byte ld.shared down one tile column per output vector, not VEC
+# 4-byte words of two columns. ``smem_pattern`` has no shape (PATTERN_KEYS), so it lists READOUT 1's word
+# loads; the launch info states the difference as ``extra_wavefronts``: the wavefronts of the READOUT 0
+# pattern of the same tile, threads and layout minus READOUT 1's (``_gather_extra``). The gather's row
+# offset u is left at 0, as the model scores READOUT 0 itself. H200 run 46 (fp16 4097 x 8191): swizzled
+# VEC 8 READOUT 1 tiles of 128 rows were measured 1.41x their prediction (padded 1.50x) without this term.
+_GATHER_EXTRA: dict[tuple[str, tuple[int, ...]], float] = {}
 
 
 def _dims(shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -347,7 +368,7 @@ class TransposeCuda(TransposeIO, CudaKernel):
         group = np.asarray(c["GROUP"]) if "GROUP" in c else np.ones(n, dtype=np.int64)
         scalar = np.asarray(c["SCALAR_EDGE"]) != 0 if "SCALAR_EDGE" in c else np.ones(n, dtype=bool)
         pad = np.where(np.asarray(c["SW_MAX_PHASE"]) == 1, c["PAD"], 0)  # a swizzled tile has no padding
-        return _launch_arrays(
+        out = _launch_arrays(
             *(np.asarray(c[k]) for k in ("THREADS", "VEC")),
             scalar,
             c["TILE_M"],
@@ -357,6 +378,16 @@ class TransposeCuda(TransposeIO, CudaKernel):
             tuple(shape),
             self._e(dtype),
         )
+        extra = np.zeros(n)
+        readout = np.asarray(c["READOUT"]) if "READOUT" in c else np.zeros(n, dtype=np.int64)
+        sel = np.flatnonzero(_gathered(readout, scalar, np.asarray(c["VEC"]), tuple(shape), self._e(dtype)))
+        if len(sel):
+            cols = [np.asarray(c[k])[sel] for k in _GATHER_KEYS]
+            first, at = distinct_combinations(cols, len(sel))
+            keys = list(zip(*(col[first].tolist() for col in cols)))
+            extra[sel] = np.array(_gather_extra(keys, dtype))[at]
+        out["extra_wavefronts"] = extra
+        return out
 
     def smem_pattern(self, constants: dict[str, int], dtype: str, dist: str | None = None) -> SmemPattern:
         """Every shared-memory instruction of one block over one tile, lane = threadIdx.x (block is 1-D).
@@ -381,9 +412,13 @@ class TransposeCuda(TransposeIO, CudaKernel):
         return (constants["THREADS"],)
 
     def launch_info(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict:
-        c = constants
-        key = (c["THREADS"], c["VEC"], _scalar(c), *_lkey(c, self._e(dtype)))
-        return dict(_launch_info(key, tuple(shape), int(c.get("GROUP", 1))))
+        c, e = constants, self._e(dtype)
+        key = (c["THREADS"], c["VEC"], _scalar(c), *_lkey(c, e))
+        info = dict(_launch_info(key, tuple(shape), int(c.get("GROUP", 1))))
+        info["extra_wavefronts"] = 0.0
+        if _gathered(c.get("READOUT", 0), _scalar(c), c["VEC"], tuple(shape), e):
+            info["extra_wavefronts"] = _gather_extra([tuple(int(c[k]) for k in _GATHER_KEYS)], dtype)[0]
+        return info
 
     def traffic(self, shape: tuple[int, ...], dtype: str) -> dict:
         b, m, n = _dims(tuple(shape))
@@ -508,6 +543,45 @@ class TransposeCuda(TransposeIO, CudaKernel):
             fires[id(kernel)](out, x, *extra, *flag)
 
         return go
+
+
+def _gathered(readout: Any, scalar: Any, vec: Any, shape: tuple[int, ...], e: int) -> Any:
+    """Is the read-out READOUT 1's pattern but the kernel's the shifted gather (``_GATHER_EXTRA``)? 2-byte
+    elements on the vector path whose output rows are off the vector grid (M % VEC != 0; an output pointer
+    off the grid does the same, which a shape cannot say)."""
+    off_grid = _dims(shape)[1] % np.asarray(vec) != 0
+    return (np.asarray(readout) == 1) & ~np.asarray(scalar, dtype=bool) & off_grid & (e == 2)
+
+
+def _gather_extra(keys: list[tuple[int, ...]], dtype: str) -> list[float]:
+    """``extra_wavefronts`` of READOUT 1 candidates read out by the shifted gather, one per key (constants in
+    ``_GATHER_KEYS`` order): the wavefronts a block's READOUT 0 read-out costs under the same layout, minus
+    those of READOUT 1's pattern. Both are units a ranking has already scored (READOUT 0 is legal wherever
+    READOUT 1 is), so ``score_candidates`` finds them in its cache; kept here per dtype as well."""
+    todo = [k for k in dict.fromkeys(keys) if (dtype, k) not in _GATHER_EXTRA]
+    if todo:
+        from autopad.score import score_candidates
+
+        e, consts, lays = DTYPE_BYTES[dtype], [], []
+        for k in todo:
+            c = dict(zip(_GATHER_KEYS, k))
+            lay = _layout(*_lkey(c, e))
+            consts += [dict(c, READOUT=1), dict(c, READOUT=0)]
+            lays += [lay, lay]
+        wave = score_candidates(_scored(), consts, lays, dtype, None, _ARCH)[0].reshape(-1, 2)
+        # each 4-byte word load of READOUT 1 covers two columns' elements that the gather loads one by one:
+        # the gather never takes fewer wavefronts (asserted over the fp16 space in the tests)
+        for k, (own, gather) in zip(todo, wave.tolist()):
+            _GATHER_EXTRA[(dtype, k)] = float(max(0, gather - own))
+    return [_GATHER_EXTRA[(dtype, k)] for k in keys]
+
+
+@lru_cache(maxsize=1)
+def _scored() -> KernelSpec:
+    """The spec as a ranking holds it (``KernelSpec`` of this module, as the registry loads it):
+    ``_gather_extra`` scores under its identity, so the units the ranking scored are found in
+    ``autopad.score``'s cache."""
+    return KernelSpec(sys.modules[__name__])
 
 
 def _hpass(vec: Any, ly: Any) -> Any:
@@ -640,7 +714,7 @@ def _launch_arrays(
     misaligned = (m % vec != 0) | (n % vec != 0)
     width = np.where(scalar & misaligned, e, vec * e)  # bytes per global access
     eff = np.where(width < 4, 1.0 / (1.0 + NARROW_ACCESS_COST), 1.0)
-    eff = np.where(misaligned & scalar, eff / (1.0 + SCALAR_PATH_COST * (vec - 1)), eff)
+    eff = np.where(misaligned & scalar, eff / (1.0 + SCALAR_PATH_COST * (vec - 1) * 4 / e), eff)
     # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path is left
     # as the study ranked it (its 2-D grid walks GROUP 1's order, but its candidates keep their predictions)
     gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
@@ -740,6 +814,8 @@ def presets(dtype: str) -> dict[str, dict[str, int]]:
 
 
 _KEYS = tuple(k for k in TransposeCuda.SPACE if k != "GROUP")  # GROUP is optional (1 when absent)
+# what ``_gather_extra`` reads: the pattern's constants but READOUT, and the layout's
+_GATHER_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")
 _TILE_KEYS = ("TILE_M", "TILE_N", "VEC", "PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")  # _legal_tile's
 _THREAD_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "READOUT", "SCALAR_EDGE")  # _legal_threads'
 _GROUPS = TransposeCuda.SPACE["GROUP"]
