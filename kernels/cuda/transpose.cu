@@ -39,8 +39,9 @@
 // build's read-out is the aligned one's (ap_put_grid: one guarded vector store, no shuffle; H200 run 37,
 // 4096 x 8191, against the shuffles this path used to run: int8 128 x 128 0.827 -> 0.885 of copy, fp64 0.900
 // -> 0.923).
-// The model scores the aligned build's shared-memory pattern; the misaligned build adds the halo rows'
-// stores and reads columns from rows shifted by u (or a second read of a group), which it does not score.
+// The model scores the aligned build's shared-memory pattern, and where READOUT 1 of 2-byte elements runs
+// the shifted gather below it charges READOUT 0's wavefronts (kernels/cuda/transpose.py); it does not score
+// the halo rows' stores, the per-row offset u or the second read of a group.
 // This path runs a 1-D grid of one tile per block, is built with __launch_bounds__(THREADS, MIN_BLOCKS),
 // and takes `group` (>= 1): blocks walk bands of `group` tile rows column by column (GEMM's grouped order),
 // so that the tiles in flight together cover a squarer region of both the input and the output.
