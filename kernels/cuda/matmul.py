@@ -33,6 +33,8 @@ from autopad.bases import CudaKernel, Inputs, Out
 from autopad.layouts import Legality, Padded, Swizzled
 from autopad.spec import batched_info, per_distinct
 
+from . import matmul_schedule
+
 _ARCH = get_arch("sm_90")
 _SOURCE = Path(__file__).with_name("matmul.cu")
 
@@ -399,7 +401,18 @@ class MatmulCuda(CudaKernel):
         cap = np.minimum(255, REGS_PER_SM // (cols["MIN_BLOCKS"] * threads) // 8 * 8)
         out["regs_per_thread"] = np.minimum(cap, need).astype(np.float64)
         over = need / cap - 1.0
-        out["flops_efficiency"] = np.where(over > 0, 1.0 / (1.0 + REG_CAP_COST * np.maximum(over, 0)), 1.0)
+        eff = np.where(over > 0, 1.0 / (1.0 + REG_CAP_COST * np.maximum(over, 0)), 1.0)
+        if matmul_schedule.APPLY:  # the compiled schedule of the next k-step's loads (matmul_schedule.py)
+            sched = {k: np.asarray(columns[k], dtype=np.int64) for k in _SCHEDULE_READS}
+            rows, at = per_distinct(columns, ("BM", "BN", "BK", "SPLIT_K"))
+            runs = [
+                matmul_schedule.runs_full_loop(r["BM"], r["BN"], r["BK"], r["SPLIT_K"], tuple(shape))
+                for r in rows
+            ]
+            sched["full"] = np.array(runs, dtype=bool)[at]
+            args = (out["threads"], out["smem_bytes"], out["regs_per_thread"], out["blocks"])
+            eff = eff * matmul_schedule.exposure(sched, *args)
+        out["flops_efficiency"] = eff
         return out
 
     def smem_pattern(self, constants: dict[str, int], dtype: str = "float32") -> tuple[Instruction, ...]:
@@ -457,8 +470,14 @@ class MatmulCuda(CudaKernel):
         # limit the blocks an SM holds
         info["regs_per_thread"] = min(register_cap(c), register_need(c))
         info["swizzle_accesses"] = int(swizzle_accesses(c))
+        # launch bounds that cap the registers below the tile's need (REG_CAP_COST), and a build whose
+        # compiled k-step waits out its next step's global loads (matmul_schedule.py)
         eff = flops_efficiency(c)
-        if eff < 1.0:  # launch bounds that cap the registers below the tile's need (REG_CAP_COST)
+        if matmul_schedule.APPLY:
+            args = (info["threads"], info["smem_bytes"], info["regs_per_thread"], info["blocks"])
+            full = matmul_schedule.runs_full_loop(c["BM"], c["BN"], c["BK"], s, tuple(shape))
+            eff *= float(matmul_schedule.exposure(dict(c, full=full), *args))
+        if eff < 1.0:
             info["flops_efficiency"] = eff
         if s > 1:  # the partial tiles are written and read back once: extra bytes at the same bandwidth
             base = self.traffic(shape, dtype)["bytes"]
@@ -582,6 +601,7 @@ class MatmulCuda(CudaKernel):
 
 _KEYS = tuple(MatmulCuda.SPACE)  # the constants, in SPACE's order (_static's key)
 _SWIZZLE_READS = ("BM", "BN", "BK", "TM", "TN", "SW_MAX_PHASE_A", "SW_MAX_PHASE_B")
+_SCHEDULE_READS = (*_SWIZZLE_READS, "THREAD_MAP", "MIN_BLOCKS", "PAD_A", "PAD_B")
 
 
 @functools.lru_cache(maxsize=1 << 16)
