@@ -373,7 +373,8 @@ def predict_arrays(
         data[tile] = np.where(smem[tile] != 0, np.minimum(smem[tile], held[tile]), 0.0)
     staged = k.default_inflight_share * data / np.maximum(threads, 1)
     per_thread = np.where(np.isnan(inflight), staged, inflight)
-    x = np.where(per_thread > 0, resident * threads * np.nan_to_num(per_thread) / need, occupancy / 0.25)
+    in_flight = resident * threads * np.nan_to_num(per_thread)  # bytes an SM keeps in flight
+    x = np.where(per_thread > 0, in_flight / need, occupancy / 0.25)
     # a spec may know its global accesses stream worse than a copy (a guarded scalar path for misaligned
     # rows, say): ``dram_efficiency`` scales the bandwidth it can reach
     knee_x = _knee(x)  # (the L2 term below reads the same knee)
@@ -390,7 +391,7 @@ def predict_arrays(
     bulk = cols["l2_async"] > 0
     if bulk.any():
         need_l2 = a.dram_latency_s * a.l2_async_bytes_per_s / a.sm_count
-        x_l2 = np.where(per_thread > 0, resident * threads * np.nan_to_num(per_thread) / need_l2, x)
+        x_l2 = np.where(per_thread > 0, in_flight / need_l2, x)
         t_bulk = np.nan_to_num(l2_bytes) / (a.l2_async_bytes_per_s * _knee(x_l2))
         t_l2 = np.where(bulk & ~np.isnan(l2_bytes), t_bulk, t_l2)
     t_smem = (wavefronts * tiles + extra_wf) * blocks / a.smem_wavefronts_per_s

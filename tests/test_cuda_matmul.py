@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from autopad.kernels.cuda import matmul as G
 from batch_hooks import hooks_agree
+from simt_gemm_checks import nvrtc_cuobjdump, predicted
 
 from autopad import cuda_runtime as rt
 from autopad.access import score
@@ -425,16 +426,7 @@ def test_register_table_matches_the_compiler(monkeypatch, tmp_path):
     import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
-    tool = Path(__import__("triton").__file__).parent / "backends/nvidia/bin/cuobjdump"
-    if not tool.exists():
-        pytest.skip("needs triton's cuobjdump")
-    monkeypatch.setenv("AUTOPAD_CUDA_COMPILER", "nvrtc")
-    try:
-        from cuda.bindings import nvrtc
-
-        assert int(nvrtc.nvrtcVersion()[0]) == 0
-    except Exception:
-        pytest.skip("needs NVRTC (cuda-bindings)")
+    tool = nvrtc_cuobjdump(monkeypatch)
 
     def regs(tile: tuple[int, int, int, int, int]) -> int:
         bm, bn, bk, tm, tn = tile
@@ -471,15 +463,6 @@ def _median_by_layout(run: str, shape: str, tile: tuple[int, ...]) -> dict[str, 
     return {k: float(np.median(v)) for k, v in got.items()}
 
 
-def _predicted(c: dict[str, int], shape: tuple[int, int, int]) -> float:
-    from autopad.predict import predict_arrays
-
-    lay = G.layout(c)
-    wave, ideal = score_candidates(KernelSpec(G), [c], [lay], "float32", None, get_arch("sm_90"))
-    info = G.launch_info(c, shape)
-    return float(predict_arrays([info], G.traffic(shape), wave, ideal, "sm_90", [lay])[0][0])
-
-
 def test_a_swizzle_adds_registers_spills_under_the_cap_and_takes_a_block_slot():
     """A swizzle raises the tile's register need (REGS_SWIZZLE_SM90). 128x128x8 8x8 needs 127 unpadded,
     155 with A swizzled. Under MIN_BLOCKS 2's cap of 128 that spills: run 2 measured the A-swizzled layouts
@@ -496,13 +479,13 @@ def test_a_swizzle_adds_registers_spills_under_the_cap_and_takes_a_block_slot():
     for shape in ((1024, 1024, 1024), (1536, 1000, 2000)):
         med = _median_by_layout("run2", "x".join(map(str, shape)), (128, 128, 8, 8, 8, 2))
         assert med["A"] / med["none"] > 1.08
-        assert _predicted(swz, shape) / _predicted(plain, shape) > 1.05
+        assert predicted(swz, shape) / predicted(plain, shape) > 1.05
     free = dict(swz, MIN_BLOCKS=1)
     assert G.launch_info(free, SHAPE)["regs_per_thread"] == 155  # 8 warps x 160 x 32 > 65536 / 2
     med = _median_by_layout("run1", "2048x2048x2048", (128, 128, 8, 8, 8, 1))
     assert med["A"] / med["none"] > 1.04 and med["both"] / med["none"] > 1.08
     shape = (2048, 2048, 2048)
-    assert _predicted(free, shape) / _predicted(dict(plain, MIN_BLOCKS=1), shape) > 1.04
+    assert predicted(free, shape) / predicted(dict(plain, MIN_BLOCKS=1), shape) > 1.04
     # both operands swizzled: the larger of the two additions (the compiler's, sampled), not their sum
     both = dict(swz, SW_VEC_B=4, SW_PER_PHASE_B=1, SW_MAX_PHASE_B=2)
     assert G.register_need(both) == 127 + max(G.REGS_SWIZZLE_SM90[(128, 128, 8, 8, 8)])
@@ -528,16 +511,7 @@ def test_swizzle_register_table_matches_the_compiler(monkeypatch, tmp_path):
     each operand, the other unpadded, less the unpadded count; every pad compiles to the unpadded count."""
     import re
 
-    tool = Path(__import__("triton").__file__).parent / "backends/nvidia/bin/cuobjdump"
-    if not tool.exists():
-        pytest.skip("needs triton's cuobjdump")
-    monkeypatch.setenv("AUTOPAD_CUDA_COMPILER", "nvrtc")
-    try:
-        from cuda.bindings import nvrtc
-
-        assert int(nvrtc.nvrtcVersion()[0]) == 0
-    except Exception:
-        pytest.skip("needs NVRTC (cuda-bindings)")
+    tool = nvrtc_cuobjdump(monkeypatch)
     tile = (128, 128, 8, 8, 8)
     base = dict(G.DEFAULTS, **dict(zip(("BM", "BN", "BK", "TM", "TN"), tile)), MIN_BLOCKS=1, SPLIT_K=1)
 

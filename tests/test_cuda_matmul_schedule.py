@@ -8,14 +8,11 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
 from autopad.kernels.cuda import matmul as G
 from autopad.kernels.cuda import matmul_schedule as S
+from simt_gemm_checks import nvrtc_cuobjdump, predicted
 
 from autopad import cuda_runtime as rt
-from autopad.arch import get_arch
-from autopad.search import score_candidates
-from autopad.spec import KernelSpec
 
 PAIRED = dict(G.DEFAULTS, THREAD_MAP=1, MIN_BLOCKS=1)  # 128x128x8 8x8, paired lanes
 PADDED = dict(PAIRED, PAD_A=4, PAD_B=4)
@@ -26,15 +23,6 @@ def _exposure(c: dict[str, int], shape: tuple[int, int, int]) -> float:
     info = G.launch_info(c, shape)
     args = (info["threads"], info["smem_bytes"], info["regs_per_thread"], info["blocks"])
     return float(S.exposure(c, *args))
-
-
-def _predicted(c: dict[str, int], shape: tuple[int, int, int]) -> float:
-    from autopad.predict import predict_arrays
-
-    lay = G.layout(c)
-    wave, ideal = score_candidates(KernelSpec(G), [c], [lay], "float32", None, get_arch("sm_90"))
-    info = G.launch_info(c, shape)
-    return float(predict_arrays([info], G.traffic(shape), wave, ideal, "sm_90", [lay])[0][0])
 
 
 def test_paired_tile_keeps_its_loads_ahead_only_unpadded():
@@ -61,10 +49,10 @@ def test_the_charge_reverses_the_models_order(monkeypatch):
     """Without the charge the model ranks the padded paired tile ahead of the unpadded one (the miss: 413.1
     against 415.4 us at 2048^3); with it, behind, as measured."""
     monkeypatch.setattr(S, "APPLY", False)
-    assert _predicted(PADDED, BIG) < _predicted(PAIRED, BIG)
+    assert predicted(PADDED, BIG) < predicted(PAIRED, BIG)
     monkeypatch.setattr(S, "APPLY", True)
     for shape in (BIG, ODD):
-        assert _predicted(PADDED, shape) > 1.05 * _predicted(PAIRED, shape)
+        assert predicted(PADDED, shape) > 1.05 * predicted(PAIRED, shape)
 
 
 def test_batch_and_single_launch_info_agree(monkeypatch):
@@ -105,16 +93,7 @@ def _ahead_in_sass(c: dict[str, int], tool: Path, tmp: Path) -> float:
 def test_table_matches_the_compiler(monkeypatch, tmp_path):
     """LOADS_AHEAD_SM90 is NVRTC 13.0's schedule of today's matmul.cu: a source or compiler change that
     moves the loads fails here, not silently in the model."""
-    tool = Path(__import__("triton").__file__).parent / "backends/nvidia/bin/cuobjdump"
-    if not tool.exists():
-        pytest.skip("needs triton's cuobjdump")
-    monkeypatch.setenv("AUTOPAD_CUDA_COMPILER", "nvrtc")
-    try:
-        from cuda.bindings import nvrtc
-
-        assert int(nvrtc.nvrtcVersion()[0]) == 0
-    except Exception:
-        pytest.skip("needs NVRTC (cuda-bindings)")
+    tool = nvrtc_cuobjdump(monkeypatch)
     cands = [PAIRED, PADDED, dict(PAIRED, THREAD_MAP=0)]
     cands.append(dict(G.DEFAULTS, BK=16, MIN_BLOCKS=1, THREAD_MAP=1, SW_VEC_A=4, SW_MAX_PHASE_A=8))
     for c in cands:
