@@ -33,7 +33,6 @@ from autopad.bases import CudaKernel, Inputs, Out
 from autopad.layouts import Legality, Padded, Swizzled
 from autopad.spec import batched_info, per_distinct
 
-from . import matmul_schedule
 
 _ARCH = get_arch("sm_90")
 _SOURCE = Path(__file__).with_name("matmul.cu")
@@ -73,8 +72,9 @@ REGS_SWIZZLE_SM90: dict[tuple[int, int, int, int, int], tuple[int, int]] = {
 # and the arithmetic runs at 1 / (1 + REG_CAP_COST x) of its rate. Fitted on H200 run 2 (1024^3 and
 # 1536x1000x2000), where both twins of a capped tile run one block per SM and differ in the cap alone: the
 # best MIN_BLOCKS 2 over the best MIN_BLOCKS 1 of the three capped 128x128 tiles measured 1.07-1.38
-# (0.35-0.77 per unit of x, median 0.48). Run 1 (2048^3) and run 20's shapes are held out.
-REG_CAP_COST = 0.48
+# (0.35-0.77 per unit of x, median 0.50 with REGS_SM90 as read today; 0.48 before the warp barrier moved
+# 128x128x16 8x8 from 155 to 153). Run 1 (2048^3) and run 20's shapes are held out.
+REG_CAP_COST = 0.50
 REGS_PER_SM = _ARCH.regs_per_sm  # the register file that __launch_bounds__ divides
 
 
@@ -402,16 +402,6 @@ class MatmulCuda(CudaKernel):
         out["regs_per_thread"] = np.minimum(cap, need).astype(np.float64)
         over = need / cap - 1.0
         eff = np.where(over > 0, 1.0 / (1.0 + REG_CAP_COST * np.maximum(over, 0)), 1.0)
-        if matmul_schedule.APPLY:  # the compiled schedule of the next k-step's loads (matmul_schedule.py)
-            sched = {k: np.asarray(columns[k], dtype=np.int64) for k in _SCHEDULE_READS}
-            rows, at = per_distinct(columns, ("BM", "BN", "BK", "SPLIT_K"))
-            runs = [
-                matmul_schedule.runs_full_loop(r["BM"], r["BN"], r["BK"], r["SPLIT_K"], tuple(shape))
-                for r in rows
-            ]
-            sched["full"] = np.array(runs, dtype=bool)[at]
-            args = (out["threads"], out["smem_bytes"], out["regs_per_thread"], out["blocks"])
-            eff = eff * matmul_schedule.exposure(sched, *args)
         out["flops_efficiency"] = eff
         return out
 
@@ -470,13 +460,8 @@ class MatmulCuda(CudaKernel):
         # limit the blocks an SM holds
         info["regs_per_thread"] = min(register_cap(c), register_need(c))
         info["swizzle_accesses"] = int(swizzle_accesses(c))
-        # launch bounds that cap the registers below the tile's need (REG_CAP_COST), and a build whose
-        # compiled k-step waits out its next step's global loads (matmul_schedule.py)
+        # launch bounds that cap the registers below the tile's need (REG_CAP_COST)
         eff = flops_efficiency(c)
-        if matmul_schedule.APPLY:
-            args = (info["threads"], info["smem_bytes"], info["regs_per_thread"], info["blocks"])
-            full = matmul_schedule.runs_full_loop(c["BM"], c["BN"], c["BK"], s, tuple(shape))
-            eff *= float(matmul_schedule.exposure(dict(c, full=full), *args))
         if eff < 1.0:
             info["flops_efficiency"] = eff
         if s > 1:  # the partial tiles are written and read back once: extra bytes at the same bandwidth
@@ -601,7 +586,6 @@ class MatmulCuda(CudaKernel):
 
 _KEYS = tuple(MatmulCuda.SPACE)  # the constants, in SPACE's order (_static's key)
 _SWIZZLE_READS = ("BM", "BN", "BK", "TM", "TN", "SW_MAX_PHASE_A", "SW_MAX_PHASE_B")
-_SCHEDULE_READS = (*_SWIZZLE_READS, "THREAD_MAP", "MIN_BLOCKS", "PAD_A", "PAD_B")
 
 
 @functools.lru_cache(maxsize=1 << 16)
