@@ -91,12 +91,10 @@ _I_TM, _I_TN, _I_VEC, _I_SC, _I_RO = (
 def legal(spec: TransposeCuda, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
     """Can this candidate run? The layout's own check, then the kernel's thread and register arithmetic,
     then the grid for this shape."""
-    if dtype not in spec.DTYPES:
-        return Legality(False, f"dtype {dtype} not supported")
-    try:
-        key = _key_of(constants)
-    except KeyError:
-        return Legality(False, f"missing constants {[k for k in spec.SPACE if k not in constants]}")
+    ok = spec.legal_preamble(constants, None, dtype, _KEYS)  # GROUP may be absent; the shape is judged below
+    if not ok:
+        return ok
+    key = _key_of(constants)
     e = DTYPE_BYTES[dtype]
     ok = _legal_static(key, e)
     if not ok:
