@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,7 @@ TOLERANCE = {
 
 
 _NO_LAYOUT = Padded(1, 1, 4)  # a kernel with no tuned tile: nothing for the model to score
+_LEGAL = Legality(True)  # ``legal_preamble``'s answer when every check passes (asked per candidate)
 
 
 class KernelBase:
@@ -180,13 +181,37 @@ class KernelBase:
         """Shared memory per block: the tile's footprint (override for several buffers)."""
         return 0 if self.LAYOUT is None else int(self.layout(constants, dtype).footprint)
 
-    def legal(self, constants: Mapping[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
-        """The layout's own check, the architecture's limits, and the restrictions; each with its reason."""
-        missing = [k for k in self.SPACE if k not in constants]
+    def legal_preamble(
+        self,
+        constants: Mapping[str, int],
+        shape: tuple[int, ...] | None,
+        dtype: str,
+        keys: Iterable[str] | None = None,
+    ) -> Legality:
+        """The checks every spec's ``legal`` starts with, in this order, each with its reason: the constants
+        ``keys`` (default: every one of SPACE; a spec that reads some with a default leaves those out) are
+        all given, ``dtype`` is one of DTYPES, and the spec's ``check_shape(shape)`` raises no ValueError
+        (not asked when ``shape`` is None: a spec whose ``legal`` judges the shape its own way).
+        Legality(True) when all pass; the built-in specs' ``legal`` and the derived one below begin with
+        it."""
+        missing = [k for k in (self.SPACE if keys is None else keys) if k not in constants]
         if missing:
             return Legality(False, f"missing constants {missing}")
         if dtype not in self.DTYPES:
             return Legality(False, f"dtype {dtype} is not one of {self.DTYPES}")
+        check_shape = getattr(self, "check_shape", None) if shape is not None else None
+        if check_shape is not None:
+            try:
+                check_shape(tuple(shape))
+            except ValueError as exc:
+                return Legality(False, str(exc))
+        return _LEGAL
+
+    def legal(self, constants: Mapping[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
+        """The layout's own check, the architecture's limits, and the restrictions; each with its reason."""
+        ok = self.legal_preamble(constants, None, dtype)
+        if not ok:
+            return ok
         a = get_arch(self.ARCH)
         env = {**constants, "E": self._e(dtype)}
         for r in self.RESTRICTIONS:

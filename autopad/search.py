@@ -15,13 +15,18 @@ layout once, each distinct address row through the model once). Per shape, legal
 as arrays from the spec's ``legal_batch`` / ``launch_info_batch`` where it has them (else its scalar
 functions, candidate by candidate), the prediction is array arithmetic (``predict.predict_arrays``) and
 the order one ``np.lexsort``. benchmarks/bench_rank_speed.py measures it on the largest built-in spaces.
+
+Where each part lives (search.py was split, one concern a module; every name it defined is still
+importable from here): search_infos.py (the launch info and traffic of many candidates, checked before the
+model reads them), search_shortlist.py (``shortlist``, ``neighbours``, ``launch_config``: what the tuner
+measures from a ranking); here, ``Candidate``, the enumeration, ``predict``, ``baselines`` and ``rank``.
 """
 
 from __future__ import annotations
 
 import gc
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
@@ -31,19 +36,15 @@ from typing import Any
 import numpy as np
 
 from .arch import Arch, get_arch
-from .predict import (
-    LaunchInfoError,
-    Prediction,
-    check_launch_info,
-    check_traffic,
-    info_columns,
-    predict_arrays,
-    predict_batch,
-    predictions,
-)
-from .score import _PerLayout, score_candidates
+from .predict import Prediction, predict_arrays, predict_batch, predictions
+from .score import _PerLayout, score_candidates  # noqa: F401  (_PerLayout: imported from here before)
+
+# the launch info's checks and the shortlist live in search_infos.py and search_shortlist.py (one concern a
+# module); their names are importable from here as before
+from .search_infos import _info_columns, _launch_infos, _traffic
+from .search_shortlist import TWIN_MARGIN, _close, launch_config, neighbours, shortlist  # noqa: F401
 from .space import Space, check_legal, layout_of, space
-from .spec import KernelSpec, SpecError, combine_codes, value_ranks
+from .spec import KernelSpec, combine_codes, value_ranks
 
 __all__ = [
     "Candidate",
@@ -136,102 +137,6 @@ def enumerate_candidates(spec: KernelSpec, shape: tuple[int, ...], dtype: str) -
     (``itertools.product`` over the sorted names; see ``space.restricted``)."""
     kept = space(spec, dtype)
     return [kept.constants(i) for i in np.flatnonzero(kept.legal(spec, shape, dtype)).tolist()]
-
-
-def _launch_infos(
-    spec: KernelSpec, consts: Sequence[Mapping[str, int]], layouts: Sequence[Any], shape: tuple, dtype: str
-) -> list[dict[str, float]]:
-    """Every candidate's ``launch_info``, checked: the first one key by key, then all of them at once (each
-    key's values as one array: numbers, finite, >= 0); a bad one is reported with its constants."""
-    out: list[dict[str, float]] = []
-    for c, lay in zip(consts, layouts):
-        info = spec.launch_info(dict(c), shape, dtype)
-        if not out or not isinstance(info, dict) or "blocks" not in info or "threads" not in info:
-            try:
-                info = check_launch_info(info, "launch_info")
-            except LaunchInfoError as e:
-                raise SpecError(f"{e} (for {dict(c)})") from None
-        else:
-            info = dict(info)
-        info.setdefault("smem_bytes", float(getattr(lay, "footprint", 0)))
-        out.append(info)
-    for k in set().union(*out) if out else ():
-        vals = [i.get(k, 0.0) for i in out]
-        try:
-            arr = np.asarray(vals, dtype=np.float64)
-            bad = ~np.isfinite(arr) | (arr < 0)
-            if k in ("blocks", "threads"):
-                bad |= arr < 1
-            if any(isinstance(v, bool) for v in vals):
-                bad |= np.array([isinstance(v, bool) for v in vals])
-        except (TypeError, ValueError):
-            bad = np.array([not isinstance(v, (int, float, np.integer, np.floating)) for v in vals])
-        if bad.any():
-            i = int(np.argmax(bad))
-            try:
-                check_launch_info(out[i], "launch_info")
-            except LaunchInfoError as e:
-                raise SpecError(f"{e} (for {dict(consts[i])})") from None
-            raise SpecError(f"launch_info: {k!r} is {vals[i]!r} for {dict(consts[i])}")
-    return out
-
-
-def _info_columns(
-    spec: KernelSpec,
-    kept: Space,
-    rows: np.ndarray,
-    extras: Sequence[Mapping[str, int]],
-    layouts: Sequence[Any],
-    shape: tuple,
-    dtype: str,
-) -> dict[str, np.ndarray]:
-    """The launch info of the rows then the extras, as ``predict.info_columns``: ``launch_info_batch``
-    over the rows' columns where the spec has it (checked as ``_launch_infos`` checks), else
-    ``launch_info`` one candidate at a time."""
-    batch = getattr(spec, "launch_info_batch", None)
-    if not callable(batch) or not len(rows):
-        consts = [kept.constants(i) for i in rows.tolist()] + [dict(c) for c in extras]
-        return info_columns(_launch_infos(spec, consts, layouts, shape, dtype))
-    got = batch({k: v[rows] for k, v in kept.cols.items()}, shape, dtype)
-    if not isinstance(got, Mapping):
-        raise SpecError(f"launch_info_batch: returned {type(got).__name__}; return a dict of arrays")
-    first = {k: np.asarray(v)[0].item() for k, v in got.items()}
-    try:
-        check_launch_info(first, "launch_info_batch")
-    except LaunchInfoError as e:
-        raise SpecError(f"{e} (for {kept.constants(int(rows[0]))})") from None
-    cols = {}
-    for k, v in got.items():
-        arr = np.asarray(v)
-        if arr.shape != rows.shape or arr.dtype.kind not in "iuf":
-            raise SpecError(
-                f"launch_info_batch: {k!r} is {arr.dtype} of shape {arr.shape}; want {len(rows)} numbers"
-            )
-        arr = arr.astype(np.float64)
-        bad = ~np.isfinite(arr) | (arr < 0) | ((arr < 1) if k in ("blocks", "threads") else False)
-        if bad.any():
-            i = int(rows[int(np.argmax(bad))])
-            raise SpecError(
-                f"launch_info_batch: {k!r} is {arr[int(np.argmax(bad))]!r} for {kept.constants(i)}"
-            )
-        cols[k] = arr
-    if "smem_bytes" not in cols:  # the layout's footprint, as ``_launch_infos`` defaults it
-        foot = _PerLayout(lambda lay: float(getattr(lay, "footprint", 0)))
-        cols["smem_bytes"] = np.array([foot.of(lay) for lay in layouts[: len(rows)]], dtype=np.float64)
-    out = info_columns(cols)
-    if extras:
-        rest = info_columns(
-            _launch_infos(spec, [dict(c) for c in extras], layouts[len(rows) :], shape, dtype)
-        )
-        out = {k: np.concatenate([out[k], rest[k]]) for k in out}
-    return out
-
-
-def _traffic(spec: KernelSpec, shape: tuple, dtype: str) -> dict[str, float]:
-    try:
-        return check_traffic(spec.traffic(shape, dtype), "traffic")
-    except LaunchInfoError as e:
-        raise SpecError(str(e)) from None
 
 
 def predict(
@@ -393,114 +298,3 @@ def _order(
 
 def _key(frozen: tuple) -> str:
     return ",".join(f"{k}={v}" for k, v in frozen)
-
-
-# ---- shortlist and neighbourhood -------------------------------------------------------------------------
-
-
-def launch_config(spec: KernelSpec, constants: dict[str, int] | Candidate) -> tuple[tuple[str, int], ...]:
-    """The constants that are not the layout's: tile, threads, vector width, ... (the spec's optional
-    ``LAYOUT_KEYS`` names the layout's; without it every constant counts, and each candidate is its own)."""
-    params = getattr(constants, "params", constants)  # a Candidate, or anything with .params, or a dict
-    layout_keys = set(getattr(spec, "LAYOUT_KEYS", ()))
-    return tuple(sorted((k, v) for k, v in params.items() if k not in layout_keys))
-
-
-def shortlist(ranked: list[Candidate], top_k: int, spec: KernelSpec | None = None) -> list[Candidate]:
-    """What to measure first: the ``top_k`` best predicted, every baseline (always measured, for
-    comparison), and, given the spec, the best-predicted layout of each of the ``top_k`` best launch
-    configurations.
-
-    Why both: the model ranks layouts of one launch configuration well (bank conflicts are what it
-    counts), but it ties many launch configurations at the memory-bandwidth floor, where the top_k alone
-    can be six conflict-free layouts of a single tile shape; one layout per configuration spends the
-    measurements on the choice the model cannot make.
-    """
-    if top_k < 1:
-        raise ValueError(f"top_k: must be at least 1, got {top_k}")
-    keep = {c.key: c for c in ranked[:top_k]}
-    if spec is not None:
-        seen: set = set()
-        for c in ranked:
-            cfg = launch_config(spec, c)
-            if cfg in seen:
-                continue
-            seen.add(cfg)
-            keep.setdefault(c.key, c)
-            if len(seen) >= top_k:
-                break
-    for c in ranked[top_k:]:
-        if c.roles:
-            keep.setdefault(c.key, c)
-    return list(keep.values())
-
-
-# the unpadded twin is measured where the model predicts it within this factor of the configuration's best
-# layout: the index arithmetic it cannot see is worth a few percent, while the bank conflicts it counts
-# exactly are not worth guessing against (a 32-way conflicted transpose tile measures 2.3x the padded one)
-TWIN_MARGIN = 1.05
-
-
-def _close(twin: Candidate, best: Candidate) -> bool:
-    return twin.prediction.seconds <= TWIN_MARGIN * best.prediction.seconds
-
-
-def neighbours(
-    spec: KernelSpec, ranked: list[Candidate], around: Candidate, layouts: int = 3
-) -> list[Candidate]:
-    """Where to look next after measuring: candidates one step from ``around`` in its launch configuration.
-
-    For each non-layout constant, the value before and after ``around``'s in the spec's ``SPACE`` order,
-    each as its best-predicted layout and as the unpadded baseline's layout (its twin, where that layout
-    is legal there, is not already the best-predicted one and is predicted within ``TWIN_MARGIN`` of
-    it); and the next ``layouts`` best-predicted layouts of ``around``'s own configuration, and its twin
-    (on the same terms). The tuner measures these and moves to the
-    fastest until none is faster: a local search that the model seeds and the measurements steer.
-
-    Why the twin: the model cannot see a layout's index arithmetic (a padded row's multiply, a swizzle's
-    shift-mask-XOR), so where it prefers a padded or swizzled layout by a few percent, the plain one is
-    often faster. On today's SIMT GEMM at 2048^3 (H200 run 51, 10,032 candidates measured) the model put
-    the padded layouts of the paired-lane thread map first, measured 0.415-0.434 ms, where the unpadded
-    layout of the same configuration measured 0.395: without the twin the search never stepped onto that
-    thread map and stopped at 1.047 of the best, with it 1.019.
-    """
-    layout_keys = set(getattr(spec, "LAYOUT_KEYS", ()))
-    plain = next((c for c in ranked if "unpadded" in c.roles), None)
-    plain_layout = (
-        tuple(sorted((k, v) for k, v in plain.constants if k in layout_keys))
-        if plain is not None and layout_keys
-        else None
-    )
-    best_of: dict[tuple, Candidate] = {}
-    twin_of: dict[tuple, Candidate] = {}
-    same = []
-    here = launch_config(spec, around)
-    for c in ranked:
-        cfg = launch_config(spec, c)
-        best_of.setdefault(cfg, c)
-        if plain_layout is not None and cfg not in twin_of:
-            if tuple(sorted((k, v) for k, v in c.constants if k in layout_keys)) == plain_layout:
-                twin_of[cfg] = c
-        if cfg == here and c.key != around.key and len(same) < layouts:
-            same.append(c)
-    out = []
-    base = dict(here)
-    for name, value in here:
-        if name in layout_keys:
-            continue
-        values = list(spec.SPACE.get(name, ()))
-        if value not in values:
-            continue
-        i = values.index(value)
-        for j in (i - 1, i + 1):
-            if 0 <= j < len(values):
-                step = tuple(sorted({**base, name: values[j]}.items()))
-                if step in best_of:
-                    out.append(best_of[step])
-                    twin = twin_of.get(step)
-                    if twin is not None and twin is not best_of[step] and _close(twin, best_of[step]):
-                        out.append(twin)
-    own = twin_of.get(here)
-    if own is not None and own.key != around.key and own not in same and _close(own, best_of[here]):
-        same.append(own)
-    return out + same

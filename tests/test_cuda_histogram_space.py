@@ -66,5 +66,6 @@ def test_the_rules_three_ways_agree_and_the_bins_pick_a_pass_width():
         65536,
     ]
     assert HS.legal(S, {}, (1000, 256), "int32").reason.startswith("missing constants")
-    assert HS.legal(S, dict(HS.DEFAULTS), (1000, 256), "float32").reason == "dtype float32 not supported"
+    why = HS.legal(S, dict(HS.DEFAULTS), (1000, 256), "float32").reason
+    assert why == "dtype float32 is not one of ('int32', 'uint8')"
     assert HS.legal_batch(S, cols, (1000, 256), "float32").tolist() == [False] * len(pts)

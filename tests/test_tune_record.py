@@ -68,7 +68,19 @@ _KEYED = {
         ("histogram.cu", "common.cuh", "histogram_weighted.py", "histogram_launch.py"),
         ("histogram.py", "histogram_space.py", "histogram_pattern.py", "histogram_cost.py"),
     ),
-    "transpose": (("transpose.cu", "common.cuh", "transpose.py"), ("matmul.py",)),
+    "transpose": (
+        (
+            "transpose.cu",
+            "common.cuh",
+            "transpose.py",
+            "transpose_tile.py",
+            "transpose_space.py",
+            "transpose_pattern.py",
+            "transpose_cost.py",
+            "transpose_launch.py",
+        ),
+        ("matmul.py",),
+    ),
     "matmul": (("matmul.cu", "common.cuh", "matmul.py"), ("transpose.py",)),
 }
 

@@ -171,15 +171,9 @@ def legal(
 ) -> Legality:
     """The restrictions, the layout's budget, passes, occupancy and the shape's own limits (the checks
     of the constants alone are cached: ``_static``)."""
-    missing = [k for k in spec.SPACE if k not in constants]
-    if missing:
-        return Legality(False, f"missing constants {missing}")
-    if dtype not in spec.DTYPES:
-        return Legality(False, f"dtype {dtype} not supported")
-    try:
-        spec.check_shape(tuple(shape))
-    except ValueError as exc:
-        return Legality(False, str(exc))
+    ok = spec.legal_preamble(constants, shape, dtype)
+    if not ok:
+        return ok
     c = constants
     fits, per_sm = _static(spec, tuple(c[k] for k in _KEYS), dtype)
     if not fits:

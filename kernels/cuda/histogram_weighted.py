@@ -72,13 +72,10 @@ class HistogramWeightedCuda(CudaKernel):
         H.SPEC.check_shape(shape)
 
     def legal(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> Legality:
-        missing = [k for k in self.SPACE if k not in constants]
-        if missing:
-            return Legality(False, f"missing constants {missing}")
-        if dtype != "int32":
-            return Legality(False, "the weighted histogram takes int32 values")
+        ok = self.legal_preamble(constants, shape, dtype)
+        if not ok:
+            return ok
         try:
-            self.check_shape(tuple(shape))
             lay = self.layout(constants, dtype)
         except (ValueError, KeyError) as exc:
             return Legality(False, str(exc))

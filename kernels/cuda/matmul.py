@@ -346,11 +346,9 @@ class MatmulCuda(CudaKernel):
         """The operand layouts' own checks (16-byte fragments) plus the kernel's thread and register limits,
         and where splitting K pays. The checks of the constants alone are cached (``_static``); the shape's
         come between them, in this order."""
-        missing = [k for k in self.SPACE if k not in constants]
-        if missing:
-            return Legality(False, f"missing constants {missing}")
-        if dtype not in self.DTYPES:
-            return Legality(False, f"dtype {dtype} not supported (fp32 only)")
+        ok = self.legal_preamble(constants, None, dtype)
+        if not ok:
+            return ok
         c = constants
         threads, thread_map, tiles = _static(self, tuple(c[k] for k in _KEYS))
         if not threads:

@@ -94,15 +94,9 @@ class HistogramTriton(TritonKernel):
 
     def legal(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> Legality:
         c = constants
-        missing = [k for k in self.SPACE if k not in c]
-        if missing:
-            return Legality(False, f"missing constants {missing}")
-        if dtype not in self.DTYPES:
-            return Legality(False, f"dtype {dtype} not supported (int32 values)")
-        try:
-            self.check_shape(tuple(shape))
-        except ValueError as exc:
-            return Legality(False, str(exc))
+        ok = self.legal_preamble(c, shape, dtype)
+        if not ok:
+            return ok
         if c["R"] == 1 and c["PAD"]:
             return Legality(False, "padding between replicas needs more than one replica")
         if c["BLOCK"] < 32 * c["WARPS"]:

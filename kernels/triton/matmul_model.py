@@ -57,16 +57,18 @@ def layout(constants: dict[str, int], dtype: str) -> Swizzled:
     return Swizzled(c["BM"] * blocks, width, eb, sw_vec=16 // eb, per_phase=128 // s, max_phase=s // 16)
 
 
+# the constants ``legal`` reads without a default, every one on the way to a legal answer (PATH, SPLIT_K and
+# PERSIST default to 0, 1, 0; GROUP_M is not read): what ``legal_preamble`` asks to be given
+_REQUIRED = ("BM", "BN", "BK", "STAGES", "WARPS", "SWIZZLE")
+
+
 def legal(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
     c = constants
-    if dtype not in spec.DTYPES:
-        return Legality(False, f"dtype {dtype} not supported")
-    if len(shape) != 3:
-        return Legality(False, f"shape {shape} is not (M, N, K)")
+    ok = spec.legal_preamble(c, shape, dtype, _REQUIRED)  # check_shape: (M, N, K), each at least 1
+    if not ok:
+        return ok
     m, n, k = shape
     eb = _EB[dtype]
-    if min(shape) < 1:
-        return Legality(False, "empty problem")
     if c["BM"] < 64 or c["WARPS"] < 4:
         return Legality(False, "wgmma needs a warpgroup: BM >= 64 and 4+ warps")
     if c["BM"] * c["BN"] // (32 * c["WARPS"]) > 128:

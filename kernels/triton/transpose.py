@@ -60,6 +60,9 @@ SPACE: dict[str, tuple[int, ...]] = {
 LAYOUT_KEYS = ("PAD", "SW_VEC", "PER_PHASE", "MAX_PHASE")
 LAYOUT_READS = ("BM", "BN", *LAYOUT_KEYS)  # what ``layout`` reads: a ranking asks once per tile
 DEFAULTS = {"BM": 64, "BN": 64, "VEC": 4, "WARPS": 8, "PAD": 0, "SW_VEC": 1, "PER_PHASE": 1, "MAX_PHASE": 1}
+# the constants ``legal`` reads without a default (the layout's PAD, SW_VEC, PER_PHASE, MAX_PHASE have one):
+# what ``legal_preamble`` asks to be given
+_REQUIRED = ("BM", "BN", "VEC", "WARPS")
 BASELINE_TL = {"BM": 64, "BN": 64, "WARPS": 8}  # tl.trans baseline (hardware README: 64 blocks / 8 warps)
 
 _SMEM_BUDGET = get_arch("sm_90").smem_per_block
@@ -129,8 +132,9 @@ def _layout(
 
 def legal(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
     """One predicate for enumerator, model and benchmark: a candidate that fails here is never built."""
-    if dtype not in DTYPES:
-        return Legality(False, f"dtype {dtype} not supported")
+    ok = SPEC.legal_preamble(c, None, dtype, _REQUIRED)  # the shape as the kernel takes it, below
+    if not ok:
+        return ok
     if len(shape) not in (2, 3) or min(shape) < 1:
         return Legality(False, f"shape {shape} is not [M, N] or [B, M, N]")
     eb, vec, bm, bn = _eb(dtype), c["VEC"], c["BM"], c["BN"]

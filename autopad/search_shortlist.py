@@ -1,0 +1,132 @@
+"""What the tuner measures from a ranking: the shortlist (``shortlist``) and the local search's next steps
+(``neighbours``), both over launch configurations (``launch_config``: the constants that are not the
+layout's).
+
+The model ranks the layouts of one launch configuration well (bank conflicts are what it counts) but ties
+many configurations at the memory-bandwidth floor and cannot see a layout's index arithmetic; so the
+shortlist keeps the best layout of each of the top configurations besides the top candidates, and a
+step of the local search offers each neighbouring configuration's best layout together with its unpadded
+twin where the model predicts that twin within ``TWIN_MARGIN``.
+
+Why a module of its own: this is what the measurements are spent on, apart from how the ranking is made
+(search.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .spec import KernelSpec
+
+if TYPE_CHECKING:
+    from .search import Candidate
+
+__all__ = ["TWIN_MARGIN", "launch_config", "neighbours", "shortlist"]
+
+
+def launch_config(spec: KernelSpec, constants: dict[str, int] | Candidate) -> tuple[tuple[str, int], ...]:
+    """The constants that are not the layout's: tile, threads, vector width, ... (the spec's optional
+    ``LAYOUT_KEYS`` names the layout's; without it every constant counts, and each candidate is its own)."""
+    params = getattr(constants, "params", constants)  # a Candidate, or anything with .params, or a dict
+    layout_keys = set(getattr(spec, "LAYOUT_KEYS", ()))
+    return tuple(sorted((k, v) for k, v in params.items() if k not in layout_keys))
+
+
+def shortlist(ranked: list[Candidate], top_k: int, spec: KernelSpec | None = None) -> list[Candidate]:
+    """What to measure first: the ``top_k`` best predicted, every baseline (always measured, for
+    comparison), and, given the spec, the best-predicted layout of each of the ``top_k`` best launch
+    configurations.
+
+    Why both: the model ranks layouts of one launch configuration well (bank conflicts are what it
+    counts), but it ties many launch configurations at the memory-bandwidth floor, where the top_k alone
+    can be six conflict-free layouts of a single tile shape; one layout per configuration spends the
+    measurements on the choice the model cannot make.
+    """
+    if top_k < 1:
+        raise ValueError(f"top_k: must be at least 1, got {top_k}")
+    keep = {c.key: c for c in ranked[:top_k]}
+    if spec is not None:
+        seen: set = set()
+        for c in ranked:
+            cfg = launch_config(spec, c)
+            if cfg in seen:
+                continue
+            seen.add(cfg)
+            keep.setdefault(c.key, c)
+            if len(seen) >= top_k:
+                break
+    for c in ranked[top_k:]:
+        if c.roles:
+            keep.setdefault(c.key, c)
+    return list(keep.values())
+
+
+# the unpadded twin is measured where the model predicts it within this factor of the configuration's best
+# layout: the index arithmetic it cannot see is worth a few percent, while the bank conflicts it counts
+# exactly are not worth guessing against (a 32-way conflicted transpose tile measures 2.3x the padded one)
+TWIN_MARGIN = 1.05
+
+
+def _close(twin: Candidate, best: Candidate) -> bool:
+    return twin.prediction.seconds <= TWIN_MARGIN * best.prediction.seconds
+
+
+def neighbours(
+    spec: KernelSpec, ranked: list[Candidate], around: Candidate, layouts: int = 3
+) -> list[Candidate]:
+    """Where to look next after measuring: candidates one step from ``around`` in its launch configuration.
+
+    For each non-layout constant, the value before and after ``around``'s in the spec's ``SPACE`` order,
+    each as its best-predicted layout and as the unpadded baseline's layout (its twin, where that layout
+    is legal there, is not already the best-predicted one and is predicted within ``TWIN_MARGIN`` of
+    it); and the next ``layouts`` best-predicted layouts of ``around``'s own configuration, and its twin
+    (on the same terms). The tuner measures these and moves to the
+    fastest until none is faster: a local search that the model seeds and the measurements steer.
+
+    Why the twin: the model cannot see a layout's index arithmetic (a padded row's multiply, a swizzle's
+    shift-mask-XOR), so where it prefers a padded or swizzled layout by a few percent, the plain one is
+    often faster. On today's SIMT GEMM at 2048^3 (H200 run 51, 10,032 candidates measured) the model put
+    the padded layouts of the paired-lane thread map first, measured 0.415-0.434 ms, where the unpadded
+    layout of the same configuration measured 0.395: without the twin the search never stepped onto that
+    thread map and stopped at 1.047 of the best, with it 1.019.
+    """
+    layout_keys = set(getattr(spec, "LAYOUT_KEYS", ()))
+    plain = next((c for c in ranked if "unpadded" in c.roles), None)
+    plain_layout = (
+        tuple(sorted((k, v) for k, v in plain.constants if k in layout_keys))
+        if plain is not None and layout_keys
+        else None
+    )
+    best_of: dict[tuple, Candidate] = {}
+    twin_of: dict[tuple, Candidate] = {}
+    same = []
+    here = launch_config(spec, around)
+    for c in ranked:
+        cfg = launch_config(spec, c)
+        best_of.setdefault(cfg, c)
+        if plain_layout is not None and cfg not in twin_of:
+            if tuple(sorted((k, v) for k, v in c.constants if k in layout_keys)) == plain_layout:
+                twin_of[cfg] = c
+        if cfg == here and c.key != around.key and len(same) < layouts:
+            same.append(c)
+    out = []
+    base = dict(here)
+    for name, value in here:
+        if name in layout_keys:
+            continue
+        values = list(spec.SPACE.get(name, ()))
+        if value not in values:
+            continue
+        i = values.index(value)
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(values):
+                step = tuple(sorted({**base, name: values[j]}.items()))
+                if step in best_of:
+                    out.append(best_of[step])
+                    twin = twin_of.get(step)
+                    if twin is not None and twin is not best_of[step] and _close(twin, best_of[step]):
+                        out.append(twin)
+    own = twin_of.get(here)
+    if own is not None and own.key != around.key and own not in same and _close(own, best_of[here]):
+        same.append(own)
+    return out + same

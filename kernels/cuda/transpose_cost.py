@@ -1,0 +1,230 @@
+"""What the CUDA transpose costs beyond its shared-memory pattern: ``launch_info``, the grid and the terms
+the predictor adds for work the bank model does not see, each with the H200 runs it comes from.
+
+The grid is one block a tile (the vector path's 1-D grid; the original scalar path's 2-D grid walks the
+batch in z). Beyond the pattern: the global side's efficiency (``dram_efficiency``: narrow accesses,
+``NARROW_ACCESS_COST``; the scalar path on rows that are not whole vectors, ``SCALAR_PATH_COST``; the
+block order, ``GROUP_GAIN``), the misaligned build's extra integer instructions (``issue_cycles``,
+``_MIS_*_INSTR``) and, where output rows are off the vector grid, the shifted gather's wavefronts over
+READOUT 1's word loads (``extra_wavefronts``, ``_gather_extra``).
+
+Why a module of its own: these are the measured and read-off constants of the predictor's transpose terms,
+apart from the pattern the bank model scores (transpose_pattern.py) and the build and launch
+(transpose_launch.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from autopad.spec import DTYPE_BYTES, KernelSpec, distinct_combinations
+
+from .transpose_tile import _ARCH, _cdiv, _dims, _hpass, _layout, _lkey, _scalar
+
+if TYPE_CHECKING:
+    from .transpose import TransposeCuda
+
+__all__ = ["SCALAR_PATH_COST", "NARROW_ACCESS_COST", "GROUP_GAIN", "launch_info", "launch_info_batch"]
+
+# Rows that are not a whole number of VEC-element vectors (4097 x 8191) send every SCALAR_EDGE = 1 tile down
+# the guarded scalar path: VEC bounds-checked loads per vector, lanes VEC elements apart. The exhaustive study
+# on the H200 (benchmarks/results/h200/quality, 4097 x 8191 fp32 and fp16) measured the best tile of each
+# width at 1.00 / 1.10 / 1.35 / 2.25 x the VEC = 1 time for VEC = 1 / 2 / 4 / 8 (fp16), 1.0 / 1.0 / 1.27
+# (fp32): about 12% of streaming rate lost per extra 4-byte element of the vector. The overhead is per element
+# access (a guarded load and store, one L1 request each), so per byte it grows as elements narrow: the cost is
+# SCALAR_PATH_COST x (VEC - 1) x 4 / ELEM_BYTES, 0.24 per extra 2-byte element. On the best tiles this says
+# 1.24 / 1.72 / 2.68 for fp16 (measured 1.10 / 1.35 / 2.25) and, for int8, 1.5 / 2.4 / 4.4 / 8.2 at VEC 2 / 4
+# / 8 / 16 (run 34's sample: 1.0 / 1.7 / 3.0 / 3.3), too much; but it ranks the whole space better than a
+# cost per element of any size, which charged fp16 and int8 too little beyond the best tiles: model-only
+# Spearman of fp16 4097 x 8191 (original path only) 0.498 -> 0.605, held out (constants fitted on run 1)
+# 0.433 -> 0.571, no pick moved; fp32 is unchanged (transpose_model_gaps.md, fourth pass, and the forms
+# that were rejected). SCALAR_EDGE = 0 loads whole
+# aligned vectors on every shape; its efficiency on misaligned rows is taken as 1 (the same bytes and vector
+# widths as an aligned tile plus a few shuffles and funnel shifts per vector): an assumption until measured
+# (benchmarks/gpu_check_transpose.py measures it).
+SCALAR_PATH_COST = 0.12
+# Global accesses narrower than 4 bytes stream worse on any path: the same study measured the best VEC = 1
+# (2-byte) fp16 tile at 1.142 (8192^2) and 1.152 (16384^2) x the best of all, while VEC >= 2 (4 bytes and
+# more) came within 1.04 (fp32 VEC = 1, 4-byte: 1.02-1.03). Taken as the same for 1-byte accesses (int8,
+# fp8: not measured). On misaligned rows the scalar path's accesses are single elements whatever VEC is.
+NARROW_ACCESS_COST = 0.147
+# The block order (GROUP: bands of GROUP tile rows walked column by column; 1 = row-major, as the original
+# path's 2-D grid). The model cannot see DRAM page or L2 locality, so these are measurements, not a model:
+# the H200 check of 2026-12-01 (benchmarks/gpu_check_transpose.py), the same build under each order. GROUP 64
+# over 1: 1.035-1.146x on 4097 x 8191 (7 dtypes; rows that are not whole 16-byte vectors leave partial
+# sectors at every tile seam, written by the neighbouring block along M, which GROUP runs alongside),
+# 1.002-1.018x at 16384^2 / 8192^2, 0.99-1.00x on 8 x 4096 x 1024; GROUP 16 over 1: 0.999-1.049x and
+# 0.991-0.998x. Keyed by "rows are whole 16-byte vectors"; each value is relative to the best order.
+GROUP_GAIN = {False: {1: 1.0, 16: 1.02, 64: 1.10}, True: {1: 1.0, 16: 1.0, 64: 1.01}}
+# Instructions the misaligned build (SCALAR_EDGE 0, VEC > 1, rows not whole vectors) issues per thread beyond
+# the aligned build of the same constants, which the predictor's fitted constants already price: per load
+# pass (the halo's included) ~30 for the row pointer, the segment's shift and bounds, the edge lane's second
+# load and the shifted read-out row's index arithmetic, plus ~8 per 4-byte word of the vector for its
+# shuffle, select stages and funnel shift. Read off the SASS of 265 hot-path builds, 1- to 8-byte elements
+# (nvcc 13.0, sm_90; benchmarks/results/h200/quality/transpose_model_gaps.md, run 46): median error 9%,
+# unbiased on padded tiles; a swizzled tile's shifted read-out also computes each element's XOR at run time
+# (+3 an element), left to the predictor's swizzle term (counted here too, run 46's model-only pick went
+# from 1.090 to 1.287 of the best). No timing went into the two constants.
+_MIS_PASS_INSTR = 30
+_MIS_WORD_INSTR = 8
+# those instructions are integer ALU (IMAD, LOP3, SHF, SEL, ISETP) and shuffles: sm_90 executes 64 integer
+# lanes per clock per SM, two warp instructions a cycle, half the four schedulers' issue rate
+_INT_WARP_INSTR_PER_CLK = 2
+# The misaligned build's read-out where output rows are off the vector grid (M % VEC != 0): READOUT 1 of
+# 2-byte elements does not run its register transpose there but READOUT 0's shifted gather (transpose.cu,
+# ap_gather_shifted with RT_SHIFT): VEC 2-byte ld.shared down one tile column per output vector, not VEC
+# 4-byte words of two columns. ``smem_pattern`` has no shape (PATTERN_KEYS), so it lists READOUT 1's word
+# loads; the launch info states the difference as ``extra_wavefronts``: the wavefronts of the READOUT 0
+# pattern of the same tile, threads and layout minus READOUT 1's (``_gather_extra``). The gather's row
+# offset u is left at 0, as the model scores READOUT 0 itself. H200 run 46 (fp16 4097 x 8191): swizzled
+# VEC 8 READOUT 1 tiles of 128 rows were measured 1.41x their prediction (padded 1.50x) without this term.
+_GATHER_EXTRA: dict[tuple[str, tuple[int, ...]], float] = {}
+
+# what ``_gather_extra`` reads: the pattern's constants but READOUT, and the layout's
+_GATHER_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")
+
+
+def launch_info(spec: TransposeCuda, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict:
+    """Blocks, threads, footprint, bytes in flight, the global side's efficiency, the misaligned build's
+    issue cycles and the shifted gather's extra wavefronts of one candidate."""
+    c, e = constants, spec._e(dtype)
+    key = (c["THREADS"], c["VEC"], _scalar(c), *_lkey(c, e))
+    info = dict(_launch_info(key, tuple(shape), int(c.get("GROUP", 1))))
+    info["extra_wavefronts"] = 0.0
+    if _gathered(c.get("READOUT", 0), _scalar(c), c["VEC"], tuple(shape), e):
+        info["extra_wavefronts"] = _gather_extra([tuple(int(c[k]) for k in _GATHER_KEYS)], dtype)[0]
+    return info
+
+
+def launch_info_batch(
+    spec: TransposeCuda, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str
+) -> dict:
+    """``launch_info`` of many candidates at once, as a dict of arrays (the same numbers)."""
+    c, n = columns, len(columns["THREADS"])
+    group = np.asarray(c["GROUP"]) if "GROUP" in c else np.ones(n, dtype=np.int64)
+    scalar = np.asarray(c["SCALAR_EDGE"]) != 0 if "SCALAR_EDGE" in c else np.ones(n, dtype=bool)
+    pad = np.where(np.asarray(c["SW_MAX_PHASE"]) == 1, c["PAD"], 0)  # a swizzled tile has no padding
+    out = _launch_arrays(
+        *(np.asarray(c[k]) for k in ("THREADS", "VEC")),
+        scalar,
+        c["TILE_M"],
+        c["TILE_N"],
+        pad,
+        group,
+        tuple(shape),
+        spec._e(dtype),
+    )
+    extra = np.zeros(n)
+    readout = np.asarray(c["READOUT"]) if "READOUT" in c else np.zeros(n, dtype=np.int64)
+    sel = np.flatnonzero(_gathered(readout, scalar, np.asarray(c["VEC"]), tuple(shape), spec._e(dtype)))
+    if len(sel):
+        cols = [np.asarray(c[k])[sel] for k in _GATHER_KEYS]
+        first, at = distinct_combinations(cols, len(sel))
+        keys = list(zip(*(col[first].tolist() for col in cols)))
+        extra[sel] = np.array(_gather_extra(keys, dtype))[at]
+    out["extra_wavefronts"] = extra
+    return out
+
+
+@lru_cache(maxsize=1 << 14)
+def _launch_info(
+    key: tuple[int, ...], shape: tuple[int, ...], group: int = 1
+) -> tuple[tuple[str, float], ...]:
+    threads, vec, scalar, tm, tn, e, pad, sv, pp, mp = key
+    one = [np.array([v]) for v in (threads, vec, bool(scalar), tm, tn, pad if mp == 1 else 0, group)]
+    return tuple((k, v[0].item()) for k, v in _launch_arrays(*one, shape, e).items())
+
+
+def _launch_arrays(
+    threads: np.ndarray,
+    vec: np.ndarray,
+    scalar: np.ndarray,
+    tm: np.ndarray,
+    tn: np.ndarray,
+    pad: np.ndarray,
+    group: np.ndarray,
+    shape: tuple[int, ...],
+    e: int,
+) -> dict[str, np.ndarray]:
+    """The launch info of candidates given as arrays (one entry each; ``pad`` is the tile's padding, 0 for
+    a swizzled tile): blocks, threads, the tile's footprint, tiles per block, bytes in flight, the
+    global side's efficiency and the misaligned build's extra instructions (``issue_cycles``)."""
+    b, m, n = _dims(shape)
+    gx, gy = -(-n // tn), -(-m // tm)
+    ly = threads // (tn // vec)  # rows a load pass covers
+    lpass = tm // ly
+    misaligned = (m % vec != 0) | (n % vec != 0)
+    width = np.where(scalar & misaligned, e, vec * e)  # bytes per global access
+    eff = np.where(width < 4, 1.0 / (1.0 + NARROW_ACCESS_COST), 1.0)
+    eff = np.where(misaligned & scalar, eff / (1.0 + SCALAR_PATH_COST * (vec - 1) * 4 / e), eff)
+    # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path is left
+    # as the study ranked it (its 2-D grid walks GROUP 1's order, but its candidates keep their predictions)
+    gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
+    gain = np.ones(len(group))
+    for g, v in gains.items():
+        gain[group == g] = v
+    eff = np.where(scalar, eff, eff * (gain / max(gains.values())))
+    # the misaligned build's extra instructions, in SM cycles per block: passes of the load loop (the halo's
+    # ceil(VEC / LY) more where output rows are shifted too, M % VEC != 0; READOUT 2 is not legal there)
+    # times instructions a pass, each warp's at the integer rate. H200 run 46, fp16 4097 x 8191, GROUP 64:
+    # the best 4-byte-vector layout of a tile and thread count measured a median 1.54x the best 16-byte one
+    # (23 configurations; 8-byte: 1.10x), where the DRAM-bound model said 1.00 (1.02); with this term 1.35
+    halo = m % vec != 0
+    passes = lpass + np.where(halo, _hpass(vec, ly), 0)
+    words = np.maximum(1, vec * e // 4)
+    per_thread = passes * (_MIS_PASS_INSTR + _MIS_WORD_INSTR * words)
+    shifted = ~scalar & misaligned & (vec > 1)
+    issue = np.where(shifted, threads // 32 * per_thread / _INT_WARP_INSTR_PER_CLK, 0.0)
+    return {
+        "blocks": np.where(scalar, gx * gy * min(b, 65535), b * gx * gy),
+        "threads": threads,
+        "smem_bytes": tm * (tn + pad) * e,  # the layout's footprint (layouts.py: rows x row stride)
+        "tiles_per_block": np.where(scalar, _cdiv(b, min(b, 65535)), 1),
+        # the load loop issues all its passes before the first use: bytes each thread has in flight
+        "inflight_bytes": lpass * vec * e,
+        "dram_efficiency": eff,
+        "issue_cycles": issue,
+    }
+
+
+def _gathered(readout: Any, scalar: Any, vec: Any, shape: tuple[int, ...], e: int) -> Any:
+    """Is the read-out READOUT 1's pattern but the kernel's the shifted gather (``_GATHER_EXTRA``)? 2-byte
+    elements on the vector path whose output rows are off the vector grid (M % VEC != 0; an output pointer
+    off the grid does the same, which a shape cannot say)."""
+    off_grid = _dims(shape)[1] % np.asarray(vec) != 0
+    return (np.asarray(readout) == 1) & ~np.asarray(scalar, dtype=bool) & off_grid & (e == 2)
+
+
+def _gather_extra(keys: list[tuple[int, ...]], dtype: str) -> list[float]:
+    """``extra_wavefronts`` of READOUT 1 candidates read out by the shifted gather, one per key (constants in
+    ``_GATHER_KEYS`` order): the wavefronts a block's READOUT 0 read-out costs under the same layout, minus
+    those of READOUT 1's pattern. Both are units a ranking has already scored (READOUT 0 is legal wherever
+    READOUT 1 is), so ``score_candidates`` finds them in its cache; kept here per dtype as well."""
+    todo = [k for k in dict.fromkeys(keys) if (dtype, k) not in _GATHER_EXTRA]
+    if todo:
+        from autopad.score import score_candidates
+
+        e, consts, lays = DTYPE_BYTES[dtype], [], []
+        for k in todo:
+            c = dict(zip(_GATHER_KEYS, k))
+            lay = _layout(*_lkey(c, e))
+            consts += [dict(c, READOUT=1), dict(c, READOUT=0)]
+            lays += [lay, lay]
+        wave = score_candidates(_scored(), consts, lays, dtype, None, _ARCH)[0].reshape(-1, 2)
+        # each 4-byte word load of READOUT 1 covers two columns' elements that the gather loads one by one:
+        # the gather never takes fewer wavefronts (asserted over the fp16 space in the tests)
+        for k, (own, gather) in zip(todo, wave.tolist()):
+            _GATHER_EXTRA[(dtype, k)] = float(max(0, gather - own))
+    return [_GATHER_EXTRA[(dtype, k)] for k in keys]
+
+
+@lru_cache(maxsize=1)
+def _scored() -> KernelSpec:
+    """The spec as a ranking holds it (``KernelSpec`` of the spec module, transpose.py, as the registry
+    loads it, imported under this module's package): ``_gather_extra`` scores under its identity, so the
+    units the ranking scored are found in ``autopad.score``'s cache."""
+    return KernelSpec(importlib.import_module(".transpose", __package__))
