@@ -9,6 +9,9 @@ access; a swizzle's XOR costs more than a pad's add). Occupancy (from threads an
 scales how much of the memory bandwidth the kernel can keep in flight, the last partial wave of blocks
 costs a whole wave, and every tile a block walks through (a GEMM's k-steps) costs a fixed barrier-and-loop
 overhead. Among candidates free of conflicts, those terms are what separate a fast kernel from a slow one.
+A spec whose blocks run their phases in turn (``serial_phases``: load a tile, barrier, read it out) has its
+streams combined by a closed queue of the resident blocks instead (``_queued``): with few blocks an SM, a
+block's shared-memory time adds to its DRAM time rather than hiding under other blocks' loads.
 
 Every term is derived from what a spec already states (``launch_info``, ``traffic``, the layout), with
 optional keys a spec may add where it knows more (``KEYS``). The constants that are fitted rather than
