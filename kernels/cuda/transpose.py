@@ -20,8 +20,9 @@ per SM), the vector path 40 to 48. The original path states the registers its bu
 (``serial_phases``: the predictor queues its resident blocks for DRAM and shared memory), which together
 rank the recorded studies' spaces (runs 1 and 2: all original path) at Spearman 0.92-0.94 on aligned
 shapes; the vector path states neither (its launch bounds hold the model's occupancy; under the queue run
-46's pick went from 1.02 to 1.13 of the best: transpose_model_gaps.md, fifth pass). On misaligned rows the vector path's shuffles, funnel shifts and shifted
-read-out cost instructions the aligned build does not run; the spec states them as issue time
+46's pick went from 1.02 to 1.13 of the best: transpose_model_gaps.md, fifth pass). On misaligned rows
+the vector path's shuffles, funnel shifts and shifted read-out cost instructions the aligned build does not
+run; the spec states them as issue time
 (``issue_cycles``, read off the SASS): narrow vectors there are instruction-bound (H200 run 46). Where output
 rows are off the vector grid, the 2-byte READOUT 1 build reads out as READOUT 0 does (the shifted gather);
 its pattern cannot say so (it has no shape), so its launch info adds the gather's wavefronts over the word
