@@ -9,6 +9,9 @@ access; a swizzle's XOR costs more than a pad's add). Occupancy (from threads an
 scales how much of the memory bandwidth the kernel can keep in flight, the last partial wave of blocks
 costs a whole wave, and every tile a block walks through (a GEMM's k-steps) costs a fixed barrier-and-loop
 overhead. Among candidates free of conflicts, those terms are what separate a fast kernel from a slow one.
+A spec whose blocks run their phases in turn (``serial_phases``: load a tile, barrier, read it out) has its
+streams combined by a closed queue of the resident blocks instead (``_queued``): with few blocks an SM, a
+block's shared-memory time adds to its DRAM time rather than hiding under other blocks' loads.
 
 Every term is derived from what a spec already states (``launch_info``, ``traffic``, the layout), with
 optional keys a spec may add where it knows more (``KEYS``). The constants that are fitted rather than
@@ -107,6 +110,9 @@ KEYS = {
     "flops_efficiency": "share of the arithmetic peak its inner loop reaches, <= 1 (register-cap spills)",
     "swizzle_accesses": "warp accesses per block per tile that compute a swizzled address (default: the "
     "pattern's phases x the layout's swizzled share; a 16-byte access computes one address for 4 phases)",
+    "serial_phases": "1 if each block runs its tile's global loads, shared-memory passes and stores in turn "
+    "(barriers between): the resident blocks then queue for DRAM, shared memory and issue (mean value "
+    "analysis) instead of the streams overlapping as independent ones (default 0)",
 }
 _OPTIONAL = tuple(k for k in KEYS)
 # what a candidate's launch info means where it leaves a key out (nan: the term's own default applies)
@@ -127,6 +133,7 @@ INFO_DEFAULTS = {
     "regs_per_thread": 0.0,
     "passes": 1.0,
     "swizzle_accesses": np.nan,
+    "serial_phases": 0.0,
 }
 
 
@@ -443,14 +450,53 @@ def predict_arrays(
     streams[5] /= wave_factor  # the tile overhead already counts whole rounds
     bound_i = streams.argmax(axis=0)
     top = streams.max(axis=0)
+    # the streams overlap imperfectly: the slowest dominates, the others add a little
+    combined = top + k.overlap * (streams.sum(axis=0) - top)
+    phased = cols["serial_phases"] > 0
+    if phased.any():
+        # ... but where each block runs its phases in turn (``serial_phases``: its tile's DRAM bytes, then
+        # its shared-memory passes), the resident blocks are the customers of a closed queue
+        queued = _queued(streams, knee_x, wave_factor, resident, blocks * tiles / a.sm_count, a)
+        combined = np.where(phased, queued, combined)
     # what overlaps no stream: work each block does once after its tiles (``block_cycles``: a histogram's
     # flush of 32 private replicas, a shuffle tree and a global atomic per bin, ran 18-22 cycles of an SM
     # per bin, 99 us where the reading took 2; H200 run 8), summed over the blocks an SM runs, and every
     # launch after the first (``passes``: the ramp and drain of a whole grid, fitted on the same run)
     t_serial = cols["block_cycles"] * blocks / (a.sm_count * a.clock_hz)
     t_serial = t_serial + np.maximum(cols["passes"] - 1.0, 0.0) * k.launch_s
-    # the streams overlap imperfectly: the slowest dominates, the others add a little
-    seconds = top + k.overlap * (streams.sum(axis=0) - top) + t_serial
+    seconds = combined + t_serial
     terms = np.concatenate([streams, t_serial[None]])
     bound_i = np.where(t_serial > top, len(_BOUNDS) - 1, bound_i)  # the serial part outweighs every stream
     return seconds, terms, bound_i, occupancy, smem, mem_eff, wave_factor, resident
+
+
+def _queued(
+    streams: np.ndarray,
+    knee_x: np.ndarray,
+    wave_factor: np.ndarray,
+    resident: np.ndarray,
+    tiles_per_sm: np.ndarray,
+    a: Arch,
+) -> np.ndarray:
+    """Seconds of a kernel whose blocks run their phases in turn, by exact mean value analysis of a closed
+    queueing network: an SM's ``resident`` blocks circulate through the DRAM latency (a delay: every block
+    waits it out at once) and, per tile, queue for the SM's share of DRAM bandwidth, its shared-memory
+    wavefronts and its issue slots (the streams' time per tile, the DRAM and L2 ones at the streaming rate:
+    the latency is the delay here, not the knee of bytes in flight). One block pays the sum of its phases;
+    many approach the slowest stream. A staged transpose whose registers leave one 512-thread block an SM
+    took 2.3x its conflict-free time at 8.5 wavefronts per ideal one, where the streams said 1.25x (H200
+    run 1, fp32 8192^2, 64 x 128 tiles swizzled: transpose_model_gaps.md, fifth pass)."""
+    per_tile = np.maximum(tiles_per_sm, 1e-30) * wave_factor  # the streams were scaled by the waves
+    demand = (
+        np.stack([streams[0] * knee_x, streams[1] * knee_x, streams[2], streams[3], streams[4]]) / per_tile
+    )
+    customers = np.maximum(resident, 1).astype(np.int64)
+    queue = np.zeros_like(demand)
+    rate = np.zeros(demand.shape[1])
+    for n in range(1, int(customers.max()) + 1):  # MVA: add one customer at a time
+        wait = demand * (1.0 + queue)
+        x = n / (a.dram_latency_s + wait.sum(axis=0))
+        on = customers >= n
+        rate = np.where(on, x, rate)
+        queue = np.where(on, x * wait, queue)
+    return tiles_per_sm / rate * wave_factor

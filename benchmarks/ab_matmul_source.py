@@ -77,7 +77,9 @@ def main() -> None:
             t0 = time.time()
             ms = measure(G, cands, shape, "float32", seed=rnd, isolated=False)
             bad = [m.key for m in ms if not m.correct]
-            print(f"round {rnd} {which}: {len(ms)} measured in {time.time() - t0:.0f} s, {len(bad)} not correct")
+            print(
+                f"round {rnd} {which}: {len(ms)} measured in {time.time() - t0:.0f} s, {len(bad)} not correct"
+            )
             for k in bad[:5]:
                 print("  not correct:", k)
             times[which].append([m.ms if m.correct else None for m in ms])
@@ -110,8 +112,10 @@ def main() -> None:
         rs = [n / o for k, (o, n) in med.items() if o and n and padded(k) == sel]
         if rs:
             q = statistics.quantiles(rs, n=10)
-            print(f"{label}: {len(rs)} candidates, new/old median {statistics.median(rs):.3f} "
-                  f"(10th {q[0]:.3f}, 90th {q[-1]:.3f})")
+            print(
+                f"{label}: {len(rs)} candidates, new/old median {statistics.median(rs):.3f} "
+                f"(10th {q[0]:.3f}, 90th {q[-1]:.3f})"
+            )
     for s, idx in (("old", 0), ("new", 1)):
         best = min((v[idx], k) for k, v in med.items() if v[idx])
         print(f"fastest under {s}: {best[0]:.4f} ms {best[1]}")

@@ -78,6 +78,7 @@ _KEYED = {
             "transpose_pattern.py",
             "transpose_cost.py",
             "transpose_launch.py",
+            "transpose_regs.py",
         ),
         ("matmul.py",),
     ),

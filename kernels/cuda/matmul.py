@@ -33,7 +33,6 @@ from autopad.bases import CudaKernel, Inputs, Out
 from autopad.layouts import Legality, Padded, Swizzled
 from autopad.spec import batched_info, per_distinct
 
-
 _ARCH = get_arch("sm_90")
 _SOURCE = Path(__file__).with_name("matmul.cu")
 

@@ -15,23 +15,28 @@ vectors go through a guarded scalar path; the H200 quality study measured that p
 funnel-shifted in registers, edges are predicated whole vectors, and the kernel is built with
 ``__launch_bounds__(THREADS, MIN_BLOCKS)`` so that its registers allow the occupancy the model assumes
 (``min_blocks``); at sm_90 the original 128 x 128 fp16 read-outs took 128 to 182 registers (1 to 2 blocks
-per SM), the vector path 40 to 48. The model cannot see registers, so on aligned shapes the two paths tie;
-0 is the value that sorts first among ties, so the tuner's first round measures the vector path and its
-local search the original one. On misaligned rows the vector path's shuffles, funnel shifts and shifted
-read-out cost instructions the aligned build does not run; the spec states them as issue time
+per SM), the vector path 40 to 48. The original path states the registers its builds take
+(``REGS_ORIGINAL_SM90``, compiled) and that its blocks run load, shared-memory passes and stores in turn
+(``serial_phases``: the predictor queues its resident blocks for DRAM and shared memory), which together
+rank the recorded studies' spaces (runs 1 and 2: all original path) at Spearman 0.92-0.94 on aligned
+shapes; the vector path states neither (its launch bounds hold the model's occupancy; under the queue run
+46's pick went from 1.02 to 1.13 of the best: transpose_model_gaps.md, fifth pass). On misaligned rows
+the vector path's shuffles, funnel shifts and shifted read-out cost instructions the aligned build does not
+run; the spec states them as issue time
 (``issue_cycles``, read off the SASS): narrow vectors there are instruction-bound (H200 run 46). Where output
 rows are off the vector grid, the 2-byte READOUT 1 build reads out as READOUT 0 does (the shifted gather);
 its pattern cannot say so (it has no shape), so its launch info adds the gather's wavefronts over the word
 loads (``extra_wavefronts``).
 
-Where each part lives (transpose.py was split, one concern a module; every name it defined is still
-importable from here): transpose_tile.py (the tile's geometry: dims, phases, layout, footprint, halo, the
-path), transpose_space.py (``SPACE``, ``DEFAULTS``, ``RESTRICTIONS`` and the legality they define),
+Where each part lives (transpose.py was split, one concern a module; every name it defined is still importable
+from here): transpose_tile.py (the tile's geometry: dims, phases, layout, footprint, halo, the path),
+transpose_space.py (``SPACE``, ``DEFAULTS``, ``RESTRICTIONS`` and the legality they define),
 transpose_pattern.py (``SmemPattern``, the block's pattern), transpose_cost.py (``launch_info``'s terms and
-their measured constants), transpose_launch.py (``Built``, ``min_blocks``' register arithmetic, the launch);
-here, the spec class that ties them to transpose.cu (its layout, macros and build), ``presets`` and the
-module-level names of ``SPEC``. The cache key hashes transpose.cu, common.cuh and all six modules
-(``SOURCE_FILES``): each decides what is built, launched or predicted, as the one module did before.
+their measured constants), transpose_launch.py (``Built``, ``min_blocks``' register arithmetic, the launch),
+transpose_regs.py (the original path's compiled registers, ``REGS_ORIGINAL_SM90``); here, the spec class that
+ties them to transpose.cu (its layout, macros and build), ``presets`` and the module-level names of ``SPEC``.
+The cache key hashes transpose.cu, common.cuh and all seven modules (``SOURCE_FILES``): each decides what is
+built, launched or predicted, as the one module did before.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from .transpose_cost import (  # noqa: F401
     GROUP_GAIN,
     NARROW_ACCESS_COST,
     SCALAR_PATH_COST,
+    SEAM_SECTOR_BYTES,
     _gather_extra,
     _gathered,
     _launch_arrays,
@@ -68,6 +74,7 @@ from .transpose_cost import (  # noqa: F401
 )
 from .transpose_launch import _REG_OVERHEAD, _REG_PER_PASS, Built  # noqa: F401
 from .transpose_pattern import _LANES, _LANES32, _LDSM_ROW, _LDSM_ROW32, SmemPattern, _Names, _pattern  # noqa: F401
+from .transpose_regs import REGS_ORIGINAL_SM90  # noqa: F401
 from .transpose_space import (  # noqa: F401
     _GROUPS,
     _I_RO,
@@ -120,6 +127,7 @@ SOURCE_FILES = tuple(
         "transpose_pattern.py",
         "transpose_cost.py",
         "transpose_launch.py",
+        "transpose_regs.py",
     )
 )
 

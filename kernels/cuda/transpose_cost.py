@@ -23,12 +23,20 @@ import numpy as np
 
 from autopad.spec import DTYPE_BYTES, KernelSpec, distinct_combinations
 
+from .transpose_regs import REGS_ORIGINAL_SM90
 from .transpose_tile import _ARCH, _cdiv, _dims, _hpass, _layout, _lkey, _scalar
 
 if TYPE_CHECKING:
     from .transpose import TransposeCuda
 
-__all__ = ["SCALAR_PATH_COST", "NARROW_ACCESS_COST", "GROUP_GAIN", "launch_info", "launch_info_batch"]
+__all__ = [
+    "SCALAR_PATH_COST",
+    "NARROW_ACCESS_COST",
+    "GROUP_GAIN",
+    "SEAM_SECTOR_BYTES",
+    "launch_info",
+    "launch_info_batch",
+]
 
 # Rows that are not a whole number of VEC-element vectors (4097 x 8191) send every SCALAR_EDGE = 1 tile down
 # the guarded scalar path: VEC bounds-checked loads per vector, lanes VEC elements apart. The exhaustive study
@@ -83,6 +91,12 @@ _INT_WARP_INSTR_PER_CLK = 2
 # offset u is left at 0, as the model scores READOUT 0 itself. H200 run 46 (fp16 4097 x 8191): swizzled
 # VEC 8 READOUT 1 tiles of 128 rows were measured 1.41x their prediction (padded 1.50x) without this term.
 _GATHER_EXTRA: dict[tuple[str, tuple[int, ...]], float] = {}
+# A partial 32-byte sector that two blocks write (a tile's output row segment starts or ends inside it, on
+# rows that are not whole sectors) costs L2 a fetch of the sector to merge the bytes and DRAM a second write:
+# 64 bytes of traffic per output row of a tile beyond its data. Chosen over 32 (the second write alone) on
+# H200 run 1 (fp32 4097 x 8191, original path: Spearman 0.64 against 0.58 with the same pick); run 2's fp16
+# held out (0.81 against 0.80). transpose_model_gaps.md, fifth pass.
+SEAM_SECTOR_BYTES = 64
 
 # what ``_gather_extra`` reads: the pattern's constants but READOUT, and the layout's
 _GATHER_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")
@@ -93,7 +107,7 @@ def launch_info(spec: TransposeCuda, constants: dict[str, int], shape: tuple[int
     issue cycles and the shifted gather's extra wavefronts of one candidate."""
     c, e = constants, spec._e(dtype)
     key = (c["THREADS"], c["VEC"], _scalar(c), *_lkey(c, e))
-    info = dict(_launch_info(key, tuple(shape), int(c.get("GROUP", 1))))
+    info = dict(_launch_info(key, tuple(shape), int(c.get("GROUP", 1)), int(c.get("READOUT", 0))))
     info["extra_wavefronts"] = 0.0
     if _gathered(c.get("READOUT", 0), _scalar(c), c["VEC"], tuple(shape), e):
         info["extra_wavefronts"] = _gather_extra([tuple(int(c[k]) for k in _GATHER_KEYS)], dtype)[0]
@@ -108,6 +122,7 @@ def launch_info_batch(
     group = np.asarray(c["GROUP"]) if "GROUP" in c else np.ones(n, dtype=np.int64)
     scalar = np.asarray(c["SCALAR_EDGE"]) != 0 if "SCALAR_EDGE" in c else np.ones(n, dtype=bool)
     pad = np.where(np.asarray(c["SW_MAX_PHASE"]) == 1, c["PAD"], 0)  # a swizzled tile has no padding
+    readout = np.asarray(c["READOUT"]) if "READOUT" in c else np.zeros(n, dtype=np.int64)
     out = _launch_arrays(
         *(np.asarray(c[k]) for k in ("THREADS", "VEC")),
         scalar,
@@ -117,9 +132,10 @@ def launch_info_batch(
         group,
         tuple(shape),
         spec._e(dtype),
+        readout,
+        np.asarray(c["SW_MAX_PHASE"]) > 1,
     )
     extra = np.zeros(n)
-    readout = np.asarray(c["READOUT"]) if "READOUT" in c else np.zeros(n, dtype=np.int64)
     sel = np.flatnonzero(_gathered(readout, scalar, np.asarray(c["VEC"]), tuple(shape), spec._e(dtype)))
     if len(sel):
         cols = [np.asarray(c[k])[sel] for k in _GATHER_KEYS]
@@ -132,11 +148,12 @@ def launch_info_batch(
 
 @lru_cache(maxsize=1 << 14)
 def _launch_info(
-    key: tuple[int, ...], shape: tuple[int, ...], group: int = 1
+    key: tuple[int, ...], shape: tuple[int, ...], group: int = 1, readout: int = 0
 ) -> tuple[tuple[str, float], ...]:
     threads, vec, scalar, tm, tn, e, pad, sv, pp, mp = key
     one = [np.array([v]) for v in (threads, vec, bool(scalar), tm, tn, pad if mp == 1 else 0, group)]
-    return tuple((k, v[0].item()) for k, v in _launch_arrays(*one, shape, e).items())
+    more = (np.array([readout]), np.array([mp > 1]))
+    return tuple((k, v[0].item()) for k, v in _launch_arrays(*one, shape, e, *more).items())
 
 
 def _launch_arrays(
@@ -149,10 +166,13 @@ def _launch_arrays(
     group: np.ndarray,
     shape: tuple[int, ...],
     e: int,
+    readout: np.ndarray,
+    swizzled: np.ndarray,
 ) -> dict[str, np.ndarray]:
     """The launch info of candidates given as arrays (one entry each; ``pad`` is the tile's padding, 0 for
     a swizzled tile): blocks, threads, the tile's footprint, tiles per block, bytes in flight, the
-    global side's efficiency and the misaligned build's extra instructions (``issue_cycles``)."""
+    global side's efficiency, the misaligned build's extra instructions (``issue_cycles``) and, on the
+    original path, its compiled registers and its phases in turn (``serial_phases``)."""
     b, m, n = _dims(shape)
     gx, gy = -(-n // tn), -(-m // tm)
     ly = threads // (tn // vec)  # rows a load pass covers
@@ -161,6 +181,12 @@ def _launch_arrays(
     width = np.where(scalar & misaligned, e, vec * e)  # bytes per global access
     eff = np.where(width < 4, 1.0 / (1.0 + NARROW_ACCESS_COST), 1.0)
     eff = np.where(misaligned & scalar, eff / (1.0 + SCALAR_PATH_COST * (vec - 1) * 4 / e), eff)
+    # output rows that are not whole 32-byte sectors: every tile's output row segment ends inside a sector the
+    # next tile along M writes too (SEAM_SECTOR_BYTES more DRAM traffic each; the original path's element
+    # stores, whose 2-D grid reaches that tile gx blocks later)
+    if (m * e) % 32:
+        seam = SEAM_SECTOR_BYTES / (tm * e)  # per byte written
+        eff = np.where(scalar, eff / (1.0 + 0.5 * seam), eff)  # (writes are half the traffic)
     # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path is left
     # as the study ranked it (its 2-D grid walks GROUP 1's order, but its candidates keep their predictions)
     gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
@@ -188,7 +214,18 @@ def _launch_arrays(
         "inflight_bytes": lpass * vec * e,
         "dram_efficiency": eff,
         "issue_cycles": issue,
+        "regs_per_thread": np.where(scalar, _regs_original(e, tm, tn, threads, vec, readout, swizzled), 0.0),
+        "serial_phases": scalar.astype(np.float64),
     }
+
+
+def _regs_original(e: int, *cols: np.ndarray) -> np.ndarray:
+    """``REGS_ORIGINAL_SM90`` of each candidate (TILE_M, TILE_N, THREADS, VEC, READOUT, swizzled as
+    arrays), 0 (no register limit stated) for a tile the table does not hold."""
+    full = [np.broadcast_to(np.asarray(c, dtype=np.int64), np.broadcast(*cols).shape) for c in cols]
+    first, at = distinct_combinations(full, len(full[0]))
+    get = REGS_ORIGINAL_SM90.get
+    return np.array([get((e, *k), 0) for k in zip(*(c[first].tolist() for c in full))], dtype=np.float64)[at]
 
 
 def _gathered(readout: Any, scalar: Any, vec: Any, shape: tuple[int, ...], e: int) -> Any:
