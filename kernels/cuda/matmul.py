@@ -51,20 +51,23 @@ REGS_SM90: dict[tuple[int, int, int, int, int], int] = {
 }  # fmt: skip
 # Registers a swizzle adds to the tile's need (REGS_SM90), by tile: (A swizzled, B swizzled), each the
 # median over the 9 swizzles of that operand (SW_VEC 4, SW_PER_PHASE 1/2/4, SW_MAX_PHASE 2/4/8) with the
-# other operand unpadded, read like REGS_SM90 (nvrtc 13.0, sm_90, no register cap). A pad adds none (every
-# pad of every tile compiles to the unpadded count): a padded offset is row x (BM + PAD) + col, constants
-# the unrolled k loop folds into each access, while the XOR term differs per row and per thread. With both
-# operands swizzled the compiler lands near the larger of the two additions, not their sum (108 pairs
-# sampled on the 128x128 tiles; 128x128x8 8x8: 143-165 registers against 147-157 for the larger single
-# swizzle and 167-185 for the sum), so ``register_need`` takes the larger.
+# other operand unpadded, read like REGS_SM90 (nvrtc 13.0, sm_90, no register cap, THREAD_MAP 0) from today's
+# matmul.cu, the warp barrier's: five tiles moved by 2-4 from the source of runs 1-2, and 128x64x8 8x8 from
+# (16, 4) to (12, 0), which matters: A-swizzled at 167 registers it holds 3 blocks of 128 threads an SM, at
+# 171 only 2. A pad adds ~none (every pad compiles to the unpadded count but 128x128x16 8x8's, 151 of 153,
+# and 64x64x8 4x8's, 109 of 107): a padded offset is row x (BM + PAD) + col, constants the unrolled k loop
+# folds into each access, while the XOR term differs per row and per thread. With both operands swizzled
+# the compiler lands near the larger of the two additions, not their sum (108 pairs sampled on the 128x128
+# tiles, the older source; 128x128x8 8x8: 143-165 registers against 147-157 for the larger single swizzle
+# and 167-185 for the sum), so ``register_need`` takes the larger.
 REGS_SWIZZLE_SM90: dict[tuple[int, int, int, int, int], tuple[int, int]] = {
     (64, 64, 8, 4, 8): (6, 0), (64, 64, 8, 8, 4): (10, 0), (64, 64, 8, 8, 8): (7, 2),
-    (64, 64, 16, 4, 4): (3, 2), (64, 64, 16, 4, 8): (8, 0), (64, 64, 16, 8, 4): (44, 4),
+    (64, 64, 16, 4, 4): (3, 2), (64, 64, 16, 4, 8): (8, 0), (64, 64, 16, 8, 4): (44, 6),
     (64, 64, 16, 8, 8): (26, 4), (64, 128, 8, 8, 8): (2, 2), (64, 128, 16, 4, 8): (10, 22),
-    (64, 128, 16, 8, 4): (8, 6), (64, 128, 16, 8, 8): (36, 20), (128, 64, 8, 8, 8): (16, 4),
+    (64, 128, 16, 8, 4): (8, 4), (64, 128, 16, 8, 8): (38, 20), (128, 64, 8, 8, 8): (12, 0),
     (128, 64, 16, 4, 8): (12, -2), (128, 64, 16, 8, 4): (12, 0), (128, 64, 16, 8, 8): (22, -13),
     (128, 128, 8, 8, 8): (28, 20), (128, 128, 16, 4, 8): (0, 14), (128, 128, 16, 8, 4): (10, 1),
-    (128, 128, 16, 8, 8): (26, 12),
+    (128, 128, 16, 8, 8): (28, 14),
 }  # fmt: skip
 # What a register cap costs the inner loop: MIN_BLOCKS = 2 makes ``__launch_bounds__`` cap the registers at
 # 65536 / (2 x threads); below what the tile needs (need / cap = 1 + x), the compiler spills and re-computes,
