@@ -1,12 +1,15 @@
 """The SIMT GEMM's compiled k-step schedule (kernels/cuda/matmul.cu): the next step's global loads stay
-ahead of the step's FMAs in the machine code, whatever the layout.
+ahead of the step's FMAs in the machine code, padded layouts and 64x128 / 128x64 tiles included.
 
 matmul.cu issues step k+1's 16-byte global loads at the top of step k so that their latency hides under
 step k's FMAs. Without the warp barrier that follows them, ptxas (NVRTC 13.0, sm_90) sank them behind all
 but two of the FMAs in 144 of 180 padded builds and in every 64x128 and 128x64 build: each k-step then waited
 out a global load (H200 run 51: 1.05-1.49x slower than the same tile with the loads ahead). With it, H200
 run 54 measured padded candidates a median 0.922x their earlier time at 2048^3 (0.980 at 1536x1000x2000)
-and unpadded ones 0.997x. The model assumes the loads ahead; these tests keep the compiler to that.
+and unpadded ones 0.997x. The model assumes the loads ahead; these tests keep the compiler to that. (Five of
+380 builds read, B-swizzled 128x128 tiles, issue them after 25-77% of the loop's FFMAs, with or without the
+barrier: FFMAs placed at the loop's top, which a barrier of memory operations does not order;
+simt_gemm_model_notes.md.)
 """
 
 from __future__ import annotations
