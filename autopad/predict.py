@@ -22,6 +22,14 @@ measured effect it reproduces.
 Everything is computed for a whole batch of candidates at once (numpy arrays, one entry per candidate), so
 ranking a space of thousands costs one pass. ``Prediction.terms`` records each term, so a verbose report
 can show why a candidate ranks where it does.
+
+Where each part lives (predict.py was split, one concern a module; every name it defined is still
+importable from here): predict_info.py (``KEYS``, ``INFO_DEFAULTS``, the checks of ``launch_info`` and
+``traffic``, ``info_columns``), predict_layouts.py (what the model reads off the layouts: swizzled share,
+data bytes, once per distinct layout object), predict_queue.py (``_queued``: the closed queue of resident
+blocks for ``serial_phases``), predict_result.py (``Prediction``, ``predictions``: the arrays as shared
+objects); here, ``Constants``, the streams' times and how they combine (``predict_arrays``) and
+``predict_batch``.
 """
 
 from __future__ import annotations
@@ -33,7 +41,22 @@ from typing import Any
 import numpy as np
 
 from .arch import Arch, get_arch
-from .model import distinct_rows
+
+# the parts predict.py was split into (each a module of one concern, see above); their names are importable
+# from here as before
+from .predict_info import (  # noqa: F401
+    _OPTIONAL,
+    _REQUIRED,
+    INFO_DEFAULTS,
+    KEYS,
+    LaunchInfoError,
+    check_launch_info,
+    check_traffic,
+    info_columns,
+)
+from .predict_layouts import _data_bytes, _Distinct, _distinct, _per_layout, _swizzled, _swizzled_share  # noqa: F401
+from .predict_queue import _queued
+from .predict_result import _BOUNDS, _TERMS, Prediction, _term_pairs, predictions  # noqa: F401
 
 __all__ = [
     "Prediction",
@@ -49,27 +72,6 @@ __all__ = [
     "check_launch_info",
     "check_traffic",
 ]
-
-
-class LaunchInfoError(ValueError):
-    """A spec's ``launch_info`` or ``traffic`` returned something the predictor cannot use."""
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """What the model says of one candidate on one shape."""
-
-    seconds: float
-    bound: str  # what limits it: "dram", "l2", "smem", "flops", "issue", "tiles" or "serial" (see terms)
-    wavefronts_per_tile: int
-    ideal_per_tile: int
-    occupancy: float  # resident warps / the SM's maximum
-    footprint: int  # bytes of shared memory per block
-    terms: tuple[tuple[str, float], ...] = ()  # the predictor's terms, for --verbose
-
-    @property
-    def conflict_degree(self) -> float:
-        return self.wavefronts_per_tile / self.ideal_per_tile if self.ideal_per_tile else 1.0
 
 
 @dataclass(frozen=True)
@@ -91,168 +93,10 @@ class Constants:
 CONSTANTS = Constants()
 
 
-_REQUIRED = ("blocks", "threads")
-# optional launch_info keys, all per candidate
-KEYS = {
-    "smem_bytes": "shared memory per block (default: the layout's footprint)",
-    "tiles_per_block": "tiles (k-steps) each block walks through; the pattern is one tile's (default 1)",
-    "inflight_bytes": "global bytes each thread keeps in flight (default: footprint / threads)",
-    "dram_efficiency": "share of the copy bandwidth its global accesses can reach, <= 1 (default 1)",
-    "passes": "launches over the input; each after the first costs Constants.launch_s (default 1)",
-    "mma_bytes": "operand bytes of tensor-core arithmetic (2: bf16/fp16, 4: tf32, 1: fp8); 0 = SIMT",
-    "l2_bytes": "bytes all blocks read and write through L2, operand re-reads included (default: traffic)",
-    "l2_async": "1 if asynchronous bulk copies (TMA, pipelined cp.async) move the l2_bytes: the Arch's "
-    "async L2 rate, judged against L2's own latency need; else 0 (default)",
-    "extra_wavefronts": "shared-memory wavefronts per block the pattern does not list (TMA, wgmma reads)",
-    "block_cycles": "SM cycles a block spends after its tiles, over all its launches (a counters' flush)",
-    "issue_cycles": "SM cycles of instructions per block per tile the pattern does not list (a warp match)",
-    "regs_per_thread": "registers per thread: the register file then limits blocks per SM (default: none)",
-    "flops_efficiency": "share of the arithmetic peak its inner loop reaches, <= 1 (register-cap spills)",
-    "swizzle_accesses": "warp accesses per block per tile that compute a swizzled address (default: the "
-    "pattern's phases x the layout's swizzled share; a 16-byte access computes one address for 4 phases)",
-    "serial_phases": "1 if each block runs its tile's global loads, shared-memory passes and stores in turn "
-    "(barriers between): the resident blocks then queue for DRAM, shared memory and issue (mean value "
-    "analysis) instead of the streams overlapping as independent ones (default 0)",
-}
-_OPTIONAL = tuple(k for k in KEYS)
-# what a candidate's launch info means where it leaves a key out (nan: the term's own default applies)
-INFO_DEFAULTS = {
-    "blocks": 1.0,
-    "threads": 32.0,
-    "smem_bytes": 0.0,
-    "tiles_per_block": 1.0,
-    "inflight_bytes": np.nan,
-    "dram_efficiency": 1.0,
-    "mma_bytes": 0.0,
-    "l2_bytes": np.nan,
-    "l2_async": 0.0,
-    "extra_wavefronts": 0.0,
-    "block_cycles": 0.0,
-    "issue_cycles": 0.0,
-    "flops_efficiency": 1.0,
-    "regs_per_thread": 0.0,
-    "passes": 1.0,
-    "swizzle_accesses": np.nan,
-    "serial_phases": 0.0,
-}
-
-
-def check_launch_info(info: Any, where: str) -> dict[str, float]:
-    """``info`` as a dict of numbers, or a LaunchInfoError naming ``where`` (the spec function) and key."""
-    if not isinstance(info, Mapping):
-        raise LaunchInfoError(
-            f"{where}: returned {type(info).__name__}; return a dict with 'blocks' and 'threads' "
-            f"(optional: {', '.join(_OPTIONAL)})"
-        )
-    missing = [k for k in _REQUIRED if k not in info]
-    if missing:
-        near = sorted(k for k in info if k not in _REQUIRED + _OPTIONAL)
-        hint = f" (it has {', '.join(map(repr, near))}: a typo?)" if near else ""
-        raise LaunchInfoError(f"{where}: the dict lacks {', '.join(map(repr, missing))}{hint}")
-    out: dict[str, float] = {}
-    for k, v in info.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise LaunchInfoError(f"{where}: {k!r} is {v!r}; every value must be a number")
-        if not np.isfinite(v) or v < 0:
-            raise LaunchInfoError(f"{where}: {k!r} is {v!r}; it must be finite and >= 0")
-        out[str(k)] = float(v)
-    if out["blocks"] < 1 or out["threads"] < 1:
-        raise LaunchInfoError(f"{where}: 'blocks' and 'threads' must be >= 1, got {info!r}")
-    if "dram_efficiency" in out and not 0 < out["dram_efficiency"] <= 1:
-        raise LaunchInfoError(f"{where}: 'dram_efficiency' must be in (0, 1], got {out['dram_efficiency']}")
-    if "flops_efficiency" in out and not 0 < out["flops_efficiency"] <= 1:
-        raise LaunchInfoError(f"{where}: 'flops_efficiency' must be in (0, 1], got {out['flops_efficiency']}")
-    if out.get("mma_bytes", 0) not in (0, 1, 2, 4, 8):
-        raise LaunchInfoError(f"{where}: 'mma_bytes' must be 0, 1, 2, 4 or 8, got {out['mma_bytes']}")
-    return out
-
-
-def check_traffic(traffic: Any, where: str) -> dict[str, float]:
-    """``traffic(shape, dtype)``'s dict, checked: 'bytes' (and optional 'flops') finite and >= 0."""
-    if not isinstance(traffic, Mapping) or "bytes" not in traffic:
-        raise LaunchInfoError(
-            f"{where}: must return a dict with 'bytes' (and optionally 'flops'), got {traffic!r}"
-        )
-    out = {}
-    for k in ("bytes", "flops"):
-        v = traffic.get(k, 0)
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise LaunchInfoError(f"{where}: {k!r} is {v!r}; it must be a number")
-        if not np.isfinite(v) or v < 0:
-            raise LaunchInfoError(f"{where}: {k!r} is {v!r}; it must be finite and >= 0")
-        out[k] = float(v)
-    return out
-
-
 def _knee(x: np.ndarray) -> np.ndarray:
     """The smooth knee x / (1 + x^4)^(1/4): ~x below 1, 1 above, 0.84 at exactly 1."""
     with np.errstate(over="ignore"):
         return np.where(x > 0, x / (1.0 + np.minimum(x, 1e6) ** 4) ** 0.25, 1e-9)
-
-
-def _swizzled(layouts: Sequence[Any] | None, n: int) -> np.ndarray:
-    """The share of a candidate's tiles that are XOR-swizzled: their index arithmetic costs a shift, mask
-    and XOR per access more than a padded tile's multiply-add. A layout of several operand tiles (the SIMT
-    GEMM's A and B, attributes ``a`` and ``b``) counts each tile as a share."""
-    if layouts is None:
-        return np.zeros(n)
-
-    out = np.zeros(n)
-    out[: len(layouts)] = _per_layout(layouts, _swizzled_share)
-    return out
-
-
-def _swizzled_share(lay: Any) -> float:
-    """``_swizzled``'s share for one layout."""
-    parts = [getattr(lay, x) for x in ("a", "b") if hasattr(lay, x)] or [lay]
-    return sum(int(getattr(p, "max_phase", 1) or 1) > 1 for p in parts) / len(parts)
-
-
-class _Distinct(list):
-    """A list of layouts with its distinct objects (``objs``) and each entry's index into them (``at``),
-    found once (``_distinct``): ``predict_arrays`` asks two questions of every layout, and a ranked space
-    holds tens of thousands of candidates but a few hundred layout objects."""
-
-    objs: list[Any]
-    at: np.ndarray
-
-
-def _per_layout(layouts: Sequence[Any], fn: Any) -> np.ndarray:
-    """``fn(layout)`` for each of ``layouts`` as a float array, computed once per distinct layout object
-    (``layouts`` may be a ``_Distinct``, which finds them once for every question asked)."""
-    if not isinstance(layouts, _Distinct):
-        layouts = _distinct(layouts)
-    return np.array([fn(lay) for lay in layouts.objs], dtype=np.float64)[layouts.at]
-
-
-def _distinct(layouts: Sequence[Any]) -> _Distinct:
-    """``layouts`` as a ``_Distinct``: its distinct objects (by identity) in order of first appearance."""
-    out = _Distinct(layouts)
-    ids = list(map(id, layouts))
-    objs = dict(zip(ids, layouts))  # (each id's object, in order of first appearance)
-    number = dict(zip(objs, range(len(objs))))
-    out.objs = list(objs.values())
-    out.at = np.fromiter(map(number.__getitem__, ids), dtype=np.int64, count=len(ids))
-    return out
-
-
-def _data_bytes(lay: Any) -> float:
-    """The bytes a tile layout holds (rows x cols x element), nan for any other layout."""
-    if all(isinstance(getattr(lay, f, None), int) for f in ("rows", "cols", "elem_bytes")):
-        return float(lay.rows * lay.cols * lay.elem_bytes)
-    return np.nan
-
-
-def info_columns(infos: Sequence[Mapping[str, float]] | Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """Launch infos as one float64 column per key of ``KEYS`` plus blocks and threads, a left-out key
-    taking its default: from a list of ``launch_info`` dicts, or from columns (a dict of arrays)."""
-    if isinstance(infos, Mapping):
-        n = len(np.asarray(infos["blocks"])) if "blocks" in infos else 0
-        return {
-            k: np.asarray(infos[k], dtype=np.float64) if k in infos else np.full(n, d)
-            for k, d in INFO_DEFAULTS.items()
-        }
-    return {k: np.array([i.get(k, d) for i in infos], dtype=np.float64) for k, d in INFO_DEFAULTS.items()}
 
 
 def predict_batch(
@@ -270,53 +114,6 @@ def predict_batch(
         return []
     arrays = predict_arrays(infos, traffic, wavefronts, ideal, arch, layouts, constants)
     return predictions(arrays, wavefronts, ideal)
-
-
-_BOUNDS = ("dram", "l2", "smem", "flops", "issue", "tiles", "serial")
-_TERMS = ("dram_s", "l2_s", "smem_s", "flops_s", "issue_s", "tiles_s", "serial_s")
-
-
-def predictions(
-    arrays: tuple[np.ndarray, ...], wavefronts: np.ndarray, ideal: np.ndarray
-) -> list[Prediction]:
-    """``Prediction`` objects from ``predict_arrays``' answer and the wavefronts and ideal it was given.
-
-    Candidates that differ only in what the model does not see (a ranked transpose space: 23,000
-    candidates, under 600 distinct predictions) share one object (it is frozen); each distinct one is
-    built from ``tolist`` values, the same Python numbers as ``float``/``int`` of each entry.
-    """
-    seconds, terms, bound_i, occupancy, smem, mem_eff, wave_factor, resident = arrays
-    wavefronts, ideal = np.asarray(wavefronts), np.asarray(ideal)
-    floats = np.stack([seconds, occupancy, smem, *terms, mem_eff, wave_factor, resident], axis=1)
-    ints = np.stack([bound_i, wavefronts, ideal], axis=1).astype(np.int64)
-    every = np.concatenate([floats.view(np.int64), ints], axis=1)  # exact: a float by its bits
-    first, inverse = distinct_rows(every)
-    names = [*_TERMS, "mem_efficiency", "wave_factor", "resident_blocks"]
-    cols = [*terms[:, first], mem_eff[first], wave_factor[first], resident[first]]
-    pairs = zip(*(_term_pairs(name, col) for name, col in zip(names, cols)))
-    made = list(
-        map(
-            Prediction,
-            seconds[first].tolist(),
-            [_BOUNDS[b] for b in bound_i[first].tolist()],
-            map(int, wavefronts[first].tolist()),
-            map(int, ideal[first].tolist()),
-            occupancy[first].tolist(),
-            map(int, smem[first].tolist()),
-            pairs,
-        )
-    )
-    return list(map(made.__getitem__, inverse.tolist()))
-
-
-def _term_pairs(name: str, values: np.ndarray) -> list[tuple[str, Any]]:
-    """``(name, value)`` for each of ``values.tolist()``, one tuple per distinct value (floats by their
-    bits: -0.0 and 0.0 stay apart): the fp16 transpose's 1,316 predictions hold 13,160 terms but 195
-    distinct ones, and each tuple made is one more object for the cyclic collector's pass after a ranking."""
-    key = values.view(np.int64) if values.dtype == np.float64 else values
-    _, at, inverse = np.unique(key, return_index=True, return_inverse=True)
-    made = [(name, v) for v in values[at].tolist()]
-    return list(map(made.__getitem__, inverse.ravel().tolist()))
 
 
 def predict_arrays(
@@ -468,35 +265,3 @@ def predict_arrays(
     terms = np.concatenate([streams, t_serial[None]])
     bound_i = np.where(t_serial > top, len(_BOUNDS) - 1, bound_i)  # the serial part outweighs every stream
     return seconds, terms, bound_i, occupancy, smem, mem_eff, wave_factor, resident
-
-
-def _queued(
-    streams: np.ndarray,
-    knee_x: np.ndarray,
-    wave_factor: np.ndarray,
-    resident: np.ndarray,
-    tiles_per_sm: np.ndarray,
-    a: Arch,
-) -> np.ndarray:
-    """Seconds of a kernel whose blocks run their phases in turn, by exact mean value analysis of a closed
-    queueing network: an SM's ``resident`` blocks circulate through the DRAM latency (a delay: every block
-    waits it out at once) and, per tile, queue for the SM's share of DRAM bandwidth, its shared-memory
-    wavefronts and its issue slots (the streams' time per tile, the DRAM and L2 ones at the streaming rate:
-    the latency is the delay here, not the knee of bytes in flight). One block pays the sum of its phases;
-    many approach the slowest stream. A staged transpose whose registers leave one 512-thread block an SM
-    took 2.3x its conflict-free time at 8.5 wavefronts per ideal one, where the streams said 1.25x (H200
-    run 1, fp32 8192^2, 64 x 128 tiles swizzled: transpose_model_gaps.md, fifth pass)."""
-    per_tile = np.maximum(tiles_per_sm, 1e-30) * wave_factor  # the streams were scaled by the waves
-    demand = (
-        np.stack([streams[0] * knee_x, streams[1] * knee_x, streams[2], streams[3], streams[4]]) / per_tile
-    )
-    customers = np.maximum(resident, 1).astype(np.int64)
-    queue = np.zeros_like(demand)
-    rate = np.zeros(demand.shape[1])
-    for n in range(1, int(customers.max()) + 1):  # MVA: add one customer at a time
-        wait = demand * (1.0 + queue)
-        x = n / (a.dram_latency_s + wait.sum(axis=0))
-        on = customers >= n
-        rate = np.where(on, x, rate)
-        queue = np.where(on, x * wait, queue)
-    return tiles_per_sm / rate * wave_factor

@@ -1,0 +1,128 @@
+"""What a spec tells the predictor about its launches, checked: ``launch_info``'s keys (``KEYS``, with their
+defaults in ``INFO_DEFAULTS``) and ``traffic``'s bytes and flops.
+
+``check_launch_info`` and ``check_traffic`` turn a spec's answers into dicts of finite, non-negative numbers,
+or raise a ``LaunchInfoError`` naming the spec function and the key (a likely typo of a key is pointed out);
+``info_columns`` gives ``predict.predict_arrays`` one float64 column per key, a left-out key at its default.
+
+Why a module of its own: this is the predictor's input contract (what a spec may state, and how it is
+checked), apart from the arithmetic that reads it (predict.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["KEYS", "INFO_DEFAULTS", "LaunchInfoError", "check_launch_info", "check_traffic", "info_columns"]
+
+
+class LaunchInfoError(ValueError):
+    """A spec's ``launch_info`` or ``traffic`` returned something the predictor cannot use."""
+
+
+_REQUIRED = ("blocks", "threads")
+# optional launch_info keys, all per candidate
+KEYS = {
+    "smem_bytes": "shared memory per block (default: the layout's footprint)",
+    "tiles_per_block": "tiles (k-steps) each block walks through; the pattern is one tile's (default 1)",
+    "inflight_bytes": "global bytes each thread keeps in flight (default: footprint / threads)",
+    "dram_efficiency": "share of the copy bandwidth its global accesses can reach, <= 1 (default 1)",
+    "passes": "launches over the input; each after the first costs Constants.launch_s (default 1)",
+    "mma_bytes": "operand bytes of tensor-core arithmetic (2: bf16/fp16, 4: tf32, 1: fp8); 0 = SIMT",
+    "l2_bytes": "bytes all blocks read and write through L2, operand re-reads included (default: traffic)",
+    "l2_async": "1 if asynchronous bulk copies (TMA, pipelined cp.async) move the l2_bytes: the Arch's "
+    "async L2 rate, judged against L2's own latency need; else 0 (default)",
+    "extra_wavefronts": "shared-memory wavefronts per block the pattern does not list (TMA, wgmma reads)",
+    "block_cycles": "SM cycles a block spends after its tiles, over all its launches (a counters' flush)",
+    "issue_cycles": "SM cycles of instructions per block per tile the pattern does not list (a warp match)",
+    "regs_per_thread": "registers per thread: the register file then limits blocks per SM (default: none)",
+    "flops_efficiency": "share of the arithmetic peak its inner loop reaches, <= 1 (register-cap spills)",
+    "swizzle_accesses": "warp accesses per block per tile that compute a swizzled address (default: the "
+    "pattern's phases x the layout's swizzled share; a 16-byte access computes one address for 4 phases)",
+    "serial_phases": "1 if each block runs its tile's global loads, shared-memory passes and stores in turn "
+    "(barriers between): the resident blocks then queue for DRAM, shared memory and issue (mean value "
+    "analysis) instead of the streams overlapping as independent ones (default 0)",
+}
+_OPTIONAL = tuple(k for k in KEYS)
+# what a candidate's launch info means where it leaves a key out (nan: the term's own default applies)
+INFO_DEFAULTS = {
+    "blocks": 1.0,
+    "threads": 32.0,
+    "smem_bytes": 0.0,
+    "tiles_per_block": 1.0,
+    "inflight_bytes": np.nan,
+    "dram_efficiency": 1.0,
+    "mma_bytes": 0.0,
+    "l2_bytes": np.nan,
+    "l2_async": 0.0,
+    "extra_wavefronts": 0.0,
+    "block_cycles": 0.0,
+    "issue_cycles": 0.0,
+    "flops_efficiency": 1.0,
+    "regs_per_thread": 0.0,
+    "passes": 1.0,
+    "swizzle_accesses": np.nan,
+    "serial_phases": 0.0,
+}
+
+
+def check_launch_info(info: Any, where: str) -> dict[str, float]:
+    """``info`` as a dict of numbers, or a LaunchInfoError naming ``where`` (the spec function) and key."""
+    if not isinstance(info, Mapping):
+        raise LaunchInfoError(
+            f"{where}: returned {type(info).__name__}; return a dict with 'blocks' and 'threads' "
+            f"(optional: {', '.join(_OPTIONAL)})"
+        )
+    missing = [k for k in _REQUIRED if k not in info]
+    if missing:
+        near = sorted(k for k in info if k not in _REQUIRED + _OPTIONAL)
+        hint = f" (it has {', '.join(map(repr, near))}: a typo?)" if near else ""
+        raise LaunchInfoError(f"{where}: the dict lacks {', '.join(map(repr, missing))}{hint}")
+    out: dict[str, float] = {}
+    for k, v in info.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise LaunchInfoError(f"{where}: {k!r} is {v!r}; every value must be a number")
+        if not np.isfinite(v) or v < 0:
+            raise LaunchInfoError(f"{where}: {k!r} is {v!r}; it must be finite and >= 0")
+        out[str(k)] = float(v)
+    if out["blocks"] < 1 or out["threads"] < 1:
+        raise LaunchInfoError(f"{where}: 'blocks' and 'threads' must be >= 1, got {info!r}")
+    if "dram_efficiency" in out and not 0 < out["dram_efficiency"] <= 1:
+        raise LaunchInfoError(f"{where}: 'dram_efficiency' must be in (0, 1], got {out['dram_efficiency']}")
+    if "flops_efficiency" in out and not 0 < out["flops_efficiency"] <= 1:
+        raise LaunchInfoError(f"{where}: 'flops_efficiency' must be in (0, 1], got {out['flops_efficiency']}")
+    if out.get("mma_bytes", 0) not in (0, 1, 2, 4, 8):
+        raise LaunchInfoError(f"{where}: 'mma_bytes' must be 0, 1, 2, 4 or 8, got {out['mma_bytes']}")
+    return out
+
+
+def check_traffic(traffic: Any, where: str) -> dict[str, float]:
+    """``traffic(shape, dtype)``'s dict, checked: 'bytes' (and optional 'flops') finite and >= 0."""
+    if not isinstance(traffic, Mapping) or "bytes" not in traffic:
+        raise LaunchInfoError(
+            f"{where}: must return a dict with 'bytes' (and optionally 'flops'), got {traffic!r}"
+        )
+    out = {}
+    for k in ("bytes", "flops"):
+        v = traffic.get(k, 0)
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise LaunchInfoError(f"{where}: {k!r} is {v!r}; it must be a number")
+        if not np.isfinite(v) or v < 0:
+            raise LaunchInfoError(f"{where}: {k!r} is {v!r}; it must be finite and >= 0")
+        out[k] = float(v)
+    return out
+
+
+def info_columns(infos: Sequence[Mapping[str, float]] | Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Launch infos as one float64 column per key of ``KEYS`` plus blocks and threads, a left-out key
+    taking its default: from a list of ``launch_info`` dicts, or from columns (a dict of arrays)."""
+    if isinstance(infos, Mapping):
+        n = len(np.asarray(infos["blocks"])) if "blocks" in infos else 0
+        return {
+            k: np.asarray(infos[k], dtype=np.float64) if k in infos else np.full(n, d)
+            for k, d in INFO_DEFAULTS.items()
+        }
+    return {k: np.array([i.get(k, d) for i in infos], dtype=np.float64) for k, d in INFO_DEFAULTS.items()}

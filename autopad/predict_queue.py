@@ -1,0 +1,51 @@
+"""The time of a kernel whose blocks run their phases in turn (``serial_phases``: load a tile, barrier, read
+it out): ``_queued``, exact mean value analysis of a closed queue of an SM's resident blocks.
+
+With few blocks an SM, a block's shared-memory time adds to its DRAM time rather than hiding under other
+blocks' loads; the overlap of independent streams (predict.py) cannot see that, so ``predict.predict_arrays``
+combines those specs' streams by this queue instead.
+
+Why a module of its own: it is a second rule for combining the streams (a queueing network, with its own
+loop over customers) that only specs stating ``serial_phases`` use, apart from the streams' times
+(predict.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .arch import Arch
+
+__all__: list[str] = []  # autopad.predict imports ``_queued``
+
+
+def _queued(
+    streams: np.ndarray,
+    knee_x: np.ndarray,
+    wave_factor: np.ndarray,
+    resident: np.ndarray,
+    tiles_per_sm: np.ndarray,
+    a: Arch,
+) -> np.ndarray:
+    """Seconds of a kernel whose blocks run their phases in turn, by exact mean value analysis of a closed
+    queueing network: an SM's ``resident`` blocks circulate through the DRAM latency (a delay: every block
+    waits it out at once) and, per tile, queue for the SM's share of DRAM bandwidth, its shared-memory
+    wavefronts and its issue slots (the streams' time per tile, the DRAM and L2 ones at the streaming rate:
+    the latency is the delay here, not the knee of bytes in flight). One block pays the sum of its phases;
+    many approach the slowest stream. A staged transpose whose registers leave one 512-thread block an SM
+    took 2.3x its conflict-free time at 8.5 wavefronts per ideal one, where the streams said 1.25x (H200
+    run 1, fp32 8192^2, 64 x 128 tiles swizzled: transpose_model_gaps.md, fifth pass)."""
+    per_tile = np.maximum(tiles_per_sm, 1e-30) * wave_factor  # the streams were scaled by the waves
+    demand = (
+        np.stack([streams[0] * knee_x, streams[1] * knee_x, streams[2], streams[3], streams[4]]) / per_tile
+    )
+    customers = np.maximum(resident, 1).astype(np.int64)
+    queue = np.zeros_like(demand)
+    rate = np.zeros(demand.shape[1])
+    for n in range(1, int(customers.max()) + 1):  # MVA: add one customer at a time
+        wait = demand * (1.0 + queue)
+        x = n / (a.dram_latency_s + wait.sum(axis=0))
+        on = customers >= n
+        rate = np.where(on, x, rate)
+        queue = np.where(on, x * wait, queue)
+    return tiles_per_sm / rate * wave_factor
