@@ -34,7 +34,13 @@ def _queued(
     the latency is the delay here, not the knee of bytes in flight). One block pays the sum of its phases;
     many approach the slowest stream. A staged transpose whose registers leave one 512-thread block an SM
     took 2.3x its conflict-free time at 8.5 wavefronts per ideal one, where the streams said 1.25x (H200
-    run 1, fp32 8192^2, 64 x 128 tiles swizzled: transpose_model_gaps.md, fifth pass)."""
+    run 1, fp32 8192^2, 64 x 128 tiles swizzled: transpose_model_gaps.md, fifth pass).
+
+    The queue's stations are the first five streams: DRAM and L2 (both scaled back to their streaming rate by
+    the DRAM knee ``knee_x``; an asynchronous L2 stream's own knee, ``l2_async``, is not applied), shared
+    memory, arithmetic and issue. The per-tile overhead stream (``tiles_s``) is left out: the one spec that
+    states ``serial_phases`` today, the transpose's original path, runs one tile a block. A spec with many
+    tiles a block or asynchronous L2 copies that sets the key would need both added here."""
     per_tile = np.maximum(tiles_per_sm, 1e-30) * wave_factor  # the streams were scaled by the waves
     demand = (
         np.stack([streams[0] * knee_x, streams[1] * knee_x, streams[2], streams[3], streams[4]]) / per_tile

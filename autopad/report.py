@@ -77,7 +77,20 @@ def format_terms(prediction: Any) -> str:
     if "resident_blocks" in t:
         extra.append(f"{t['resident_blocks']:g} blocks/SM")
     extra.append(f"occupancy {prediction.occupancy:.2f}")
+    if _queued(prediction.seconds, t):
+        extra.append("queued: its blocks run their phases in turn, so the streams do not add as above")
     return f"us: {'  '.join(parts)}  (bound: {bound}; {', '.join(extra)})"
+
+
+def _queued(seconds: float, t: dict[str, float]) -> bool:
+    """Did the predictor combine these streams as a queue of resident blocks (a spec's ``serial_phases``)?
+    The terms do not record it; the sum rule's answer from them differs from the prediction where it did."""
+    streams = [t[k] for k in TERMS if k in t and k != "serial_s"]
+    if not streams:
+        return False
+    top = max(streams)
+    summed = top + _overlap() * (sum(streams) - top) + t.get("serial_s", 0.0)
+    return abs(seconds - summed) > 1e-6 * max(seconds, 1e-12)
 
 
 def _overlap() -> float:
@@ -114,7 +127,8 @@ def report_text(
     if verbose:
         lines.append(
             f"predicted = the largest stream + {_overlap():g} x the other streams + serial; terms are each "
-            "stream's time alone (serial: a block's final flush, launches after the first)"
+            "stream's time alone (serial: a block's final flush, launches after the first); a candidate "
+            "marked 'queued' combines them as a queue of the SM's resident blocks instead"
         )
     lines += ["", f"  {'layout':40} {'conf':>5} {'pred us':>9} {'meas us':>9} {'+-':>7}  constants / note"]
     for c in candidates:

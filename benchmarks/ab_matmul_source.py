@@ -4,7 +4,8 @@ What: for one shape, a sample of candidates of an earlier exhaustive study (its 
 the fastest measured, the model's first, and a seeded random draw) is checked and timed with
 ``autopad.bench.measure`` (the tuner's harness: poisoned output checked against fp64 torch, CUDA events
 behind an L2 flush) under the current ``kernels/cuda/matmul.cu`` and under another source file, in
-alternating rounds (old, new, old, new, ...) so that the machine's drift falls on both alike. Why: a change
+rounds whose order alternates (old then new, new then old, ...; run 54 ran old first in both) so that
+drift and order fall on both alike. Why: a change
 to the kernel source (here the order ptxas gives the next k-step's global loads) is judged on the same
 candidates, shape and machine, not against a study measured on another day.
 
@@ -46,6 +47,7 @@ def sample(rows_path: Path, shape: str, top: int, model_top: int, extra: int, se
 
 
 def constants(key: str) -> dict[str, int]:
+    """A study row's key ("BK=8,BM=128,...") as the candidate's constants."""
     return {k: int(v) for k, v in (kv.split("=") for kv in key.split(","))}
 
 
@@ -72,7 +74,8 @@ def main() -> None:
     new_src, old_src = G.SPEC.SOURCE_FILE, str(Path(a.old).resolve())
     times: dict[str, list[list[float | None]]] = {"old": [], "new": []}
     for rnd in range(a.rounds):
-        for which, src in (("old", old_src), ("new", new_src)):
+        order = (("old", old_src), ("new", new_src))
+        for which, src in order if rnd % 2 == 0 else order[::-1]:  # who goes first alternates by round
             G.SPEC.SOURCE_FILE = src  # the spec's build() reads its source from here
             t0 = time.time()
             ms = measure(G, cands, shape, "float32", seed=rnd, isolated=False)
@@ -110,15 +113,19 @@ def main() -> None:
 
     for label, sel in (("padded", True), ("unpadded", False)):
         rs = [n / o for k, (o, n) in med.items() if o and n and padded(k) == sel]
-        if rs:
+        if len(rs) >= 2:
             q = statistics.quantiles(rs, n=10)
             print(
                 f"{label}: {len(rs)} candidates, new/old median {statistics.median(rs):.3f} "
                 f"(10th {q[0]:.3f}, 90th {q[-1]:.3f})"
             )
     for s, idx in (("old", 0), ("new", 1)):
-        best = min((v[idx], k) for k, v in med.items() if v[idx])
-        print(f"fastest under {s}: {best[0]:.4f} ms {best[1]}")
+        timed = [(v[idx], k) for k, v in med.items() if v[idx]]
+        if timed:
+            best = min(timed)
+            print(f"fastest under {s}: {best[0]:.4f} ms {best[1]}")
+        else:
+            print(f"no candidate measured correct under {s}")
 
 
 if __name__ == "__main__":

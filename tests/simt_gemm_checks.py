@@ -1,5 +1,6 @@
-"""Helpers the SIMT GEMM's tests share (tests/test_cuda_matmul.py, test_cuda_matmul_schedule.py): the
-compiler tools their tables are checked against, and one candidate's predicted time as ``rank`` makes it."""
+"""Helpers the compiler-table tests share (tests/test_cuda_matmul.py, test_cuda_matmul_schedule.py,
+test_cuda_transpose.py): the compiler tools their tables are checked against, and one SIMT GEMM
+candidate's predicted time as ``rank`` makes it."""
 
 from __future__ import annotations
 

@@ -149,3 +149,24 @@ def test_bar(monkeypatch, with_tqdm):
     with cli_progress.Bar(3, "x") as bar:  # not a terminal: nothing drawn
         bar.update(2)
     assert quiet.getvalue() == ""
+
+
+def test_terms_say_when_the_streams_were_combined_as_a_queue():
+    """The original transpose path states ``serial_phases``: its prediction is a queue of resident blocks,
+    not the sum rule the verbose header states, and its line says so; the vector path's does not."""
+    from autopad.kernels.cuda import transpose as T
+
+    from autopad.arch import get_arch
+    from autopad.predict import predict_arrays
+    from autopad.predict_result import predictions
+    from autopad.search import score_candidates
+    from autopad.spec import KernelSpec
+
+    shape, dt = (8192, 8192), "float32"
+    cs = [dict(T.DEFAULTS, SCALAR_EDGE=s, TILE_M=64, TILE_N=64, THREADS=256, VEC=4) for s in (1, 0)]
+    lays = [T.layout(c, dt) for c in cs]
+    wave, ideal = score_candidates(KernelSpec(T), cs, lays, dt, None, get_arch("sm_90"))
+    infos = [T.launch_info(c, shape, dt) for c in cs]
+    assert [i["serial_phases"] for i in infos] == [1.0, 0.0]
+    preds = predictions(predict_arrays(infos, T.traffic(shape, dt), wave, ideal, "sm_90", lays), wave, ideal)
+    assert "queued" in report.format_terms(preds[0]) and "queued" not in report.format_terms(preds[1])

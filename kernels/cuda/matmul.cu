@@ -96,6 +96,7 @@ static_assert(BM % TM == 0 && BN % TN == 0, "thread tile must divide block tile"
 static_assert((BM * KV) % THREADS == 0 && A_LOADS >= 1, "A tile loads do not divide among threads");
 static_assert((BK * NV) % THREADS == 0 && B_LOADS >= 1, "B tile loads do not divide among threads");
 static_assert(THREAD_MAP == 0 || (TX % WX == 0 && TY % WY == 0 && WX >= 2), "warp shape must tile the block");
+static_assert(THREADS % 32 == 0, "whole warps: the k-loop's __syncwarp() takes the full mask");
 
 struct __align__(16) f4 { float x, y, z, w; };
 

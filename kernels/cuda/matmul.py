@@ -39,9 +39,9 @@ _SOURCE = Path(__file__).with_name("matmul.cu")
 # Registers per thread the kernel takes when its launch bounds leave them free (MIN_BLOCKS = 1), by
 # (BM, BN, BK, TM, TN): every legal tile of SPACE, read with ``cuobjdump --dump-resource-usage`` from the
 # sm_90 cubins nvrtc 13.0 builds of the unpadded layout (the same counts on the H200 machine and here;
-# tests/test_cuda_matmul.py compiles every tile and compares). The layouts move them, and the model does not
-# see that: 64x64x16 8x8 takes 193 unpadded and 225 with A swizzled (nvcc: 167 and 205-215); 64x64x16 8x4
-# 109 and 155. A tile not listed takes ``_regs_estimate``.
+# tests/test_cuda_matmul.py compiles every tile and compares). The layouts move them (64x64x16 8x8 takes 193
+# unpadded and 225 with A swizzled; nvcc: 167 and 205-215): a swizzle's registers are REGS_SWIZZLE_SM90's,
+# below. A tile not listed takes ``_regs_estimate``.
 REGS_SM90: dict[tuple[int, int, int, int, int], int] = {
     (64, 64, 8, 4, 8): 107, (64, 64, 8, 8, 4): 95, (64, 64, 8, 8, 8): 155,
     (64, 64, 16, 4, 4): 77, (64, 64, 16, 4, 8): 139, (64, 64, 16, 8, 4): 109, (64, 64, 16, 8, 8): 193,
@@ -74,8 +74,10 @@ REGS_SWIZZLE_SM90: dict[tuple[int, int, int, int, int], tuple[int, int]] = {
 # and the arithmetic runs at 1 / (1 + REG_CAP_COST x) of its rate. Fitted on H200 run 2 (1024^3 and
 # 1536x1000x2000), where both twins of a capped tile run one block per SM and differ in the cap alone: the
 # best MIN_BLOCKS 2 over the best MIN_BLOCKS 1 of the three capped 128x128 tiles measured 1.07-1.38
-# (0.35-0.77 per unit of x, median 0.50 with REGS_SM90 as read today; 0.48 before the warp barrier moved
-# 128x128x16 8x8 from 155 to 153). Run 1 (2048^3) and run 20's shapes are held out.
+# (0.38-0.77 per unit of x, median 0.50 with REGS_SM90 as read today; 0.48 before the warp barrier moved
+# 128x128x16 8x8 from 155 to 153). Run 2 timed the older source's builds; x is taken from today's register
+# counts on purpose, since the constant is applied to today's builds. Run 1 (2048^3) and run 20's shapes
+# are held out.
 REG_CAP_COST = 0.50
 REGS_PER_SM = _ARCH.regs_per_sm  # the register file that __launch_bounds__ divides
 

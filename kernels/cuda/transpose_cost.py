@@ -6,7 +6,10 @@ batch in z). Beyond the pattern: the global side's efficiency (``dram_efficiency
 ``NARROW_ACCESS_COST``; the scalar path on rows that are not whole vectors, ``SCALAR_PATH_COST``; the
 block order, ``GROUP_GAIN``), the misaligned build's extra integer instructions (``issue_cycles``,
 ``_MIS_*_INSTR``) and, where output rows are off the vector grid, the shifted gather's wavefronts over
-READOUT 1's word loads (``extra_wavefronts``, ``_gather_extra``).
+READOUT 1's word loads (``extra_wavefronts``, ``_gather_extra``). On the original path it also states
+the registers its builds take (``regs_per_thread``, ``REGS_ORIGINAL_SM90`` in transpose_regs.py), that its
+blocks run their phases in turn (``serial_phases``: the predictor queues the resident blocks) and, on
+output rows that are not whole 32-byte sectors, the sectors two tiles write (``SEAM_SECTOR_BYTES``).
 
 Why a module of its own: these are the measured and read-off constants of the predictor's transpose terms,
 apart from the pattern the bank model scores (transpose_pattern.py) and the build and launch
