@@ -204,7 +204,8 @@ def predict_arrays(
     # of 128 blocks runs one block per SM: 4 warps measured 1.11x slower than 8 (quality study, H200).
     # Tensor-core arithmetic (``mma_bytes``) runs at the measured tensor rate of its operand size. A spec
     # that knows its inner loop cannot reach the peak says so (``flops_efficiency``: a SIMT GEMM whose
-    # launch bounds cap its registers below what its thread tile needs spills: cuda/matmul.py's REG_CAP_COST)
+    # launch bounds cap its registers below what its thread tile needs spills: cuda/matmul_cost.py's
+    # REG_CAP_COST)
     w = resident * threads / 32 / 4
     kinds, which = np.unique(mma, return_inverse=True)
     rate = np.array([a.mma_rate(int(m)) if m else a.fp32_flops for m in kinds.tolist()])[which.ravel()]

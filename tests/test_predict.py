@@ -379,8 +379,8 @@ def test_an_inner_loop_below_the_arithmetic_peak_takes_longer():
 
 
 def test_the_simt_gemms_registers_rank_it_as_measured_held_out():
-    # the register counts (kernels/cuda/matmul.py: REGS_SM90) are the compiler's, nothing fitted; the register
-    # cap's cost was fitted on run 2: run 1's 2048^3 GEMM is held out from both
+    # the register counts (kernels/cuda/matmul_regs.py: REGS_SM90) are the compiler's, nothing fitted; the
+    # register cap's cost was fitted on run 2: run 1's 2048^3 GEMM is held out from both
     s = _shape("run1", "matmul", "cuda", "float32", "2048x2048x2048")
     with_regs = mo.figures(s, mo.predicted(s))
     assert with_regs["spearman"] > 0.6

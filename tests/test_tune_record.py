@@ -80,9 +80,20 @@ _KEYED = {
             "transpose_launch.py",
             "transpose_regs.py",
         ),
-        ("matmul.py",),
+        ("matmul.py", "matmul_cost.py"),
     ),
-    "matmul": (("matmul.cu", "common.cuh", "matmul.py"), ("transpose.py",)),
+    "matmul": (
+        (
+            "matmul.cu",
+            "common.cuh",
+            "matmul.py",
+            "matmul_tile.py",
+            "matmul_space.py",
+            "matmul_cost.py",
+            "matmul_regs.py",
+        ),
+        ("transpose.py", "transpose_cost.py"),
+    ),
 }
 
 

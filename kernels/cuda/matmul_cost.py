@@ -1,0 +1,151 @@
+"""What the CUDA SIMT GEMM costs beyond its shared-memory pattern: ``launch_info`` (one candidate) and
+``launch_info_batch`` (columns of them), the grid and the terms the predictor adds, with the constants
+they take from the compiler and from H200 runs.
+
+The grid is one block per output tile and split; through L2, A is read once per column of tiles and B
+once per row. Beyond the pattern: the registers a thread holds (``register_need``: the tile's count from
+matmul_regs.py plus what a swizzle adds; ``register_cap``: what ``__launch_bounds__`` allows), which limit
+the blocks an SM holds; what a cap below the need costs the arithmetic (``flops_efficiency``,
+``REG_CAP_COST``, fitted on run 2); the swizzled address arithmetic, once per instruction
+(``swizzle_accesses``); and split-K's workspace, written and read back once (``dram_efficiency``).
+
+Why a module of its own: this is the model's side of the spec, apart from what the tuner enumerates
+(matmul_space.py) and from the build and launch (matmul.py); each term is one place to read with the
+runs it comes from.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from autopad.spec import batched_info, per_distinct
+
+from .matmul_regs import REGS_SM90, REGS_SWIZZLE_SM90
+from .matmul_tile import _ARCH, _threads, k_per_split
+
+if TYPE_CHECKING:
+    from .matmul import MatmulCuda
+
+# What a register cap costs the inner loop: MIN_BLOCKS = 2 makes ``__launch_bounds__`` cap the registers at
+# 65536 / (2 x threads); below what the tile needs (need / cap = 1 + x), the compiler spills and re-computes,
+# and the arithmetic runs at 1 / (1 + REG_CAP_COST x) of its rate. Fitted on H200 run 2 (1024^3 and
+# 1536x1000x2000), where both twins of a capped tile run one block per SM and differ in the cap alone: the
+# best MIN_BLOCKS 2 over the best MIN_BLOCKS 1 of the three capped 128x128 tiles measured 1.07-1.38
+# (0.38-0.77 per unit of x, median 0.50 with REGS_SM90 as read today; 0.48 before the warp barrier moved
+# 128x128x16 8x8 from 155 to 153). Run 2 timed the older source's builds; x is taken from today's register
+# counts on purpose, since the constant is applied to today's builds. Run 1 (2048^3) and run 20's shapes
+# are held out.
+REG_CAP_COST = 0.50
+REGS_PER_SM = _ARCH.regs_per_sm  # the register file that __launch_bounds__ divides
+
+
+def _regs_estimate(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
+    """Registers a tile needs without a cap: ``REGS_SM90``, else a least-squares fit to it (accumulators,
+    fragments, the prefetched vectors of the next k-step, ~30 for addresses and loop state)."""
+    got = REGS_SM90.get((bm, bn, bk, tm, tn))
+    if got is not None:
+        return got
+    t = (bn // tn) * (bm // tm)
+    vectors = (bm * bk // 4 + bn * bk // 4) // max(t, 1)
+    return round(30 + tm * tn + 1.5 * (tm + tn) + 2.4 * 4 * vectors)
+
+
+def register_need(c: Any) -> Any:
+    """Registers a candidate's thread needs without a cap, its layout included: the tile's
+    (``_regs_estimate``) plus what a swizzle adds (``REGS_SWIZZLE_SM90``; the larger operand's where both
+    are swizzled; a tile not listed adds none). Scalars (a candidate's dict) or int arrays (columns)."""
+    keys = ("BM", "BN", "BK", "TM", "TN")
+    if np.ndim(c["BM"]) == 0:
+        t = tuple(int(c[k]) for k in keys)
+        da, db = REGS_SWIZZLE_SM90.get(t, (0, 0))
+        return _regs_estimate(*t) + max(0, da * (c["SW_MAX_PHASE_A"] > 1), db * (c["SW_MAX_PHASE_B"] > 1))
+    cols = {k: np.asarray(c[k], dtype=np.int64) for k in (*keys, "SW_MAX_PHASE_A", "SW_MAX_PHASE_B")}
+    rows, at = per_distinct(cols, keys)
+    base = np.array([_regs_estimate(*(r[k] for k in keys)) for r in rows], dtype=np.int64)[at]
+    extra = np.array([REGS_SWIZZLE_SM90.get(tuple(r[k] for k in keys), (0, 0)) for r in rows])
+    extra = extra.reshape(-1, 2)[at]
+    sw_a, sw_b = cols["SW_MAX_PHASE_A"] > 1, cols["SW_MAX_PHASE_B"] > 1
+    return base + np.maximum(0, np.maximum(extra[:, 0] * sw_a, extra[:, 1] * sw_b))
+
+
+def register_cap(c: dict[str, int]) -> int:
+    """The registers per thread ``__launch_bounds__(THREADS, MIN_BLOCKS)`` allows (8s, <= 255)."""
+    return min(255, REGS_PER_SM // (c.get("MIN_BLOCKS", 1) * _threads(c)[2]) // 8 * 8)
+
+
+def flops_efficiency(c: dict[str, int]) -> float:
+    """The share of the fp32 rate the inner loop keeps under its register cap (1 where the tile and its
+    layout fit: ``register_need``)."""
+    over = register_need(c) / register_cap(c) - 1.0
+    return 1.0 / (1.0 + REG_CAP_COST * over) if over > 0 else 1.0
+
+
+def swizzle_accesses(c: Any) -> Any:
+    """Warp instructions per block per k-step that compute a swizzled shared address: As's 4 single-word
+    stores per A vector and TM/4 fragment loads per k where A is swizzled, Bs's vector stores and TN/4
+    fragment loads per k where B is (``smem_pattern``'s instructions). The XOR is a thread's arithmetic,
+    once per instruction: a 16-byte fragment load spans 4 phases but computes one address, so the
+    predictor's per-phase charge over-counted a swizzle 2.6x on this kernel (its ``swizzle_accesses``).
+    Scalars (a candidate's dict) or int arrays (columns of candidates)."""
+    t = (c["BN"] // c["TN"]) * (c["BM"] // c["TM"])
+    warps, bk = t // 32, c["BK"]
+    a = warps * (4 * (c["BM"] * bk // 4 // t) + bk * (c["TM"] // 4))
+    b = warps * ((c["BN"] * bk // 4) // t + bk * (c["TN"] // 4))
+    return a * (c["SW_MAX_PHASE_A"] > 1) + b * (c["SW_MAX_PHASE_B"] > 1)
+
+
+_SWIZZLE_READS = ("BM", "BN", "BK", "TM", "TN", "SW_MAX_PHASE_A", "SW_MAX_PHASE_B")
+
+
+def launch_info(
+    spec: MatmulCuda, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "float32"
+) -> dict:
+    """The grid, the traffic through L2 and the predictor's extra terms of one candidate (see above)."""
+    c = constants
+    m, n, k = shape
+    s = c.get("SPLIT_K", 1)
+    info = {
+        "blocks": math.ceil(m / c["BM"]) * math.ceil(n / c["BN"]) * s,
+        "threads": _threads(c)[2],
+        "smem_bytes": spec.layout(c).footprint,
+        "tiles_per_block": math.ceil(k_per_split(c, k) / c["BK"]) if s > 1 else math.ceil(k / c["BK"]),
+        # through L2: A once per column of tiles, B once per row of tiles, C written once
+        "l2_bytes": 4 * (m * k * math.ceil(n / c["BN"]) + k * n * math.ceil(m / c["BM"]) + m * n),
+    }
+    # the registers each thread holds (its need, the layout's swizzle included, or the cap below it): they
+    # limit the blocks an SM holds
+    info["regs_per_thread"] = min(register_cap(c), register_need(c))
+    info["swizzle_accesses"] = int(swizzle_accesses(c))
+    # launch bounds that cap the registers below the tile's need (REG_CAP_COST)
+    eff = flops_efficiency(c)
+    if eff < 1.0:
+        info["flops_efficiency"] = eff
+    if s > 1:  # the partial tiles are written and read back once: extra bytes at the same bandwidth
+        base = spec.traffic(shape, dtype)["bytes"]
+        info["dram_efficiency"] = base / (base + 2 * s * m * n * 4)
+        info["l2_bytes"] += 2 * s * m * n * 4
+    return info
+
+
+def launch_info_batch(
+    spec: MatmulCuda, columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str
+) -> dict:
+    """``launch_info`` of many candidates at once, as a dict of arrays: asked once per distinct tile,
+    thread tile and split (what it reads besides the layout), the footprint once per distinct layout."""
+    reads = ("BM", "BN", "BK", "TM", "TN", "MIN_BLOCKS", "SPLIT_K")
+    out = batched_info(spec, columns, shape, dtype, reads, ("BM", "BN", "BK", *spec.LAYOUT_KEYS))
+    # the keys that read the layout (whether each operand is swizzled), as array arithmetic: the swizzled
+    # accesses, and the registers (a swizzle adds to the need: ``register_need``) with what a cap costs
+    cols = {k: np.asarray(columns[k], dtype=np.int64) for k in (*_SWIZZLE_READS, "MIN_BLOCKS")}
+    out["swizzle_accesses"] = swizzle_accesses(cols).astype(np.float64)
+    need = register_need(cols)
+    threads = (cols["BN"] // cols["TN"]) * (cols["BM"] // cols["TM"])
+    cap = np.minimum(255, REGS_PER_SM // (cols["MIN_BLOCKS"] * threads) // 8 * 8)
+    out["regs_per_thread"] = np.minimum(cap, need).astype(np.float64)
+    over = need / cap - 1.0
+    eff = np.where(over > 0, 1.0 / (1.0 + REG_CAP_COST * np.maximum(over, 0)), 1.0)
+    out["flops_efficiency"] = eff
+    return out
