@@ -28,7 +28,7 @@ from .layouts import Legality, Padded
 from .spec import DTYPE_BYTES, SpecError
 from .tile_spec import TileLayout, _env, _eval
 
-__all__ = ["KernelBase", "TOLERANCE"]
+__all__ = ["KernelBase", "TOLERANCE", "batch_columns", "batch_rows"]
 
 # relative Frobenius error allowed per dtype when comparing with the reference (integers: exact)
 TOLERANCE = {
@@ -39,6 +39,27 @@ TOLERANCE = {
     "bfloat16": 1e-2,
     "float8_e4m3fn": 6e-2,
 }
+
+
+def batch_rows(columns: Mapping[str, Any]) -> int:
+    """How many candidates a ``legal_batch``'s columns hold (0 when no column is given)."""
+    return len(next(iter(columns.values()))) if columns else 0
+
+
+def batch_columns(
+    columns: Mapping[str, Any],
+    keys: Iterable[str],
+    defaults: Mapping[str, int] | None = None,
+    dtype: Any = None,
+) -> dict[str, np.ndarray]:
+    """The columns ``keys`` as arrays (of ``dtype`` where given); a key absent from ``columns`` is filled
+    with its entry of ``defaults``, the value ``legal`` reads for it when a candidate leaves it out."""
+    defaults = defaults or {}
+    n = batch_rows(columns)
+    return {
+        k: np.asarray(columns[k], dtype=dtype) if k in columns else np.full(n, defaults[k], dtype=dtype)
+        for k in keys
+    }
 
 
 _NO_LAYOUT = Padded(1, 1, 4)  # a kernel with no tuned tile: nothing for the model to score
@@ -206,6 +227,22 @@ class KernelBase:
             except ValueError as exc:
                 return Legality(False, str(exc))
         return _LEGAL
+
+    def legal_batch_preamble(
+        self,
+        columns: Mapping[str, Any],
+        shape: tuple[int, ...] | None,
+        dtype: str,
+        keys: Iterable[str] | None = None,
+    ) -> np.ndarray | None:
+        """``legal_preamble`` for a ``legal_batch`` (``columns``: constant -> array, a candidate per entry),
+        asked with the ``shape`` and ``keys`` its ``legal`` gives ``legal_preamble``: None when the whole
+        batch can be judged (every column of ``keys`` given, ``dtype`` allowed, ``check_shape`` passes),
+        else the batch's answer, all False (``legal`` refuses every row for the same reason, never raises).
+        A column left out of ``keys`` is one ``legal`` reads with a default: ``batch_columns`` fills it."""
+        if self.legal_preamble(columns, shape, dtype, keys):  # asks only ``k in columns`` of the constants
+            return None
+        return np.zeros(batch_rows(columns), dtype=bool)
 
     def legal(self, constants: Mapping[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
         """The layout's own check, the architecture's limits, and the restrictions; each with its reason."""

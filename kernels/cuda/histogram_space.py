@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from autopad.arch import get_arch
+from autopad.kernel_base import batch_columns
 from autopad.layouts import Legality, Replicated
 from autopad.spec import per_distinct
 
@@ -188,14 +189,10 @@ def legal_batch(
     """``legal`` of many candidates at once (``columns``: constant -> int array), the same answer row for
     row: the restrictions as array expressions (``_rules_batch``), the footprint once per distinct
     layout, the bins' checks once per distinct pass width and counter."""
-    n = len(next(iter(columns.values()))) if columns else 0
-    if dtype not in spec.DTYPES or any(k not in columns for k in _KEYS):
-        return np.zeros(n, dtype=bool)
-    try:
-        spec.check_shape(tuple(shape))
-    except ValueError:
-        return np.zeros(n, dtype=bool)
-    cols = {k: np.asarray(columns[k], dtype=np.int64) for k in _KEYS}
+    refused = spec.legal_batch_preamble(columns, shape, dtype)  # as ``legal``: every constant, the shape
+    if refused is not None:
+        return refused
+    cols = batch_columns(columns, _KEYS, dtype=np.int64)
     ok = _rules_batch(cols)
     at = np.flatnonzero(ok)
     if len(at):  # _static's footprint checks, on the candidates every restriction keeps

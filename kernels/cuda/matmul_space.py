@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from autopad.kernel_base import batch_columns
 from autopad.layouts import Legality
 from autopad.spec import per_distinct
 
@@ -211,10 +212,10 @@ def legal_batch(
     """``legal`` of many candidates at once (``columns``: constant -> int array), the same answer row for
     row: ``_static``'s arithmetic checks as array expressions (``_static_batch``), the operand layouts'
     checks once per distinct layout, the shape's once per distinct tile and split."""
-    n = len(next(iter(columns.values()))) if columns else 0
-    if dtype not in spec.DTYPES or any(k not in columns for k in _KEYS):
-        return np.zeros(n, dtype=bool)
-    cols = {k: np.asarray(columns[k], dtype=np.int64) for k in _KEYS}
+    refused = spec.legal_batch_preamble(columns, None, dtype)  # as ``legal``: every constant, no shape
+    if refused is not None:
+        return refused
+    cols = batch_columns(columns, _KEYS, dtype=np.int64)
     ok = _static_batch(cols)
     at = np.flatnonzero(ok)
     if len(at):  # the layouts' checks, on the candidates that reach them in ``_static``

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from autopad.kernel_base import batch_columns
 from autopad.layouts import Legality
 from autopad.spec import DTYPE_BYTES, distinct_combinations
 
@@ -78,7 +79,8 @@ RESTRICTIONS = (
     "TILE_N <= 128 or (E == 1 and TILE_M == 128 and READOUT == 1 and THREADS >= 256)",
 )
 
-_KEYS = tuple(k for k in SPACE if k != "GROUP")  # GROUP is optional (1 when absent)
+_OPTIONAL = {"GROUP": 1}  # what ``legal`` reads for a constant a candidate leaves out
+_KEYS = tuple(k for k in SPACE if k not in _OPTIONAL)  # the constants ``legal`` needs given
 _TILE_KEYS = ("TILE_M", "TILE_N", "VEC", "PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")  # _legal_tile's
 _THREAD_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "READOUT", "SCALAR_EDGE")  # _legal_threads'
 _GROUPS = SPACE["GROUP"]
@@ -99,7 +101,7 @@ def legal(spec: TransposeCuda, constants: dict[str, int], shape: tuple[int, ...]
     ok = _legal_static(key, e)
     if not ok:
         return ok
-    group = constants.get("GROUP", 1)
+    group = constants.get("GROUP", _OPTIONAL["GROUP"])
     if group != 1 and (not isinstance(group, (int, np.integer)) or group < 1 or key[_I_SC]):
         return Legality(False, f"GROUP {group}: a block order of >= 1 tile rows, on SCALAR_EDGE 0 only")
     # the shape's part depends on the tile, the path, the read-out and the block order alone
@@ -115,13 +117,13 @@ def legal_batch(
     the same answer row for row: each part of ``legal`` (the tile and its layout, the threads, the
     block order, the shape) is asked once per distinct combination of the constants it reads, and
     those answers are cached as ``legal``'s are."""
-    n = len(next(iter(columns.values()))) if columns else 0
-    ok = np.zeros(n, dtype=bool)
-    if dtype not in spec.DTYPES or any(k not in columns for k in _KEYS):
-        return ok
+    refused = spec.legal_batch_preamble(columns, None, dtype, _KEYS)  # as ``legal``: GROUP may be absent
+    if refused is not None:
+        return refused
     e = DTYPE_BYTES[dtype]
-    c = {k: np.asarray(columns[k]) for k in _KEYS}
-    group = np.asarray(columns["GROUP"]) if "GROUP" in columns else np.ones(n, dtype=np.int64)
+    c = batch_columns(columns, _KEYS)
+    group = batch_columns(columns, ("GROUP",), _OPTIONAL)["GROUP"]
+    ok = np.zeros(len(group), dtype=bool)
     ok[:] = _each(_legal_tile, {k: c[k] for k in _TILE_KEYS}, e)
     ok[ok] = _each(_legal_threads, {k: c[k][ok] for k in _THREAD_KEYS}, e)
     ok &= (group == 1) | ((group >= 1) & (c["SCALAR_EDGE"] == 0))  # legal's GROUP rule

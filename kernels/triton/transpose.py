@@ -37,6 +37,7 @@ from autopad.kernels.transpose_io import input_tensor as _x
 from autopad.arch import get_arch
 from autopad.bases import Out, TritonKernel
 from autopad.gluon_model import Blocked, Moves, moves
+from autopad.kernel_base import batch_columns, batch_rows
 from autopad.layouts import Legality, Padded, Swizzled
 from autopad.spec import DTYPE_BYTES, batched_info, per_distinct
 
@@ -60,9 +61,10 @@ SPACE: dict[str, tuple[int, ...]] = {
 LAYOUT_KEYS = ("PAD", "SW_VEC", "PER_PHASE", "MAX_PHASE")
 LAYOUT_READS = ("BM", "BN", *LAYOUT_KEYS)  # what ``layout`` reads: a ranking asks once per tile
 DEFAULTS = {"BM": 64, "BN": 64, "VEC": 4, "WARPS": 8, "PAD": 0, "SW_VEC": 1, "PER_PHASE": 1, "MAX_PHASE": 1}
-# the constants ``legal`` reads without a default (the layout's PAD, SW_VEC, PER_PHASE, MAX_PHASE have one):
-# what ``legal_preamble`` asks to be given
-_REQUIRED = ("BM", "BN", "VEC", "WARPS")
+# the layout's constants ``legal`` and ``layout`` read with a default (a candidate may leave them out) ...
+_OPTIONAL = {"PAD": 0, "SW_VEC": 1, "PER_PHASE": 1, "MAX_PHASE": 1}
+# ... and the constants they read without one: what ``legal_preamble`` asks to be given
+_REQUIRED = tuple(k for k in SPACE if k not in _OPTIONAL)
 BASELINE_TL = {"BM": 64, "BN": 64, "WARPS": 8}  # tl.trans baseline (hardware README: 64 blocks / 8 warps)
 
 _SMEM_BUDGET = get_arch("sm_90").smem_per_block
@@ -114,8 +116,7 @@ def _register_layouts(bm: int, bn: int, vec: int, warps: int, w: int) -> tuple[B
 def layout(c: dict[str, int], dtype: str) -> Padded | Swizzled:
     """The tile's shared layout: Padded when PAD > 0, else Swizzled (MAX_PHASE 1 = plain row-major)."""
     return _layout(
-        c["BM"], c["BN"], _eb(dtype), c.get("PAD", 0), c.get("SW_VEC", 1), c.get("PER_PHASE", 1),
-        c.get("MAX_PHASE", 1),
+        c["BM"], c["BN"], _eb(dtype), *(c.get(k, d) for k, d in _OPTIONAL.items())
     )  # fmt: skip
 
 
@@ -145,7 +146,7 @@ def legal(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
     tn, tm, w = _tpw(bn, vec), _tpw(bm, vec), pack(dtype)
     if (32 // tn) * c["WARPS"] > bm or w * (32 // tm) * c["WARPS"] > bn:
         return Legality(False, f"tile {bm}x{bn} is smaller than one pass of {c['WARPS']} warps: replication")
-    pad, mp, sv, pp = c.get("PAD", 0), c.get("MAX_PHASE", 1), c.get("SW_VEC", 1), c.get("PER_PHASE", 1)
+    pad, sv, pp, mp = (c.get(k, d) for k, d in _OPTIONAL.items())
     if pad and mp > 1:
         return Legality(False, "padding and swizzle together: pick one")
     if mp == 1 and (sv, pp) != (1, 1):
@@ -179,10 +180,12 @@ def legal_batch(columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: s
     """``legal`` of many candidates at once (``columns``: constant -> int array), the same answer row for
     row: its arithmetic checks as array expressions, the layout's own check once per distinct layout and
     vector width, on the candidates that reach it."""
-    n = len(next(iter(columns.values()))) if columns else 0
-    if dtype not in DTYPES or len(shape) not in (2, 3) or min(shape) < 1:
-        return np.zeros(n, dtype=bool)
-    c = {k: np.asarray(columns[k], dtype=np.int64) for k in SPACE}
+    refused = SPEC.legal_batch_preamble(columns, None, dtype, _REQUIRED)  # as ``legal``
+    if refused is not None:
+        return refused
+    if len(shape) not in (2, 3) or min(shape) < 1:  # ``legal``'s own shape check
+        return np.zeros(batch_rows(columns), dtype=bool)
+    c = batch_columns(columns, SPACE, _OPTIONAL, dtype=np.int64)  # the layout's constants: their defaults
     eb, w = _eb(dtype), pack(dtype)
     vec, bm, bn, warps = c["VEC"], c["BM"], c["BN"], c["WARPS"]
     pad, mp, sv, pp = c["PAD"], c["MAX_PHASE"], c["SW_VEC"], c["PER_PHASE"]
