@@ -13,7 +13,8 @@ prints.
 
 A kernel the studies did not cover (a user's own spec, or a built-in one in another dtype) gets the
 figures over every recorded family and the plain advice to measure: a model that ranks the built-in
-kernels well has not been shown to rank a new one.
+kernels well has not been shown to rank a new one. A built-in family that only held-out samples measured
+(``sampled_only`` in the file: the bf16 and int8 transposes) gets those figures first.
 """
 
 from __future__ import annotations
@@ -136,6 +137,17 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
     pooled = _pooled(data.get("families", {}), data.get("gpu", "NVIDIA H200"))
     if pooled is None:
         return "model-only pick: no recorded study to say how far to trust it; measure it on a GPU"
+    smp = data.get("sampled_only", {}).get(f"{kernel}/{backend}/{dtype}")
+    if smp:  # no exhaustive study, but held-out shapes timed on a sample of their space
+        n = int(smp["shapes"])
+        return (
+            f"model-only pick: no exhaustive study covers {kernel} [{backend}] {dtype}; on {n} held-out "
+            f"{pooled.gpu} shape{'s' if n != 1 else ''} timed on a sample of {'their' if n != 1 else 'its'} "
+            f"space the pick was within 10% of the sample's best in {smp['within_10pct']} (worst "
+            f"{float(smp['worst']):.2f}x); on the built-in kernels' exhaustive studies, within 10% of the "
+            f"measured best in {pooled.within_10pct} of {pooled.shapes} (worst {pooled.worst:.2f}x): measure "
+            f"it on a GPU before relying on it"
+        )
     return (
         f"model-only pick: no recorded study covers {kernel} [{backend}] {dtype}; on the built-in kernels "
         f"the model-only pick was within 10% of the measured best in {pooled.within_10pct} of "

@@ -454,6 +454,18 @@ def trust_json(
                 "worst": round(e["worst_pick_over_best"], 3),
                 "shapes_list": [x["shape"] for x in extra[name]],
             }
+    # families only the held-out samples measured (bf16 and int8 transposes): their own figures, apart
+    for name, xs in sorted(extra.items()):
+        if name in fam:
+            continue
+        e = summarise(xs)
+        kernel, backend, dtype = name.replace("[", "").replace("]", "").split()
+        out.setdefault("sampled_only", {})[f"{kernel}/{backend}/{dtype}"] = {
+            "shapes": e["shapes"],
+            "within_10pct": e["within_10pct"],
+            "worst": round(e["worst_pick_over_best"], 3),
+            "shapes_list": [x["shape"] for x in xs],
+        }
     return out
 
 

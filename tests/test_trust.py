@@ -82,3 +82,22 @@ def test_the_shipped_figures_cover_every_recorded_family():
         assert 0 <= f["within_2pct"] <= f["within_10pct"] <= f["shapes"], name
         assert 1.0 <= f["median"] <= f["worst"], name
         assert "within 10%" in trust.statement(*name.split("/"))
+
+
+def test_a_family_only_samples_measured_gets_their_figures(tmp_path):
+    d = json.loads(json.dumps(FIGURES))
+    d["sampled_only"] = {"transpose/cuda/bfloat16": {"shapes": 1, "within_10pct": 0, "worst": 1.12}}
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(d))
+    assert trust.lookup("transpose", "cuda", "bfloat16", p) is None  # no exhaustive figures to look up
+    s = trust.statement("transpose", "cuda", "bfloat16", p)
+    assert "no exhaustive study covers transpose [cuda] bfloat16" in s
+    assert "on 1 held-out NVIDIA H200 shape timed on a sample of its space" in s
+    assert "within 10% of the sample's best in 0 (worst 1.12x)" in s and "in 3 of 6" in s
+    assert "held-out" not in trust.statement("transpose", "cuda", "int8", p)  # another dtype: pooled only
+
+
+def test_the_shipped_file_says_what_the_samples_measured_of_families_no_study_recorded():
+    only = json.loads(trust.TRUST_FILE.read_text())["sampled_only"]
+    assert {"transpose/cuda/bfloat16", "transpose/cuda/int8"} <= set(only)
+    assert "held-out" in trust.statement("transpose", "cuda", "bfloat16")
