@@ -28,7 +28,7 @@ from .layouts import Legality, Padded
 from .spec import DTYPE_BYTES, SpecError
 from .tile_spec import TileLayout, _env, _eval
 
-__all__ = ["KernelBase", "TOLERANCE", "batch_columns", "batch_rows"]
+__all__ = ["KernelBase", "TOLERANCE", "batch_columns", "batch_rows", "sibling_files"]
 
 # relative Frobenius error allowed per dtype when comparing with the reference (integers: exact)
 TOLERANCE = {
@@ -39,6 +39,14 @@ TOLERANCE = {
     "bfloat16": 1e-2,
     "float8_e4m3fn": 6e-2,
 }
+
+
+def sibling_files(module_file: str, *names: str) -> tuple[str, ...]:
+    """The paths of ``names`` in ``module_file``'s folder: a spec's ``SOURCE_FILES`` (what keys its tuning
+    cache: the kernel source and the Python modules that decide what is built, launched or predicted)."""
+    from pathlib import Path
+
+    return tuple(str(Path(module_file).with_name(n)) for n in names)
 
 
 def batch_rows(columns: Mapping[str, Any]) -> int:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from autopad.bases import CudaKernel, Inputs, Out
+from autopad.kernel_base import sibling_files
 from autopad.layouts import Legality, Replicated
 from autopad.spec import DTYPE_BYTES, batched_info
 
@@ -110,10 +111,7 @@ _SOURCE = Path(__file__).with_name("histogram.cu")
 # is built and launched (this module: layout, macros, the kernels built; histogram_launch.py: grid, shared
 # memory, passes). The space, the input classes and the model (histogram_space/_inputs/_pattern/_cost.py)
 # are left out, so that they can change without orphaning the tunes already cached.
-SOURCE_FILES = tuple(
-    str(Path(__file__).with_name(f))
-    for f in ("histogram.cu", "common.cuh", "histogram.py", "histogram_launch.py")
-)
+SOURCE_FILES = sibling_files(__file__, "histogram.cu", "common.cuh", "histogram.py", "histogram_launch.py")
 
 
 class HistogramCuda(CudaKernel):

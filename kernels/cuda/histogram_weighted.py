@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from autopad.bases import CudaKernel, Inputs, Out
+from autopad.kernel_base import sibling_files
 from autopad.layouts import Legality, Structs
 
 from . import histogram as H
@@ -28,9 +29,8 @@ from . import histogram_launch as HL  # read where defined: a patch of histogram
 _SOURCE = Path(__file__).with_name("histogram.cu")
 # what keys the tuning cache: the kernel and the Python that decides what is built and launched (this
 # module: layout, macros, grid; histogram_launch.py: the launch itself, the aligned inputs, the SM count)
-SOURCE_FILES = tuple(
-    str(Path(__file__).with_name(f))
-    for f in ("histogram.cu", "common.cuh", "histogram_weighted.py", "histogram_launch.py")
+SOURCE_FILES = sibling_files(
+    __file__, "histogram.cu", "common.cuh", "histogram_weighted.py", "histogram_launch.py"
 )
 TOLERANCE_F32 = 1e-4  # float32 atomics add in no fixed order: relative error of the sums against float64
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from autopad.access import Instruction
 from autopad.bases import CudaKernel, Inputs, Out
+from autopad.kernel_base import sibling_files
 from autopad.layouts import Legality
 
 from . import matmul_cost, matmul_space
@@ -305,17 +306,15 @@ LAYOUT_KEYS, PATTERN_KEYS, RESTRICTIONS = SPEC.LAYOUT_KEYS, SPEC.PATTERN_KEYS, S
 legal_batch, launch_info_batch = SPEC.legal_batch, SPEC.launch_info_batch
 # what keys the tuning cache (``kernels_registry.source_hash``): the kernel and every module of this spec,
 # as matmul.py alone was keyed before the split (each decides what is built, launched or predicted)
-SOURCE_FILES = tuple(
-    str(Path(__file__).with_name(f))
-    for f in (
-        "matmul.cu",
-        "common.cuh",
-        "matmul.py",
-        "matmul_tile.py",
-        "matmul_space.py",
-        "matmul_cost.py",
-        "matmul_regs.py",
-    )
+SOURCE_FILES = sibling_files(
+    __file__,
+    "matmul.cu",
+    "common.cuh",
+    "matmul.py",
+    "matmul_tile.py",
+    "matmul_space.py",
+    "matmul_cost.py",
+    "matmul_regs.py",
 )
 SMEM_BUDGET = _ARCH.smem_per_block
 RTOL = SPEC.TOLERANCE

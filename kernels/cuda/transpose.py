@@ -49,6 +49,7 @@ from autopad.kernels.transpose_io import TransposeIO
 from autopad.kernels.transpose_io import input_tensor as _x  # noqa: F401
 
 from autopad.bases import CudaKernel, Out
+from autopad.kernel_base import sibling_files
 from autopad.layouts import Legality, Padded, Swizzled
 from autopad.spec import DTYPE_BYTES
 
@@ -116,19 +117,17 @@ from .transpose_tile import (  # noqa: F401
 _SOURCE = Path(__file__).with_name("transpose.cu")
 # what keys the tuning cache (``kernels_registry.source_hash``): the kernel and every module of this spec,
 # as transpose.py alone was keyed before the split (each decides what is built, launched or predicted)
-SOURCE_FILES = tuple(
-    str(Path(__file__).with_name(f))
-    for f in (
-        "transpose.cu",
-        "common.cuh",
-        "transpose.py",
-        "transpose_tile.py",
-        "transpose_space.py",
-        "transpose_pattern.py",
-        "transpose_cost.py",
-        "transpose_launch.py",
-        "transpose_regs.py",
-    )
+SOURCE_FILES = sibling_files(
+    __file__,
+    "transpose.cu",
+    "common.cuh",
+    "transpose.py",
+    "transpose_tile.py",
+    "transpose_space.py",
+    "transpose_pattern.py",
+    "transpose_cost.py",
+    "transpose_launch.py",
+    "transpose_regs.py",
 )
 
 

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from autopad.bases import Inputs, Out, TritonKernel
+from autopad.kernel_base import sibling_files
 from autopad.layouts import Legality, Swizzled
 
 from . import matmul_launch, matmul_model
@@ -90,8 +91,6 @@ if HAS_TRITON:  # the kernels, by the names build() and the launchers read in ma
         matmul_tl,
         splitk_reduce,
     )
-
-_HERE = Path(__file__).resolve()
 
 
 class MatmulGluon(TritonKernel):
@@ -143,9 +142,8 @@ class MatmulGluon(TritonKernel):
     TOLERANCE = {"bfloat16": 1e-2, "float16": 3e-3, "float32": 3e-3}
     BASELINE_TL = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 3, "WARPS": 8}
     # the code this spec runs and ranks by: its four modules (one file before the split) and the kernels
-    SOURCE_FILES = tuple(
-        str(_HERE.with_name(f))
-        for f in ("matmul.py", "matmul_tiles.py", "matmul_model.py", "matmul_launch.py", "matmul_kernels.py")
+    SOURCE_FILES = sibling_files(
+        __file__, "matmul.py", "matmul_tiles.py", "matmul_model.py", "matmul_launch.py", "matmul_kernels.py"
     )
 
     # ---- the tuner's side (numpy only) ------------------------------------------------------------------
