@@ -434,8 +434,7 @@ def trust_json(
     out: dict[str, Any] = {"arch": "sm_90", "gpu": "NVIDIA H200", "source": source, "families": {}}
     for name, xs in sorted(fam.items()):
         s = summarise(xs)
-        kernel, backend, dtype = name.replace("[", "").replace("]", "").split()
-        entry = out["families"][f"{kernel}/{backend}/{dtype}"] = {
+        entry = out["families"][_family_key(name)] = {
             "shapes": s["shapes"],
             "within_10pct": s["within_10pct"],
             "within_2pct": s["within_2pct"],
@@ -447,26 +446,28 @@ def trust_json(
             "shapes_list": [x["shape"] for x in xs],
         }
         if extra.get(name):
-            e = summarise(extra[name])
-            entry["sampled"] = {
-                "shapes": e["shapes"],
-                "within_10pct": e["within_10pct"],
-                "worst": round(e["worst_pick_over_best"], 3),
-                "shapes_list": [x["shape"] for x in extra[name]],
-            }
+            entry["sampled"] = _sampled_entry(extra[name])
     # families only the held-out samples measured (bf16 and int8 transposes): their own figures, apart
     for name, xs in sorted(extra.items()):
-        if name in fam:
-            continue
-        e = summarise(xs)
-        kernel, backend, dtype = name.replace("[", "").replace("]", "").split()
-        out.setdefault("sampled_only", {})[f"{kernel}/{backend}/{dtype}"] = {
-            "shapes": e["shapes"],
-            "within_10pct": e["within_10pct"],
-            "worst": round(e["worst_pick_over_best"], 3),
-            "shapes_list": [x["shape"] for x in xs],
-        }
+        if name not in fam:
+            out.setdefault("sampled_only", {})[_family_key(name)] = _sampled_entry(xs)
     return out
+
+
+def _family_key(name: str) -> str:
+    """``"transpose [cuda] float32"`` as the trust file keys it: ``"transpose/cuda/float32"``."""
+    return "/".join(name.replace("[", "").replace("]", "").split())
+
+
+def _sampled_entry(xs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The trust file's figures of held-out sampled shapes (pick over the best of each sample)."""
+    e = summarise(xs)
+    return {
+        "shapes": e["shapes"],
+        "within_10pct": e["within_10pct"],
+        "worst": round(e["worst_pick_over_best"], 3),
+        "shapes_list": [x["shape"] for x in xs],
+    }
 
 
 FINAL_REPS = 40  # the final round's timings per candidate (tuner_quality.py)
