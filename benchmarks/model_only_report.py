@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import math
 import pickle
@@ -182,7 +183,8 @@ def load_shapes(paths: dict[str, Path], cache: Path | None = None) -> list[Shape
         code = sorted((str(f), f.stat().st_mtime) for d in (_ROOT / "kernels", _ROOT / "autopad")
                       for f in d.rglob("*.py"))  # fmt: skip
         code.append((__file__, Path(__file__).stat().st_mtime))
-        stamp = (str(path), path.stat().st_mtime, hash(tuple(code)))
+        # a digest, not hash(): str hashes are salted per process, so a hash() stamp never matched again
+        stamp = (str(path), path.stat().st_mtime, hashlib.sha256(repr(code).encode()).hexdigest())
         hit = got.get(run)
         if isinstance(hit, dict) and hit.get("stamp") == stamp:
             out += [Shape(**d) for d in hit["shapes"]]
