@@ -281,8 +281,9 @@ int main(int argc, char** argv) {
     ],
 )  # fmt: skip
 def test_kernel_runs_correctly_on_the_host(c, tmp_path):
-    """Odd shapes (ragged tiles, K and N not multiples of 4, splits of unequal length) and a whole tile
-    (the unguarded load path), against an fp64 product; NaN-poisoned shared memory and outputs."""
+    """Odd shapes (ragged tiles, K and N not multiples of 4, splits of unequal length), a whole tile and
+    ragged tiles whose K is whole steps (the unchecked load path, rows past M and vectors past N clamped onto
+    the last ones), against an fp64 product; NaN-poisoned shared memory and outputs."""
     (tmp_path / "k.cu").write_text(rt.expand_includes(G.source()))
     (tmp_path / "h.cpp").write_text(_HARNESS)
     exe = tmp_path / "emu"
@@ -290,7 +291,15 @@ def test_kernel_runs_correctly_on_the_host(c, tmp_path):
     cmd = ["g++", "-std=c++20", "-O1", "-pthread", f'-DKERNEL_FILE="{tmp_path / "k.cu"}"', *defs]
     r = subprocess.run([*cmd, str(tmp_path / "h.cpp"), "-o", str(exe)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[:3000]
-    for m, n, k in [(33, 31, 65), (128, 128, 64), (130, 260, 200), (5, 7, 3)]:
+    for m, n, k in [
+        (33, 31, 65),
+        (128, 128, 64),
+        (130, 260, 200),
+        (5, 7, 3),
+        (130, 260, 192),
+        (33, 36, 64),
+        (5, 4, 16),
+    ]:
         ks = G.k_per_split(c, k)
         r = subprocess.run(
             [str(exe), str(m), str(n), str(k), str(ks)], capture_output=True, text=True, timeout=600

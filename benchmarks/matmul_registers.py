@@ -1,0 +1,86 @@
+"""Registers per thread of the CUDA SIMT GEMM (kernels/cuda/matmul.cu), compiled: the two tables
+``kernels/cuda/matmul_regs.py`` holds, read again after a kernel change.
+
+``REGS_SM90``: every tile of REGS_SM90 (every legal (BM, BN, BK, TM, TN)), unpadded, THREAD_MAP 0, SPLIT_K 1,
+MIN_BLOCKS 1 (no register cap). ``REGS_SWIZZLE_SM90``: per tile, the median over the 9 swizzles of A (SW_VEC
+4, SW_PER_PHASE 1/2/4, SW_MAX_PHASE 2/4/8, B unpadded) less the unpadded count, and the same for B: what
+tests/test_cuda_matmul.py compiles and compares. NVRTC (the tuner's compiler, through
+``autopad.cuda_compile.compile_cubin``, so the builds land in the cubin cache) at sm_90, read with
+``cuobjdump --dump-resource-usage`` (Triton's copy, else $CUOBJDUMP or PATH). No GPU needed: 361 builds,
+about 1 s each. Prints the two tables as Python, to paste into matmul_regs.py:
+
+    AUTOPAD_CUDA_COMPILER=nvrtc python benchmarks/matmul_registers.py [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from autopad import cuda_compile
+from autopad.kernels.cuda import matmul as G
+
+SWIZZLES = [(pp, mp) for pp in (1, 2, 4) for mp in (2, 4, 8)]
+
+
+def cuobjdump() -> str:
+    """Triton's bundled cuobjdump, else $CUOBJDUMP, else one on PATH."""
+    bundled = Path(__import__("triton").__file__).parent / "backends/nvidia/bin/cuobjdump"
+    tool = os.environ.get("CUOBJDUMP") or (str(bundled) if bundled.exists() else shutil.which("cuobjdump"))
+    if not tool:
+        raise SystemExit("matmul_registers: no cuobjdump (install triton or set CUOBJDUMP)")
+    return tool
+
+
+def registers(constants: dict[str, int], tool: str, tmp: Path) -> int:
+    """Registers per thread of matmul_kernel built with ``constants``."""
+    blob = cuda_compile.compile_cubin(G.source(), G.defines(constants), "sm_90", "matmul_kernel")
+    path = tmp / ("_".join(f"{k}{v}" for k, v in sorted(constants.items())) + ".cubin")
+    path.write_bytes(blob[blob.index(b"\x7fELF") :])
+    out = subprocess.run([tool, "--dump-resource-usage", str(path)], capture_output=True, text=True).stdout
+    return int(re.search(r"Function matmul_kernel:\s*REG:(\d+)", out).group(1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int, default=2)
+    jobs = ap.parse_args().jobs
+    tool = cuobjdump()
+    tiles = sorted(G.REGS_SM90)
+    builds: list[tuple[tuple[int, ...], str, dict[str, int]]] = []
+    for tile in tiles:
+        base = dict(G.DEFAULTS, **dict(zip(("BM", "BN", "BK", "TM", "TN"), tile)), MIN_BLOCKS=1, SPLIT_K=1)
+        base["THREAD_MAP"] = 0
+        builds.append((tile, "-", base))
+        for x in "AB":
+            for pp, mp in SWIZZLES:
+                builds.append((tile, x, dict(base, **{f"SW_VEC_{x}": 4, f"SW_PER_PHASE_{x}": pp,
+                                                      f"SW_MAX_PHASE_{x}": mp})))  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(jobs) as pool:
+        got = list(pool.map(lambda b: registers(b[2], tool, Path(tmp)), builds))
+    plain = {t: r for (t, op, _), r in zip(builds, got) if op == "-"}
+    swz = {}
+    for tile in tiles:
+        add = []
+        for x in "AB":
+            rs = [r for (t, op, _), r in zip(builds, got) if t == tile and op == x]
+            add.append(int(statistics.median(rs)) - plain[tile])
+        swz[tile] = tuple(add)
+    print("REGS_SM90 = {")
+    for t in tiles:
+        print(f"    {t}: {plain[t]},")
+    print("}\nREGS_SWIZZLE_SM90 = {")
+    for t in tiles:
+        print(f"    {t}: {swz[t]},")
+    print("}")
+
+
+if __name__ == "__main__":
+    main()
