@@ -24,8 +24,9 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from autopad import cuda_compile
 from autopad.kernels.cuda import matmul as G
+
+from autopad import cuda_compile
 
 SWIZZLES = [(pp, mp) for pp in (1, 2, 4) for mp in (2, 4, 8)]
 
