@@ -29,6 +29,7 @@ import os
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -138,7 +139,10 @@ def _build_one(args: tuple[str, str, str, dict[str, int]]) -> str | None:
         builtin_spec(kernel, backend).build(constants, dtype)
         return None
     except Exception as exc:  # a compile error is data: the measuring pass records it per candidate
-        return f"{type(exc).__name__}: {str(exc)[:200]}"
+        # the compiler's own error line, where there is one (the message starts with every define)
+        lines = str(exc).splitlines()
+        said = next((ln.strip() for ln in lines if "error:" in ln.lower()), "")
+        return f"{type(exc).__name__}: {(said or str(exc))[:200]}"
 
 
 def _run_one(args: tuple[str, str, str, dict[str, int], tuple[int, ...]]) -> str | None:
@@ -189,8 +193,8 @@ def precompile(
     cands: list[dict[str, int]],
     procs: int,
     shapes: Sequence[tuple[int, ...]],
-) -> tuple[int, int, float]:
-    """Compile every candidate in ``procs`` processes; returns (compiles, failures, seconds).
+) -> tuple[int, list[str], float]:
+    """Compile every candidate in ``procs`` processes; returns (compiles, each failure's message, seconds).
 
     Triton specialises a kernel on its integer arguments (divisible by 16 or not), so Gluon kernels are
     compiled by one run per candidate and shape; a shape of the same specialisation hits the cache.
@@ -207,7 +211,7 @@ def precompile(
             errs = []
             for shape in shapes:
                 errs = pool.map(_run_one, [(kernel, backend, dtype, c, shape) for c in cands], chunksize=1)
-    return len(units), sum(e is not None for e in errs), time.perf_counter() - t0
+    return len(units), [e for e in errs if e is not None], time.perf_counter() - t0
 
 
 # --- measure ------------------------------------------------------------------------------------------
@@ -504,9 +508,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             ranked = rankings.get(rank_id(kernel, backend, dtype, shape))
             for c in [r["params"] for r in ranked] if ranked else enumerate_candidates(spec, shape, dtype):
                 union.setdefault(json.dumps(c, sort_keys=True), c)
-        n, n_err, secs = precompile(kernel, backend, dtype, list(union.values()), args.procs, shapes)
+        n, errs, secs = precompile(kernel, backend, dtype, list(union.values()), args.procs, shapes)
         log(f"compiled {kernel}/{backend}/{dtype}: {len(union)} candidates, {n} compiles, "
-            f"{n_err} errors, {secs:.0f} s", out)  # fmt: skip
+            f"{len(errs)} errors, {secs:.0f} s", out)  # fmt: skip
+        # the distinct messages, so that a failure's cause is in the log (958 compiles of the fp32 transpose
+        # failed on the 2-core machine under load on 2026-12-02 and every one built when retried; which
+        # error it was went unrecorded)
+        for msg, count in Counter(errs).most_common(3):
+            log(f"  {count} x {msg}", out)
 
     if args.precompile_only:  # Gluon kernels compile by running: that needs the GPU
         for kernel, backend, dtype, _dist, shapes in configs:

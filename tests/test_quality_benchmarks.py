@@ -76,6 +76,20 @@ def test_compile_units_merge_launch_only_constants():
     assert cuda_runtime.load_kernel.__name__ == "load_kernel"  # the recorder is removed again
 
 
+def test_precompile_returns_each_failures_message(tmp_path, monkeypatch):
+    """A compile that fails comes back as its message (the log prints the distinct ones), not a bare count."""
+    pytest.importorskip("cuda.bindings.nvrtc")
+    monkeypatch.setenv("AUTOPAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("AUTOPAD_CUDA_COMPILER", "nvrtc")
+    from autopad.kernels.cuda import matmul as G
+
+    good = dict(G.DEFAULTS)
+    bad = dict(good, TM=3)  # the kernel's static_assert: the thread tile must divide the block tile
+    n, errs, _ = tq.precompile("matmul", "cuda", "float32", [good, bad], 1, [(64, 64, 64)])
+    assert n == 2 and len(errs) == 1, errs
+    assert errs[0].startswith("CompileError") and "static assertion" in errs[0].lower(), errs
+
+
 def _rows(tmp_path: Path) -> Path:
     """A small study: 5 candidates, the model's order a, b, c, d, e; the fastest is c."""
     path = tmp_path / "quality_rows.csv.gz"
