@@ -4,6 +4,8 @@ candidate's predicted time as ``rank`` makes it."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,18 @@ def nvrtc_cuobjdump(monkeypatch: pytest.MonkeyPatch) -> Path:
     except Exception:
         pytest.skip("needs NVRTC (cuda-bindings)")
     return tool
+
+
+def registers(c: dict[str, int], tool: Path, tmp: Path) -> int:
+    """Registers per thread of matmul_kernel built from today's matmul.cu with ``c`` (the runtime's
+    compiler, sm_90), read back with ``tool`` (``nvrtc_cuobjdump``'s cuobjdump)."""
+    from autopad import cuda_runtime as rt
+
+    blob = rt.compile_cubin(G.source(), G.defines(c), "sm_90", "matmul_kernel")
+    path = tmp / ("_".join(f"{k}{v}" for k, v in sorted(c.items())) + ".cubin")
+    path.write_bytes(blob[blob.index(b"\x7fELF") :])
+    out = subprocess.run([str(tool), "--dump-resource-usage", str(path)], capture_output=True, text=True)
+    return int(re.search(r"Function matmul_kernel:\s*REG:(\d+)", out.stdout).group(1))
 
 
 def predicted(c: dict[str, int], shape: tuple[int, int, int]) -> float:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from autopad.kernels.cuda import matmul as G
 from batch_hooks import hooks_agree
-from simt_gemm_checks import nvrtc_cuobjdump, predicted
+from simt_gemm_checks import nvrtc_cuobjdump, predicted, registers
 
 from autopad import cuda_runtime as rt
 from autopad.access import score
@@ -432,19 +432,13 @@ def test_register_table_matches_the_compiler(monkeypatch, tmp_path):
     """REGS_SM90 is what NVRTC (the runtime's compiler, the table's source) gives today's matmul.cu for every
     tile in it, unpadded and without a register cap, read back with cuobjdump: a kernel change that moves
     the registers fails here, not silently in the model."""
-    import re
-    import subprocess
-
     tool = nvrtc_cuobjdump(monkeypatch)
 
     def regs(tile: tuple[int, int, int, int, int]) -> int:
         bm, bn, bk, tm, tn = tile
-        c = dict(G.DEFAULTS, BM=bm, BN=bn, BK=bk, TM=tm, TN=tn, MIN_BLOCKS=1, SPLIT_K=1)
-        blob = rt.compile_cubin(G.source(), G.defines(c), "sm_90", "matmul_kernel")
-        path = tmp_path / ("_".join(map(str, tile)) + ".cubin")
-        path.write_bytes(blob[blob.index(b"\x7fELF") :])
-        out = subprocess.run([str(tool), "--dump-resource-usage", str(path)], capture_output=True, text=True)
-        return int(re.search(r"Function matmul_kernel:\s*REG:(\d+)", out.stdout).group(1))
+        return registers(
+            dict(G.DEFAULTS, BM=bm, BN=bn, BK=bk, TM=tm, TN=tn, MIN_BLOCKS=1, SPLIT_K=1), tool, tmp_path
+        )
 
     # sequential, and within 2 registers: a helper's full-suite run of 2026-12-02 (two NVRTC compiles at once
     # in this process, as the test then did) read 64x64x8 4x8 at 107 where every sequential build here, in
@@ -526,18 +520,11 @@ def test_swizzle_register_table_matches_the_compiler(monkeypatch, tmp_path, tile
     128x64x8 8x8 (read from the source of runs 1-2 as (16, 4), today (12, 0): 171 registers an A-swizzled
     thread would leave 2 blocks an SM where 167 leave 3), the median over the 9 swizzles of each operand, the
     other unpadded, less the unpadded count; every pad compiles to the unpadded count."""
-    import re
-
     tool = nvrtc_cuobjdump(monkeypatch)
     base = dict(G.DEFAULTS, **dict(zip(("BM", "BN", "BK", "TM", "TN"), tile)), MIN_BLOCKS=1, SPLIT_K=1)
 
     def regs(extra: dict[str, int]) -> int:
-        c = dict(base, **extra)
-        blob = rt.compile_cubin(G.source(), G.defines(c), "sm_90", "matmul_kernel")
-        path = tmp_path / ("_".join(f"{k}{v}" for k, v in sorted(extra.items())) + ".cubin")
-        path.write_bytes(blob[blob.index(b"\x7fELF") :])
-        out = subprocess.run([str(tool), "--dump-resource-usage", str(path)], capture_output=True, text=True)
-        return int(re.search(r"Function matmul_kernel:\s*REG:(\d+)", out.stdout).group(1))
+        return registers(dict(base, **extra), tool, tmp_path)
 
     swz = [(pp, mp) for pp in (1, 2, 4) for mp in (2, 4, 8)]
     jobs = [{"PAD_A": 4}, {"PAD_B": 4}]
