@@ -38,7 +38,9 @@ import model_only_report as mo  # noqa: E402
 import noise_ceiling as noise  # noqa: E402
 
 _R = Path(__file__).resolve().parent / "results" / "h200"
-# the extras of the reports' commands (benchmarks/results/h200/quality/NOTES.md, last sections)
+# the extras of the reports' commands as they stood when this evaluation ran (benchmarks/results/h200/quality/
+# NOTES.md, the section "after the transpose model's fifth pass"), so that model_only_margin.md regenerates;
+# the later changed-spaces report reads run 60's sample in place of run 55's study2 and adds runs 61 and 63
 NEW_SHAPES = tuple(_R / "2026-12-01" / p / "new_quality_rows.csv.gz"
                    for p in ("run8", "run10", "run20/round1", "run20/round2", "run34"))  # fmt: skip
 CHANGED_SPACES = tuple(_R / p for p in (
