@@ -76,6 +76,7 @@ FULL = (
     + [f"matmul {s} {d}" for d in ("bfloat16", "float16", "float32")
        for s in ("4096x4096x4096", "3000x1000x2000", "256x256x256")]
     + [f"transpose {s} float8_e4m3fn" for s in FULL_TRANSPOSE[:2]]  # fp8 moves int8's bytes: two shapes
+    + ["matmul 8192x8192x8192 float32"]  # the kernel issue's largest fp32 cell (TF32 off)
     + ["checks"]
 )  # fmt: skip
 

@@ -131,6 +131,12 @@ def variants(group: str, shape: tuple[int, ...], dtype: str) -> list[tuple[str, 
         out.append(("new:rt_swizzled", "new", dict(p["rt_swizzled"])))
         out.append(("new:vec_swizzled", "new", dict(p["vec_swizzled"])))
         out.append(("new:rt_wide", "new", dict(p["rt_wide"])))  # 128 x 256: 256-byte tile rows
+        # 256-row tiles: 256-byte output rows too (what 16-bit's 128 x 128 writes)
+        tall = {"READOUT": 1, "SW_VEC": 16, "SW_PER_PHASE": 16}
+        out.append(("new:rt_tall", "new", cfg(256, 256, 512, 16, SW_MAX_PHASE=16, **tall)))
+        out.append(("new:rt_tall_t256", "new", cfg(256, 256, 256, 16, SW_MAX_PHASE=16, **tall)))
+        out.append(("new:rt_tall_n128", "new", cfg(256, 128, 512, 16, SW_MAX_PHASE=8, **tall)))
+        out.append(("new:rt_tall_n64", "new", cfg(256, 64, 256, 16, SW_MAX_PHASE=4, **tall)))
     if e == 4:
         out.append(("new:vec64_swizzled", "new", dict(p["vec64_swizzled"])))
     if group == "misaligned":  # the halo builds' best of H200 run 28 (shifted gather / register transpose)

@@ -177,14 +177,66 @@ def test_launch_info_traffic_and_the_misaligned_model():
     assert T.launch_info(T.DEFAULTS, (70000, 8, 8), "int8")["tiles_per_block"] == 2
 
 
+def _segments(s_in: int, s_out: int) -> float:
+    """The DRAM efficiency of reading segments of s_in bytes and writing segments of s_out bytes."""
+    return 2 / (2 + T.SEGMENT_BYTES / s_in + T.SEGMENT_BYTES / s_out)
+
+
+def test_short_segments_stream_worse_on_aligned_rows_only():
+    """A block reads TILE_M segments of TILE_N elements and writes TILE_N of TILE_M: each costs DRAM
+    SEGMENT_BYTES more (H200 run 65, int8 16384^2: 256 x 256 tiles 0.1354 ms, 128 x 128 0.1453). Longer
+    segments are more efficient, segments are clipped to the matrix, and off-grid rows (4097 x 8191) keep
+    the seam and block-order terms alone."""
+    c = dict(T.DEFAULTS, READOUT=1, SCALAR_EDGE=0, GROUP=64, VEC=16, SW_VEC=16, SW_PER_PHASE=16)
+    tall = dict(c, TILE_M=256, TILE_N=256, THREADS=256, SW_MAX_PHASE=16)
+    square = dict(c, TILE_M=128, TILE_N=128, THREADS=256, SW_MAX_PHASE=8)
+    info = {k: T.launch_info(v, (16384, 16384), "int8") for k, v in (("t", tall), ("s", square))}
+    eff = {k: v["dram_efficiency"] for k, v in info.items()}
+    gain = max(T.GROUP_GAIN[True].values())
+    assert eff["t"] == pytest.approx(T.GROUP_GAIN[True][64] / gain * _segments(256, 256))
+    assert eff["s"] == pytest.approx(T.GROUP_GAIN[True][64] / gain * _segments(128, 128))
+    assert eff["t"] > eff["s"]
+    # a 64-row matrix: the output segments of a 256-row tile are 64 bytes
+    short = T.launch_info(dict(tall, GROUP=1), (64, 16384), "int8")["dram_efficiency"]
+    assert short == pytest.approx(T.GROUP_GAIN[True][1] / gain * _segments(256, 64))
+    # rows off the 32-byte grid: no segment term (the seam term and GROUP_GAIN[False] hold it)
+    mis = T.launch_info(tall, (4097, 8191), "int8")["dram_efficiency"]
+    assert mis == pytest.approx(T.GROUP_GAIN[False][64] / max(T.GROUP_GAIN[False].values()))
+
+
+def test_tall_tiles_are_for_one_byte_elements_on_the_vector_path():
+    """TILE_M 256 (256-byte output rows, as 16-bit's 128 x 128 writes): legal for 1-byte elements with the
+    register read-out on the vector path, refused with a reason otherwise, and the enumerator agrees."""
+    tall = dict(T.DEFAULTS, TILE_M=256, TILE_N=256, THREADS=256, VEC=16, READOUT=1, SCALAR_EDGE=0, GROUP=64)
+    tall.update(SW_VEC=16, SW_PER_PHASE=16, SW_MAX_PHASE=16)
+    for shape in ((16384, 16384), (4097, 8191), (3, 300, 70), (1, 1)):
+        g = tall if shape[-2] > 16 * 256 else dict(tall, GROUP=1)  # few tile rows: GROUP 1's order
+        assert T.legal(g, shape, "int8") and T.legal(g, shape, "float8_e4m3fn"), shape
+    assert not T.legal(dict(tall, SCALAR_EDGE=1, GROUP=1), (4096, 4096), "int8")
+    assert not T.legal(dict(tall, READOUT=0), (4096, 4096), "int8")
+    assert not T.legal(dict(tall, THREADS=128), (4096, 4096), "int8")
+    half = dict(tall, VEC=8, SW_VEC=8, SW_PER_PHASE=8, TILE_N=128)
+    bad = T.legal(half, (4096, 4096), "float16")
+    assert not bad and "1-byte" in bad.reason
+    spec = builtin_spec("transpose", "cuda")
+    for dt in ("int8", "float16", "float32"):
+        cands = enumerate_candidates(spec, (4096, 4096), dt)
+        tall_ones = [c for c in cands if c["TILE_M"] == 256]
+        assert bool(tall_ones) == (dt == "int8")
+        assert all(c["READOUT"] == 1 and not c["SCALAR_EDGE"] and c["THREADS"] >= 256 for c in tall_ones)
+
+
 def test_narrow_global_accesses_cost_what_the_study_measured():
     """2-byte accesses (fp16 VEC 1) measured ~1.15x the best: the spec reports it on every path, and on
     misaligned rows the scalar path's element accesses pay it whatever VEC is."""
     c = dict(T.DEFAULTS, TILE_M=64, TILE_N=64, THREADS=256)
     g64 = dict(c, SCALAR_EDGE=0, GROUP=64)  # the block order measured best: no GROUP_GAIN loss
     eff = {v: T.launch_info(dict(g64, VEC=v), (4096, 4096), "float16")["dram_efficiency"] for v in (1, 2, 8)}
-    assert eff[1] == pytest.approx(1 / (1 + T.NARROW_ACCESS_COST)) and eff[2] == eff[8] == 1.0
-    assert T.launch_info(dict(g64, VEC=1), (4096, 4096), "float32")["dram_efficiency"] == 1.0
+    seg = _segments(64 * 2, 64 * 2)  # 128-byte segments both ways (the aligned shape's segment term)
+    assert eff[1] == pytest.approx(seg / (1 + T.NARROW_ACCESS_COST))
+    assert eff[2] == eff[8] == pytest.approx(seg)
+    f32 = T.launch_info(dict(g64, VEC=1), (4096, 4096), "float32")["dram_efficiency"]
+    assert f32 == pytest.approx(_segments(256, 256))
     old = T.launch_info(dict(c, VEC=1), (4096, 4096), "float16")["dram_efficiency"]
     assert old == pytest.approx(eff[1])  # the original path keeps the study's predictions
     mis = T.launch_info(dict(c, VEC=2), (4097, 8191), "float16")["dram_efficiency"]
@@ -352,12 +404,13 @@ def test_group_is_a_measured_launch_constant_of_the_vector_path():
         for shape in ((4097, 8191), (16384, 16384))
         for g in T.SPACE["GROUP"]
     }
-    assert eff[((4097, 8191), 64)] == eff[((16384, 16384), 64)] == 1.0
-    assert eff[((4097, 8191), 1)] < eff[((4097, 8191), 16)] < 1 and eff[((16384, 16384), 1)] < 1
+    seg = _segments(c["TILE_N"], c["TILE_M"])  # 16384^2 rows are whole sectors: the segment term too
+    assert eff[((4097, 8191), 64)] == 1.0 and eff[((16384, 16384), 64)] == pytest.approx(seg)
+    assert eff[((4097, 8191), 1)] < eff[((4097, 8191), 16)] < 1 and eff[((16384, 16384), 1)] < seg
     orig = T.launch_info(dict(c, SCALAR_EDGE=1, GROUP=1), (4097, 8191), "int8")["dram_efficiency"]
     seam = 1 + 0.5 * T.SEAM_SECTOR_BYTES / c["TILE_M"]  # 4097 one-byte output rows: a seam sector a row
     assert orig == pytest.approx(1 / (1 + T.NARROW_ACCESS_COST) / (1 + 15 * 4 * T.SCALAR_PATH_COST) / seam)
-    assert eff[((4097, 8191), 1)] < eff[((16384, 16384), 1)]
+    assert eff[((4097, 8191), 1)] < eff[((16384, 16384), 1)] / seg
     gy = -(-1000 // c["TILE_M"])  # 16 tile rows: GROUP 64 walks GROUP 16's order
     assert gy <= 16 and T.legal(dict(c, GROUP=16), (1000, 64), "int8")
     assert not T.legal(dict(c, GROUP=64), (1000, 64), "int8")
@@ -642,6 +695,9 @@ BUDGET = [
     ("float16", dict(T.DEFAULTS, TILE_M=64, TILE_N=64, THREADS=128, VEC=2, SCALAR_EDGE=0, PAD=2)),
     # misaligned: 2 blocks an SM let ptxas take 69 registers (3 resident); 4 now, 61 registers
     ("float16", dict(T.DEFAULTS, TILE_M=128, TILE_N=64, THREADS=256, VEC=8, SCALAR_EDGE=0, PAD=8)),
+    # the 256-row tiles of 1-byte elements (H200 run 65): 64 KB tiles, 2 blocks an SM (1 misaligned)
+    ("int8", dict(T.DEFAULTS, TILE_M=256, TILE_N=256, THREADS=256, VEC=16, READOUT=1, SCALAR_EDGE=0, PAD=16)),
+    ("int8", dict(T.DEFAULTS, TILE_M=256, TILE_N=128, THREADS=512, VEC=16, READOUT=1, SCALAR_EDGE=0, PAD=16)),
 ]
 
 
@@ -753,6 +809,10 @@ def test_gpu_misaligned_build_with_output_rows_on_the_vector_grid(dtype):
             _run_check("output on the grid", c, shape, dtype, i, offset=3, out_too=False)
 
 
+TALL = dict(T.DEFAULTS, TILE_M=256, TILE_N=256, THREADS=256, VEC=16, READOUT=1, SCALAR_EDGE=0)
+TALL.update(SW_VEC=16, SW_PER_PHASE=16, SW_MAX_PHASE=16)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "int8", "float16", "float64", "bfloat16"])
 def test_gpu_edge1_misaligned_rows_pointers_and_groups(dtype):
@@ -765,6 +825,8 @@ def test_gpu_edge1_misaligned_rows_pointers_and_groups(dtype):
         ]
     if "rt_swizzled" in p:
         cands.append(dict(p["rt_swizzled"], SCALAR_EDGE=0))
+    if dtype == "int8":  # 256-row tiles (64 KB of shared memory, the halo build 68 KB)
+        cands.append(TALL)
     for i, c in enumerate(cands):
         # 4097 / 129 rows: the tile at the end of M holds one row, fewer than most rows' head (halo build)
         for shape in [(4097, 8191), (37, 45), (3, 129, 67), (1000, 37), (129, 300), (2, 255, 4099)]:

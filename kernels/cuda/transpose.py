@@ -67,6 +67,7 @@ from .transpose_cost import (  # noqa: F401
     NARROW_ACCESS_COST,
     SCALAR_PATH_COST,
     SEAM_SECTOR_BYTES,
+    SEGMENT_BYTES,
     _gather_extra,
     _gathered,
     _launch_arrays,

@@ -37,6 +37,7 @@ __all__ = [
     "NARROW_ACCESS_COST",
     "GROUP_GAIN",
     "SEAM_SECTOR_BYTES",
+    "SEGMENT_BYTES",
     "launch_info",
     "launch_info_batch",
 ]
@@ -100,6 +101,20 @@ _GATHER_EXTRA: dict[tuple[str, tuple[int, ...]], float] = {}
 # H200 run 1 (fp32 4097 x 8191, original path: Spearman 0.64 against 0.58 with the same pick); run 2's fp16
 # held out (0.81 against 0.80). transpose_model_gaps.md, fifth pass.
 SEAM_SECTOR_BYTES = 64
+# Every contiguous run of bytes a block reads (a tile row: TILE_N elements) or writes (a tile column: TILE_M
+# elements) costs DRAM about SEGMENT_BYTES more than its bytes, so short segments stream worse: traffic
+# B (1 + SEGMENT_BYTES / S_in) read and B (1 + SEGMENT_BYTES / S_out) written. H200 run 65 of 2026-12-02,
+# int8 16384^2, register read-out tiles under the same block order, against a copy of the same bytes in the
+# same run (0.1292 ms): 128 x 128 0.1453 ms, 128 x 256 0.1418, 256 x 128 0.1407, 256 x 256 0.1354, which
+# give 16, 17, 17 and 12 bytes; 12 taken (the longest segments, where the other terms matter least). Stated
+# only where rows are whole 32-byte sectors: on other rows the seam sectors (above) and the block order's
+# gain (GROUP_GAIN, below) were measured with this cost inside them, and adding it there too moved the
+# model-only picks of runs 34 and 46 (4097 x 8191) from 1.02-1.06 to 1.19-1.49 of the best. On the
+# recorded aligned studies, none of which the constant was read from, the model-only picks went from
+# 1.078 / 1.051 (run 1 fp32 8192^2 / 4096^2), 1.054 / 1.032 (run 2 fp16 16384^2 / 8192^2) and 1.097 (run 63
+# fp32 8192^2) to 1.037 / 1.051, 1.041 / 1.025 and 1.055, no pick worse; Spearman moved by at most +0.004
+# there but 0.868 -> 0.837 on run 63's fp32 4096^2 and 0.744 -> 0.711 on run 8's fp32 6144 x 3072 sample.
+SEGMENT_BYTES = 12
 
 # what ``_gather_extra`` reads: the pattern's constants but READOUT, and the layout's
 _GATHER_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")
@@ -190,6 +205,11 @@ def _launch_arrays(
     if (m * e) % 32:
         seam = SEAM_SECTOR_BYTES / (tm * e)  # per byte written
         eff = np.where(scalar, eff / (1.0 + 0.5 * seam), eff)  # (writes are half the traffic)
+    # short contiguous segments (SEGMENT_BYTES), on rows of whole sectors: a block reads TILE_M segments of
+    # TILE_N elements and writes TILE_N of TILE_M (clipped to the matrix), half the traffic each way
+    if (m * e) % 32 == 0 and (n * e) % 32 == 0:
+        s_in, s_out = np.minimum(tn, n) * e, np.minimum(tm, m) * e
+        eff = eff * 2.0 / (2.0 + SEGMENT_BYTES / s_in + SEGMENT_BYTES / s_out)
     # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path is left
     # as the study ranked it (its 2-D grid walks GROUP 1's order, but its candidates keep their predictions)
     gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]

@@ -36,7 +36,7 @@ __all__ = ["SPACE", "DEFAULTS", "RESTRICTIONS", "MAX_VEC_REGS", "legal", "legal_
 MAX_VEC_REGS = 64  # 4-byte registers the load phase may hold per thread (LPASS x VEC x elem / 4)
 
 SPACE: dict[str, tuple[int, ...]] = {
-    "TILE_M": (32, 64, 128),
+    "TILE_M": (32, 64, 128, 256),  # 256: 1-byte elements on the vector path only (256-byte output rows)
     "TILE_N": (32, 64, 128, 256),  # 256: 1-byte elements only (a 128 x 256 tile is 16-bit's 128 x 128)
     "THREADS": (128, 256, 512),
     "VEC": (1, 2, 4, 8, 16),
@@ -76,7 +76,8 @@ RESTRICTIONS = (
     "READOUT != 2 or (SCALAR_EDGE == 0 and E == 2 and VEC == 8 and TILE_M % 32 == 0"
     " and TILE_M * TILE_N // 256 % (THREADS // 32) == 0)",
     "GROUP == 1 or SCALAR_EDGE == 0",
-    "TILE_N <= 128 or (E == 1 and TILE_M == 128 and READOUT == 1 and THREADS >= 256)",
+    "TILE_N <= 128 or (E == 1 and TILE_M >= 128 and READOUT == 1 and THREADS >= 256)",
+    "TILE_M <= 128 or (E == 1 and READOUT == 1 and THREADS >= 256 and SCALAR_EDGE == 0)",
 )
 
 _OPTIONAL = {"GROUP": 1}  # what ``legal`` reads for a constant a candidate leaves out
@@ -154,11 +155,13 @@ def _legal_tile(tm: int, tn: int, vec: int, pad: int, sv: int, pp: int, mp: int,
         return Legality(False, "padding and swizzle are exclusive")
     if vec * e > 16:
         return Legality(False, f"VEC {vec} x {e} bytes exceeds a 16-byte access")
-    if tn > 128 and (e != 1 or tm != 128):
+    if tn > 128 and (e != 1 or tm < 128):
         # 256-element tile rows are for 1-byte elements: 256 bytes, the row a 16-bit 128-column tile has
         # (H200 run 19: int8 / fp8 16384^2 at 0.91 / 0.92 of copy against 0.88 / 0.90 with 128 x 128), and
-        # only in the 128 x 256 tile that was measured
-        return Legality(False, f"TILE_N {tn} is for 1-byte elements in 128-row tiles (up to 128 otherwise)")
+        # only in 128- and 256-row tiles (256 x 256: 0.96 of copy, H200 run 65)
+        return Legality(False, f"TILE_N {tn} is for 1-byte elements in 128- or 256-row tiles (else <= 128)")
+    if tm > 128 and e != 1:
+        return Legality(False, f"TILE_M {tm} is for 1-byte elements (up to 128 otherwise)")
     try:
         lay = _layout(tm, tn, e, pad, sv, pp, mp)
     except ValueError as exc:
@@ -183,6 +186,8 @@ def _legal_threads(tm: int, tn: int, t: int, vec: int, readout: int, scalar: int
         return Legality(False, f"{t} threads cannot sweep a {tm} x {tn} tile in vectors of {vec}")
     if tn > 128 and (readout != 1 or t < 256):  # the measured 128 x 256 tile: register read-out, 256+ threads
         return Legality(False, f"TILE_N {tn}: the register read-out (READOUT 1) with 256 or 512 threads only")
+    if tm > 128 and (readout != 1 or t < 256 or scalar):
+        return Legality(False, f"TILE_M {tm}: the vector path's register read-out, 256 or 512 threads only")
     lx, ly, lpass, sx, sy, spass = _phases(c)
     if t % lx or ly == 0 or tm % ly:
         return Legality(False, f"{t} threads cannot sweep {tm} rows in rows of {lx} vectors")
