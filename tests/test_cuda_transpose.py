@@ -177,6 +177,11 @@ def test_launch_info_traffic_and_the_misaligned_model():
     assert T.launch_info(T.DEFAULTS, (70000, 8, 8), "int8")["tiles_per_block"] == 2
 
 
+# a 256 x 256 tile of 1-byte elements (256-byte rows both ways), swizzled as the GPU check times it
+TALL = dict(T.DEFAULTS, TILE_M=256, TILE_N=256, THREADS=256, VEC=16, READOUT=1, SCALAR_EDGE=0)
+TALL.update(SW_VEC=16, SW_PER_PHASE=16, SW_MAX_PHASE=16)
+
+
 def _segments(s_in: int, s_out: int) -> float:
     """The DRAM efficiency of reading segments of s_in bytes and writing segments of s_out bytes."""
     return 2 / (2 + T.SEGMENT_BYTES / s_in + T.SEGMENT_BYTES / s_out)
@@ -187,9 +192,8 @@ def test_short_segments_stream_worse_on_aligned_rows_only():
     SEGMENT_BYTES more (H200 run 65, int8 16384^2: 256 x 256 tiles 0.1354 ms, 128 x 128 0.1453). Longer
     segments are more efficient, segments are clipped to the matrix, and off-grid rows (4097 x 8191) keep
     the seam and block-order terms alone."""
-    c = dict(T.DEFAULTS, READOUT=1, SCALAR_EDGE=0, GROUP=64, VEC=16, SW_VEC=16, SW_PER_PHASE=16)
-    tall = dict(c, TILE_M=256, TILE_N=256, THREADS=256, SW_MAX_PHASE=16)
-    square = dict(c, TILE_M=128, TILE_N=128, THREADS=256, SW_MAX_PHASE=8)
+    tall = dict(TALL, GROUP=64)
+    square = dict(tall, TILE_M=128, TILE_N=128, SW_MAX_PHASE=8)
     info = {k: T.launch_info(v, (16384, 16384), "int8") for k, v in (("t", tall), ("s", square))}
     eff = {k: v["dram_efficiency"] for k, v in info.items()}
     gain = max(T.GROUP_GAIN[True].values())
@@ -207,8 +211,7 @@ def test_short_segments_stream_worse_on_aligned_rows_only():
 def test_tall_tiles_are_for_one_byte_elements_on_the_vector_path():
     """TILE_M 256 (256-byte output rows, as 16-bit's 128 x 128 writes): legal for 1-byte elements with the
     register read-out on the vector path, refused with a reason otherwise, and the enumerator agrees."""
-    tall = dict(T.DEFAULTS, TILE_M=256, TILE_N=256, THREADS=256, VEC=16, READOUT=1, SCALAR_EDGE=0, GROUP=64)
-    tall.update(SW_VEC=16, SW_PER_PHASE=16, SW_MAX_PHASE=16)
+    tall = dict(TALL, GROUP=64)
     for shape in ((16384, 16384), (4097, 8191), (3, 300, 70), (1, 1)):
         g = tall if shape[-2] > 16 * 256 else dict(tall, GROUP=1)  # few tile rows: GROUP 1's order
         assert T.legal(g, shape, "int8") and T.legal(g, shape, "float8_e4m3fn"), shape
@@ -807,10 +810,6 @@ def test_gpu_misaligned_build_with_output_rows_on_the_vector_grid(dtype):
             _run_check("output on the grid", c, shape, dtype, i)
         for shape in [(64, 256), (2, 128, 128)]:  # whole rows both ways, the input pointer alone shifted
             _run_check("output on the grid", c, shape, dtype, i, offset=3, out_too=False)
-
-
-TALL = dict(T.DEFAULTS, TILE_M=256, TILE_N=256, THREADS=256, VEC=16, READOUT=1, SCALAR_EDGE=0)
-TALL.update(SW_VEC=16, SW_PER_PHASE=16, SW_MAX_PHASE=16)
 
 
 @pytest.mark.gpu

@@ -73,6 +73,7 @@ from .transpose_cost import (  # noqa: F401
     _launch_arrays,
     _launch_info,
     _scored,
+    segment_efficiency,
 )
 from .transpose_launch import _REG_OVERHEAD, _REG_PER_PASS, Built  # noqa: F401
 from .transpose_pattern import _LANES, _LANES32, _LDSM_ROW, _LDSM_ROW32, SmemPattern, _Names, _pattern  # noqa: F401

@@ -38,6 +38,7 @@ __all__ = [
     "GROUP_GAIN",
     "SEAM_SECTOR_BYTES",
     "SEGMENT_BYTES",
+    "segment_efficiency",
     "launch_info",
     "launch_info_batch",
 ]
@@ -208,8 +209,7 @@ def _launch_arrays(
     # short contiguous segments (SEGMENT_BYTES), on rows of whole sectors: a block reads TILE_M segments of
     # TILE_N elements and writes TILE_N of TILE_M (clipped to the matrix), half the traffic each way
     if (m * e) % 32 == 0 and (n * e) % 32 == 0:
-        s_in, s_out = np.minimum(tn, n) * e, np.minimum(tm, m) * e
-        eff = eff * 2.0 / (2.0 + SEGMENT_BYTES / s_in + SEGMENT_BYTES / s_out)
+        eff = eff * segment_efficiency(np.minimum(tn, n) * e, np.minimum(tm, m) * e)
     # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path is left
     # as the study ranked it (its 2-D grid walks GROUP 1's order, but its candidates keep their predictions)
     gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
@@ -240,6 +240,12 @@ def _launch_arrays(
         "regs_per_thread": np.where(scalar, _regs_original(e, tm, tn, threads, vec, readout, swizzled), 0.0),
         "serial_phases": scalar.astype(np.float64),
     }
+
+
+def segment_efficiency(s_in: Any, s_out: Any) -> Any:
+    """The DRAM efficiency of reading segments of ``s_in`` bytes and writing as many bytes in segments of
+    ``s_out`` (``SEGMENT_BYTES`` more traffic a segment; scalars or arrays)."""
+    return 2.0 / (2.0 + SEGMENT_BYTES / s_in + SEGMENT_BYTES / s_out)
 
 
 def _regs_original(e: int, *cols: np.ndarray) -> np.ndarray:
