@@ -11,7 +11,8 @@ exhaustive pass, so that the pick and the best are compared within a single run 
 of noisy timings is biased low; a second look removes that bias). ``benchmarks/quality_report.py`` turns the
 CSV into the tables and plots: share benchmarked, pick over best, rank correlation.
 
-Usage on a GPU machine (writes quality_rows.csv.gz, quality_final.csv and quality_log.txt under --out)::
+Usage on a GPU machine (writes quality_rows.csv.gz, quality_final.csv and quality_log.txt under --out; a run
+killed mid-shape leaves that shape's measurements so far in quality_partial.csv.gz)::
 
     python benchmarks/tuner_quality.py --out $OUT --time-budget-s 540
     python benchmarks/tuner_quality.py --precompile-only      # fill the cubin cache (no GPU needed)
@@ -30,7 +31,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -41,6 +42,7 @@ from autopad.spec import KernelSpec
 
 TOP_K = 6  # autopad.tune's default
 FINAL_TOP = 10  # fastest of the exhaustive pass re-timed beside the shortlist
+PARTIAL_ROWS = "quality_partial.csv.gz"  # the unfinished shape's rows so far (removed when it ends)
 
 # (kernel, backend, dtype, dist, shapes): three shapes each, powers of two and odd sizes
 CONFIGS: list[tuple[str, str, str, str | None, tuple[tuple[int, ...], ...]]] = [
@@ -227,11 +229,22 @@ def measure_all(
     reps: int,
     time_budget_ms: float,
     chunk: int = 400,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    every: int = 500,
 ) -> dict[str, Any]:
-    """Every item measured once, chunks handed to one worker thread (and its child process) per GPU."""
+    """Every item measured once, chunks handed to one worker thread (and its child process) per GPU.
+
+    ``progress``, when given, receives the measurements as they come, ``every`` at a time (and the rest of
+    each chunk at its end), so that a caller can keep them where a killed run would lose them."""
     chunks = [items[i : i + chunk] for i in range(0, len(items), chunk)]
     lock = threading.Lock()
     results: dict[str, Any] = {}
+    pending: dict[str, Any] = {}
+
+    def flush() -> None:  # called with the lock held
+        if progress is not None and pending:
+            progress(dict(pending))
+        pending.clear()
 
     def worker(device: int) -> None:
         while True:
@@ -252,7 +265,11 @@ def measure_all(
             )
             for m in WorkerBenchmarker(timeout_s=60, compile_timeout_s=900).measure(job):
                 with lock:
-                    results[m.key] = (m, device)
+                    results[m.key] = pending[m.key] = (m, device)
+                    if len(pending) >= every:
+                        flush()
+            with lock:
+                flush()
 
     threads = [threading.Thread(target=worker, args=(d,)) for d in devices]
     for t in threads:
@@ -311,32 +328,50 @@ def study_shape(
     short_set = set(short)
     items = [(r["key"], r["params"]) for r in ranked]
     chunk = max(200, -(-len(items) // (2 * len(devices))))
+    order = {r["key"]: i for i, r in enumerate(ranked)}
+
+    def row(i: int, m: Any, dev: Any) -> dict[str, Any]:
+        r = ranked[i]
+        return {
+            "kernel": kernel,
+            "backend": backend,
+            "dtype": dtype,
+            "shape": shape_text(shape),
+            "key": r["key"],
+            "predicted_us": f"{r['predicted_s'] * 1e6:.4f}",
+            "bound": r["bound"],
+            "conflict_degree": f"{r['conflict_degree']:.4f}",
+            "footprint": r["footprint"],
+            "roles": "+".join(r["roles"]),
+            "model_rank": i,
+            "in_shortlist": int(r["key"] in short_set),
+            "correct": "" if m is None else int(m.correct),
+            "ms": "" if m is None or m.ms is None else f"{m.ms:.6f}",
+            "spread_ms": "" if m is None or m.spread_ms is None else f"{m.spread_ms:.6f}",
+            "error": "" if m is None else (m.error or "")[:300],
+            "gpu": "" if dev is None else dev,
+        }
+
+    # the shape's measurements so far, one gzip member per batch, in a file of their own: a run killed
+    # mid-shape (a device job's timeout) keeps them there (H200 run 68 lost a whole 16384^2 study), while
+    # quality_rows.csv.gz holds only finished shapes, whose best is the best of the whole space
+    partial = out / PARTIAL_ROWS
+    partial.unlink(missing_ok=True)
+    append_member(partial, ",".join(ROW_FIELDS) + "\r\n")
+
+    def keep(batch: dict[str, Any]) -> None:
+        buf = io.StringIO(newline="")
+        w = csv.DictWriter(buf, fieldnames=ROW_FIELDS)
+        for key, (m, dev) in batch.items():
+            w.writerow(row(order[key], m, dev))
+        append_member(partial, buf.getvalue())
+
     t0 = time.perf_counter()
-    meas = measure_all(spec, items, shape, dtype, dist, devices, 10, 40.0, chunk)
+    meas = measure_all(spec, items, shape, dtype, dist, devices, 10, 40.0, chunk, progress=keep)
     t_meas = time.perf_counter() - t0
     for i, r in enumerate(ranked):
         m, dev = meas.get(r["key"], (None, None))
-        rows_writer.writerow(
-            {
-                "kernel": kernel,
-                "backend": backend,
-                "dtype": dtype,
-                "shape": shape_text(shape),
-                "key": r["key"],
-                "predicted_us": f"{r['predicted_s'] * 1e6:.4f}",
-                "bound": r["bound"],
-                "conflict_degree": f"{r['conflict_degree']:.4f}",
-                "footprint": r["footprint"],
-                "roles": "+".join(r["roles"]),
-                "model_rank": i,
-                "in_shortlist": int(r["key"] in short_set),
-                "correct": "" if m is None else int(m.correct),
-                "ms": "" if m is None or m.ms is None else f"{m.ms:.6f}",
-                "spread_ms": "" if m is None or m.spread_ms is None else f"{m.spread_ms:.6f}",
-                "error": "" if m is None else (m.error or "")[:300],
-                "gpu": "" if dev is None else dev,
-            }
-        )
+        rows_writer.writerow(row(i, m, dev))
     ok = {k: m.ms for k, (m, _) in meas.items() if m.correct and m.ms}
     # final round: the shortlist and the exhaustive pass's fastest, re-timed together on one GPU
     fastest = sorted(ok, key=ok.get)[:FINAL_TOP]
@@ -390,6 +425,7 @@ def study_shape(
     if summary["pick_ms"] and summary["best_ms"]:
         summary["pick_over_best"] = summary["pick_ms"] / summary["best_ms"]
     log("SUMMARY " + json.dumps(summary), out)
+    partial.unlink(missing_ok=True)  # the shape's rows are whole now; the caller writes them
     return summary
 
 

@@ -196,3 +196,37 @@ def test_shapes_no_study_recorded_replace_a_configurations_own():
         tq.with_shapes(tq.CONFIGS, ["matmul/triton/float8/64x64x64"])
     with pytest.raises(ValueError, match="expected kernel/backend/dtype/MxNxK"):
         tq.with_shapes(tq.CONFIGS, ["matmul/triton/bfloat16"])
+
+
+def test_a_shape_cut_mid_study_keeps_its_measurements_so_far(tmp_path, monkeypatch):
+    """study_shape keeps the measurements in quality_partial.csv.gz as they come (every 500): a run killed
+    mid-shape (H200 run 68) leaves them readable; the file goes when the shape's whole rows are written."""
+    import io
+    import types
+
+    spec = builtin_spec("transpose", "cuda")
+    ranked = tq.ranking(spec, (512, 512), "float32", None)[:1200]
+    seen_on_disk: list[int] = []
+
+    class FakeWorker:
+        def __init__(self, **kw):
+            pass
+
+        def measure(self, job):
+            for n, (key, _c) in enumerate(job.candidates):
+                if n == 550:  # what a kill at this moment would leave behind
+                    with gzip.open(tmp_path / tq.PARTIAL_ROWS, "rt", newline="") as f:
+                        seen_on_disk.append(len(list(csv.DictReader(f))))
+                yield types.SimpleNamespace(key=key, correct=True, ms=0.01 + n * 1e-6, spread_ms=0.0, error=None)
+
+    monkeypatch.setattr(tq, "WorkerBenchmarker", FakeWorker)
+    buf = io.StringIO(newline="")
+    rows = csv.DictWriter(buf, fieldnames=tq.ROW_FIELDS)
+    fin = csv.DictWriter(io.StringIO(newline=""), fieldnames=tq.FINAL_FIELDS)
+    summary = tq.study_shape(spec, ("transpose", "cuda", "float32", None), (512, 512), ranked, [0], tmp_path,
+                             rows, fin)  # fmt: skip
+    # two chunks of 600 on one GPU: 500 rows on disk inside the first, its other 100 at its end, and 500
+    # more inside the second, all before the shape ended
+    assert seen_on_disk == [500, 1100]
+    assert not (tmp_path / tq.PARTIAL_ROWS).exists()
+    assert summary["measured_ok"] == 1200 and buf.getvalue().count("\n") == 1200
