@@ -230,3 +230,25 @@ def test_a_shape_cut_mid_study_keeps_its_measurements_so_far(tmp_path, monkeypat
     assert seen_on_disk == [500, 1100]
     assert not (tmp_path / tq.PARTIAL_ROWS).exists()
     assert summary["measured_ok"] == 1200 and buf.getvalue().count("\n") == 1200
+
+
+def test_replay_counts_what_the_tuner_asked_for_that_the_study_never_measured():
+    """A study that predates a constant answers only candidates with it at its default: the rest are
+    counted (and the Markdown table shows them), so a pick made from the few answered ones is flagged."""
+    import types
+
+    from autopad.results import Measurement
+
+    old = "A=1,B=2"
+    bench = qr.ReplayBenchmarker([{"key": old, "correct": 1, "ms": 0.5}], defaults={"C": 0})
+    job = types.SimpleNamespace(
+        candidates=(("A=1,B=2,C=0", {"A": 1, "B": 2, "C": 0}), ("A=1,B=2,C=1", {"A": 1, "B": 2, "C": 1}))
+    )
+    got = list(bench.measure(job))
+    assert [m.key for m in got] == ["A=1,B=2,C=0"] and isinstance(got[0], Measurement)
+    assert bench.asked == [old] and bench.unanswered == ["A=1,B=2,C=1"]
+    base = {"kernel": "k", "backend": "cuda", "dtype": "float32", "shape": "8x8", "legal": 2, "failed": 0,
+            "shortlist": 1, "share": 0.5}  # fmt: skip
+    assert "not in study" not in qr.markdown([base])
+    table = qr.markdown([{**base, "unanswered": 6}])
+    assert table.splitlines()[0].endswith("not in study |") and table.splitlines()[2].endswith(" 6 |")
