@@ -217,7 +217,9 @@ def test_a_shape_cut_mid_study_keeps_its_measurements_so_far(tmp_path, monkeypat
                 if n == 550:  # what a kill at this moment would leave behind
                     with gzip.open(tmp_path / tq.PARTIAL_ROWS, "rt", newline="") as f:
                         seen_on_disk.append(len(list(csv.DictReader(f))))
-                yield types.SimpleNamespace(key=key, correct=True, ms=0.01 + n * 1e-6, spread_ms=0.0, error=None)
+                yield types.SimpleNamespace(
+                    key=key, correct=True, ms=0.01 + n * 1e-6, spread_ms=0.0, error=None
+                )
 
     monkeypatch.setattr(tq, "WorkerBenchmarker", FakeWorker)
     buf = io.StringIO(newline="")
