@@ -65,6 +65,7 @@ from .transpose_cost import (  # noqa: F401
     _MIS_WORD_INSTR,
     GROUP_GAIN,
     NARROW_ACCESS_COST,
+    ORIGINAL_PATH_EFFICIENCY,
     SCALAR_PATH_COST,
     SEAM_SECTOR_BYTES,
     SEGMENT_BYTES,

@@ -8,7 +8,8 @@ block order, ``GROUP_GAIN``), the misaligned build's extra integer instructions 
 ``_MIS_*_INSTR``) and, where output rows are off the vector grid, the shifted gather's wavefronts over
 READOUT 1's word loads (``extra_wavefronts``, ``_gather_extra``). On the original path it also states
 the registers its builds take (``regs_per_thread``, ``REGS_ORIGINAL_SM90`` in transpose_regs.py), that its
-blocks run their phases in turn (``serial_phases``: the predictor queues the resident blocks) and, on
+blocks run their phases in turn (``serial_phases``: the predictor queues the resident blocks), that with 1-
+and 2-byte elements it streams about 5% worse than the vector path (``ORIGINAL_PATH_EFFICIENCY``) and, on
 output rows that are not whole 32-byte sectors, the sectors two tiles write (``SEAM_SECTOR_BYTES``).
 
 Why a module of its own: these are the measured and read-off constants of the predictor's transpose terms,
@@ -38,6 +39,7 @@ __all__ = [
     "GROUP_GAIN",
     "SEAM_SECTOR_BYTES",
     "SEGMENT_BYTES",
+    "ORIGINAL_PATH_EFFICIENCY",
     "segment_efficiency",
     "launch_info",
     "launch_info_batch",
@@ -116,6 +118,18 @@ SEAM_SECTOR_BYTES = 64
 # fp32 8192^2) to 1.037 / 1.051, 1.041 / 1.025 and 1.055, no pick worse; Spearman moved by at most +0.004
 # there but 0.868 -> 0.837 on run 63's fp32 4096^2 and 0.744 -> 0.711 on run 8's fp32 6144 x 3072 sample.
 SEGMENT_BYTES = 12
+# The original path (SCALAR_EDGE 1) of 1- and 2-byte elements streams about 5% worse than the vector path's
+# best, which nothing above states (its element-wise edge guards, no launch bounds, a 2-D grid): the best
+# original-path candidate over the best vector-path one, measured against predicted before this term, on the
+# exhaustive studies of today's space (H200 runs 46, 67, 69: fp16 4097 x 8191, 8192^2, 16384^2) 0.918 /
+# 0.928 / 0.953. The model ranked original-path 128-thread tiles first at fp16 8192^2 / 16384^2 (measured
+# 1.111 / 1.092 of the best); with the term its picks are 1.019 / 1.014. Held out (not in the fit): run 8's
+# bf16 4 x 2048 x 3000 sample 1.120 -> 1.092, runs 2, 10 and 34 (fp16, int8) unchanged. 0.90 and 0.93 give the
+# same picks. Not applied to 4- and 8-byte elements: there the gap is smaller (0.953-0.969 on runs 61 and 63)
+# and the term moves picks both ways (run 63's fp32 8192^2 / 4096^2 1.055 / 1.060 -> 1.034 / 1.041, but run
+# 1's 4097 x 8191 1.017 -> 1.058 and run 8's 6144 x 3072 1.040 -> 1.126, where it exposes a vector-path gap:
+# VEC 1 128 x 128 tiles predicted 38.8 us, measured 46-47). transpose_model_gaps.md, eighth pass.
+ORIGINAL_PATH_EFFICIENCY = 0.95
 
 # what ``_gather_extra`` reads: the pattern's constants but READOUT, and the layout's
 _GATHER_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")
@@ -210,13 +224,15 @@ def _launch_arrays(
     # TILE_N elements and writes TILE_N of TILE_M (clipped to the matrix), half the traffic each way
     if (m * e) % 32 == 0 and (n * e) % 32 == 0:
         eff = eff * segment_efficiency(np.minimum(tn, n) * e, np.minimum(tm, m) * e)
-    # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path is left
-    # as the study ranked it (its 2-D grid walks GROUP 1's order, but its candidates keep their predictions)
+    # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path (its 2-D
+    # grid walks GROUP 1's order) takes ORIGINAL_PATH_EFFICIENCY instead, read against the vector path's best
     gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
     gain = np.ones(len(group))
     for g, v in gains.items():
         gain[group == g] = v
     eff = np.where(scalar, eff, eff * (gain / max(gains.values())))
+    if e < 4:  # 1- and 2-byte elements only (see ORIGINAL_PATH_EFFICIENCY)
+        eff = np.where(scalar, eff * ORIGINAL_PATH_EFFICIENCY, eff)
     # the misaligned build's extra instructions, in SM cycles per block: passes of the load loop (the halo's
     # ceil(VEC / LY) more where output rows are shifted too, M % VEC != 0; READOUT 2 is not legal there)
     # times instructions a pass, each warp's at the integer rate. H200 run 46, fp16 4097 x 8191, GROUP 64:
