@@ -219,18 +219,25 @@ def _run_order(run: str) -> tuple[int, str]:
     return (int(digits) if digits else -1, run)
 
 
-def supersede(shapes: list[Shape]) -> tuple[list[Shape], list[tuple[str, str, str, str]]]:
+def supersede(
+    shapes: list[Shape], apart: frozenset[str] = frozenset()
+) -> tuple[list[Shape], list[tuple[str, str, str, str]]]:
     """Shapes of the new-shape files, a later run's configuration-shape replacing an earlier run's (a
     sample re-measured, e.g. the SIMT GEMM's after the harness stopped timing host work, H200 run 20);
     later by the device run's number, whatever the order of the files on the command line; the recorded
-    studies (RUNS) are never replaced. Returns the kept shapes and (run, kernel, dtype, shape) of each
+    studies (RUNS) are never replaced, and the runs in ``apart`` (today's studies, ``--current``) replace
+    and are replaced only among themselves. Returns the kept shapes and (run, kernel, dtype, shape) of each
     replaced one."""
     last: dict[tuple, str] = {}
+
+    def key(s: Shape) -> tuple:
+        return (s.run in apart, s.kernel, s.backend, s.dtype, s.shape)
+
     for s in sorted((s for s in shapes if s.run not in RUNS), key=lambda s: _run_order(s.run)):
-        last[(s.kernel, s.backend, s.dtype, s.shape)] = s.run
+        last[key(s)] = s.run
     kept, gone = [], []
     for s in shapes:
-        if s.run in RUNS or last[(s.kernel, s.backend, s.dtype, s.shape)] == s.run:
+        if s.run in RUNS or last[key(s)] == s.run:
             kept.append(s)
         else:
             gone.append((s.run, s.kernel, s.dtype, s.shape))
@@ -422,10 +429,14 @@ FITTED_ON = {("run8", "histogram [cuda] int32", "1048576x1000")}  # the histogra
 
 
 def trust_json(
-    rows: Sequence[dict[str, Any]], source: str, sampled: Sequence[dict[str, Any]] = ()
+    rows: Sequence[dict[str, Any]],
+    source: str,
+    sampled: Sequence[dict[str, Any]] = (),
+    current: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """Per family: the exhaustive studies' figures ``autopad.trust`` turns into a sentence, and under
-    "sampled" those of held-out new shapes (pick over the best of a ~120-candidate sample, a weaker bar)."""
+    """Per family: the exhaustive studies' figures ``autopad.trust`` turns into a sentence, under
+    "sampled" those of held-out new shapes (pick over the best of a ~120-candidate sample, a weaker bar)
+    and under "current" those of the exhaustive studies of today's kernels (``--current``)."""
     fam: dict[str, list] = defaultdict(list)
     for x in rows:
         fam[x["family"]].append(x)
@@ -449,6 +460,25 @@ def trust_json(
         }
         if extra.get(name):
             entry["sampled"] = _sampled_entry(extra[name])
+    now: dict[str, list] = defaultdict(list)
+    for x in current:
+        now[x["family"]].append(x)
+    for name, xs in sorted(now.items()):
+        if name not in fam:  # a family only today's studies measured: no older figures to stand beside
+            raise ValueError(f"--current: {name} has no recorded study; add its figures by hand or a run")
+        c = summarise(xs)
+        out["families"][_family_key(name)]["current"] = {
+            "shapes": c["shapes"],
+            "within_10pct": c["within_10pct"],
+            "within_2pct": c["within_2pct"],
+            "median": round(c["median_pick_over_best"], 3),
+            "worst": round(c["worst_pick_over_best"], 3),
+            "slower_than_default": c["slower_than_default"],
+            "slower_beyond_noise": c["slower_beyond_noise"],
+            "spearman_min": round(c["spearman_min"], 2),
+            "spearman_median": round(c["spearman_median"], 2),
+            "shapes_list": [f"{x['shape']} ({x['run']})" for x in xs],
+        }
     # families only the held-out samples measured (bf16 and int8 transposes): their own figures, apart
     for name, xs in sorted(extra.items()):
         if name not in fam:
@@ -612,6 +642,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--test", choices=RUNS, help="... and score this one with them")
     ap.add_argument("--held-out", action="store_true", help="both splits: run1 -> run2 and run2 -> run1")
     ap.add_argument("--extra", nargs="*", default=[], help="rows of new shapes (gpu_new_shapes.py)")
+    ap.add_argument(
+        "--current",
+        nargs="*",
+        default=[],
+        help="exhaustive studies of today's kernels (tuner_quality.py rows): a section of their own and, "
+        "with --trust, the trust file's 'current' figures",
+    )
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "autopad_model_only.pkl"))
     ap.add_argument("--md", help="write the Markdown report here")
     ap.add_argument("--csv", help="write the per-shape figures here")
@@ -621,12 +658,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = {r: d / f"{r}_quality_rows.csv.gz" for r in RUNS}
     # an extra file is named by the device run that measured it (its folder: run8, run10, ...; a sub-folder
     # of a run: run20/round1)
-    for i, p in enumerate(args.extra):
+    now_runs = set()
+    for i, p in enumerate(args.extra + args.current):
         name = extra_name(Path(p)) or f"extra{i}"
         if name in paths:
             ap.error(f"--extra: two files named {name!r} (name an extra by the folder of its run)")
         paths[name] = Path(p)
-    shapes, superseded = supersede(load_shapes(paths, Path(args.cache) if args.cache else None))
+        if i >= len(args.extra):
+            now_runs.add(name)
+    shapes, superseded = supersede(
+        load_shapes(paths, Path(args.cache) if args.cache else None), frozenset(now_runs)
+    )
     k, a = CONSTANTS, get_arch("sm_90")
     if args.baseline:  # no new terms: the streams of the predictor before this work
         k = Constants(issue_cycles=0.0, swizzle_cycles=0.0, tile_cycles=0.0, default_inflight_share=0.0)
@@ -640,7 +682,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     md.append("## Every recorded shape\n\n" + table(recorded))
     md.append(f"\n## Per family ({len(recorded)} recorded configuration-shapes; uint8 2^24 x 256 was "
               "recorded in both runs and counts in each)\n\n" + family_table(recorded))  # fmt: skip
-    extra = [x for x in rows if x["run"] not in RUNS]
+    extra = [x for x in rows if x["run"] not in RUNS and x["run"] not in now_runs]
+    current = [x for x in rows if x["run"] in now_runs]
     if extra:
         runs = {x["run"] for x in extra}
         fitted = (
@@ -658,6 +701,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             md.append("\nRe-measured later, so left out above (a later --extra file holding the same "
                       "configuration-shape replaces an earlier one): "
                       + "; ".join(" ".join(x) for x in superseded) + "\n")  # fmt: skip
+    if current:
+        md.append(
+            "\n## Today's kernels: exhaustive studies (every legal candidate of today's space timed)\n\n"
+            + table(current)
+            + "\n"
+            + family_table(current)
+        )
     md.append(noise_md(shapes, rows, d))
     splits = [(args.fit, args.test)] if args.fit and args.test else []
     if args.held_out:
@@ -678,8 +728,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.trust:
         runs = "".join(f"+{x}" for x in sorted({r["run"] for r in extra}))
         keys = "proposed spec keys" if args.proposed else "specs as committed"
-        src = f"benchmarks/results/h200/quality run1+run2, sampled {runs.lstrip('+') or 'none'} ({keys})"
-        Path(args.trust).write_text(json.dumps(trust_json(recorded, src, extra), indent=1) + "\n")
+        now = "+".join(sorted({r["run"] for r in current})) or "none"
+        src = (
+            f"benchmarks/results/h200/quality run1+run2, sampled {runs.lstrip('+') or 'none'}, "
+            f"today's kernels {now} ({keys})"
+        )
+        Path(args.trust).write_text(json.dumps(trust_json(recorded, src, extra, current), indent=1) + "\n")
     return 0
 
 

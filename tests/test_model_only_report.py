@@ -86,6 +86,46 @@ def test_a_later_extra_replaces_the_same_configuration_shape_and_names_come_from
         assert mor.extra_name(p) == name
 
 
+def test_todays_studies_replace_only_each_other_and_stand_apart_in_the_trust_file():
+    import model_only_report as mor
+
+    def shape(run, s):
+        return mor.Shape(
+            run, "transpose", "cuda", "float16", s, [], [], [], None, None, [], {}, np.array([]), None
+        )
+
+    shapes = [
+        shape("run34", "4097x8191"),
+        shape("run46/study", "4097x8191"),
+        shape("run67/study", "8192x8192"),
+    ]
+    # a sample (run 34) and today's exhaustive study of the same shape (run 46): both kept, each in its place
+    kept, gone = mor.supersede(shapes, frozenset({"run46/study", "run67/study"}))
+    assert len(kept) == 3 and gone == []
+    assert len(mor.supersede(shapes)[0]) == 2  # as plain extras the later run replaced the earlier
+
+    def row(run, shape, pick, rho, default=None):
+        r = {"run": run, "family": "transpose [cuda] float16", "shape": shape, "pick_over_best": pick,
+             "spearman": rho}  # fmt: skip
+        if default is not None:
+            r.update(pick_over_default=default, pick_vs_default_z=10.0 if default > 1 else -10.0)
+        return r
+
+    recorded = [row("run2", "16384x16384", 1.041, 0.94, 0.37), row("run2", "8192x8192", 1.025, 0.94, 0.38)]
+    current = [
+        row("run67/study", "8192x8192", 1.019, 0.95, 0.35),
+        row("run46/study", "4097x8191", 1.09, 0.85, 1.02),
+    ]
+    out = mor.trust_json(recorded, "src", (), current)
+    fam = out["families"]["transpose/cuda/float16"]
+    assert fam["shapes"] == 2 and fam["worst"] == 1.041  # the recorded figures are not mixed with today's
+    cur = fam["current"]
+    assert (cur["shapes"], cur["within_2pct"], cur["within_10pct"], cur["worst"]) == (2, 1, 2, 1.09)
+    assert cur["slower_than_default"] == cur["slower_beyond_noise"] == 1 and cur["spearman_min"] == 0.85
+    with pytest.raises(ValueError, match="no recorded study"):
+        mor.trust_json(recorded, "src", (), [dict(current[0], family="histogram [cuda] int64")])
+
+
 def test_repeats_leave_out_two_runs_of_one_shape_that_share_no_candidate(tmp_path):
     # the Gluon GEMM's space gained constants after the recorded study: the same shape measured again has
     # other keys, and a retest of zero candidates would print a row of NaNs

@@ -50,6 +50,36 @@ def test_held_out_sampled_shapes_are_counted_apart(tmp_path):
     assert "held-out" not in trust.statement("transpose", "cuda", "float32", tmp_path.parent / "x.json")
 
 
+def test_todays_kernel_studies_come_first(tmp_path):
+    d = json.loads(json.dumps(FIGURES))
+    d["families"]["transpose/cuda/float32"]["current"] = {
+        "shapes": 3, "within_2pct": 0, "within_10pct": 3, "worst": 1.075, "slower_than_default": 2,
+        "slower_beyond_noise": 1, "spearman_min": 0.69,
+    }  # fmt: skip
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(d))
+    t = trust.lookup("transpose", "cuda", "float32", p)
+    assert (t.current_shapes, t.current_within_10pct, t.current_worst) == (3, 3, 1.075)
+    s = trust.statement("transpose", "cuda", "float32", p)
+    assert s.startswith("on today's kernel, model-only picks for transpose [cuda] float32 were within 2% of")
+    assert "within 2% of the measured best in 0 and within 10% in 3 of 3 exhaustive NVIDIA H200 studies" in s
+    assert "worst 1.07x" in s or "worst 1.08x" in s
+    assert "slower than the unpadded default in 2 (1 beyond the timing noise)" in s
+    assert "on the older kernel's recorded studies, within 10% of the measured best in 3 of 3" in s
+    # a family with no study of today's kernel keeps the sentence it had
+    assert trust.statement("matmul", "triton", "bfloat16", p).startswith("model-only picks for matmul")
+
+
+def test_the_shipped_file_has_todays_studies_of_every_built_in_family_a_study_covered():
+    fams = json.loads(trust.TRUST_FILE.read_text())["families"]
+    for name in ("transpose/cuda/float16", "transpose/cuda/float32", "histogram/cuda/uint8", "histogram/cuda/int32",
+                 "matmul/cuda/float32", "matmul/triton/bfloat16"):  # fmt: skip
+        cur = fams[name]["current"]
+        assert 0 <= cur["within_2pct"] <= cur["within_10pct"] <= cur["shapes"] >= 1, name
+        assert cur["worst"] >= 1.0, name
+        assert trust.statement(*name.split("/")).startswith("on today's kernel"), name
+
+
 def test_a_family_the_model_ranks_badly_says_so(figures):
     s = trust.statement("matmul", "triton", "bfloat16", figures)
     assert "in 0 of 3" in s and "worst 4.69x" in s and "slower than the unpadded default in 3" in s
