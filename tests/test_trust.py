@@ -72,8 +72,8 @@ def test_todays_kernel_studies_come_first(tmp_path):
 
 def test_the_shipped_file_has_todays_studies_of_every_built_in_family_a_study_covered():
     fams = json.loads(trust.TRUST_FILE.read_text())["families"]
-    for name in ("transpose/cuda/float16", "transpose/cuda/float32", "histogram/cuda/uint8", "histogram/cuda/int32",
-                 "matmul/cuda/float32", "matmul/triton/bfloat16"):  # fmt: skip
+    for name in ("transpose/cuda/float16", "transpose/cuda/float32", "histogram/cuda/uint8",
+                 "histogram/cuda/int32", "matmul/cuda/float32", "matmul/triton/bfloat16"):  # fmt: skip
         cur = fams[name]["current"]
         assert 0 <= cur["within_2pct"] <= cur["within_10pct"] <= cur["shapes"] >= 1, name
         assert cur["worst"] >= 1.0, name
