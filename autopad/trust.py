@@ -57,6 +57,7 @@ class Trust:
     current_slower_than_default: int = 0
     current_slower_beyond_noise: int = 0  # ... by more than twice the two medians' standard error
     current_spearman_min: float = 0.0
+    current_informed: int = 0  # of those, shapes a model term was read off or chosen on (not held out)
 
 
 @lru_cache(maxsize=4)
@@ -91,6 +92,7 @@ def _trust(family: str, d: dict[str, Any], gpu: str) -> Trust:
         int(cur.get("slower_than_default", 0)),
         int(cur.get("slower_beyond_noise", 0)),
         float(cur.get("spearman_min", 0.0)),
+        int(cur.get("informed", 0)),
     )
 
 
@@ -130,7 +132,9 @@ def lookup(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE)
 
 def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE) -> str:
     """One sentence for model-only output: how close the model-only pick came to the measured best for
-    this kernel family on the recorded studies, or, for a kernel no study covered, over all of them."""
+    this kernel family, on the exhaustive studies of today's kernel first (where the family has them), then
+    on the recorded studies of runs 1-2 and on held-out samples; for a kernel no study covered, over all of
+    them, with the advice to measure."""
     t = lookup(kernel, backend, dtype, path)
     if t is not None:
         worse = (
@@ -153,12 +157,17 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
                 k = t.current_slower_beyond_noise
                 noise = "all within the timing noise" if not k else f"{k} beyond the timing noise"
                 slower = f", slower than the unpadded default in {t.current_slower_than_default} ({noise})"
+            informed = (
+                f"; the model's terms were read off {t.current_informed} of these shapes"
+                if t.current_informed
+                else "; none of these shapes was used to choose the model's terms"
+            )
             now = (
                 f"on today's kernel, model-only picks for {kernel} [{backend}] {dtype} were within 2% of "
                 f"the measured best in {t.current_within_2pct} and within 10% in {t.current_within_10pct} "
-                f"of {n} exhaustive {t.gpu} stud{'ies' if n != 1 else 'y'} (worst {t.current_worst:.2f}x"
-                f"{slower}; rank correlation min {t.current_spearman_min:.2f}); on the older kernel's "
-                f"recorded studies, "
+                f"of {n} shape{'s' if n != 1 else ''} whose every candidate was timed on an {t.gpu} "
+                f"(worst {t.current_worst:.2f}x{slower}; rank correlation min "
+                f"{t.current_spearman_min:.2f}{informed}); on the older kernel's recorded studies, "
             )
         lead = now or f"model-only picks for {kernel} [{backend}] {dtype} were "
         return (

@@ -15,7 +15,9 @@ rate) on one run and scores the other with them: the held-out figures. ``--propo
 built-in spec's ``launch_info`` the keys listed in ``PROPOSED`` (what the lead is asked to add to the
 specs), so their effect is measured before anyone edits a spec. ``--trust FILE`` writes the per-family
 statement ``autopad.trust`` prints beside model-only output. ``--extra rows.csv.gz`` scores new shapes
-measured for the purpose (``benchmarks/gpu_new_shapes.py``), with the committed constants.
+measured for the purpose (``benchmarks/gpu_new_shapes.py``), with the committed constants; ``--current
+rows.csv.gz`` scores exhaustive studies of today's kernels apart (with ``--trust``, each family's ``current``
+figures, which ``autopad.trust`` puts first).
 
     python benchmarks/model_only_report.py [--proposed] [--fit run1 --test run2] [--md F] [--csv F]
 """
@@ -426,6 +428,19 @@ def family_table(rows: Sequence[dict[str, Any]]) -> str:
 
 # new-shape rows that a fit has seen: not held out, so not in the trust file's sampled figures
 FITTED_ON = {("run8", "histogram [cuda] int32", "1048576x1000")}  # the histogram's flush term
+# today's studies that a model term was read off or chosen on, so not held out (the trust file says how
+# many): the transpose's misaligned-build instructions and ORIGINAL_PATH_EFFICIENCY (runs 46, 67, 69), the
+# histogram's grid-stride tail (run 41's 10000019 x 100), the Gluon GEMM's async L2 rate with PATH 1's
+# cp.async (runs 47 and 48; run 53 measured after, held out)
+INFORMED = {
+    ("run46/study", "transpose [cuda] float16", "4097x8191"),
+    ("run67/study", "transpose [cuda] float16", "8192x8192"),
+    ("run69/study", "transpose [cuda] float16", "16384x16384"),
+    ("run41/study", "histogram [cuda] uint8", "10000019x100"),
+    ("run47/gluon", "matmul [triton] bfloat16", "2048x2048x2048"),
+    ("run48/gluon", "matmul [triton] bfloat16", "4096x4096x4096"),
+    ("run48/gluon", "matmul [triton] bfloat16", "3000x1000x2000"),
+}
 
 
 def trust_json(
@@ -464,10 +479,14 @@ def trust_json(
     for x in current:
         now[x["family"]].append(x)
     for name, xs in sorted(now.items()):
-        if name not in fam:  # a family only today's studies measured: no older figures to stand beside
-            raise ValueError(f"--current: {name} has no recorded study; add its figures by hand or a run")
         c = summarise(xs)
-        out["families"][_family_key(name)]["current"] = {
+        informed = [
+            f"{x['shape']} ({x['run']})" for x in xs if (x["run"], x["family"], x["shape"]) in INFORMED
+        ]
+        # a family only today's studies measured has no recorded entry to stand beside: kept apart
+        home = out["families"][_family_key(name)] if name in fam else out.setdefault("current_only", {})
+        home_key = "current" if name in fam else _family_key(name)
+        home[home_key] = {
             "shapes": c["shapes"],
             "within_10pct": c["within_10pct"],
             "within_2pct": c["within_2pct"],
@@ -478,6 +497,8 @@ def trust_json(
             "spearman_min": round(c["spearman_min"], 2),
             "spearman_median": round(c["spearman_median"], 2),
             "shapes_list": [f"{x['shape']} ({x['run']})" for x in xs],
+            "informed": len(informed),  # studies a model term was read off or chosen on (INFORMED)
+            "informed_list": informed,
         }
     # families only the held-out samples measured (bf16 and int8 transposes): their own figures, apart
     for name, xs in sorted(extra.items()):
@@ -543,16 +564,17 @@ def noise_figures(
     return out
 
 
-def repeats(shapes: Sequence[Shape], d: Path) -> list[dict[str, Any]]:
+def repeats(shapes: Sequence[Shape], d: Path, apart: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """Every candidate measured twice: a shape recorded in two runs, and each final round against its
-    exhaustive pass."""
+    exhaustive pass. Two runs of which only one is in ``apart`` (today's studies, ``--current``, beside a
+    sample of another day) are not paired: they would count a day-to-day change as timing noise."""
     out = []
     by = defaultdict(list)
     for s in shapes:
         by[s.name].append(s)
     for name, ss in by.items():
         for a, b in zip(ss, ss[1:]):
-            if a.iqr is None or b.iqr is None:
+            if a.iqr is None or b.iqr is None or (a.run in apart) != (b.run in apart):
                 continue
             at = {k: i for i, k in enumerate(a.keys)}
             ib = [i for i, k in enumerate(b.keys) if k in at]
@@ -574,11 +596,13 @@ def repeats(shapes: Sequence[Shape], d: Path) -> list[dict[str, Any]]:
     return out
 
 
-def noise_md(shapes: Sequence[Shape], rows: Sequence[dict[str, Any]], d: Path) -> str:
+def noise_md(
+    shapes: Sequence[Shape], rows: Sequence[dict[str, Any]], d: Path, apart: frozenset[str] = frozenset()
+) -> str:
     """The report's noise section: repeats, the per-shape ceiling and a per-family summary."""
     md = ["\n## Noise ceiling: how well the measurements agree with themselves\n\n", noise.__doc__.split(
         "\n\n", 1)[1].strip() + "\n\n"]  # fmt: skip
-    rep = repeats(shapes, d)
+    rep = repeats(shapes, d, apart)
     md.append(
         "### Repeats\n\n| what | candidates | Spearman | log-ratio spread (robust sd) | the IQRs predict | "
         "beyond 5% |\n| --- | ---: | ---: | ---: | ---: | ---: |\n"
@@ -662,7 +686,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for i, p in enumerate(args.extra + args.current):
         name = extra_name(Path(p)) or f"extra{i}"
         if name in paths:
-            ap.error(f"--extra: two files named {name!r} (name an extra by the folder of its run)")
+            flag = "--current" if i >= len(args.extra) else "--extra"
+            ap.error(f"{flag}: two files named {name!r} (name a file by the folder of its run)")
         paths[name] = Path(p)
         if i >= len(args.extra):
             now_runs.add(name)
@@ -697,10 +722,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"constants{fitted}.\n\n" + table(extra)
         )
         md.append("\n" + family_table(extra))
-        if superseded:
-            md.append("\nRe-measured later, so left out above (a later --extra file holding the same "
-                      "configuration-shape replaces an earlier one): "
-                      + "; ".join(" ".join(x) for x in superseded) + "\n")  # fmt: skip
     if current:
         md.append(
             "\n## Today's kernels: exhaustive studies (every legal candidate of today's space timed)\n\n"
@@ -708,7 +729,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             + "\n"
             + family_table(current)
         )
-    md.append(noise_md(shapes, rows, d))
+    if superseded:
+        md.append("\nRe-measured later, so left out above (a later file of the same kind, --extra or "
+                  "--current, holding the same configuration-shape replaces an earlier one): "
+                  + "; ".join(" ".join(x) for x in superseded) + "\n")  # fmt: skip
+    md.append(noise_md(shapes, rows, d, frozenset(now_runs)))
     splits = [(args.fit, args.test)] if args.fit and args.test else []
     if args.held_out:
         splits = [("run1", "run2"), ("run2", "run1")]

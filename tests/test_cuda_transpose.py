@@ -219,7 +219,8 @@ def test_the_original_path_streams_worse_than_the_vector_path():
         Path(__file__).resolve().parents[1]
         / "benchmarks/results/h200/2026-12-02/run69/study/quality_final.csv"
     )
-    ms = {r["key"]: float(r["ms"]) for r in csv.DictReader(open(final))}
+    with open(final, newline="") as f:
+        ms = {r["key"]: float(r["ms"]) for r in csv.DictReader(f)}
     orig = dict(
         T.DEFAULTS, GROUP=1, PAD=2, READOUT=0, SCALAR_EDGE=1, THREADS=128, TILE_M=64, TILE_N=128, VEC=2
     )
@@ -231,7 +232,6 @@ def test_the_original_path_streams_worse_than_the_vector_path():
     spec = builtin_spec("transpose", "cuda")
     pred = {n: predict(spec, c, (16384, 16384), "float16").seconds for n, c in (("o", orig), ("v", vec))}
     assert pred["o"] / pred["v"] > 1.02
-    assert 0.9 <= T.ORIGINAL_PATH_EFFICIENCY < 1.0
     e = {
         n: T.launch_info(c, (16384, 16384), "float16")["dram_efficiency"]
         for n, c in (("o", orig), ("v", vec))

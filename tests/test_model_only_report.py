@@ -122,8 +122,42 @@ def test_todays_studies_replace_only_each_other_and_stand_apart_in_the_trust_fil
     cur = fam["current"]
     assert (cur["shapes"], cur["within_2pct"], cur["within_10pct"], cur["worst"]) == (2, 1, 2, 1.09)
     assert cur["slower_than_default"] == cur["slower_beyond_noise"] == 1 and cur["spearman_min"] == 0.85
-    with pytest.raises(ValueError, match="no recorded study"):
-        mor.trust_json(recorded, "src", (), [dict(current[0], family="histogram [cuda] int64")])
+    assert cur["informed"] == 2 and set(cur["informed_list"]) == {
+        "8192x8192 (run67/study)",
+        "4097x8191 (run46/study)",
+    }
+    # a family only today's studies measured: kept apart, not mixed into a recorded family's figures
+    other = mor.trust_json(recorded, "src", (), [dict(current[0], family="histogram [cuda] int64")])
+    assert "histogram/cuda/int64" not in other["families"]
+    assert other["current_only"]["histogram/cuda/int64"]["shapes"] == 1
+
+
+def test_a_sample_and_todays_study_of_one_shape_are_not_paired_as_a_retest(tmp_path):
+    import model_only_report as mor
+
+    keys = ["A=1", "A=2", "A=3"]
+
+    def shape(run, ms):
+        iqr = np.array([0.01, 0.01, 0.01])
+        return mor.Shape(run, "transpose", "cuda", "float16", "4097x8191", keys, [], [], None, None, [], {},
+                         np.array(ms), None, iqr)  # fmt: skip
+
+    pair = [shape("run34", [1.0, 2.0, 3.0]), shape("run46/study", [1.1, 2.1, 3.2])]
+    assert len(mor.repeats(pair, tmp_path)) == 1  # two samples of one shape: a retest
+    assert mor.repeats(pair, tmp_path, frozenset({"run46/study"})) == []  # a sample beside today's study
+    assert len(mor.repeats(pair, tmp_path, frozenset({"run34", "run46/study"}))) == 1
+
+
+def test_two_files_of_one_run_name_are_refused_with_the_flag_that_named_them(tmp_path, capsys):
+    import model_only_report as mor
+
+    a, b = tmp_path / "x" / "run8" / "rows.csv.gz", tmp_path / "y" / "run8" / "rows.csv.gz"
+    for p in (a, b):
+        p.parent.mkdir(parents=True)
+        p.write_bytes(b"")
+    with pytest.raises(SystemExit):
+        mor.main(["--extra", str(a), "--current", str(b)])
+    assert "--current: two files named 'run8'" in capsys.readouterr().err
 
 
 def test_repeats_leave_out_two_runs_of_one_shape_that_share_no_candidate(tmp_path):

@@ -54,7 +54,7 @@ def test_todays_kernel_studies_come_first(tmp_path):
     d = json.loads(json.dumps(FIGURES))
     d["families"]["transpose/cuda/float32"]["current"] = {
         "shapes": 3, "within_2pct": 0, "within_10pct": 3, "worst": 1.075, "slower_than_default": 2,
-        "slower_beyond_noise": 1, "spearman_min": 0.69,
+        "slower_beyond_noise": 1, "spearman_min": 0.69, "informed": 1,
     }  # fmt: skip
     p = tmp_path / "t.json"
     p.write_text(json.dumps(d))
@@ -62,10 +62,21 @@ def test_todays_kernel_studies_come_first(tmp_path):
     assert (t.current_shapes, t.current_within_10pct, t.current_worst) == (3, 3, 1.075)
     s = trust.statement("transpose", "cuda", "float32", p)
     assert s.startswith("on today's kernel, model-only picks for transpose [cuda] float32 were within 2% of")
-    assert "within 2% of the measured best in 0 and within 10% in 3 of 3 exhaustive NVIDIA H200 studies" in s
+    assert "within 2% of the measured best in 0 and within 10% in 3 of 3 shapes whose every candidate" in s
+    assert "timed on an NVIDIA H200" in s and "the model's terms were read off 1 of these shapes" in s
     assert "worst 1.07x" in s or "worst 1.08x" in s
     assert "slower than the unpadded default in 2 (1 beyond the timing noise)" in s
     assert "on the older kernel's recorded studies, within 10% of the measured best in 3 of 3" in s
+    # one shape, slower than the default only within the noise, none used for the model's terms
+    d["families"]["transpose/cuda/float32"]["current"].update(
+        shapes=1, within_10pct=1, slower_than_default=1, slower_beyond_noise=0, informed=0
+    )
+    p.write_text(json.dumps(d))
+    trust._load.cache_clear()
+    s = trust.statement("transpose", "cuda", "float32", p)
+    assert "in 1 of 1 shape whose every candidate" in s
+    assert "slower than the unpadded default in 1 (all within the timing noise)" in s
+    assert "none of these shapes was used to choose the model's terms" in s
     # a family with no study of today's kernel keeps the sentence it had
     assert trust.statement("matmul", "triton", "bfloat16", p).startswith("model-only picks for matmul")
 

@@ -225,7 +225,8 @@ def _launch_arrays(
     if (m * e) % 32 == 0 and (n * e) % 32 == 0:
         eff = eff * segment_efficiency(np.minimum(tn, n) * e, np.minimum(tm, m) * e)
     # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path (its 2-D
-    # grid walks GROUP 1's order) takes ORIGINAL_PATH_EFFICIENCY instead, read against the vector path's best
+    # grid walks GROUP 1's order) takes, with 1- and 2-byte elements, ORIGINAL_PATH_EFFICIENCY instead (read
+    # against the vector path's best); with 4- and 8-byte elements nothing
     gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
     gain = np.ones(len(group))
     for g, v in gains.items():
