@@ -180,6 +180,16 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
     pooled = _pooled(data.get("families", {}), data.get("gpu", "NVIDIA H200"))
     if pooled is None:
         return "model-only pick: no recorded study to say how far to trust it; measure it on a GPU"
+    cur = data.get("current_only", {}).get(f"{kernel}/{backend}/{dtype}")
+    if cur:  # exhaustive studies of today's kernel only (no recorded study of runs 1-2 to stand beside)
+        n = int(cur["shapes"])
+        return (
+            f"on today's kernel, model-only picks for {kernel} [{backend}] {dtype} were within 2% of the "
+            f"measured best in {cur['within_2pct']} and within 10% in {cur['within_10pct']} of {n} "
+            f"shape{'s' if n != 1 else ''} whose every candidate was timed on an {pooled.gpu} (worst "
+            f"{float(cur['worst']):.2f}x; the model's terms were read off {int(cur.get('informed', 0))} of "
+            f"these shapes)"
+        )
     smp = data.get("sampled_only", {}).get(f"{kernel}/{backend}/{dtype}")
     if smp:  # no exhaustive study, but held-out shapes timed on a sample of their space
         n = int(smp["shapes"])

@@ -81,6 +81,25 @@ def test_todays_kernel_studies_come_first(tmp_path):
     assert trust.statement("matmul", "triton", "bfloat16", p).startswith("model-only picks for matmul")
 
 
+def test_a_family_only_todays_studies_measured_gets_their_figures(tmp_path):
+    d = json.loads(json.dumps(FIGURES))
+    d["current_only"] = {
+        "histogram/cuda/int64": {
+            "shapes": 2,
+            "within_2pct": 1,
+            "within_10pct": 2,
+            "worst": 1.04,
+            "informed": 0,
+        }
+    }
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(d))
+    assert trust.lookup("histogram", "cuda", "int64", p) is None  # no recorded entry to look up
+    s = trust.statement("histogram", "cuda", "int64", p)
+    assert s.startswith("on today's kernel, model-only picks for histogram [cuda] int64 were within 2%")
+    assert "in 1 and within 10% in 2 of 2 shapes" in s and "worst 1.04x" in s and "read off 0 of" in s
+
+
 def test_the_shipped_file_has_todays_studies_of_every_built_in_family_a_study_covered():
     fams = json.loads(trust.TRUST_FILE.read_text())["families"]
     for name in ("transpose/cuda/float16", "transpose/cuda/float32", "histogram/cuda/uint8",
