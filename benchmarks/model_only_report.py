@@ -461,45 +461,23 @@ def trust_json(
             extra[x["family"]].append(x)
     out: dict[str, Any] = {"arch": "sm_90", "gpu": "NVIDIA H200", "source": source, "families": {}}
     for name, xs in sorted(fam.items()):
-        s = summarise(xs)
-        entry = out["families"][_family_key(name)] = {
-            "shapes": s["shapes"],
-            "within_10pct": s["within_10pct"],
-            "within_2pct": s["within_2pct"],
-            "median": round(s["median_pick_over_best"], 3),
-            "worst": round(s["worst_pick_over_best"], 3),
-            "slower_than_default": s["slower_than_default"],
-            "spearman_min": round(s["spearman_min"], 2),
-            "spearman_median": round(s["spearman_median"], 2),
-            "shapes_list": [x["shape"] for x in xs],
-        }
+        entry = out["families"][_family_key(name)] = _exhaustive_entry(xs, [x["shape"] for x in xs])
         if extra.get(name):
             entry["sampled"] = _sampled_entry(extra[name])
     now: dict[str, list] = defaultdict(list)
     for x in current:
         now[x["family"]].append(x)
     for name, xs in sorted(now.items()):
-        c = summarise(xs)
         informed = [
             f"{x['shape']} ({x['run']})" for x in xs if (x["run"], x["family"], x["shape"]) in INFORMED
         ]
-        # a family only today's studies measured has no recorded entry to stand beside: kept apart
-        home = out["families"][_family_key(name)] if name in fam else out.setdefault("current_only", {})
-        home_key = "current" if name in fam else _family_key(name)
-        home[home_key] = {
-            "shapes": c["shapes"],
-            "within_10pct": c["within_10pct"],
-            "within_2pct": c["within_2pct"],
-            "median": round(c["median_pick_over_best"], 3),
-            "worst": round(c["worst_pick_over_best"], 3),
-            "slower_than_default": c["slower_than_default"],
-            "slower_beyond_noise": c["slower_beyond_noise"],
-            "spearman_min": round(c["spearman_min"], 2),
-            "spearman_median": round(c["spearman_median"], 2),
-            "shapes_list": [f"{x['shape']} ({x['run']})" for x in xs],
-            "informed": len(informed),  # studies a model term was read off or chosen on (INFORMED)
-            "informed_list": informed,
-        }
+        entry = _exhaustive_entry(xs, [f"{x['shape']} ({x['run']})" for x in xs], beyond_noise=True)
+        entry["informed"] = len(informed)  # studies a model term was read off or chosen on (INFORMED)
+        entry["informed_list"] = informed
+        if name in fam:
+            out["families"][_family_key(name)]["current"] = entry
+        else:  # a family only today's studies measured has no recorded entry to stand beside: kept apart
+            out.setdefault("current_only", {})[_family_key(name)] = entry
     # families only the held-out samples measured (bf16 and int8 transposes): their own figures, apart
     for name, xs in sorted(extra.items()):
         if name not in fam:
@@ -510,6 +488,28 @@ def trust_json(
 def _family_key(name: str) -> str:
     """``"transpose [cuda] float32"`` as the trust file keys it: ``"transpose/cuda/float32"``."""
     return "/".join(name.replace("[", "").replace("]", "").split())
+
+
+def _exhaustive_entry(
+    xs: Sequence[dict[str, Any]], shapes_list: list[str], beyond_noise: bool = False
+) -> dict[str, Any]:
+    """The trust file's figures of exhaustive studies (the recorded ones, or today's with ``beyond_noise``:
+    how many picks were slower than the default by more than the timing noise)."""
+    s = summarise(xs)
+    e = {
+        "shapes": s["shapes"],
+        "within_10pct": s["within_10pct"],
+        "within_2pct": s["within_2pct"],
+        "median": round(s["median_pick_over_best"], 3),
+        "worst": round(s["worst_pick_over_best"], 3),
+        "slower_than_default": s["slower_than_default"],
+    }
+    if beyond_noise:
+        e["slower_beyond_noise"] = s["slower_beyond_noise"]
+    e["spearman_min"] = round(s["spearman_min"], 2)
+    e["spearman_median"] = round(s["spearman_median"], 2)
+    e["shapes_list"] = shapes_list
+    return e
 
 
 def _sampled_entry(xs: Sequence[dict[str, Any]]) -> dict[str, Any]:
