@@ -79,6 +79,22 @@ FULL = (
     + ["matmul 8192x8192x8192 float32"]  # the kernel issue's largest fp32 cell (TF32 off)
     + ["checks"]
 )  # fmt: skip
+# the kernel issue's matrix (``--matrix``), row by row: every cell through the public call, tuned in the call
+_DISTS = ("uniform", "zipf", "single", "sorted")
+MATRIX = (
+    [f"transpose 16384x16384 {d}" for d in (*FULL_DTYPES, "float8_e4m3fn")]
+    + [f"transpose 8x4096x1024 {d}" for d in ("float16", "bfloat16", "float32", "float64")]
+    + [f"transpose 4097x8191 {d}" for d in (*FULL_DTYPES, "float8_e4m3fn")]
+    + [f"transpose 1000x37 {d}" for d in ("float32", "float16")]
+    + [f"matmul {s} {d}" for s in ("4096x4096x4096", "8192x8192x8192") for d in ("bfloat16", "float16")]
+    + [f"matmul 3000x5000x1000 {d}" for d in ("bfloat16", "float16")]
+    + [f"matmul 128x8192x8192 {d}" for d in ("bfloat16", "float32")]
+    + [f"matmul {s} float32" for s in ("4096x4096x4096", "8192x8192x8192")]
+    + [f"histogram 67108864x{b} int32 {d}" for b in (4096, 65536) for d in _DISTS]
+    + ["histogram 268435456x256 uint8 uniform"]
+    + [f"histogram 67108864x256 int32 {d}" for d in _DISTS]
+    + ["histogram 67108864x256 int32 uniform backend=triton"]  # against the CUDA backend's row above
+)  # fmt: skip
 
 
 def select(cells: Sequence[str], patterns: str | None) -> list[str]:
@@ -295,13 +311,23 @@ def _short(exc: BaseException) -> str:
 DEVICE = "cuda"  # the tests run the cells' logic on "cpu" with the kernels mocked
 
 
-def make_args(op: str, shape: tuple[int, ...], dtype: str, weights: str | None, seed: int = 7) -> tuple:
-    """Fresh random inputs (a seed the tuner does not use)."""
+def make_args(
+    op: str, shape: tuple[int, ...], dtype: str, weights: str | None, seed: int = 7, dist: str | None = None
+) -> tuple:
+    """Fresh random inputs (a seed the tuner does not use); a histogram's values of input class ``dist``
+    (uniform, zipf, single, sorted: ``kernels/cuda/histogram_inputs.draw_values``, as the tuner draws them)."""
     import torch
 
     dev = DEVICE
     g = torch.Generator(device=dev).manual_seed(seed)
     dt = getattr(torch, dtype)
+    if op == "histogram" and dist not in (None, "uniform") and weights is None:
+        from autopad.kernels.cuda.histogram_inputs import draw_values
+
+        n, bins = shape
+        torch.manual_seed(seed)
+        with torch.device(dev):
+            return (draw_values(n, min(bins, 256 if dtype == "uint8" else bins), dist).to(dt), bins)
     if op == "transpose":
         if dt.is_floating_point:
             return (torch.randn(shape, device=dev, generator=g).to(dt),)
@@ -394,7 +420,7 @@ def run_cell(cell: str, compile_peers: bool) -> list[dict[str, Any]]:
 
     item = Item.parse(cell)
     op, shape, dtype = item.op, item.shape, item.dtype
-    args = make_args(op, shape, dtype, item.weights)
+    args = make_args(op, shape, dtype, item.weights, dist=item.dist)
     ref = reference(op, args)
     unit, work, ceil_work = work_of(op, shape, dtype, item.weights)
     base = {"cell": cell, "op": op, "shape": "x".join(map(str, shape)), "dtype": dtype, "unit": unit,
@@ -406,13 +432,16 @@ def run_cell(cell: str, compile_peers: bool) -> list[dict[str, Any]]:
     }
     kw = {"weights": args[2]} if len(args) == 3 else {}
     pos = args[:2] if op == "histogram" else args
+    # the op (not its peers) is told the input class and backend the cell names
+    opkw = {**kw, **({"dist": item.dist} if item.dist else {})}
+    opkw.update({"backend": item.backend} if item.backend != "auto" else {})
     rows = []
     # the op: first call apart (it may tune in line), then the steady state
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
         try:
-            call[op](*pos, **kw)
+            call[op](*pos, **opkw)
             torch.cuda.synchronize()
             first_error = ""
         except Exception as exc:
@@ -436,9 +465,10 @@ def run_cell(cell: str, compile_peers: bool) -> list[dict[str, Any]]:
     if first_error:
         rows.append({**row, "correct": False, "error": f"first call: {first_error}"})
     else:
-        rows.append({**row, **measure(op, lambda: call[op](*pos, **kw), ref)})
+        rows.append({**row, **measure(op, lambda: call[op](*pos, **opkw), ref)})
     try:
-        rows += _peers(op, base, pos, kw, ref, call[op], compile_peers)
+        ours = functools.partial(call[op], **{k: v for k, v in opkw.items() if k != "weights"})
+        rows += _peers(op, base, pos, kw, ref, ours, compile_peers)
     except Exception as exc:  # a peer's failure must not lose the rows measured so far
         rows.append({**base, "variant": "(peers)", "correct": False, "error": _short(exc)})
     return rows
@@ -752,6 +782,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--quick", action="store_true", help="the issue's rows first, then what fits the time limit"
     )
+    ap.add_argument(
+        "--matrix", action="store_true", help="the kernel issue's matrix, every row (no torch.compile peers)"
+    )
     ap.add_argument("--cells", help="comma-separated patterns over cells ('transpose', 'histogram:int32')")
     ap.add_argument(
         "--time-limit", type=float, help="seconds in which steps may start (default 240 quick, 3600 full)"
@@ -778,7 +811,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    cells = select(QUICK if args.quick else FULL, args.cells)
+    cells = select(QUICK if args.quick else MATRIX if args.matrix else FULL, args.cells)
     pre = [f"pretune {PRETUNE[c]}" for c in cells if c in PRETUNE]
     cache = args.cache_dir or tempfile.mkdtemp(prefix="autopad-bench-ops-")
     os.environ["AUTOPAD_CACHE_DIR"] = cache  # a fresh cache: every tune happens in this run, timed apart
@@ -787,9 +820,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     # --quick leaves out the torch.compile peers (20-40 s of compiling each); its checks step still runs
     # autopad.ops under torch.compile(fullgraph=True)
-    peers = not (args.quick or args.no_compile_peers)
+    peers = not (args.quick or args.matrix or args.no_compile_peers)
     rows = run_all(pre + cells, out, limit, compile_peers=peers, quick=args.quick)
-    name = "ops_quick" if args.quick else "ops"
+    name = "ops_quick" if args.quick else "ops_matrix" if args.matrix else "ops"
     print(write_csv(rows, out / f"{name}.csv"))
     table = summary(rows)
     (out / f"{name}.md").write_text(table + "\n")

@@ -35,6 +35,39 @@ def test_cells_and_their_selection():
             Item.parse(cell)  # every cell is an item the ops' planner reads
 
 
+def test_the_matrix_is_the_kernel_issues_rows():
+    """--matrix: every row of the kernel issue, each cell an item the planner plans (numpy only)."""
+    from autopad.ops.plans import Item, plan
+
+    cells = bench_ops.MATRIX
+    assert len(cells) == len(set(cells)) == 42  # 18 transposes, 10 GEMMs, 14 histograms
+    items = [Item.parse(c) for c in cells]
+    for it in items:
+        plan(it)  # a spec exists for it: the op will not refuse the cell
+    hist = [it for it in items if it.op == "histogram" and it.dtype == "int32" and it.backend == "auto"]
+    for bins in (256, 4096, 65536):  # every input class at each bin count
+        assert {it.dist for it in hist if it.shape[1] == bins} == {"uniform", "zipf", "single", "sorted"}
+    assert "matmul 3000x5000x1000 bfloat16" in cells and "transpose 8x4096x1024 float16" in cells
+    assert [c for c in cells if "backend=triton" in c] == ["histogram 67108864x256 int32 uniform backend=triton"]
+    assert bench_ops.select(cells, "*4097x8191*") == [c for c in cells if "4097x8191" in c]
+
+
+def test_histogram_inputs_of_each_class(monkeypatch):
+    """make_args draws a histogram cell's input class as the tuner does; counts stay in [0, bins)."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(bench_ops, "DEVICE", "cpu")
+    n, bins = 5000, 300
+    sorted_x, _ = bench_ops.make_args("histogram", (n, bins), "int32", None, dist="sorted")
+    single, _ = bench_ops.make_args("histogram", (n, bins), "int32", None, dist="single")
+    zipf, _ = bench_ops.make_args("histogram", (n, bins), "int32", None, dist="zipf")
+    uniform, _ = bench_ops.make_args("histogram", (n, bins), "int32", None, dist="uniform")
+    for x in (sorted_x, single, zipf, uniform):
+        assert x.dtype == torch.int32 and x.numel() == n and int(x.min()) >= 0 and int(x.max()) < bins
+    assert torch.equal(sorted_x, torch.sort(sorted_x).values) and not torch.equal(uniform, torch.sort(uniform).values)
+    assert int(torch.unique(single).numel()) == 1
+    assert int((zipf == 0).sum()) > 5 * int((uniform == 0).sum())  # Zipf piles onto the first bins
+
+
 def test_rates_ratios_and_speedups():
     unit, work, ceil = bench_ops.work_of("transpose", (4097, 8191), "float16")
     assert unit == "gbps" and work == ceil == 2 * 4097 * 8191 * 2
@@ -140,7 +173,8 @@ print("ok")
 @pytest.mark.parametrize(
     "cell",
     ["transpose 33x65 float32", "transpose 3x33x65 bfloat16", "histogram 1000x300 int64",
-     "histogram 1000x300 int32 weights=float32", "matmul 33x65x17 float32"],
+     "histogram 1000x300 int32 weights=float32", "matmul 33x65x17 float32",
+     "histogram 1000x300 int32 sorted backend=triton"],
 )  # fmt: skip
 def test_a_cell_runs_every_variant(cell, monkeypatch):
     """A cell's flow on CPU tensors: the operators' kernels are torch's answers (CPU), timing is mocked."""
@@ -153,7 +187,10 @@ def test_a_cell_runs_every_variant(cell, monkeypatch):
     lib = torch.library.Library("autopad", "IMPL")
     lib.impl("transpose", lambda x, backend="auto": x.transpose(-1, -2).contiguous(), "CPU")
 
+    told = []
+
     def hist(x, bins, weights=None, dist=None, backend="auto"):
+        told.append((dist, backend))
         if weights is None:
             return torch.bincount(x.long(), minlength=bins).int()
         return torch.bincount(x.long(), weights=weights, minlength=bins).float()
@@ -176,3 +213,5 @@ def test_a_cell_runs_every_variant(cell, monkeypatch):
     assert set(got) == {"autopad.ops", "torch eager", "ceiling"}, rows
     assert all(r["correct"] for r in rows), rows
     assert got["autopad.ops"]["ms"] == 0.1 and got["autopad.ops"]["call_us"] > 0
+    if "sorted" in cell:  # the op (not torch's peer) is told the cell's input class and backend
+        assert told and set(told) == {("sorted", "triton")}
