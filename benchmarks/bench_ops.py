@@ -315,7 +315,7 @@ def make_args(
     op: str, shape: tuple[int, ...], dtype: str, weights: str | None, seed: int = 7, dist: str | None = None
 ) -> tuple:
     """Fresh random inputs (a seed the tuner does not use); a histogram's values of input class ``dist``
-    (uniform, zipf, single, sorted: ``kernels/cuda/histogram_inputs.draw_values``, as the tuner draws them)."""
+    (uniform, zipf, single, sorted: ``histogram_inputs.draw_values``, as the tuner draws them)."""
     import torch
 
     dev = DEVICE
