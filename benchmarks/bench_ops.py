@@ -16,6 +16,7 @@ policy's decision in ``source``). Runs in a worker process; a worker that dies (
 CUDA context) is replaced, the cell it was on is recorded as failed, and the rest go on.
 
     python benchmarks/bench_ops.py --quick --out $OUT          # one H200: about 5 minutes with tuning
+    python benchmarks/bench_ops.py --matrix --out $OUT --cells transpose --tune-s 20  # the kernel issue
     python benchmarks/bench_ops.py --out $OUT --cells transpose,histogram:int32
     python benchmarks/bench_ops.py --out $OUT --cells "*4097x8191*" --no-compile-peers
     python benchmarks/bench_ops.py --plot OUT/ops_quick.csv     # the PNG again, no GPU
@@ -458,20 +459,46 @@ def run_cell(cell: str, compile_peers: bool) -> list[dict[str, Any]]:
     row = {**base, "variant": "autopad.ops", "first_call_s": round(first_s, 2)}
     if dec:
         d = dec[-1]
-        row["source"] = f"{d['source']}: {d['detail']}"[:200] + (
-            f" [said: {said_text[:120]}]" if said_text else ""
+        runs = f" [runs {d['runs']}]" if "runs" in d else ""  # matmul: its kernel or torch.mm (ops.peer)
+        row["source"] = (
+            f"{d['source']}: {d['detail']}"[:200]
+            + runs
+            + (f" [said: {said_text[:120]}]" if said_text else "")
         )
         row["constants"] = ",".join(f"{k}={v}" for k, v in sorted(d["constants"].items()))
     if first_error:
         rows.append({**row, "correct": False, "error": f"first call: {first_error}"})
     else:
         rows.append({**row, **measure(op, lambda: call[op](*pos, **opkw), ref)})
+        if op == "matmul":  # the bound kernel alone, whichever call the op runs (ops.peer)
+            rows += _kernel_alone(base, want, pos, ref, row.get("constants", ""))
     try:
         ours = functools.partial(call[op], **{k: v for k, v in opkw.items() if k != "weights"})
         rows += _peers(op, base, pos, kw, ref, ours, compile_peers)
     except Exception as exc:  # a peer's failure must not lose the rows measured so far
         rows.append({**base, "variant": "(peers)", "correct": False, "error": _short(exc)})
     return rows
+
+
+def _kernel_alone(base: dict, want: tuple, pos: tuple, ref: Any, constants: str) -> list[dict[str, Any]]:
+    """The GEMM autopad bound for the cell, called through ``runner.kernel_call`` (not the op)."""
+    from autopad.ops import runner
+
+    bd = next(
+        (b for b in runner._BOUND.values() if (b.spec.NAME, b.spec.BACKEND, tuple(b.shape), b.dtype) == want),
+        None,
+    )
+    if bd is None:
+        return []
+    fn = runner.kernel_call(bd, pos)
+    return [
+        {
+            **base,
+            "variant": "autopad kernel",
+            "constants": constants,
+            **measure("matmul", lambda: fn(*pos), ref),
+        }
+    ]
 
 
 def _peers(op: str, base: dict, pos: tuple, kw: dict, ref: Any, ours: Callable, compile_peers: bool) -> list:

@@ -394,3 +394,34 @@ def test_matmul_16bit_repeated_calls_take_the_compiled_launcher_and_stay_right(d
     torch.cuda.synchronize()
     ref = a.float() @ b.float()
     assert ((c.float() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+def test_the_floor_times_on_the_gpu_and_a_floored_shape_runs_torch_mm(monkeypatch):
+    """ops.peer on the device: judge times two calls with the project's timer (the same GEMM twice: no
+    clear winner, the kernel stays); a shape whose verdict is torch.mm returns torch.mm's result, also under
+    a CUDA graph, and decisions() says so."""
+    import torch
+
+    from autopad.ops import peer, runner
+
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    v = peer.judge(lambda: torch.mm(a, b), lambda: torch.mm(a, b), "first-use")
+    assert v.kernel_ms and v.peer_ms and not v.use_peer and 0.9 < v.peer_ms / v.kernel_ms < 1.1
+    monkeypatch.setattr(runner, "_judge", lambda bd, fn, x, y: peer.Verdict(True, 0.2, 0.1, "forced"))
+    m, k, n = 333, 129, 517
+    x = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    y = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    assert torch.equal(_poisoned(ops.matmul, x, y), torch.mm(x, y))
+    (row,) = [d for d in ops.decisions() if d["kernel"] == "matmul" and d["shape"] == (m, n, k)]
+    assert row["runs"].startswith("torch.mm (cuBLAS)")
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.cuda.graph(g):
+        c = ops.matmul(x, y)
+    torch.cuda.current_stream().wait_stream(s)
+    x.normal_()
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(c, torch.mm(x, y))

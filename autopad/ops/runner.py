@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from ..bases import Inputs
-from . import plans, policy
+from . import peer, plans, policy
 from .pitch import is_pitched
 
 __all__ = [
@@ -47,6 +47,7 @@ FAST_T: dict[tuple, Callable[[Any], Any]] = {}  # (shape, dtype, device, backend
 FAST_H: dict[tuple, Callable[..., Any]] = {}  # (shape, dtype, device, bins, dist, backend[, weights]) -> fn
 FAST_M: dict[tuple, Callable[[Any, Any], Any]] = {}  # (a.shape, b.shape, dtypes, devices, backend) -> fn
 _BOUND: dict[tuple, Bound] = {}  # kernel-level: (name, backend, shape, dtype, dist, device) -> Bound
+PEERS: dict[tuple, peer.Verdict] = {}  # the same keys: the matmul's kernel or torch.mm (``peer``)
 _LOCK = threading.RLock()  # the first call of a shape: one thread decides, tunes and builds
 _get_dev = getattr(torch._C, "_cuda_getDevice", None)
 
@@ -394,7 +395,7 @@ def _matmul_fn(a: Any, b: Any, backend: str) -> Callable[[Any, Any], Any]:
     call = first if strided or a.dtype not in _PITCHED_DTYPES else (lambda a, b: first(*dense(a, b)))
     run, get_dev = bd.run, _get_dev
     if getattr(run, "fast", None) is None or a.dtype == torch.float32 or get_dev is None:
-        return call
+        return _floored(bd, call, a, b)
     # the Gluon / tl.dot GEMM reads A and B as they are (no ``inputs_from``): its launcher takes the pair
     dev, empty, odt, odev = bd.device, torch.empty, a.dtype, a.device
 
@@ -405,7 +406,45 @@ def _matmul_fn(a: Any, b: Any, backend: str) -> Callable[[Any, Any], Any]:
         run(dense(a, b), out)
         return out
 
-    return flat
+    return _floored(bd, flat, a, b)
+
+
+def _bound_key(bd: Bound) -> tuple:
+    return (bd.spec.NAME, bd.spec.BACKEND, bd.shape, bd.dtype, bd.dist, bd.device)
+
+
+def _floored(bd: Bound, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Callable[[Any, Any], Any]:
+    """``fn`` (the bound GEMM), or ``torch.mm`` where that measured faster on this shape (``peer``): judged
+    once per bound kernel, on the first call's operands."""
+    key = _bound_key(bd)
+    verdict = PEERS.get(key)
+    if verdict is None:
+        verdict = PEERS[key] = _judge(bd, fn, a, b)
+    return _choose(verdict, fn, a.dtype)
+
+
+def _judge(bd: Bound, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> peer.Verdict:
+    if not a.is_cuda:
+        return peer.Verdict(False, why="operands not on a CUDA device")
+    if a.dtype == torch.float32 and torch._C._get_cublas_allow_tf32():
+        return peer.Verdict(False, why="TF32 allowed: torch.mm would not compute in full fp32")
+    with torch.cuda.device(bd.device):
+        return peer.judge(lambda: fn(a, b), lambda: torch.mm(a, b), policy.tune_mode())
+
+
+def _choose(verdict: peer.Verdict, fn: Callable[[Any, Any], Any], dtype: Any) -> Callable[[Any, Any], Any]:
+    if not verdict.use_peer:
+        return fn
+    mm = torch.mm
+    if dtype != torch.float32:
+        return mm
+    tf32 = torch._C._get_cublas_allow_tf32
+
+    def full_fp32(a: Any, b: Any) -> Any:
+        # the op's fp32 is full fp32: where the caller has allowed TF32 since, torch.mm would not be
+        return fn(a, b) if tf32() else mm(a, b)
+
+    return full_fp32
 
 
 def matmul_impl(a: Any, b: Any, backend: str = "auto") -> Any:
@@ -445,6 +484,7 @@ def decisions() -> list[dict[str, Any]]:
             "constants": b.decision.params,
             "source": b.decision.source,
             "detail": b.decision.detail,
+            **({"runs": PEERS[_bound_key(b)].text()} if _bound_key(b) in PEERS else {}),
         }
         for b in rows
     ]
@@ -464,6 +504,8 @@ def forget(kernel: str | None = None) -> None:
     with _LOCK:
         for key in [k for k in _BOUND if kernel is None or k[0].startswith(kernel)]:
             del _BOUND[key]
+        for key in [k for k in PEERS if kernel is None or k[0].startswith(kernel)]:
+            del PEERS[key]
         for memo, op in ((FAST_T, "transpose"), (FAST_H, "histogram"), (FAST_M, "matmul")):
             if kernel is None or op.startswith(kernel) or kernel.startswith(op):
                 memo.clear()
