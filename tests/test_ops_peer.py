@@ -49,9 +49,16 @@ def test_small_calls_are_not_compared(monkeypatch):
     assert "under 30 us" in v.text()
 
 
+def test_peer_on_times_even_where_tuning_in_line_is_off(monkeypatch):
+    monkeypatch.setenv(peer.ENV, "on")
+    timer, calls = _timer({"kernel": [0.07, 0.07], "torch": [0.05]})
+    assert peer.judge(lambda: "kernel", lambda: "torch", "offline", timer=timer).use_peer
+    assert calls == ["kernel", "torch", "kernel"]
+
+
 @pytest.mark.parametrize("env, mode, why", [("off", "first-use", "AUTOPAD_PEER=off"),
-                                             ("on", "never", "AUTOPAD_TUNE=never"),
-                                             ("on", "offline", "AUTOPAD_TUNE=offline")])  # fmt: skip
+                                             ("auto", "never", "AUTOPAD_TUNE=never"),
+                                             ("", "offline", "AUTOPAD_TUNE=offline")])  # fmt: skip
 def test_nothing_is_timed_where_the_user_asked_for_no_inline_gpu_work(env, mode, why, monkeypatch):
     monkeypatch.setenv(peer.ENV, env)
 
@@ -74,8 +81,8 @@ def test_a_timing_that_fails_leaves_the_kernel_and_says_why(monkeypatch):
 
 def test_a_bad_switch_value_is_an_error_naming_the_allowed_ones(monkeypatch):
     monkeypatch.setenv(peer.ENV, "sometimes")
-    with pytest.raises(ValueError, match="AUTOPAD_PEER: 'sometimes' is not 'on' or 'off'"):
-        peer.enabled()
+    with pytest.raises(ValueError, match="AUTOPAD_PEER: 'sometimes' is not 'auto', 'on' or 'off'"):
+        peer.setting()
 
 
 # ---- the runner's side (torch on CPU; the kernel and the verdict mocked) ---------------------------------

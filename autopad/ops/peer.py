@@ -10,9 +10,10 @@ the project's one timing path (``bench_timing.benchmark``: L2 flushed, CUDA even
 runs ``torch.mm`` for that shape when it measured more than ``MARGIN`` faster. ``decisions()`` says which
 runs and both times.
 
-Nothing is timed where the user asked for no in-line GPU work (``AUTOPAD_TUNE=never`` or ``offline``),
-inside a CUDA-graph capture, or with ``AUTOPAD_PEER=off``: the kernel runs. The verdict is kept for the
-process (it costs two timings of the GEMM, about 30 runs each, at the shape's first call). Transpose and
+Nothing is timed where the user asked for no in-line GPU work (``AUTOPAD_TUNE=never`` or ``offline``,
+unless ``AUTOPAD_PEER=on`` asks for the floor anyway), inside a CUDA-graph capture, or with
+``AUTOPAD_PEER=off``: the kernel runs. The verdict is kept for the process, not in the cache (it costs
+three timings of about 30 runs each at the shape's first call). Transpose and
 histogram have no such floor: their kernels beat ``x.t().contiguous()`` and ``torch.bincount`` on every
 shape measured (README, Measured results).
 """
@@ -24,11 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MARGIN", "MIN_MS", "ENV", "PEER_NAME", "Verdict", "enabled", "judge"]
+__all__ = ["MARGIN", "MIN_MS", "ENV", "PEER_NAME", "Verdict", "setting", "judge"]
 
 MARGIN = 0.02  # torch's call is taken when its median time is more than 2% below the kernel's
 MIN_MS = 0.03  # below 30 us of GPU time the op's shorter host path (README: 12.6 against 17.7 us) counts more
-ENV = "AUTOPAD_PEER"  # "on" (default) or "off"
+ENV = "AUTOPAD_PEER"  # unset / "auto": as AUTOPAD_TUNE allows; "on": also under never / offline; "off"
 PEER_NAME = "torch.mm (cuBLAS)"
 REPS = 30
 
@@ -49,12 +50,12 @@ class Verdict:
         return f"{ran}: kernel {self.kernel_ms:.4f} ms, {PEER_NAME} {self.peer_ms:.4f} ms at first use"
 
 
-def enabled() -> bool:
-    """Whether ``AUTOPAD_PEER`` allows the floor (unset or "on"); any other value is an error."""
-    value = os.environ.get(ENV, "on").strip().lower() or "on"
-    if value not in ("on", "off"):
-        raise ValueError(f"{ENV}: {value!r} is not 'on' or 'off'")
-    return value == "on"
+def setting() -> str:
+    """``AUTOPAD_PEER``: "auto" (unset), "on" or "off"; any other value is an error."""
+    value = os.environ.get(ENV, "auto").strip().lower() or "auto"
+    if value not in ("auto", "on", "off"):
+        raise ValueError(f"{ENV}: {value!r} is not 'auto', 'on' or 'off'")
+    return value
 
 
 def _capturing() -> bool:
@@ -72,10 +73,11 @@ def judge(
     """Time ``kernel()`` and ``peer()`` (each a complete op call on the first call's operands) and say
     which to run. ``timer`` (tests) returns a callable's median ms; by default ``bench_timing.benchmark``.
     """
-    if not enabled():
+    mode = setting()
+    if mode == "off":
         return Verdict(False, why=f"{ENV}=off")
-    if tune_mode in ("never", "offline"):
-        return Verdict(False, why=f"AUTOPAD_TUNE={tune_mode}: nothing is timed in line")
+    if tune_mode in ("never", "offline") and mode != "on":
+        return Verdict(False, why=f"AUTOPAD_TUNE={tune_mode}: nothing is timed in line ({ENV}=on would)")
     if _capturing():
         return Verdict(False, why="first call inside a CUDA-graph capture: nothing timed")
     if timer is None:
