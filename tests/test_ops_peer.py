@@ -128,7 +128,7 @@ def test_the_runner_runs_torch_mm_where_the_verdict_says_so(fake_matmul, dtype, 
         return peer.Verdict(True, 0.0698, 0.0548, "timed")
 
     monkeypatch.setattr(runner, "_judge", judge)
-    monkeypatch.setattr(torch._C, "_get_cublas_allow_tf32", lambda: False)
+    monkeypatch.setattr(runner, "tf32_allowed", lambda: False)
     dt = getattr(torch, dtype)
     a, b = torch.randn(6, 4).to(dt), torch.randn(4, 5).to(dt)
     for _ in range(2):
@@ -142,7 +142,7 @@ def test_fp32_keeps_full_precision_when_tf32_is_allowed_after_the_verdict(fake_m
     torch, runner = fake_matmul.torch, fake_matmul.runner
     monkeypatch.setattr(runner, "_judge", lambda bd, fn, a, b: peer.Verdict(True, 0.2, 0.1, "timed"))
     allowed = [False]
-    monkeypatch.setattr(torch._C, "_get_cublas_allow_tf32", lambda: allowed[0])
+    monkeypatch.setattr(runner, "tf32_allowed", lambda: allowed[0])
     a, b = torch.randn(6, 4), torch.randn(4, 5)
     runner.matmul_impl(a, b)
     assert fake_matmul.ran == []
@@ -157,7 +157,58 @@ def test_cpu_operands_and_tf32_are_judged_without_timing(fake_matmul, monkeypatc
     assert torch.allclose(runner.matmul_impl(a, b), a @ b, atol=1e-6)
     (row,) = [d for d in runner.decisions() if d["kernel"] == "matmul"]
     assert row["runs"] == "autopad's kernel (operands not on a CUDA device)"
-    monkeypatch.setattr(torch._C, "_get_cublas_allow_tf32", lambda: True)
-    fake_cuda = SimpleNamespace(is_cuda=True, dtype=torch.float32)
-    v = runner._judge(None, None, fake_cuda, None)
-    assert not v.use_peer and "TF32 allowed" in v.why
+
+
+def _cuda_like(torch, contiguous=True, dtype=None):
+    return SimpleNamespace(is_cuda=True, dtype=dtype or torch.float32, is_contiguous=lambda: contiguous)
+
+
+@pytest.mark.parametrize("case, why", [("pitched", "contiguous operands only"),
+                                       ("deterministic", "deterministic algorithms"),
+                                       ("tf32", "TF32 allowed")])  # fmt: skip
+def test_no_timing_where_the_floor_would_change_what_the_caller_asked_for(
+    fake_matmul, monkeypatch, case, why
+):
+    torch, runner = fake_matmul.torch, fake_matmul.runner
+    monkeypatch.setattr(peer, "judge", lambda *a, **k: pytest.fail("timed"))
+    monkeypatch.setattr(runner, "tf32_allowed", lambda: case == "tf32")
+    monkeypatch.setattr(torch, "are_deterministic_algorithms_enabled", lambda: case == "deterministic")
+    a, b = _cuda_like(torch, contiguous=case != "pitched"), _cuda_like(torch)
+    v = runner._judge(None, None, a, b)
+    assert not v.use_peer and why in v.why
+
+
+def test_an_explicit_backend_gets_no_floor_and_forget_drops_the_verdicts(fake_matmul, monkeypatch):
+    torch, runner = fake_matmul.torch, fake_matmul.runner
+    monkeypatch.setattr(runner, "_judge", lambda bd, fn, a, b: peer.Verdict(True, 0.2, 0.1, "timed"))
+    a, b = torch.randn(6, 4).bfloat16(), torch.randn(4, 5).bfloat16()
+    runner.matmul_impl(a, b, "triton")
+    assert fake_matmul.ran == [torch.bfloat16] and not runner.PEERS  # the kernel the caller named
+    runner.matmul_impl(a, b)
+    assert len(runner.PEERS) == 1 and fake_matmul.ran == [torch.bfloat16]  # auto: torch.mm
+    runner.forget("transpose")
+    assert len(runner.PEERS) == 1
+    runner.forget("matmul")
+    assert not runner.PEERS
+
+
+def test_tf32_allowed_reads_either_of_torchs_switches():
+    torch = pytest.importorskip("torch")
+    from autopad.ops import runner
+
+    m = torch.backends.cuda.matmul
+    if not hasattr(m, "fp32_precision"):
+        pytest.skip("this torch has the older switch only")
+    before = m.fp32_precision
+    try:
+        m.fp32_precision = "tf32"  # the newer API: the older getter raises from here on
+        assert runner.tf32_allowed()
+        m.fp32_precision = "ieee"
+        assert not runner.tf32_allowed()
+        torch.set_float32_matmul_precision("high")
+        assert runner.tf32_allowed()
+        m.allow_tf32 = False  # the older API
+        assert not runner.tf32_allowed()
+    finally:
+        torch.set_float32_matmul_precision("highest")
+        m.fp32_precision = before

@@ -1,5 +1,5 @@
-"""torch's own call as the floor of ``autopad.ops.matmul``: the op never runs slower than ``a @ b`` where it
-has timed both.
+"""torch's own call as the floor of ``autopad.ops.matmul``: on a shape where it has timed both, the op is
+not more than ``MARGIN`` slower than ``torch.mm`` (calls of ``MIN_MS`` of GPU time or more).
 
 Why: a user calls ``autopad.ops.matmul`` instead of ``a @ b`` to go faster. On most shapes autopad's tuned
 GEMM matches or beats cuBLAS (H200: 1.00 at 4096^3 and 8192^3 bf16, 1.03 at fp32 3000x1000x2000), but on
@@ -10,12 +10,15 @@ the project's one timing path (``bench_timing.benchmark``: L2 flushed, CUDA even
 runs ``torch.mm`` for that shape when it measured more than ``MARGIN`` faster. ``decisions()`` says which
 runs and both times.
 
-Nothing is timed where the user asked for no in-line GPU work (``AUTOPAD_TUNE=never`` or ``offline``,
-unless ``AUTOPAD_PEER=on`` asks for the floor anyway), inside a CUDA-graph capture, or with
-``AUTOPAD_PEER=off``: the kernel runs. The verdict is kept for the process, not in the cache (it costs
-three timings of about 30 runs each at the shape's first call). Transpose and
-histogram have no such floor: their kernels beat ``x.t().contiguous()`` and ``torch.bincount`` on every
-shape measured (README, Measured results).
+The runner (``runner._judge``) asks for a verdict only with ``backend="auto"``, contiguous CUDA operands,
+deterministic algorithms off and, for fp32, TF32 off (``torch.mm`` would not compute in full fp32; TF32
+allowed later sends fp32 calls back to the kernel). Here, nothing is timed where the user asked for no
+in-line GPU work (``AUTOPAD_TUNE=never`` or ``offline``, unless ``AUTOPAD_PEER=on`` asks for the floor
+anyway), inside a CUDA-graph capture, or with ``AUTOPAD_PEER=off``: the kernel runs. The cost, once per
+shape and process (the verdict is not written to the cache): three timings of about 30 runs each, each
+behind the timer's 256 MB L2 flush (a buffer torch's allocator keeps), and a device synchronisation.
+Transpose and histogram have no such floor: their kernels beat ``x.t().contiguous()`` and
+``torch.bincount`` on every shape measured (README, Measured results).
 """
 
 from __future__ import annotations

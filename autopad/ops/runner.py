@@ -395,7 +395,7 @@ def _matmul_fn(a: Any, b: Any, backend: str) -> Callable[[Any, Any], Any]:
     call = first if strided or a.dtype not in _PITCHED_DTYPES else (lambda a, b: first(*dense(a, b)))
     run, get_dev = bd.run, _get_dev
     if getattr(run, "fast", None) is None or a.dtype == torch.float32 or get_dev is None:
-        return _floored(bd, call, a, b)
+        return _floored(bd, call, a, b, backend)
     # the Gluon / tl.dot GEMM reads A and B as they are (no ``inputs_from``): its launcher takes the pair
     dev, empty, odt, odev = bd.device, torch.empty, a.dtype, a.device
 
@@ -406,27 +406,55 @@ def _matmul_fn(a: Any, b: Any, backend: str) -> Callable[[Any, Any], Any]:
         run(dense(a, b), out)
         return out
 
-    return _floored(bd, flat, a, b)
+    return _floored(bd, flat, a, b, backend)
 
 
 def _bound_key(bd: Bound) -> tuple:
     return (bd.spec.NAME, bd.spec.BACKEND, bd.shape, bd.dtype, bd.dist, bd.device)
 
 
-def _floored(bd: Bound, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> Callable[[Any, Any], Any]:
+def _floored(
+    bd: Bound, fn: Callable[[Any, Any], Any], a: Any, b: Any, backend: str
+) -> Callable[[Any, Any], Any]:
     """``fn`` (the bound GEMM), or ``torch.mm`` where that measured faster on this shape (``peer``): judged
-    once per bound kernel, on the first call's operands."""
+    once per bound kernel (under the lock: one thread times, on an otherwise quiet start), on the first
+    call's operands. An explicit backend is what the caller asked for: no floor."""
+    if backend != "auto":
+        return fn
     key = _bound_key(bd)
-    verdict = PEERS.get(key)
-    if verdict is None:
-        verdict = PEERS[key] = _judge(bd, fn, a, b)
+    with _LOCK:
+        verdict = PEERS.get(key)
+        if verdict is None:
+            verdict = PEERS[key] = _judge(bd, fn, a, b)
     return _choose(verdict, fn, a.dtype)
+
+
+def tf32_allowed() -> bool:
+    """Whether ``torch.mm`` may round fp32 inputs to TF32 now, by either of torch's switches (the
+    ``fp32_precision`` API, whose "none" inherits the generic setting, or the older ``allow_tf32``, which
+    raises once the newer one is set); a setting that cannot be read counts as allowed."""
+    try:
+        p = torch.backends.cuda.matmul.fp32_precision
+        if p == "none":
+            p = torch.backends.fp32_precision
+        if p in ("tf32", "ieee"):
+            return p == "tf32"
+    except Exception:  # an older torch without the API, or a value it refuses to report
+        pass
+    try:
+        return bool(torch._C._get_cublas_allow_tf32())
+    except Exception:
+        return True
 
 
 def _judge(bd: Bound, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> peer.Verdict:
     if not a.is_cuda:
         return peer.Verdict(False, why="operands not on a CUDA device")
-    if a.dtype == torch.float32 and torch._C._get_cublas_allow_tf32():
+    if not (a.is_contiguous() and b.is_contiguous()):
+        return peer.Verdict(False, why="judged on contiguous operands only")
+    if torch.are_deterministic_algorithms_enabled():
+        return peer.Verdict(False, why="deterministic algorithms asked for: one implementation, not a race")
+    if a.dtype == torch.float32 and tf32_allowed():
         return peer.Verdict(False, why="TF32 allowed: torch.mm would not compute in full fp32")
     with torch.cuda.device(bd.device):
         return peer.judge(lambda: fn(a, b), lambda: torch.mm(a, b), policy.tune_mode())
@@ -438,11 +466,11 @@ def _choose(verdict: peer.Verdict, fn: Callable[[Any, Any], Any], dtype: Any) ->
     mm = torch.mm
     if dtype != torch.float32:
         return mm
-    tf32 = torch._C._get_cublas_allow_tf32
+    allowed = tf32_allowed
 
     def full_fp32(a: Any, b: Any) -> Any:
         # the op's fp32 is full fp32: where the caller has allowed TF32 since, torch.mm would not be
-        return fn(a, b) if tf32() else mm(a, b)
+        return fn(a, b) if allowed() else mm(a, b)
 
     return full_fp32
 
@@ -470,7 +498,8 @@ def matmul_impl(a: Any, b: Any, backend: str = "auto") -> Any:
 
 def decisions() -> list[dict[str, Any]]:
     """What this process runs: one row per kernel shape bound so far (kernel, backend, shape, dtype, input
-    class, constants, and where they came from: tuned, reused, model or tuned now)."""
+    class, constants, and where they came from: tuned, reused, model or tuned now); for a matmul, ``runs``:
+    its kernel or ``torch.mm`` (``peer``), with both times where they were measured."""
     with _LOCK:
         rows = list(_BOUND.values())
     return [
@@ -484,10 +513,17 @@ def decisions() -> list[dict[str, Any]]:
             "constants": b.decision.params,
             "source": b.decision.source,
             "detail": b.decision.detail,
-            **({"runs": PEERS[_bound_key(b)].text()} if _bound_key(b) in PEERS else {}),
+            **({"runs": _runs(b)} if _bound_key(b) in PEERS else {}),
         }
         for b in rows
     ]
+
+
+def _runs(b: Bound) -> str:
+    text = PEERS[_bound_key(b)].text()
+    if PEERS[_bound_key(b)].use_peer and b.dtype == "float32" and tf32_allowed():
+        text += " (TF32 is allowed now: the kernel runs)"
+    return text
 
 
 def forget_fast() -> None:
