@@ -46,7 +46,7 @@ def test_the_matrix_is_the_kernel_issues_rows():
         plan(it)  # a spec exists for it: the op will not refuse the cell
     hist = [it for it in items if it.op == "histogram" and it.dtype == "int32" and it.backend == "auto"]
     for bins in (256, 4096, 65536):  # every input class at each bin count
-        assert {it.dist for it in hist if it.shape[1] == bins} == {"uniform", "zipf", "single", "sorted"}
+        assert {it.dist for it in hist if it.shape[1] == bins} == {"uniform", "skewed", "single", "sorted"}
     assert "matmul 3000x5000x1000 bfloat16" in cells and "transpose 8x4096x1024 float16" in cells
     triton = [c for c in cells if "backend=triton" in c]
     assert triton == ["histogram 67108864x256 int32 uniform backend=triton"]
