@@ -212,3 +212,19 @@ def test_tf32_allowed_reads_either_of_torchs_switches():
     finally:
         torch.set_float32_matmul_precision("highest")
         m.fp32_precision = before
+
+
+def test_a_floored_shape_hands_a_transposed_weight_to_torch_mm_without_a_copy(fake_matmul, monkeypatch):
+    torch, runner = fake_matmul.torch, fake_matmul.runner
+    monkeypatch.setattr(runner, "_judge", lambda bd, fn, a, b: peer.Verdict(True, 0.07, 0.05, "timed"))
+    copies = []
+    monkeypatch.setattr(
+        runner, "transpose_impl", lambda x, backend: copies.append(x.shape) or x.t().contiguous()
+    )
+    gen = torch.Generator().manual_seed(0)
+    a, w = torch.randn(6, 4, generator=gen).bfloat16(), torch.randn(5, 4, generator=gen).bfloat16()
+    assert torch.equal(runner.matmul_impl(a, w.t()), torch.mm(a, w.t().contiguous()))
+    assert copies == [(5, 4)]  # the first call makes B [K, N] (the kernel's contract) and judges
+    for _ in range(2):
+        assert torch.equal(runner.matmul_impl(a, w.t()), torch.mm(a, w.t()))
+    assert copies == [(5, 4)] and fake_matmul.ran == []  # then torch.mm reads the view as it is

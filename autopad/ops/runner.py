@@ -477,6 +477,10 @@ def _choose(verdict: peer.Verdict, fn: Callable[[Any, Any], Any], dtype: Any) ->
 
 def matmul_impl(a: Any, b: Any, backend: str = "auto") -> Any:
     """The CUDA implementation of ``autopad::matmul``: ``a @ b`` for [M, K] x [K, N] (B as it is held)."""
+    key = (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), backend)
+    fn = FAST_M.get(key)
+    if fn is torch.mm:  # the shape runs torch.mm (ops.peer), which reads any strides: no copy first
+        return fn(a, b)
     # 16-bit operands at a row pitch stay as they are (a kernel that cannot take their stride is handed a
     # contiguous copy by ``_matmul_fn``)
     if not takes_as_is(a):
@@ -489,8 +493,6 @@ def matmul_impl(a: Any, b: Any, backend: str = "auto") -> Any:
     n = b.shape[1]
     if m == 0 or n == 0 or k == 0:
         return torch.zeros((m, n), dtype=a.dtype, device=a.device)
-    key = (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), backend)
-    fn = FAST_M.get(key)
     if fn is None:
         fn = FAST_M[key] = _matmul_fn(a, b, backend)
     return fn(a, b)
