@@ -128,7 +128,7 @@ def test_the_runner_runs_torch_mm_where_the_verdict_says_so(fake_matmul, dtype, 
         return peer.Verdict(True, 0.0698, 0.0548, "timed")
 
     monkeypatch.setattr(runner, "_judge", judge)
-    monkeypatch.setattr(runner, "tf32_allowed", lambda: False)
+    monkeypatch.setattr(peer, "tf32_allowed", lambda: False)
     dt = getattr(torch, dtype)
     a, b = torch.randn(6, 4).to(dt), torch.randn(4, 5).to(dt)
     for _ in range(2):
@@ -142,7 +142,7 @@ def test_fp32_keeps_full_precision_when_tf32_is_allowed_after_the_verdict(fake_m
     torch, runner = fake_matmul.torch, fake_matmul.runner
     monkeypatch.setattr(runner, "_judge", lambda bd, fn, a, b: peer.Verdict(True, 0.2, 0.1, "timed"))
     allowed = [False]
-    monkeypatch.setattr(runner, "tf32_allowed", lambda: allowed[0])
+    monkeypatch.setattr(peer, "tf32_allowed", lambda: allowed[0])
     a, b = torch.randn(6, 4), torch.randn(4, 5)
     runner.matmul_impl(a, b)
     assert fake_matmul.ran == []
@@ -171,7 +171,7 @@ def test_no_timing_where_the_floor_would_change_what_the_caller_asked_for(
 ):
     torch, runner = fake_matmul.torch, fake_matmul.runner
     monkeypatch.setattr(peer, "judge", lambda *a, **k: pytest.fail("timed"))
-    monkeypatch.setattr(runner, "tf32_allowed", lambda: case == "tf32")
+    monkeypatch.setattr(peer, "tf32_allowed", lambda: case == "tf32")
     monkeypatch.setattr(torch, "are_deterministic_algorithms_enabled", lambda: case == "deterministic")
     a, b = _cuda_like(torch, contiguous=case != "pitched"), _cuda_like(torch)
     v = runner._judge(None, None, a, b)
@@ -194,21 +194,19 @@ def test_an_explicit_backend_gets_no_floor_and_forget_drops_the_verdicts(fake_ma
 
 def test_tf32_allowed_reads_either_of_torchs_switches():
     torch = pytest.importorskip("torch")
-    from autopad.ops import runner
-
     m = torch.backends.cuda.matmul
     if not hasattr(m, "fp32_precision"):
         pytest.skip("this torch has the older switch only")
     before = m.fp32_precision
     try:
         m.fp32_precision = "tf32"  # the newer API: the older getter raises from here on
-        assert runner.tf32_allowed()
+        assert peer.tf32_allowed()
         m.fp32_precision = "ieee"
-        assert not runner.tf32_allowed()
+        assert not peer.tf32_allowed()
         torch.set_float32_matmul_precision("high")
-        assert runner.tf32_allowed()
+        assert peer.tf32_allowed()
         m.allow_tf32 = False  # the older API
-        assert not runner.tf32_allowed()
+        assert not peer.tf32_allowed()
     finally:
         torch.set_float32_matmul_precision("highest")
         m.fp32_precision = before

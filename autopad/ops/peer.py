@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MARGIN", "MIN_MS", "ENV", "PEER_NAME", "Verdict", "setting", "judge"]
+__all__ = ["MARGIN", "MIN_MS", "ENV", "PEER_NAME", "Verdict", "setting", "judge", "tf32_allowed", "choose"]
 
 MARGIN = 0.02  # torch's call is taken when its median time is more than 2% below the kernel's
 MIN_MS = 0.03  # below 30 us of GPU time the op's shorter host path (README: 12.6 against 17.7 us) counts more
@@ -99,3 +99,40 @@ def judge(
     except Exception as exc:  # timing must never cost the caller its answer: the kernel ran correctly
         return Verdict(False, why=f"not timed ({type(exc).__name__}: {exc})")
     return Verdict(p < k * (1.0 - MARGIN), k, p, f"timed at first use, margin {MARGIN:.0%}")
+
+
+def tf32_allowed() -> bool:
+    """Whether ``torch.mm`` may round fp32 inputs to TF32 now, by either of torch's switches (the
+    ``fp32_precision`` API, whose "none" inherits the generic setting, or the older ``allow_tf32``, which
+    raises once the newer one is set); a setting that cannot be read counts as allowed."""
+    import torch
+
+    try:
+        p = torch.backends.cuda.matmul.fp32_precision
+        if p == "none":
+            p = torch.backends.fp32_precision
+        if p in ("tf32", "ieee"):
+            return p == "tf32"
+    except Exception:  # an older torch without the API, or a value it refuses to report
+        pass
+    try:
+        return bool(torch._C._get_cublas_allow_tf32())
+    except Exception:
+        return True
+
+
+def choose(verdict: Verdict, fn: Callable[[Any, Any], Any], dtype: Any) -> Callable[[Any, Any], Any]:
+    """What the op calls for a judged shape: ``fn`` (the bound kernel) or ``torch.mm``; for fp32, torch.mm
+    only while TF32 stays off (the op's fp32 is full fp32)."""
+    import torch
+
+    if not verdict.use_peer:
+        return fn
+    mm = torch.mm
+    if dtype != torch.float32:
+        return mm
+
+    def full_fp32(a: Any, b: Any) -> Any:
+        return fn(a, b) if tf32_allowed() else mm(a, b)
+
+    return full_fp32

@@ -426,25 +426,7 @@ def _floored(
         verdict = PEERS.get(key)
         if verdict is None:
             verdict = PEERS[key] = _judge(bd, fn, a, b)
-    return _choose(verdict, fn, a.dtype)
-
-
-def tf32_allowed() -> bool:
-    """Whether ``torch.mm`` may round fp32 inputs to TF32 now, by either of torch's switches (the
-    ``fp32_precision`` API, whose "none" inherits the generic setting, or the older ``allow_tf32``, which
-    raises once the newer one is set); a setting that cannot be read counts as allowed."""
-    try:
-        p = torch.backends.cuda.matmul.fp32_precision
-        if p == "none":
-            p = torch.backends.fp32_precision
-        if p in ("tf32", "ieee"):
-            return p == "tf32"
-    except Exception:  # an older torch without the API, or a value it refuses to report
-        pass
-    try:
-        return bool(torch._C._get_cublas_allow_tf32())
-    except Exception:
-        return True
+    return peer.choose(verdict, fn, a.dtype)
 
 
 def _judge(bd: Bound, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> peer.Verdict:
@@ -454,25 +436,10 @@ def _judge(bd: Bound, fn: Callable[[Any, Any], Any], a: Any, b: Any) -> peer.Ver
         return peer.Verdict(False, why="judged on contiguous operands only")
     if torch.are_deterministic_algorithms_enabled():
         return peer.Verdict(False, why="deterministic algorithms asked for: one implementation, not a race")
-    if a.dtype == torch.float32 and tf32_allowed():
+    if a.dtype == torch.float32 and peer.tf32_allowed():
         return peer.Verdict(False, why="TF32 allowed: torch.mm would not compute in full fp32")
     with torch.cuda.device(bd.device):
         return peer.judge(lambda: fn(a, b), lambda: torch.mm(a, b), policy.tune_mode())
-
-
-def _choose(verdict: peer.Verdict, fn: Callable[[Any, Any], Any], dtype: Any) -> Callable[[Any, Any], Any]:
-    if not verdict.use_peer:
-        return fn
-    mm = torch.mm
-    if dtype != torch.float32:
-        return mm
-    allowed = tf32_allowed
-
-    def full_fp32(a: Any, b: Any) -> Any:
-        # the op's fp32 is full fp32: where the caller has allowed TF32 since, torch.mm would not be
-        return fn(a, b) if allowed() else mm(a, b)
-
-    return full_fp32
 
 
 def matmul_impl(a: Any, b: Any, backend: str = "auto") -> Any:
@@ -523,7 +490,7 @@ def decisions() -> list[dict[str, Any]]:
 
 def _runs(b: Bound) -> str:
     text = PEERS[_bound_key(b)].text()
-    if PEERS[_bound_key(b)].use_peer and b.dtype == "float32" and tf32_allowed():
+    if PEERS[_bound_key(b)].use_peer and b.dtype == "float32" and peer.tf32_allowed():
         text += " (TF32 is allowed now: the kernel runs)"
     return text
 
