@@ -102,7 +102,7 @@ def tune(
     of the ``top_k`` best launch configurations, then up to ``refine`` more in a local search from the
     fastest; "brute_force"; "random"). ``budget`` caps how many are measured in all and ``time_budget_s``
     how long measuring may take. ``dist`` is the input class for kernels whose speed depends on the data
-    (histogram: "uniform", "skewed", "single"). ``cache`` reuses and records measurements on disk;
+    (histogram: "uniform", "skewed", "single", "sorted"). ``cache`` reuses and records measurements on disk;
     ``retune`` ignores a cached result (but keeps cached timings). ``export`` writes the pick (.json, .h,
     .py) when the tune is done; a bad suffix is refused before any work.
     """

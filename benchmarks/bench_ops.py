@@ -316,7 +316,7 @@ def make_args(
     op: str, shape: tuple[int, ...], dtype: str, weights: str | None, seed: int = 7, dist: str | None = None
 ) -> tuple:
     """Fresh random inputs (a seed the tuner does not use); a histogram's values of input class ``dist``
-    (uniform, zipf, single, sorted: ``histogram_inputs.draw_values``, as the tuner draws them)."""
+    (uniform, skewed, single, sorted: ``histogram_inputs.draw_values``, as the tuner draws them)."""
     import torch
 
     dev = DEVICE
@@ -814,6 +814,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--cells", help="comma-separated patterns over cells ('transpose', 'histogram:int32')")
     ap.add_argument(
+        "--cell",
+        action="append",
+        default=[],
+        help="a cell of no list ('histogram 268435456x256 int32 sorted'), run after --cells' (repeatable)",
+    )
+    ap.add_argument(
         "--time-limit", type=float, help="seconds in which steps may start (default 240 quick, 3600 full)"
     )
     ap.add_argument("--cache-dir", help="autopad cache to use (default: a fresh temporary one)")
@@ -836,9 +842,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(plot(rows, Path(args.plot[0]).with_suffix(".png")))
         print(summary(rows))
         return 0
+    cells = select(QUICK if args.quick else MATRIX if args.matrix else FULL, args.cells)
+    if args.cell:
+        from autopad.kernels.cuda.histogram_inputs import DISTS
+        from autopad.ops.plans import Item, plan
+
+        for cell in args.cell:  # a cell the op would refuse is refused here, before any work
+            item = Item.parse(cell)
+            plan(item)
+            if item.op == "histogram" and item.dist not in (None, *DISTS):
+                ap.error(f"--cell {cell!r}: input class {item.dist!r} is not one of {', '.join(DISTS)}")
+        cells = (cells if args.cells else []) + list(args.cell)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    cells = select(QUICK if args.quick else MATRIX if args.matrix else FULL, args.cells)
     pre = [f"pretune {PRETUNE[c]}" for c in cells if c in PRETUNE]
     cache = args.cache_dir or tempfile.mkdtemp(prefix="autopad-bench-ops-")
     os.environ["AUTOPAD_CACHE_DIR"] = cache  # a fresh cache: every tune happens in this run, timed apart

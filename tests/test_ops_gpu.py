@@ -89,8 +89,8 @@ _HALO_PICKS = {
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8", "float32", "float64"])
 def test_transpose_vector_picks_on_rows_off_the_vector_grid(monkeypatch, dtype):
     import torch
-    from autopad.kernels.cuda import transpose as T
 
+    from autopad.kernels.cuda import transpose as T
     from autopad.ops import policy
 
     e = torch.empty((), dtype=getattr(torch, dtype)).element_size()
@@ -440,15 +440,17 @@ def test_the_floor_judges_a_real_first_call(monkeypatch, dtype):
     from autopad.ops import peer
 
     monkeypatch.setenv(peer.ENV, "on")
+    tf32 = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = False
     dt = getattr(torch, dtype)
     m, k, n = (3000, 1000, 5000) if dtype == "bfloat16" else (1000, 1000, 1000)
-    a, b = torch.randn(m, k, device="cuda").to(dt), torch.randn(k, n, device="cuda").to(dt)
     try:
+        a, b = torch.randn(m, k, device="cuda").to(dt), torch.randn(k, n, device="cuda").to(dt)
         got = _poisoned(ops.matmul, a, b)
         ref = a.double() @ b.double()
         assert ((got.double() - ref).norm() / ref.norm()).item() < (1e-2 if dtype == "bfloat16" else 1e-5)
         (row,) = [d for d in ops.decisions() if d["kernel"] == "matmul" and d["shape"] == (m, n, k)]
         assert " ms, torch.mm (cuBLAS) " in row["runs"] and "at first use" in row["runs"], row["runs"]
     finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
         ops.reset()

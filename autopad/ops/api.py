@@ -62,8 +62,8 @@ def histogram(x: Any, bins: int, weights: Any = None, dist: str | None = None, b
     output is each bin's sum of weights, float32 for float32 weights, else float64 (as ``torch.bincount``),
     accumulated in float32 by the weighted kernel, whose per-bin (count, sum) struct layout (AoS or SoA)
     autopad tunes; the gradient flows to the weights. ``dist`` names the input class the layout is tuned
-    for ("uniform", "skewed", "single"; default "uniform"). int32 and uint8 values are read as they are,
-    other integer types are narrowed to int32 first (one extra pass).
+    for ("uniform", "skewed", "single", "sorted"; default "uniform"). int32 and uint8 values are read as
+    they are, other integer types are narrowed to int32 first (one extra pass).
     """
     if not _compiling():
         if (

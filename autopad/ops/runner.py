@@ -446,7 +446,10 @@ def matmul_impl(a: Any, b: Any, backend: str = "auto") -> Any:
     """The CUDA implementation of ``autopad::matmul``: ``a @ b`` for [M, K] x [K, N] (B as it is held)."""
     key = (a.shape, b.shape, a.dtype, b.dtype, a.get_device(), b.get_device(), backend)
     fn = FAST_M.get(key)
-    if fn is torch.mm:  # the shape runs torch.mm (ops.peer), which reads any strides: no copy first
+    # a 16-bit shape the floor gave to torch.mm (ops.peer) hands it the operands as given: torch.mm reads
+    # any strides. An fp32 shape's choice is the full_fp32 closure (the kernel again once TF32 is
+    # allowed), so it takes the path below and a non-contiguous B is still copied first.
+    if fn is torch.mm:
         return fn(a, b)
     # 16-bit operands at a row pitch stay as they are (a kernel that cannot take their stride is handed a
     # contiguous copy by ``_matmul_fn``)
