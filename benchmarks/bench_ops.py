@@ -845,6 +845,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cells = select(QUICK if args.quick else MATRIX if args.matrix else FULL, args.cells)
     if args.cell:
         from autopad.kernels.cuda.histogram_inputs import DISTS
+
         from autopad.ops.plans import Item, plan
 
         for cell in args.cell:  # a cell the op would refuse is refused here, before any work

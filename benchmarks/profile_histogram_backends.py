@@ -56,8 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = [d for d in ops.decisions() if d["kernel"] == "histogram" and d["backend"] == backend]
         ms = statistics.median(times)
         rate = 4 * args.n / (ms * 1e-3) / 1e9
-        print(f"{backend}: {ms:.4f} ms ({rate:.0f} GB/s read); " + "; ".join(
-            f"{r['constants']} ({r['source']})" for r in rows))
+        print(
+            f"{backend}: {ms:.4f} ms ({rate:.0f} GB/s read); "
+            + "; ".join(f"{r['constants']} ({r['source']})" for r in rows)
+        )
     return 0
 
 

@@ -89,8 +89,8 @@ _HALO_PICKS = {
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8", "float32", "float64"])
 def test_transpose_vector_picks_on_rows_off_the_vector_grid(monkeypatch, dtype):
     import torch
-
     from autopad.kernels.cuda import transpose as T
+
     from autopad.ops import policy
 
     e = torch.empty((), dtype=getattr(torch, dtype)).element_size()
