@@ -26,7 +26,7 @@ CASES = {
     "cuda histogram_weighted": (CW.SPEC, (1 << 20, 1000), "int32", tuple(CW.SPEC.SPACE), True, "uint8"),
     "triton transpose": (TT.SPEC, (4096, 4096), "float16", TT._REQUIRED, False, "uint8"),
     "triton matmul": (TM.SPEC, (1024, 1024, 1024), "bfloat16", TMM._REQUIRED, True, "float32"),
-    "triton histogram": (TH.SPEC, (1 << 20, 256), "int32", tuple(TH.SPEC.SPACE), True, "float32"),
+    "triton histogram": (TH.SPEC, (1 << 20, 256), "int32", TH._REQUIRED, True, "float32"),
 }
 
 

@@ -23,6 +23,26 @@ def test_legal():
     assert H.layout(H.textbook((1, 256), "int32"), "int32").footprint == 8 * (256 + 32) * 4
 
 
+def test_persistent_grid():
+    """GRID g > 0: g programs an SM walking the chunks (never more programs than chunks), PATH 1 only; a
+    candidate without GRID is the one-program-per-chunk launch."""
+    d = {**H.DEFAULTS, "PATH": 1, "BLOCK": 4096, "ITERS": 4, "WARPS": 4}
+    shape = (1 << 26, 256)  # 4,096 chunks of 16,384 values
+    assert H.SPEC.grid(d, shape) == (4096,)
+    assert H.SPEC.grid({**d, "GRID": 4}, shape) == (4 * 132,)
+    assert H.SPEC.grid({**d, "GRID": 4}, shape, sms=100) == (400,)
+    assert H.SPEC.grid({**d, "GRID": 8}, (3 * 16384 + 1, 256)) == (4,)  # 4 chunks: 4 programs
+    assert H.legal({**d, "GRID": 4}, shape, "int32")
+    assert not H.legal({**H.DEFAULTS, "GRID": 4}, shape, "int32")  # PATH 0
+    no_grid = {k: v for k, v in d.items() if k != "GRID"}
+    assert H.legal(no_grid, shape, "int32") and H.SPEC.grid(no_grid, shape) == (4096,)
+    # the busiest SM's chunks: ceil(4096 / 132) = 32, over 4 programs, 4 sub-blocks each
+    info = H.launch_info({**d, "GRID": 4}, shape, "int32")
+    assert info["blocks"] == 528 and info["tiles_per_block"] == 4 * 32 / 4
+    assert info["regs_per_thread"] == H.PATH1_REGS  # the build's registers: 8 programs of 4 warps fit an SM
+    assert H.launch_info(d, shape, "int32")["tiles_per_block"] == 4
+
+
 def test_model_sees_the_shared_atomics_and_the_ballot_cost():
     d = H.DEFAULTS
     assert H.smem_pattern(d, "int32") == ()
@@ -64,7 +84,7 @@ def test_gluon_shared_atomics_compile_for_sm90():
     from autopad.gluon_model import compile_sm90
 
     sig = {"x_ptr": "*i32", "rep_ptr": "*i32", "n": "i32"}
-    for bins, warps in ((256, 8), (100, 4)):
+    for bins, warps in ((256, 8), (100, 4)):  # the grid-stride loop runs for GRID 0 and > 0 alike
         k = compile_sm90(
             H.histogram_smem,
             sig,

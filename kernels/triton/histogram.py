@@ -19,6 +19,13 @@ kernel sums into ``out`` (and zeroes for the next call):
   (``run`` checks the compiled kernel's shared size and refuses otherwise). Values are loaded 4 per thread
   (16-byte loads when n is a multiple of 16, which Triton specialises on).
 
+``GRID`` (PATH 1) sets the launch: 0, one program per ``BLOCK x ITERS`` chunk (each zeroes its shared buffer
+and flushes it to a replica once); g > 0, g programs per SM (``g x SMs``, at most one per chunk), each walking
+the chunks grid-stride (chunk k to program k mod grid) and flushing once at the end, as the CUDA kernel's grid
+does. Under Nsight Compute (H200 run 79, 2^26 values, 256 bins) the tuned GRID-0 pick ran 4,096 programs of
+128 threads, 3.1 waves of 10 resident programs an SM, 136 in the last: 71.5 us at 78.8% of the DRAM peak,
+where the CUDA kernel's 2 x 132 persistent blocks took 64.3 us at 87.6%.
+
 ``PAD`` spaces the global replicas so that two replicas' bins never share a 128-byte L2 line when
 ``bins * 4`` is not a multiple of 128. The model: PATH 1's atomics are scored like the CUDA kernel's (bins
 taken as 256: a pattern does not see the shape); PATH 0 has no shared-memory instruction of its own to
@@ -33,6 +40,9 @@ from typing import Any
 
 from autopad.kernels.cuda import histogram as CH
 
+import numpy as np
+
+from autopad.arch import get_arch
 from autopad.bases import Inputs, Out, TritonKernel
 from autopad.layouts import Legality, Replicated
 
@@ -50,7 +60,10 @@ except ImportError:  # pragma: no cover
 BEST_H200 = {"BLOCK": 4096, "ITERS": 8, "WARPS": 8, "R": 8, "PAD": 32, "PATH": 0}
 MODEL_BINS = 256  # what the model's PATH 1 pattern assumes (a pattern does not see the shape)
 PATH0_EFFICIENCY_256 = 0.30  # PATH 0's measured read rate over the copy's at 256 bins (H200 sweep)
+ARCH = get_arch("sm_90")  # the model's SM count for GRID > 0 (the run reads the device's)
+PATH1_REGS = 47  # registers a thread of histogram_smem (sm_90, ptxas of triton 3.6; H200 run 79's ncu)
 MAX_SMEM_BINS = 16384  # PATH 1: a [bins] int32 buffer, 64 KB at most
+_REQUIRED = ("BLOCK", "ITERS", "WARPS", "R", "PAD", "PATH")  # GRID may be left out: 0, one program a chunk
 
 
 def _p2(x: int) -> int:
@@ -70,8 +83,9 @@ class HistogramTriton(TritonKernel):
         "R": (1, 8, 32),
         "PAD": (0, 32),
         "PATH": (0, 1),
+        "GRID": (0, 2, 4, 8),
     }
-    DEFAULTS = {"BLOCK": 2048, "ITERS": 16, "WARPS": 8, "R": 1, "PAD": 0, "PATH": 0}
+    DEFAULTS = {"BLOCK": 2048, "ITERS": 16, "WARPS": 8, "R": 1, "PAD": 0, "PATH": 0, "GRID": 0}
     LAYOUT_KEYS = ("R", "PAD")
     PATTERN_KEYS = ("BLOCK", "PATH", "WARPS")
     DISTS = CH.DISTS
@@ -80,6 +94,7 @@ class HistogramTriton(TritonKernel):
         "R > 1 or PAD == 0",  # padding between replicas needs more than one replica
         "BLOCK >= 32 * WARPS",  # at least one value per thread
         "PATH == 0 or BLOCK >= 128 * WARPS",  # PATH 1: 4 values a thread, none held twice
+        "PATH == 1 or GRID == 0",  # the persistent grid is the Gluon kernel's
     )
 
     def layout(self, constants: dict[str, int], dtype: str = "int32", bins: int = MODEL_BINS) -> Replicated:
@@ -94,9 +109,12 @@ class HistogramTriton(TritonKernel):
 
     def legal(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> Legality:
         c = constants
-        ok = self.legal_preamble(c, shape, dtype)
+        ok = self.legal_preamble(c, shape, dtype, _REQUIRED)
         if not ok:
             return ok
+        g = c.get("GRID", 0)
+        if g and (c["PATH"] != 1 or not isinstance(g, (int, np.integer)) or g < 0):
+            return Legality(False, f"GRID {g}: programs per SM (> 0) on PATH 1 only; 0 is one per chunk")
         if c["R"] == 1 and c["PAD"]:
             return Legality(False, "padding between replicas needs more than one replica")
         if c["BLOCK"] < 32 * c["WARPS"]:
@@ -108,8 +126,14 @@ class HistogramTriton(TritonKernel):
             return Legality(False, f"PATH 1 takes up to {MAX_SMEM_BINS} bins and 4 values a thread")
         return Legality(True)
 
-    def grid(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> tuple:
-        return (max(1, -(-int(shape[0]) // (constants["BLOCK"] * constants["ITERS"]))),)
+    def grid(
+        self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32", sms: int | None = None
+    ) -> tuple:
+        """Programs: one per chunk of BLOCK x ITERS values, or GRID per SM (``sms``: the device's count, the
+        architecture's for the model), never more than the chunks."""
+        chunks = max(1, -(-int(shape[0]) // (constants["BLOCK"] * constants["ITERS"])))
+        g = constants.get("GRID", 0)
+        return (min(chunks, g * (sms or ARCH.sm_count)) if g else chunks,)
 
     def smem_pattern(self, constants: dict[str, int], dtype: str = "int32", dist: str | None = None) -> Any:
         """PATH 1: one shared atomic per value (ATOMS.POPC.INC), lane l holding 4 consecutive values of each
@@ -123,13 +147,22 @@ class HistogramTriton(TritonKernel):
 
     def launch_info(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> dict:
         c, bins = constants, int(shape[1])
+        blocks = self.grid(c, shape, dtype)[0]
+        tiles = c["ITERS"]
+        if c.get("GRID", 0):  # chunk k to program k mod grid, program b on SM b mod SMs: the busiest SM's
+            # ceil(chunks / SMs) chunks shared by its GRID programs (as the CUDA kernel's grid-stride loop)
+            chunks = -(-int(shape[0]) // (c["BLOCK"] * c["ITERS"]))
+            tiles = c["ITERS"] * max(1, -(-chunks // ARCH.sm_count)) / c["GRID"]
         info = {
-            "blocks": self.grid(c, shape, dtype)[0],
+            "blocks": blocks,
             "threads": 32 * c["WARPS"],
             "smem_bytes": self.smem_bytes(c, dtype, bins),
-            "tiles_per_block": c["ITERS"],
+            "tiles_per_block": tiles,
             "inflight_bytes": 4 * c["BLOCK"] // (32 * c["WARPS"]),  # one chunk's values per thread
         }
+        if c["PATH"] == 1:  # the sm_90 build's registers (Nsight Compute, run 79: 47 a thread), which bound
+            # the programs an SM holds: 10 of 4 warps, 5 of 8; a persistent grid beyond that runs in rounds
+            info["regs_per_thread"] = PATH1_REGS
         if c["PATH"] == 0:  # the ballot lowering's work per value grows as bins/32 x log2(bins)
             work = max(64.0, bins / 32 * math.log2(max(bins, 2)))
             info["dram_efficiency"] = PATH0_EFFICIENCY_256 * 64.0 / work
@@ -176,7 +209,12 @@ class HistogramTriton(TritonKernel):
             built["work"][key] = torch.zeros(c["R"] * (bins + c["PAD"]), dtype=torch.int32, device=x.device)
         rep = built["work"][key]
         stride = bins + c["PAD"]
-        grid = self.grid(c, (n, bins))
+        sms = None
+        if c.get("GRID", 0):
+            import torch
+
+            sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+        grid = self.grid(c, (n, bins), sms=sms)
         if c["PATH"] == 1:
             k = histogram_smem[grid](
                 x, rep, n, bins, _p2(bins), c["BLOCK"], c["ITERS"], c["R"], stride, num_warps=c["WARPS"]
@@ -242,21 +280,24 @@ if HAS_TRITON:
         h.store(gl.zeros([BINS_P2], gl.int32, L))
         gl.thread_barrier()
         pid = gl.program_id(0)
-        base = pid.to(gl.int64) * (BLOCK * ITERS)
-        for i in range(ITERS):
-            offs = base + i * BLOCK + gl.arange(0, BLOCK, L)
-            x = gl.load(x_ptr + offs, mask=offs < n, other=-1)
-            ok = ((x >= 0) & (x < BINS)).to(gl.int32)
-            # h[x] += 1 for in-range lanes: red.shared.add of 1 is ATOMS.POPC.INC (equal lanes served once)
-            gl.inline_asm_elementwise(
-                "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, global_smem; "
-                "mad.lo.u32 a, $1, 4, a; @p red.shared.add.u32 [a], 1; mov.u32 $0, 0; }",
-                "=r,r,r",
-                [x, ok],
-                dtype=gl.int32,
-                is_pure=False,
-                pack=1,
-            )
+        chunks = gl.cdiv(n, BLOCK * ITERS)
+        # GRID 0 launches one program per chunk (one trip of this loop); GRID > 0 fewer, walking grid-stride
+        for k in range(pid, chunks, gl.num_programs(0)):
+            base = k.to(gl.int64) * (BLOCK * ITERS)
+            for i in range(ITERS):
+                offs = base + i * BLOCK + gl.arange(0, BLOCK, L)
+                x = gl.load(x_ptr + offs, mask=offs < n, other=-1)
+                ok = ((x >= 0) & (x < BINS)).to(gl.int32)
+                # h[x] += 1 for in-range lanes: red.shared.add of 1 is ATOMS.POPC.INC (equal lanes served once)
+                gl.inline_asm_elementwise(
+                    "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, global_smem; "
+                    "mad.lo.u32 a, $1, 4, a; @p red.shared.add.u32 [a], 1; mov.u32 $0, 0; }",
+                    "=r,r,r",
+                    [x, ok],
+                    dtype=gl.int32,
+                    is_pure=False,
+                    pack=1,
+                )
         gl.thread_barrier()
         idx = gl.arange(0, BINS_P2, L)
         acc = h.load(L)
@@ -286,6 +327,7 @@ def presets(bins: int = 256) -> dict[str, dict[str, int]]:
         "tl_best_h200": dict(BEST_H200),
         "smem": dict(d, PATH=1, BLOCK=4096, ITERS=16, WARPS=8),
         "smem_r8": dict(d, PATH=1, BLOCK=4096, ITERS=16, WARPS=8, R=8, PAD=32),
+        "smem_grid4": dict(d, PATH=1, BLOCK=4096, ITERS=4, WARPS=4, R=32, GRID=4),  # run 79's pick, persistent
         "smem_w4": dict(d, PATH=1, BLOCK=2048, ITERS=16, WARPS=4, R=8, PAD=32),
     }
     return {k: v for k, v in out.items() if SPEC.legal(v, (1 << 20, bins))}
