@@ -38,9 +38,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from autopad.kernels.cuda import histogram as CH
-
 import numpy as np
+from autopad.kernels.cuda import histogram as CH
 
 from autopad.arch import get_arch
 from autopad.bases import Inputs, Out, TritonKernel
@@ -288,7 +287,7 @@ if HAS_TRITON:
                 offs = base + i * BLOCK + gl.arange(0, BLOCK, L)
                 x = gl.load(x_ptr + offs, mask=offs < n, other=-1)
                 ok = ((x >= 0) & (x < BINS)).to(gl.int32)
-                # h[x] += 1 for in-range lanes: red.shared.add of 1 is ATOMS.POPC.INC (equal lanes served once)
+                # h[x] += 1 where in range: red.shared.add of 1 is ATOMS.POPC.INC (equal lanes served once)
                 gl.inline_asm_elementwise(
                     "{ .reg .pred p; .reg .u32 a; setp.ne.s32 p, $2, 0; mov.u32 a, global_smem; "
                     "mad.lo.u32 a, $1, 4, a; @p red.shared.add.u32 [a], 1; mov.u32 $0, 0; }",
@@ -327,7 +326,8 @@ def presets(bins: int = 256) -> dict[str, dict[str, int]]:
         "tl_best_h200": dict(BEST_H200),
         "smem": dict(d, PATH=1, BLOCK=4096, ITERS=16, WARPS=8),
         "smem_r8": dict(d, PATH=1, BLOCK=4096, ITERS=16, WARPS=8, R=8, PAD=32),
-        "smem_grid4": dict(d, PATH=1, BLOCK=4096, ITERS=4, WARPS=4, R=32, GRID=4),  # run 79's pick, persistent
+        # run 79's pick, on the persistent grid
+        "smem_grid4": dict(d, PATH=1, BLOCK=4096, ITERS=4, WARPS=4, R=32, GRID=4),
         "smem_w4": dict(d, PATH=1, BLOCK=2048, ITERS=16, WARPS=4, R=8, PAD=32),
     }
     return {k: v for k, v in out.items() if SPEC.legal(v, (1 << 20, bins))}
