@@ -2,10 +2,12 @@
 point that streams it to the parent.
 
 For each candidate: build it (all builds of a job in parallel threads), run it once on fresh random input
-into a poisoned output (``poison``: NaN bytes for floats, 0xA5 for ints, a pattern no correct kernel leaves)
-and compare with the kernel's torch reference, and only if that is right, time it (``bench_timing``). A
-wrong result is recorded, never timed; a fault during a run is reported as fatal (the CUDA context may be
-lost), so the worker stops after it and the parent (bench_pool.py) starts a fresh one.
+(refilled into the job's first allocations, so that every candidate is timed on the same buffers:
+``keep_allocation``) into a poisoned output (``poison``: NaN bytes for floats, 0xA5 for ints, a pattern
+no correct kernel leaves) and compare with the kernel's torch reference, and only if that is right, time
+it (``bench_timing``). A wrong result is recorded, never timed; a fault during a run is reported as fatal
+(the CUDA context may be lost), so the worker stops after it and the parent (bench_pool.py) starts a
+fresh one.
 
 Why a module of its own: this is the code that runs in the child process (``_child`` is the worker's
 default target, named "autopad.bench_local:_child"), apart from the parent's process handling, and
@@ -22,9 +24,10 @@ from typing import Any
 
 from .bench_job import BenchJob, _short, load_spec, unknown_constants
 from .bench_timing import _median_iqr, _time
+from .kernel_args import Out
 from .results import Measurement
 
-__all__ = ["measure_local", "poison"]
+__all__ = ["keep_allocation", "measure_local", "poison"]
 
 
 def _outputs(out: Any) -> tuple[Any, ...]:
@@ -57,6 +60,40 @@ def poison(out: Any) -> None:
     _poison_(out)
 
 
+def _layout(x: Any) -> tuple:
+    """What must match for one allocation to stand in for another: per item, a tensor's shape, dtype,
+    strides, storage offset and device, or the value of anything else (a bin count, an ``Out``)."""
+    import torch
+
+    def one(t: Any) -> tuple:
+        if isinstance(t, torch.Tensor):
+            return ("tensor", tuple(t.shape), t.dtype, t.stride(), t.storage_offset(), t.device)
+        if isinstance(t, Out):  # a placeholder: no __eq__ of its own
+            return ("out", t.shape, t.dtype)
+        return ("value", t)
+
+    return tuple(one(t) for t in _outputs(x))
+
+
+def keep_allocation(held: Any, new: Any, refill: bool) -> Any:
+    """``held`` where ``new`` has its layout (with ``refill``, ``new``'s values copied into it first), else
+    ``new``: every candidate of a job then runs on the job's first input and output allocations.
+
+    Why: where a buffer lies in DRAM can move a kernel's time more than its constants do. H200 runs 81-83:
+    an fp64 16384^2 transpose took 1.10 or 1.14 ms depending only on which of five 2 GiB allocations held its
+    output, whatever its constants, and fresh allocations per candidate rotated through them, so the
+    exhaustive study's ranking followed the allocator (one candidate in three fast) instead of the layout.
+    The values are still fresh per candidate (``refill``); only the allocations are shared.
+    """
+    if held is None or _layout(held) != _layout(new):
+        return new
+    if refill:
+        for h, n in zip(_outputs(held), _outputs(new)):
+            if h is not n and hasattr(h, "copy_"):
+                h.copy_(n)
+    return held
+
+
 def measure_local(
     job: BenchJob, on_start: Callable[[str], None] | None = None
 ) -> Iterator[tuple[Measurement, bool]]:
@@ -81,6 +118,7 @@ def measure_local(
         built = list(pool.map(build, job.candidates))
 
     accumulates = bool(getattr(spec, "ACCUMULATES", False))
+    held_in = held_out = None  # the job's first allocations, reused by every candidate (keep_allocation)
     for i, ((key, constants), b) in enumerate(zip(job.candidates, built)):
         if on_start:
             on_start(key)
@@ -92,9 +130,11 @@ def measure_local(
             yield Measurement(key, False, error=f"compile: {_short(b)}"), False
             continue
         try:
-            inputs = spec.make_inputs(job.shape, job.dtype, device, job.seed + 1000 * i, job.dist)
+            fresh = spec.make_inputs(job.shape, job.dtype, device, job.seed + 1000 * i, job.dist)
+            inputs = held_in = keep_allocation(held_in, fresh, refill=True)
+            del fresh
             ref = spec.expected(inputs)
-            out = spec.alloc_output(inputs, constants)
+            out = held_out = keep_allocation(held_out, spec.alloc_output(inputs, constants), refill=False)
             _poison_(out)
             if accumulates:
                 _zero_(out)

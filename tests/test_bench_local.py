@@ -31,3 +31,28 @@ def test_a_spec_the_worker_cannot_load_is_one_fatal_message():
     kind, why = out.get_nowait()
     assert kind == "fatal" and why.startswith("worker could not load the kernel spec: ModuleNotFoundError")
     assert out.empty()
+
+
+def test_keep_allocation_reuses_the_jobs_buffers_with_fresh_values():
+    torch = pytest.importorskip("torch")
+    from autopad.bench_local import keep_allocation
+    from autopad.kernel_args import Out
+
+    held = (torch.zeros(4, 6), Out((6, 4), torch.float32), 7)
+    fresh = (torch.randn(4, 6), Out((6, 4), torch.float32), 7)
+    got = keep_allocation(held, fresh, refill=True)
+    assert got is held and got[0].data_ptr() == held[0].data_ptr()
+    assert torch.equal(got[0], fresh[0])  # the values are the new candidate's, the allocation the job's
+    out = torch.zeros(6, 4)
+    assert keep_allocation(out, torch.full((6, 4), 3.0), refill=False) is out
+    assert not out.any()  # an output is only reused: the harness poisons it before each run
+    # any difference of layout (shape, dtype, strides, a bin count, an Out) takes the new allocation
+    for other in (
+        (torch.randn(4, 7), Out((7, 4), torch.float32), 7),
+        (torch.randn(4, 6, dtype=torch.float64), Out((6, 4), torch.float32), 7),
+        (torch.randn(6, 4).t(), Out((6, 4), torch.float32), 7),
+        (torch.randn(4, 6), Out((6, 4), torch.float32), 8),
+        (torch.randn(4, 6), Out((6, 4), torch.float16), 7),
+    ):
+        assert keep_allocation(held, other, refill=True) is other
+    assert keep_allocation(None, fresh, refill=True) is fresh
