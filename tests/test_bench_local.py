@@ -56,3 +56,31 @@ def test_keep_allocation_reuses_the_jobs_buffers_with_fresh_values():
     ):
         assert keep_allocation(held, other, refill=True) is other
     assert keep_allocation(None, fresh, refill=True) is fresh
+
+
+def test_every_candidate_of_a_job_runs_on_the_jobs_allocations_with_fresh_values(monkeypatch):
+    torch = pytest.importorskip("torch")
+    import cpu_copy_kernel as K
+
+    from autopad import bench_local
+    from autopad.bench_job import spec_ref
+    from autopad.spec import KernelSpec
+
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: None)  # the loop runs on CPU tensors here
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(bench_local, "_time", lambda run, reps, *a: [run(), 1.0][1:] * reps)
+    K.SEEN.clear()
+    modes = (0, 1, 0, 2, 0)
+    job = BenchJob(
+        spec_ref(KernelSpec(K)),
+        tuple((f"m{i}", {"MODE": m}) for i, m in enumerate(modes)),
+        (64,),
+        "float32",
+        reps=3,
+    )
+    got = [m for m, _ in bench_local.measure_local(job)]
+    assert [m.correct for m in got] == [True, False, True, False, True]
+    assert "differ" in got[1].error and "differ" in got[3].error  # poisoned: the last right answer is gone
+    # every run (checks and timed runs alike) on one input and one output allocation
+    assert len({s[0] for s in K.SEEN}) == 1 and len({s[1] for s in K.SEEN}) == 1
+    assert len({s[2] for s in K.SEEN}) == len(modes)  # but each candidate's values fresh (its own seed)

@@ -1,0 +1,71 @@
+"""A kernel spec that runs on CPU tensors, for the worker's measuring loop without a GPU
+(tests/test_bench_local.py): MODE 0 copies, 1 writes nothing (the poisoned output must catch it even when
+the candidate before wrote the right answer into the same buffer), 2 copies one value wrong. ``SEEN``
+records, per run, the input's and output's data pointers and the input's first value."""
+
+from __future__ import annotations
+
+from autopad.access import row_walk
+from autopad.layouts import Legality, Padded
+
+NAME = "cpu_copy"
+BACKEND = "cuda"
+DTYPES = ("float32",)
+SPACE = {"MODE": (0, 1, 2)}
+DEFAULTS = {"MODE": 0}
+SEEN: list[tuple[int, int, float]] = []
+
+
+def legal(c, shape, dtype):
+    return Legality(c["MODE"] in SPACE["MODE"], "")
+
+
+def layout(c, dtype):
+    return Padded(1, 32, 4)
+
+
+def smem_pattern(c, dtype):
+    return (row_walk(0),)
+
+
+def launch_info(c, shape, dtype):
+    return {"blocks": 1, "threads": 32, "smem_bytes": 0, "tiles_per_block": 1}
+
+
+def traffic(shape, dtype):
+    return {"bytes": 8 * shape[0], "flops": 0}
+
+
+def make_inputs(shape, dtype, device, seed, dist="uniform"):
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape[0], generator=g), 3)
+
+
+def alloc_output(inputs, c):
+    import torch
+
+    return torch.empty_like(inputs[0])
+
+
+def build(c, dtype):
+    return c["MODE"]
+
+
+def run(mode, inputs, out):
+    x = inputs[0]
+    SEEN.append((x.data_ptr(), out.data_ptr(), float(x[0])))
+    if mode != 1:
+        out.copy_(x)
+    if mode == 2:
+        out[5] += 1.0
+
+
+def reference(inputs):
+    return inputs[0].clone()
+
+
+def check(out, ref):
+    bad = int((out != ref).sum())
+    return bad == 0, "exact" if bad == 0 else f"{bad} elements differ"
