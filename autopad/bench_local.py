@@ -24,7 +24,7 @@ from typing import Any
 
 from .bench_job import BenchJob, _short, load_spec, unknown_constants
 from .bench_timing import _median_iqr, _time
-from .kernel_args import Out
+from .kernel_args import Inputs
 from .results import Measurement
 
 __all__ = ["keep_allocation", "measure_local", "poison"]
@@ -60,38 +60,71 @@ def poison(out: Any) -> None:
     _poison_(out)
 
 
-def _layout(x: Any) -> tuple:
-    """What must match for one allocation to stand in for another: per item, a tensor's shape, dtype,
-    strides, storage offset and device, or the value of anything else (a bin count, an ``Out``)."""
-    import torch
+def _tensor_key(t: Any) -> tuple:
+    """What must match for one tensor's allocation to stand in for another's: shape, dtype, strides, storage
+    offset, the storage's size and the device."""
+    return (tuple(t.shape), t.dtype, t.stride(), t.storage_offset(), t.untyped_storage().nbytes(), t.device)
 
-    def one(t: Any) -> tuple:
-        if isinstance(t, torch.Tensor):
-            return ("tensor", tuple(t.shape), t.dtype, t.stride(), t.storage_offset(), t.device)
-        if isinstance(t, Out):  # a placeholder: no __eq__ of its own
-            return ("out", t.shape, t.dtype)
-        return ("value", t)
 
-    return tuple(one(t) for t in _outputs(x))
+def _refillable(t: Any) -> bool:
+    """Can ``copy_`` fill this tensor with another's values? Not if it overlaps itself (a stride 0 over a
+    dimension of more than one element: an expanded tensor) or records gradients."""
+    return not t.requires_grad and all(st != 0 or n <= 1 for st, n in zip(t.stride(), t.shape))
+
+
+def _rebuild(like: Any, items: list) -> Any:
+    """``items`` in ``like``'s container: a single item, a list, a tuple, or a tuple subclass that carries a
+    problem shape (``Inputs``)."""
+    if not isinstance(like, (tuple, list)):
+        return items[0]
+    if isinstance(like, Inputs):
+        return Inputs(items, like.shape)
+    return list(items) if isinstance(like, list) else tuple(items)
 
 
 def keep_allocation(held: Any, new: Any, refill: bool) -> Any:
-    """``held`` where ``new`` has its layout (with ``refill``, ``new``'s values copied into it first), else
-    ``new``: every candidate of a job then runs on the job's first input and output allocations.
+    """``new`` with its tensors replaced by ``held``'s where every tensor of ``new`` has the layout of the
+    tensor in the same place in ``held`` (``_tensor_key``; with ``refill``, ``new``'s values are copied into
+    them first), else ``new`` as it is: every candidate of a job then runs on the job's first input and
+    output allocations. Everything that is not a tensor (a bin count, an ``Out``) is ``new``'s.
 
     Why: where a buffer lies in DRAM can move a kernel's time more than its constants do. H200 runs 81-83:
     an fp64 16384^2 transpose took 1.10 or 1.14 ms depending only on which of five 2 GiB allocations held its
     output, whatever its constants, and fresh allocations per candidate rotated through them, so the
     exhaustive study's ranking followed the allocator (one candidate in three fast) instead of the layout.
-    The values are still fresh per candidate (``refill``); only the allocations are shared.
+    The values are still fresh per candidate (``refill``); only the allocations are shared, and within one
+    job only (a new job, or a worker replaced after a fault, allocates afresh).
+
+    All or nothing, and never an error: a tensor that differs, cannot be refilled (``_refillable``), or a
+    comparison or copy that raises, and the candidate runs on ``new``.
     """
-    if held is None or _layout(held) != _layout(new):
+    import torch
+
+    if held is None:
         return new
-    if refill:
-        for h, n in zip(_outputs(held), _outputs(new)):
-            if h is not n and hasattr(h, "copy_"):
-                h.copy_(n)
-    return held
+    try:
+        old, cur = _outputs(held), _outputs(new)
+        if len(old) != len(cur) or isinstance(held, (tuple, list)) != isinstance(new, (tuple, list)):
+            return new
+        items = []
+        for h, n in zip(old, cur):
+            if isinstance(n, torch.Tensor):
+                if not (
+                    isinstance(h, torch.Tensor)
+                    and _tensor_key(h) == _tensor_key(n)
+                    and (not refill or _refillable(h))
+                ):
+                    return new
+                items.append(h)
+            else:
+                items.append(n)
+        if refill:
+            for h, n in zip(old, cur):
+                if isinstance(n, torch.Tensor) and h is not n:
+                    h.copy_(n)
+        return _rebuild(new, items)
+    except Exception:  # a spec's odd argument: run on the fresh allocation, as before the sharing
+        return new
 
 
 def measure_local(
@@ -133,6 +166,7 @@ def measure_local(
             fresh = spec.make_inputs(job.shape, job.dtype, device, job.seed + 1000 * i, job.dist)
             inputs = held_in = keep_allocation(held_in, fresh, refill=True)
             del fresh
+            ref = None  # the last candidate's reference goes before this one's is made
             ref = spec.expected(inputs)
             out = held_out = keep_allocation(held_out, spec.alloc_output(inputs, constants), refill=False)
             _poison_(out)

@@ -7,12 +7,15 @@ and an exhaustive study that allocated afresh per candidate found one candidate 
 worker now runs all candidates of a job on the job's first allocations (``bench_local.keep_allocation``).
 
 Two parts, both with the tuner's timer (``bench_timing.benchmark``: L2 flushed, GPU spin, median):
-1. ``--segments`` S separate allocations of the shape; the CUDA transpose under each ``--constants``, a plain
-   ``tl.trans`` 64 x 64 kernel and a copy, timed for every ordered (input, output) pair, each output checked
-   against torch first. A kernel whose time moves between pairs depends on placement.
+1. ``--segments`` S separate input allocations of the shape and S separate output allocations (2 S in all;
+   run 83 used one pool of S as both); the CUDA transpose under each ``--constants``, a plain ``tl.trans``
+   64 x 64 kernel and a copy, timed for every (input, output) pair, each output poisoned and checked against
+   torch first. A kernel whose time moves between pairs depends on placement.
 2. The first ``--constants`` measured ``--repeat`` times as separate candidates of one job through the
    worker's loop (``bench_local.measure_local``). On shared allocations the repeats agree within the noise;
-   with allocations rotating per candidate they split into the placements' speeds.
+   with allocations rotating per candidate they split into the placements' speeds (only if part 1 found a
+   placement that moves the kernel: there is no control run on rotating allocations, and the worker does
+   not report its pointers).
 
     python3 benchmarks/bench_placement.py --out /tmp/placement               # fp64 16384², two picks
     python3 benchmarks/bench_placement.py --shape 8192x8192 --dtype float32 --segments 3 --out /tmp/p
@@ -70,10 +73,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--segments", type=int, choices=range(2, 9), default=5, metavar="2..8")
     ap.add_argument("--constants", type=parse_constants, action="append", help="K=V,...; repeatable")
     ap.add_argument("--repeat", type=int, default=6, help="copies of the first constants in one job (part 2)")
-    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--reps", type=int, default=10, help="timed runs a pair (part 1)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     shape, dtype = args.shape, args.dtype
+    if args.repeat < 2 or args.reps < 1:
+        ap.error(
+            f"--repeat {args.repeat} / --reps {args.reps}: part 2 needs at least 2 repeats, part 1 1 rep"
+        )
     picks = args.constants or [parse_constants(c) for c in DEFAULT_CONSTANTS]
     for c in picks:
         ok = T.SPEC.legal(c, shape, dtype)
@@ -135,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"part 1: {dtype} {m}x{n}, {args.segments} input x {args.segments} output allocations (ms)")
     for name, v in times.items():
         print(f"  {name:14s} {min(v):.4f} - {max(v):.4f}  ({max(v) / min(v):.3f}x)")
-    del segs, outs, x, y, fns  # the lambdas hold the last pair too
+    del segs, outs, s, x, y, fns  # the loop variables and the lambdas hold the last tensors too
     torch.cuda.empty_cache()
 
     cands = tuple((f"repeat{i}", picks[0]) for i in range(args.repeat))

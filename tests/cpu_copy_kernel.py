@@ -1,7 +1,8 @@
 """A kernel spec that runs on CPU tensors, for the worker's measuring loop without a GPU
 (tests/test_bench_local.py): MODE 0 copies, 1 writes nothing (the poisoned output must catch it even when
 the candidate before wrote the right answer into the same buffer), 2 copies one value wrong. ``SEEN``
-records, per run, the input's and output's data pointers and the input's first value."""
+records, per run, the input's and output's data pointers, the input's first value and whether the output
+came in poisoned (all NaN)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ BACKEND = "cuda"
 DTYPES = ("float32",)
 SPACE = {"MODE": (0, 1, 2)}
 DEFAULTS = {"MODE": 0}
-SEEN: list[tuple[int, int, float]] = []
+SEEN: list[tuple[int, int, float, bool]] = []
 
 
 def legal(c, shape, dtype):
@@ -55,7 +56,7 @@ def build(c, dtype):
 
 def run(mode, inputs, out):
     x = inputs[0]
-    SEEN.append((x.data_ptr(), out.data_ptr(), float(x[0])))
+    SEEN.append((x.data_ptr(), out.data_ptr(), float(x[0]), bool(out.isnan().all())))
     if mode != 1:
         out.copy_(x)
     if mode == 2:

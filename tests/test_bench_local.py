@@ -35,26 +35,40 @@ def test_a_spec_the_worker_cannot_load_is_one_fatal_message():
 
 def test_keep_allocation_reuses_the_jobs_buffers_with_fresh_values():
     torch = pytest.importorskip("torch")
+    import numpy as np
+
     from autopad.bench_local import keep_allocation
-    from autopad.kernel_args import Out
+    from autopad.kernel_args import Inputs, Out
 
     held = (torch.zeros(4, 6), Out((6, 4), torch.float32), 7)
-    fresh = (torch.randn(4, 6), Out((6, 4), torch.float32), 7)
+    fresh = (torch.randn(4, 6), Out((6, 4), torch.float32), 8)
     got = keep_allocation(held, fresh, refill=True)
-    assert got is held and got[0].data_ptr() == held[0].data_ptr()
-    assert torch.equal(got[0], fresh[0])  # the values are the new candidate's, the allocation the job's
+    assert got[0] is held[0]  # the job's allocation ...
+    assert torch.equal(got[0], fresh[0])  # ... with the new candidate's values
+    assert got[1] is fresh[1] and got[2] == 8  # everything not a tensor is the new candidate's
+    got = keep_allocation(Inputs([torch.zeros(3)], (3,)), Inputs([torch.ones(3)], (3,)), refill=True)
+    assert isinstance(got, Inputs) and got.shape == (3,) and got[0].sum() == 3  # the container kept
     out = torch.zeros(6, 4)
     assert keep_allocation(out, torch.full((6, 4), 3.0), refill=False) is out
     assert not out.any()  # an output is only reused: the harness poisons it before each run
-    # any difference of layout (shape, dtype, strides, a bin count, an Out) takes the new allocation
-    for other in (
-        (torch.randn(4, 7), Out((7, 4), torch.float32), 7),
-        (torch.randn(4, 6, dtype=torch.float64), Out((6, 4), torch.float32), 7),
-        (torch.randn(6, 4).t(), Out((6, 4), torch.float32), 7),
-        (torch.randn(4, 6), Out((6, 4), torch.float32), 8),
-        (torch.randn(4, 6), Out((6, 4), torch.float16), 7),
+    # any tensor of another layout (shape, dtype, strides, storage size), one that cannot be refilled, or an
+    # argument that cannot be compared: the new allocation, never an error
+    grad = torch.zeros(4, 6, requires_grad=True)
+    for old, other in (
+        (held, (torch.randn(4, 7), Out((7, 4), torch.float32), 7)),
+        (held, (torch.randn(4, 6, dtype=torch.float64), Out((6, 4), torch.float32), 7)),
+        (held, (torch.randn(6, 4).t(), Out((6, 4), torch.float32), 7)),
+        (held, (torch.randn(4, 6), Out((6, 4), torch.float32))),
+        ((torch.zeros(8, 6)[:4],), (torch.randn(4, 6),)),
+        ((torch.zeros(1, 6).expand(4, 6),), (torch.randn(6).expand(4, 6),)),
+        ((grad,), (torch.randn(4, 6),)),
     ):
-        assert keep_allocation(held, other, refill=True) is other
+        assert keep_allocation(old, other, refill=True) is other
+    for odd in (np.ones(3), [torch.ones(2)], float("nan")):  # compared by nothing: taken as they come
+        old, other = (torch.zeros(4), odd), (torch.randn(4), odd)
+        got = keep_allocation(old, other, refill=True)
+        assert got[0] is old[0] and got[1] is odd
+    assert not grad.any()
     assert keep_allocation(None, fresh, refill=True) is fresh
 
 
@@ -81,6 +95,9 @@ def test_every_candidate_of_a_job_runs_on_the_jobs_allocations_with_fresh_values
     got = [m for m, _ in bench_local.measure_local(job)]
     assert [m.correct for m in got] == [True, False, True, False, True]
     assert "differ" in got[1].error and "differ" in got[3].error  # poisoned: the last right answer is gone
+    # each candidate's first run (the checked one; a new candidate brings new values) on a poisoned output
+    firsts = [s for i, s in enumerate(K.SEEN) if i == 0 or s[2] != K.SEEN[i - 1][2]]
+    assert len(firsts) == len(modes) and all(s[3] for s in firsts)
     # every run (checks and timed runs alike) on one input and one output allocation
     assert len({s[0] for s in K.SEEN}) == 1 and len({s[1] for s in K.SEEN}) == 1
     assert len({s[2] for s in K.SEEN}) == len(modes)  # but each candidate's values fresh (its own seed)

@@ -38,5 +38,6 @@ def test_illegal_constants_and_no_gpu_are_refused(tmp_path, capsys):
         pytest.skip("a GPU is here: the refusal is for machines without one")
     assert B.main(["--out", str(tmp_path / "o")]) == 2
     assert "needs an NVIDIA GPU" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        B.main(["--out", str(tmp_path), "--segments", "1"])
+    for bad in (["--segments", "1"], ["--repeat", "1"], ["--reps", "0"]):
+        with pytest.raises(SystemExit):
+            B.main(["--out", str(tmp_path), *bad])
