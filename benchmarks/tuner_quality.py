@@ -55,6 +55,8 @@ CONFIGS: list[tuple[str, str, str, str | None, tuple[tuple[int, ...], ...]]] = [
     # added 2026-12-03 (not in the recorded runs 1-2): 8-byte elements, the kernel issue's one transpose
     # dtype under 0.95 of copy at 16384^2; a family no model term was read off
     ("transpose", "cuda", "float64", None, ((16384, 16384), (8192, 8192), (4097, 8191))),
+    # added 2026-12-04: the Triton histogram's space since its persistent grid (GRID), 600 candidates
+    ("histogram", "triton", "int32", "uniform", ((1 << 26, 256), (1 << 26, 4096), (10_000_019, 1000))),
 ]
 
 FINAL_FIELDS = [
@@ -330,7 +332,10 @@ def study_shape(
     short = shortlist_keys(ranked, spec)
     short_set = set(short)
     items = [(r["key"], r["params"]) for r in ranked]
-    chunk = max(200, -(-len(items) // (2 * len(devices))))
+    # one job per GPU: the worker runs every candidate of a job on the job's first input and output
+    # allocations, and where a large buffer lies moves a transpose by up to 3.6% (fp64 16384^2, H200 runs
+    # 81-84 of 2026-12-03), so candidates timed in separate jobs would be compared across placements
+    chunk = max(1, -(-len(items) // len(devices)))
     order = {r["key"]: i for i, r in enumerate(ranked)}
 
     def row(i: int, m: Any, dev: Any) -> dict[str, Any]:

@@ -207,14 +207,16 @@ def test_a_shape_cut_mid_study_keeps_its_measurements_so_far(tmp_path, monkeypat
     spec = builtin_spec("transpose", "cuda")
     ranked = tq.ranking(spec, (512, 512), "float32", None)[:1200]
     seen_on_disk: list[int] = []
+    job_sizes: list[int] = []
 
     class FakeWorker:
         def __init__(self, **kw):
             pass
 
         def measure(self, job):
+            job_sizes.append(len(job.candidates))
             for n, (key, _c) in enumerate(job.candidates):
-                if n == 550:  # what a kill at this moment would leave behind
+                if n in (550, 1150):  # what a kill at this moment would leave behind
                     with gzip.open(tmp_path / tq.PARTIAL_ROWS, "rt", newline="") as f:
                         seen_on_disk.append(len(list(csv.DictReader(f))))
                 yield types.SimpleNamespace(
@@ -227,9 +229,10 @@ def test_a_shape_cut_mid_study_keeps_its_measurements_so_far(tmp_path, monkeypat
     fin = csv.DictWriter(io.StringIO(newline=""), fieldnames=tq.FINAL_FIELDS)
     summary = tq.study_shape(spec, ("transpose", "cuda", "float32", None), (512, 512), ranked, [0], tmp_path,
                              rows, fin)  # fmt: skip
-    # two chunks of 600 on one GPU: 500 rows on disk inside the first, its other 100 at its end, and 500
-    # more inside the second, all before the shape ended
-    assert seen_on_disk == [500, 1100]
+    # one job on one GPU (its candidates share one placement of the buffers): 500 rows on disk after 550
+    # measurements, 1000 after 1150, all before the shape ended; then the final round's own job
+    assert job_sizes[0] == 1200 and len(job_sizes) == 2
+    assert seen_on_disk == [500, 1000]
     assert not (tmp_path / tq.PARTIAL_ROWS).exists()
     assert summary["measured_ok"] == 1200 and buf.getvalue().count("\n") == 1200
 

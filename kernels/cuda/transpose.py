@@ -69,12 +69,15 @@ from .transpose_cost import (  # noqa: F401
     SCALAR_PATH_COST,
     SEAM_SECTOR_BYTES,
     SEGMENT_BYTES,
+    WIDE_PITCH_BYTES,
+    WIDE_PITCH_ORDER_TIME,
     _gather_extra,
     _gathered,
     _launch_arrays,
     _launch_info,
     _scored,
     segment_efficiency,
+    wide_pitch,
 )
 from .transpose_launch import _REG_OVERHEAD, _REG_PER_PASS, Built  # noqa: F401
 from .transpose_pattern import _LANES, _LANES32, _LDSM_ROW, _LDSM_ROW32, SmemPattern, _Names, _pattern  # noqa: F401

@@ -4,7 +4,8 @@ the predictor adds for work the bank model does not see, each with the H200 runs
 The grid is one block a tile (the vector path's 1-D grid; the original scalar path's 2-D grid walks the
 batch in z). Beyond the pattern: the global side's efficiency (``dram_efficiency``: narrow accesses,
 ``NARROW_ACCESS_COST``; the scalar path on rows that are not whole vectors, ``SCALAR_PATH_COST``; the
-block order, ``GROUP_GAIN``), the misaligned build's extra integer instructions (``issue_cycles``,
+block order, ``GROUP_GAIN``, and at 8-byte elements on 128 KiB rows ``WIDE_PITCH_ORDER_TIME``), the
+misaligned build's extra integer instructions (``issue_cycles``,
 ``_MIS_*_INSTR``) and, where output rows are off the vector grid, the shifted gather's wavefronts over
 READOUT 1's word loads (``extra_wavefronts``, ``_gather_extra``). On the original path it also states
 the registers its builds take (``regs_per_thread``, ``REGS_ORIGINAL_SM90`` in transpose_regs.py), that its
@@ -37,6 +38,9 @@ __all__ = [
     "SCALAR_PATH_COST",
     "NARROW_ACCESS_COST",
     "GROUP_GAIN",
+    "WIDE_PITCH_BYTES",
+    "WIDE_PITCH_ORDER_TIME",
+    "wide_pitch",
     "SEAM_SECTOR_BYTES",
     "SEGMENT_BYTES",
     "ORIGINAL_PATH_EFFICIENCY",
@@ -75,6 +79,28 @@ NARROW_ACCESS_COST = 0.147
 # 1.002-1.018x at 16384^2 / 8192^2, 0.99-1.00x on 8 x 4096 x 1024; GROUP 16 over 1: 0.999-1.049x and
 # 0.991-0.998x. Keyed by "rows are whole 16-byte vectors"; each value is relative to the best order.
 GROUP_GAIN = {False: {1: 1.0, 16: 1.02, 64: 1.10}, True: {1: 1.0, 16: 1.0, 64: 1.01}}
+# 8-byte elements on rows of a whole multiple of WIDE_PITCH_BYTES (fp64 16384^2: both row pitches 128 KiB)
+# replace GROUP_GAIN[True] with WIDE_PITCH_ORDER_TIME: each (GROUP, TILE_M)'s time over GROUP 1's (1.0, also
+# the original path's, whose 2-D grid walks GROUP 1's order). H200 run 87 (2026-12-04), 13,500 candidates of
+# fp64 16384^2 measured in one job on one pair of allocations, the median ratio over every vector-path build
+# measured under GROUP 1, 16 and 64 alike (966-1,521 builds a TILE_M): GROUP 64 0.970 / 0.977 / 0.993 at
+# TILE_M 128 / 32 / 64, GROUP 16 0.977 at TILE_M 128 (1.00 at 32 and 64); the original path measured 1.009x
+# the vector path's GROUP 1 build of the same constants. Run 88 timed the GROUP 64 128 x 128 build on 25
+# (input, output) pairs of separate allocations: 1.088-1.094 ms, where GROUP 1 builds ran 1.108-1.151 by
+# which allocation held the output (runs 83-84 of 2026-12-03): at this pitch the band order also takes the
+# placement out. Seen at no other shape: fp32 16384^2 (64 KiB rows, run 84: GROUP 64 / 1 0.533 / 0.533 ms)
+# and fp64 16352^2 (run 83) show neither effect, and fp64 8192^2 was not measured by order. DRAM channel and
+# page mapping, which the model does not see: a measurement, not a model.
+WIDE_PITCH_BYTES = 128 * 1024
+WIDE_PITCH_ORDER_TIME = {64: {32: 0.977, 64: 0.993, 128: 0.970}, 16: {128: 0.977}}
+
+
+def wide_pitch(m: int, n: int, e: int) -> bool:
+    """Whether WIDE_PITCH_ORDER_TIME prices the block order: 8-byte elements, both row pitches (N x e in,
+    M x e out) whole multiples of WIDE_PITCH_BYTES."""
+    return e == 8 and (m * e) % WIDE_PITCH_BYTES == 0 and (n * e) % WIDE_PITCH_BYTES == 0
+
+
 # Instructions the misaligned build (SCALAR_EDGE 0, VEC > 1, rows not whole vectors) issues per thread beyond
 # the aligned build of the same constants, which the predictor's fitted constants already price: per load
 # pass (the halo's included) ~30 for the row pointer, the segment's shift and bounds, the edge lane's second
@@ -227,11 +253,19 @@ def _launch_arrays(
     # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path (its 2-D
     # grid walks GROUP 1's order) takes, with 1- and 2-byte elements, ORIGINAL_PATH_EFFICIENCY instead (read
     # against the vector path's best); with 4- and 8-byte elements nothing
-    gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
-    gain = np.ones(len(group))
-    for g, v in gains.items():
-        gain[group == g] = v
-    eff = np.where(scalar, eff, eff * (gain / max(gains.values())))
+    if wide_pitch(m, n, e):  # measured times relative to the fastest order (WIDE_PITCH_ORDER_TIME)
+        rel = np.ones(len(group))
+        for g, by_tm in WIDE_PITCH_ORDER_TIME.items():
+            for t, v in by_tm.items():
+                rel[(group == g) & (tm == t) & ~scalar] = v
+        fastest = min(v for by_tm in WIDE_PITCH_ORDER_TIME.values() for v in by_tm.values())
+        eff = eff * (fastest / rel)
+    else:
+        gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
+        gain = np.ones(len(group))
+        for g, v in gains.items():
+            gain[group == g] = v
+        eff = np.where(scalar, eff, eff * (gain / max(gains.values())))
     if e < 4:  # 1- and 2-byte elements only (see ORIGINAL_PATH_EFFICIENCY)
         eff = np.where(scalar, eff * ORIGINAL_PATH_EFFICIENCY, eff)
     # the misaligned build's extra instructions, in SM cycles per block: passes of the load loop (the halo's
