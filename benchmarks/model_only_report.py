@@ -440,6 +440,10 @@ INFORMED = {
     ("run47/gluon", "matmul [triton] bfloat16", "2048x2048x2048"),
     ("run48/gluon", "matmul [triton] bfloat16", "4096x4096x4096"),
     ("run48/gluon", "matmul [triton] bfloat16", "3000x1000x2000"),
+    # 2026-12-04: the fp64 block order at 128 KiB rows; the Triton histogram's flush and reduce
+    ("run87/study", "transpose [cuda] float64", "16384x16384"),
+    ("run86/hist_triton", "histogram [triton] int32", "67108864x256"),
+    ("run86/hist_triton", "histogram [triton] int32", "67108864x4096"),
 }
 
 

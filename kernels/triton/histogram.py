@@ -62,7 +62,35 @@ PATH0_EFFICIENCY_256 = 0.30  # PATH 0's measured read rate over the copy's at 25
 ARCH = get_arch("sm_90")  # the model's SM count for GRID > 0 (the run reads the device's)
 PATH1_REGS = 47  # registers a thread of histogram_smem (sm_90, ptxas of triton 3.6; H200 run 79's ncu)
 MAX_SMEM_BINS = 16384  # PATH 1: a [bins] int32 buffer, 64 KB at most
+# What follows the streaming, which the predictor takes as work no stream overlaps (``block_cycles``): each
+# program's flush, one global atomic per non-zero bin into replica pid % R, and the reduce kernel, one program
+# of 4 warps reading and zeroing all R replicas. Read off H200 run 86 (2026-12-04, every candidate of the
+# space at 2^26 values x 256 and 4,096 bins; the residual of the model without them, PATH 1): the atomics
+# on one 128-byte line serialise, FLUSH_LINE_S each (a least-squares fit gave 1.28 and 1.37 ns at 256 and
+# 4,096 bins, 1.03 at 1,000), and all of them share the L2's atomic rate, FLUSH_ATOM_S each (3.4 and 6.0
+# ps); the slower of the two is charged. At 256 bins and R 1 the grid-8 pick's 1,056 programs put 33,792
+# atomics on each of 8 lines: about 40 us, measured 0.1140 ms against 0.0783 at R 32. The reduce reads
+# R x bins words on one SM at REDUCE_BYTES_PER_S: R 32 over R 8 cost 10 us at 4,096 bins (384 KB more,
+# 38 GB/s), 3 us at 1,000 (96 KB, 32 GB/s). The 1,000-bin shape (10,000,019 values) was not used to
+# choose the constants: it is the held-out check.
+FLUSH_LINE_S = 1.2e-9
+FLUSH_ATOM_S = 4.0e-12
+REDUCE_BYTES_PER_S = 35e9
 _REQUIRED = ("BLOCK", "ITERS", "WARPS", "R", "PAD", "PATH")  # GRID may be left out: 0, one program a chunk
+
+
+def flush_seconds(c: dict[str, int], n: int, bins: int, programs: int) -> float:
+    """The programs' flushes into the R global replicas: each program adds its non-zero bins (uniform
+    values: bins x (1 - exp(-values per program / bins))), the programs of one replica queue on each of its
+    128-byte lines (32 bins), and all share the L2's atomic rate."""
+    nonzero = bins * -math.expm1(-n / max(programs, 1) / bins)
+    per_line = programs / c["R"] * min(32, bins) * nonzero / bins  # the busiest line's atomics
+    return max(per_line * FLUSH_LINE_S, programs * nonzero * FLUSH_ATOM_S)
+
+
+def reduce_seconds(c: dict[str, int], bins: int) -> float:
+    """histogram_reduce: one program reads (and zeroes) R replicas of the power-of-two bins."""
+    return c["R"] * _p2(bins) * 4 / REDUCE_BYTES_PER_S
 
 
 def _p2(x: int) -> int:
@@ -165,6 +193,9 @@ class HistogramTriton(TritonKernel):
         if c["PATH"] == 0:  # the ballot lowering's work per value grows as bins/32 x log2(bins)
             work = max(64.0, bins / 32 * math.log2(max(bins, 2)))
             info["dram_efficiency"] = PATH0_EFFICIENCY_256 * 64.0 / work
+        # the flush and the reduce, as SM cycles a program that the predictor sums over the grid
+        after = flush_seconds(c, int(shape[0]), bins, blocks) + reduce_seconds(c, bins)
+        info["block_cycles"] = after * ARCH.clock_hz * ARCH.sm_count / blocks
         return info
 
     def traffic(self, shape: tuple[int, ...], dtype: str = "int32") -> dict:
