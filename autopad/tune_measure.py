@@ -3,9 +3,14 @@
 ``_Measure`` answers a strategy's "measure these candidates" from the cache first, then from the
 benchmarker (``bench.WorkerBenchmarker`` by default: an isolated worker process), and enforces the budgets
 (``budget`` candidates, ``time_budget_s`` seconds). ``pick`` takes the fastest correct candidate; the ones
-within noise of it are timed again, longer (60 runs, a second seed), and a remaining tie goes to the lower
-model cost, then the smaller footprint, then the constants' text, so one machine gives the same pick run
-after run.
+within noise of it, and the fastest of every other job (or of the cache), are timed again together, longer
+(60 runs, a second seed), and a remaining tie goes to the lower model cost, then the smaller footprint,
+then the constants' text, so one machine gives the same pick run after run. Why every job's fastest: each
+job runs on allocations of its own (``bench_local.keep_allocation`` shares them within a job), and where a
+buffer lies can move a kernel by more than its constants do; on the H200 the fp64 16384² transpose's tune
+measured its shortlist's GROUP 64 tiles at 1.088 ms and a later refine job's GROUP 1 tiles at 1.063, and
+the tie set held only the latter (runs 92-93 of 2026-12-04). Timed in one job, they compete on one
+placement.
 
 Why a module of its own: this is the tune's measuring stage, the one part that talks to the GPU (through
 the benchmarker); tune.py only wires it between the ranking and the record.
@@ -55,6 +60,7 @@ class _Measure:
         self.meas: dict[str, Measurement] = {}
         self.cached: set[str] = set()
         self.asked: list[Candidate] = []  # every candidate a strategy asked for, in order
+        self.jobs: list[list[str]] = []  # the keys each benchmarker job measured (one placement each)
         self._keys: set[str] = set()
         self.t0 = time.perf_counter()
         self.exhausted = False
@@ -77,8 +83,10 @@ class _Measure:
             reps=reps,
             device=self.req.device,
         )
+        self.jobs.append([])
         for n, m in enumerate(self.bench.measure(job), 1):
             self.meas[m.key] = m
+            self.jobs[-1].append(m.key)
             self.cached.discard(m.key)
             if self.store is not None:
                 self.store.put_measurements(self.key, {m.key: m})
@@ -131,10 +139,25 @@ def _tie_break(tied: Iterable[Candidate]) -> Candidate:
     return min(tied, key=lambda c: (c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
 
 
+def _job_fastest(measure: _Measure) -> list[Candidate]:
+    """The fastest correct candidate of each job the tune ran, and of the cache's answers (measured on other
+    allocations, perhaps another day), in the order asked."""
+    by_key = {c.key: c for c in measure.asked}
+    groups = [*measure.jobs, sorted(measure.cached)]
+    best = set()
+    for keys in groups:
+        ok = [k for k in keys if k in by_key and k in measure.meas and measure.meas[k].correct]
+        if ok:
+            best.add(min(ok, key=lambda k: measure.meas[k].ms))
+    return [c for c in measure.asked if c.key in best]
+
+
 def pick(measure: _Measure) -> Candidate | None:
-    """The fastest correct candidate; ties within noise are timed again, longer, then broken by the model."""
+    """The fastest correct candidate; ties within noise, with every other job's fastest, are timed again
+    together, longer, then broken by the model."""
     tied = _within_noise(measure.asked, measure.meas)
-    if len(tied) > 1:
-        measure.run(tied, 60, 1)
-        tied = _within_noise(tied, measure.meas) or tied
+    final = list({c.key: c for c in [*tied, *_job_fastest(measure)]}.values())
+    if len(final) > 1:
+        measure.run(final, 60, 1)
+        tied = _within_noise(final, measure.meas) or tied
     return _tie_break(tied) if tied else None

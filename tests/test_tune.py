@@ -116,12 +116,18 @@ def test_cache_hit_skips_benchmarking_and_new_candidates_measure_alone(monkeypat
     assert b.mode == a.mode == "measured" and b.message == a.message
     assert len(b.candidates) == len(a.candidates) and b.to_dict() == a.to_dict()
     assert "cache hit" in b.table()
-    # a new candidate in the space: only it is measured, the rest come from the cache
+    # a new candidate in the space: only it is measured, the rest come from the cache; then the new job's
+    # fastest and the cache's fastest are timed again together (the cache's were timed on other buffers)
     monkeypatch.setitem(fake_kernel.SPACE, "PAD", (0, 1, 2, 4, 8))
     third = FakeBench(times={_key(TILE=32, PAD=8, VEC=1): 0.01}, default=None)
     c = _tune(third, top_k=20)
-    measured_now = {k for job in third.jobs for k, _ in job.candidates}
+    *new_jobs, final = third.jobs
+    measured_now = {k for job in new_jobs for k, _ in job.candidates}
     assert measured_now and all("PAD=8" in k for k in measured_now)
+    cached_best = min((x for x in a.candidates if x.measured_ms is not None), key=lambda x: x.measured_ms)
+    retimed = [k for k, _ in final.candidates]
+    assert final.reps == 60 and _key(TILE=32, PAD=8, VEC=1) in retimed and cached_best.key in retimed
+    assert len(retimed) == 2
     assert c.best.constants["PAD"] == 8
 
 
