@@ -92,13 +92,14 @@ def test_flush_and_reduce_follow_the_replicas():
     # the predictor sees both as work after the streams: block_cycles summed over the grid
     info = H.launch_info({**c, "R": 1}, (n, 256), "int32")
     total = info["block_cycles"] * progs / (H.ARCH.sm_count * H.ARCH.clock_hz)
-    assert total == pytest.approx(one + H.reduce_seconds({**c, "R": 1}, 256))
+    own = H.PROGRAM_PASS_S * 2 * progs / H.ARCH.sm_count  # 256 words over 128 threads: 2 passes a program
+    assert total == pytest.approx(one + H.reduce_seconds({**c, "R": 1}, 256) + own)
 
 
 def test_model_ranks_the_held_out_histogram_shape():
     """H200 run 86 timed every candidate of 10,000,019 values x 1,000 bins, a shape the flush and reduce
-    constants were not read off: the model-only pick within 12% of the best (1.78x before them) and Spearman
-    over the Gluon path's 480 candidates >= 0.85 (0.64 before)."""
+    constants were not read off: the model-only pick within 6% of the best (1.049; 1.78x before them) and
+    Spearman over its 480 candidates >= 0.85 (0.89; 0.64 before)."""
     import csv
     import gzip
     from pathlib import Path
@@ -115,7 +116,7 @@ def test_model_ranks_the_held_out_histogram_shape():
     ranked = rank(builtin_spec("histogram", "triton"), (10_000_019, 1000), "int32", dist="uniform")
     keys = [c.key for c in ranked if c.key in ms]
     assert len(keys) == len(ms) == 480
-    assert ms[keys[0]] / min(ms.values()) < 1.12
+    assert ms[keys[0]] / min(ms.values()) < 1.06
     pred = np.array([c.prediction.seconds for c in ranked if c.key in ms])
     meas = np.array([ms[k] for k in keys])
     rho = np.corrcoef(np.argsort(np.argsort(pred)), np.argsort(np.argsort(meas)))[0, 1]

@@ -30,7 +30,9 @@ where the CUDA kernel's 2 x 132 persistent blocks took 64.3 us at 87.6%.
 ``bins * 4`` is not a multiple of 128. The model: PATH 1's atomics are scored like the CUDA kernel's (bins
 taken as 256: a pattern does not see the shape); PATH 0 has no shared-memory instruction of its own to
 score, and its instruction cost enters the prediction as a ``dram_efficiency`` fitted to the two sweep
-figures above (0.30 at 256 bins, scaled by the lowering's bins/32 x log2(bins) work per value).
+figures above (0.30 at 256 bins, scaled by the lowering's bins/32 x log2(bins) work per value). After the
+streams, both paths pay each program's flush into the replicas, its own passes over its buffer and the
+reduce (``FLUSH_LINE_S``, ``FLUSH_ATOM_S``, ``PROGRAM_PASS_S``, ``REDUCE_BYTES_PER_S``: H200 run 86).
 """
 
 from __future__ import annotations
@@ -76,6 +78,12 @@ MAX_SMEM_BINS = 16384  # PATH 1: a [bins] int32 buffer, 64 KB at most
 FLUSH_LINE_S = 1.2e-9
 FLUSH_ATOM_S = 4.0e-12
 REDUCE_BYTES_PER_S = 35e9
+# Each program also zeroes its [bins] shared buffer, waits at two barriers and reads it back for the flush:
+# PROGRAM_PASS_S per bins_p2 / threads words a thread handles, the programs of an SM in turn. Chosen on the
+# same two shapes after the terms above (0.15-0.3 us scored alike there: Spearman 0.90 -> 0.93-0.94 at 4,096
+# bins, the pick 1.037 -> 1.007 of the best; 256 bins unchanged); the held-out 1,000-bin shape then went
+# 0.88 -> 0.89 and its pick 1.107 -> 1.049.
+PROGRAM_PASS_S = 0.2e-6
 _REQUIRED = ("BLOCK", "ITERS", "WARPS", "R", "PAD", "PATH")  # GRID may be left out: 0, one program a chunk
 
 
@@ -193,9 +201,11 @@ class HistogramTriton(TritonKernel):
         if c["PATH"] == 0:  # the ballot lowering's work per value grows as bins/32 x log2(bins)
             work = max(64.0, bins / 32 * math.log2(max(bins, 2)))
             info["dram_efficiency"] = PATH0_EFFICIENCY_256 * 64.0 / work
-        # the flush and the reduce, as SM cycles a program that the predictor sums over the grid
+        # the flush and the reduce, as SM cycles a program that the predictor sums over the grid, and each
+        # program's own passes over its shared buffer
         after = flush_seconds(c, int(shape[0]), bins, blocks) + reduce_seconds(c, bins)
-        info["block_cycles"] = after * ARCH.clock_hz * ARCH.sm_count / blocks
+        own = PROGRAM_PASS_S * -(-_p2(bins) // (32 * c["WARPS"]))  # a program's zero and read-back passes
+        info["block_cycles"] = after * ARCH.clock_hz * ARCH.sm_count / blocks + own * ARCH.clock_hz
         return info
 
     def traffic(self, shape: tuple[int, ...], dtype: str = "int32") -> dict:
