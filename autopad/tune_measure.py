@@ -3,8 +3,8 @@
 ``_Measure`` answers a strategy's "measure these candidates" from the cache first, then from the
 benchmarker (``bench.WorkerBenchmarker`` by default: an isolated worker process), and enforces the budgets
 (``budget`` candidates, ``time_budget_s`` seconds). ``pick`` takes the fastest correct candidate; the ones
-within noise of it, and the fastest of every other job (or of the cache), are timed again together, longer
-(60 runs, a second seed), and a remaining tie goes to the lower model cost, then the smaller footprint,
+within noise of it, and (within the time budget) the fastest of every other job or of the cache, are
+timed again together, longer (60 runs, a second seed), and a remaining tie goes to the lower model cost, then the smaller footprint,
 then the constants' text, so one machine gives the same pick run after run. Why every job's fastest: each
 job runs on allocations of its own (``bench_local.keep_allocation`` shares them within a job), and where a
 buffer lies can move a kernel by more than its constants do; on the H200 the fp64 16384² transpose's tune
@@ -156,7 +156,10 @@ def pick(measure: _Measure) -> Candidate | None:
     """The fastest correct candidate; ties within noise, with every other job's fastest, are timed again
     together, longer, then broken by the model."""
     tied = _within_noise(measure.asked, measure.meas)
-    final = list({c.key: c for c in [*tied, *_job_fastest(measure)]}.values())
+    # past the time budget the re-timing may stop after its first candidate, leaving fresh and stale times
+    # to compare: then only the ties are timed again, as before the jobs' fastest joined them
+    others = [] if measure._over_time() else _job_fastest(measure)
+    final = list({c.key: c for c in [*tied, *others]}.values())
     if len(final) > 1:
         measure.run(final, 60, 1)
         tied = _within_noise(final, measure.meas) or tied

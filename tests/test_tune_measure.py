@@ -149,3 +149,16 @@ def test_the_fastest_of_every_job_is_timed_again_in_one_job():
     m = _Measure(req, bench, None, "key", _Progress(False))
     m([a, b])
     assert pick(m) is a and len(bench.jobs) == 1
+
+
+def test_past_the_time_budget_only_the_ties_are_timed_again():
+    """A re-timing cut short by the time budget would compare fresh times with other jobs' stale ones, so
+    past the budget the jobs' fastest do not join it (the ties still do)."""
+    req, ranked = _setup(time_budget_s=3600.0)
+    a, b = ranked[0], ranked[1]
+    bench = PlacementBench({a.key: 1.088, b.key: 1.10}, factors=[1.0, 0.97])
+    m = _Measure(req, bench, None, "key", _Progress(False))
+    m([a])
+    m([b])
+    m.t0 -= 7200.0  # the budget is spent
+    assert pick(m) is b and len(bench.jobs) == 2
