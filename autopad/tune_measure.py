@@ -4,8 +4,9 @@
 benchmarker (``bench.WorkerBenchmarker`` by default: an isolated worker process), and enforces the budgets
 (``budget`` candidates, ``time_budget_s`` seconds). ``pick`` takes the fastest correct candidate; the ones
 within noise of it, and (within the time budget) the fastest of every other job or of the cache, are
-timed again together, longer (60 runs, a second seed), and a remaining tie goes to the lower model cost, then the smaller footprint,
-then the constants' text, so one machine gives the same pick run after run. Why every job's fastest: each
+timed again together, longer (60 runs, a second seed), and a remaining tie goes to the lower model cost,
+then the smaller footprint, then the constants' text, so one machine gives the same pick run after run.
+Why every job's fastest: each
 job runs on allocations of its own (``bench_local.keep_allocation`` shares them within a job), and where a
 buffer lies can move a kernel by more than its constants do; on the H200 the fp64 16384² transpose's tune
 measured its shortlist's GROUP 64 tiles at 1.088 ms and a later refine job's GROUP 1 tiles at 1.063, and
