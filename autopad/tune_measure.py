@@ -155,13 +155,24 @@ def _job_fastest(measure: _Measure) -> list[Candidate]:
 
 def pick(measure: _Measure) -> Candidate | None:
     """The fastest correct candidate; ties within noise, with every other job's fastest, are timed again
-    together, longer, then broken by the model."""
+    together, longer, then broken by the model. Past the time budget nothing is timed again; a re-timing
+    that stops early or fails for any candidate is set aside (its first times are kept, in the cache too),
+    so fresh times are never compared with stale ones from other jobs, and a failed re-run never replaces
+    a correct measurement."""
     tied = _within_noise(measure.asked, measure.meas)
-    # past the time budget the re-timing may stop after its first candidate, leaving fresh and stale times
-    # to compare: then only the ties are timed again, as before the jobs' fastest joined them
-    others = [] if measure._over_time() else _job_fastest(measure)
-    final = list({c.key: c for c in [*tied, *others]}.values())
+    if measure._over_time():
+        return _tie_break(tied) if tied else None
+    final = list({c.key: c for c in [*tied, *_job_fastest(measure)]}.values())
     if len(final) > 1:
+        before = {c.key: measure.meas[c.key] for c in final}
+        cached = set(measure.cached)
         measure.run(final, 60, 1)
-        tied = _within_noise(final, measure.meas) or tied
+        again = {k: measure.meas[k] for k in measure.jobs[-1]} if measure.jobs else {}
+        if set(again) >= set(before) and all(again[k].correct for k in before):
+            tied = _within_noise(final, measure.meas) or tied
+        else:  # set aside: the first times stand
+            measure.meas.update(before)
+            measure.cached = cached
+            if measure.store is not None:
+                measure.store.put_measurements(measure.key, before)
     return _tie_break(tied) if tied else None

@@ -334,7 +334,8 @@ def study_shape(
     items = [(r["key"], r["params"]) for r in ranked]
     # one job per GPU: the worker runs every candidate of a job on the job's first input and output
     # allocations, and where a large buffer lies moves a transpose by up to 3.6% (fp64 16384^2, H200 runs
-    # 81-84 of 2026-12-03), so candidates timed in separate jobs would be compared across placements
+    # 81-84 of 2026-12-03), so candidates timed in separate jobs would be compared across placements (a
+    # worker replaced after a fault starts on fresh buffers, and GPUs of a pair differ, as before)
     chunk = max(1, -(-len(items) // len(devices)))
     order = {r["key"]: i for i, r in enumerate(ranked)}
 

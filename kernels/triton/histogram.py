@@ -31,8 +31,8 @@ where the CUDA kernel's 2 x 132 persistent blocks took 64.3 us at 87.6%.
 taken as 256: a pattern does not see the shape); PATH 0 has no shared-memory instruction of its own to
 score, and its instruction cost enters the prediction as a ``dram_efficiency`` fitted to the two sweep
 figures above (0.30 at 256 bins, scaled by the lowering's bins/32 x log2(bins) work per value). After the
-streams, both paths pay each program's flush into the replicas, its own passes over its buffer and the
-reduce (``FLUSH_LINE_S``, ``FLUSH_ATOM_S``, ``PROGRAM_PASS_S``, ``REDUCE_BYTES_PER_S``: H200 run 86).
+streams, both paths pay each program's flush into the replicas and the reduce, PATH 1 its programs' passes
+over their shared buffers (``FLUSH_LINE_S``, ``FLUSH_ATOM_S``, ``PROGRAM_PASS_S``, ``REDUCE_BYTES_PER_S``: H200 run 86).
 """
 
 from __future__ import annotations
@@ -92,13 +92,14 @@ def flush_seconds(c: dict[str, int], n: int, bins: int, programs: int) -> float:
     values: bins x (1 - exp(-values per program / bins))), the programs of one replica queue on each of its
     128-byte lines (32 bins), and all share the L2's atomic rate."""
     nonzero = bins * -math.expm1(-n / max(programs, 1) / bins)
-    per_line = programs / c["R"] * min(32, bins) * nonzero / bins  # the busiest line's atomics
+    per_line = -(-programs // c["R"]) * min(32, bins) * nonzero / bins  # the busiest line's atomics
     return max(per_line * FLUSH_LINE_S, programs * nonzero * FLUSH_ATOM_S)
 
 
 def reduce_seconds(c: dict[str, int], bins: int) -> float:
-    """histogram_reduce: one program reads (and zeroes) R replicas of the power-of-two bins."""
-    return c["R"] * _p2(bins) * 4 / REDUCE_BYTES_PER_S
+    """histogram_reduce: one program reads (and zeroes) R replicas of ``bins`` words (its loads are masked
+    to the bins)."""
+    return c["R"] * bins * 4 / REDUCE_BYTES_PER_S
 
 
 def _p2(x: int) -> int:
@@ -201,10 +202,11 @@ class HistogramTriton(TritonKernel):
         if c["PATH"] == 0:  # the ballot lowering's work per value grows as bins/32 x log2(bins)
             work = max(64.0, bins / 32 * math.log2(max(bins, 2)))
             info["dram_efficiency"] = PATH0_EFFICIENCY_256 * 64.0 / work
-        # the flush and the reduce, as SM cycles a program that the predictor sums over the grid, and each
-        # program's own passes over its shared buffer
+        # the flush and the reduce, as SM cycles a program that the predictor sums over the grid (with
+        # sm_90's SMs and clock, the architecture this spec models), and each PATH 1 program's own passes
         after = flush_seconds(c, int(shape[0]), bins, blocks) + reduce_seconds(c, bins)
-        own = PROGRAM_PASS_S * -(-_p2(bins) // (32 * c["WARPS"]))  # a program's zero and read-back passes
+        # PATH 1's programs zero and read back their shared buffer (PATH 0 keeps no such buffer)
+        own = PROGRAM_PASS_S * -(-_p2(bins) // (32 * c["WARPS"])) if c["PATH"] == 1 else 0.0
         info["block_cycles"] = after * ARCH.clock_hz * ARCH.sm_count / blocks + own * ARCH.clock_hz
         return info
 
