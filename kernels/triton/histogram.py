@@ -32,7 +32,8 @@ taken as 256: a pattern does not see the shape); PATH 0 has no shared-memory ins
 score, and its instruction cost enters the prediction as a ``dram_efficiency`` fitted to the two sweep
 figures above (0.30 at 256 bins, scaled by the lowering's bins/32 x log2(bins) work per value). After the
 streams, both paths pay each program's flush into the replicas and the reduce, PATH 1 its programs' passes
-over their shared buffers (``FLUSH_LINE_S``, ``FLUSH_ATOM_S``, ``PROGRAM_PASS_S``, ``REDUCE_BYTES_PER_S``: H200 run 86).
+over their shared buffers (``FLUSH_LINE_S``, ``FLUSH_ATOM_S``, ``PROGRAM_PASS_S``, ``REDUCE_BYTES_PER_S``:
+H200 run 86).
 """
 
 from __future__ import annotations
