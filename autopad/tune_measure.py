@@ -6,12 +6,11 @@ benchmarker (``bench.WorkerBenchmarker`` by default: an isolated worker process)
 within noise of it, and (within the time budget) the fastest of every other job or of the cache, are
 timed again together, longer (60 runs, a second seed), and a remaining tie goes to the lower model cost,
 then the smaller footprint, then the constants' text, so one machine gives the same pick run after run.
-Why every job's fastest: each
-job runs on allocations of its own (``bench_local.keep_allocation`` shares them within a job), and where a
-buffer lies can move a kernel by more than its constants do; on the H200 the fp64 16384² transpose's tune
-measured its shortlist's GROUP 64 tiles at 1.088 ms and a later refine job's GROUP 1 tiles at 1.063, and
-the tie set held only the latter (runs 92-93 of 2026-12-04). Timed in one job, they compete on one
-placement.
+Why every job's fastest: each job runs on allocations of its own (``bench_local.keep_allocation`` shares
+them within a job), and where a buffer lies can move a kernel by more than its constants do; on the H200
+the fp64 16384² transpose's tune measured its shortlist's GROUP 64 tiles at 1.088 ms and a later refine
+job's GROUP 1 tiles at 1.063, and the tie set held only the latter (runs 92-93 of 2026-12-04). Timed in
+one job, they compete on one placement.
 
 Why a module of its own: this is the tune's measuring stage, the one part that talks to the GPU (through
 the benchmarker); tune.py only wires it between the ranking and the record.
@@ -143,11 +142,10 @@ def _tie_break(tied: Iterable[Candidate]) -> Candidate:
 def _job_fastest(measure: _Measure) -> list[Candidate]:
     """The fastest correct candidate of each job the tune ran, and of the cache's answers (measured on other
     allocations, perhaps another day), in the order asked."""
-    by_key = {c.key: c for c in measure.asked}
-    groups = [*measure.jobs, sorted(measure.cached)]
+    asked = {c.key for c in measure.asked}
     best = set()
-    for keys in groups:
-        ok = [k for k in keys if k in by_key and k in measure.meas and measure.meas[k].correct]
+    for keys in [*measure.jobs, measure.cached]:
+        ok = [k for k in keys if k in asked and k in measure.meas and measure.meas[k].correct]
         if ok:
             best.add(min(ok, key=lambda k: measure.meas[k].ms))
     return [c for c in measure.asked if c.key in best]
@@ -167,8 +165,8 @@ def pick(measure: _Measure) -> Candidate | None:
         before = {c.key: measure.meas[c.key] for c in final}
         cached = set(measure.cached)
         measure.run(final, 60, 1)
-        again = {k: measure.meas[k] for k in measure.jobs[-1]} if measure.jobs else {}
-        if set(again) >= set(before) and all(again[k].correct for k in before):
+        done = set(measure.jobs[-1])  # run() opened this job
+        if done >= set(before) and all(measure.meas[k].correct for k in before):
             tied = _within_noise(final, measure.meas) or tied
         else:  # set aside: the first times stand
             measure.meas.update(before)

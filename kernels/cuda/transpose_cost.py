@@ -93,6 +93,7 @@ GROUP_GAIN = {False: {1: 1.0, 16: 1.02, 64: 1.10}, True: {1: 1.0, 16: 1.0, 64: 1
 # page mapping, which the model does not see: a measurement, not a model.
 WIDE_PITCH_BYTES = 128 * 1024
 WIDE_PITCH_ORDER_TIME = {64: {32: 0.977, 64: 0.993, 128: 0.970}, 16: {128: 0.977}}
+_WIDE_FASTEST = min(v for by_tm in WIDE_PITCH_ORDER_TIME.values() for v in by_tm.values())
 
 
 def wide_pitch(m: int, n: int, e: int) -> bool:
@@ -258,8 +259,7 @@ def _launch_arrays(
         for g, by_tm in WIDE_PITCH_ORDER_TIME.items():
             for t, v in by_tm.items():
                 rel[(group == g) & (tm == t) & ~scalar] = v
-        fastest = min(v for by_tm in WIDE_PITCH_ORDER_TIME.values() for v in by_tm.values())
-        eff = eff * (fastest / rel)
+        eff = eff * (_WIDE_FASTEST / rel)
     else:
         gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
         gain = np.ones(len(group))

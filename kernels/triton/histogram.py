@@ -204,9 +204,9 @@ class HistogramTriton(TritonKernel):
             work = max(64.0, bins / 32 * math.log2(max(bins, 2)))
             info["dram_efficiency"] = PATH0_EFFICIENCY_256 * 64.0 / work
         # the flush and the reduce, as SM cycles a program that the predictor sums over the grid (with
-        # sm_90's SMs and clock, the architecture this spec models), and each PATH 1 program's own passes
+        # sm_90's SMs and clock, the architecture this spec models), and PATH 1's own passes over its
+        # shared buffer, zeroed and read back (PATH 0 keeps no such buffer)
         after = flush_seconds(c, int(shape[0]), bins, blocks) + reduce_seconds(c, bins)
-        # PATH 1's programs zero and read back their shared buffer (PATH 0 keeps no such buffer)
         own = PROGRAM_PASS_S * -(-_p2(bins) // (32 * c["WARPS"])) if c["PATH"] == 1 else 0.0
         info["block_cycles"] = after * ARCH.clock_hz * ARCH.sm_count / blocks + own * ARCH.clock_hz
         return info
