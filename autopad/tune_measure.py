@@ -144,7 +144,7 @@ def _job_fastest(measure: _Measure) -> list[Candidate]:
     allocations, perhaps another day), in the order asked."""
     asked = {c.key for c in measure.asked}
     best = set()
-    for keys in [*measure.jobs, measure.cached]:
+    for keys in [*measure.jobs, sorted(measure.cached)]:  # sorted: equal times pick the same key every run
         ok = [k for k in keys if k in asked and k in measure.meas and measure.meas[k].correct]
         if ok:
             best.add(min(ok, key=lambda k: measure.meas[k].ms))
