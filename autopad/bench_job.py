@@ -68,7 +68,8 @@ class BenchJob:
     reps: int = 30
     warmup: int = 3
     device: int = 0
-    # "time_budget_ms": fewer repeats (at least 3) for a candidate slower than budget / reps
+    # "time_budget_ms": fewer repeats (at least 3) for a candidate slower than budget / reps;
+    # "placements": time each candidate on this many separate allocations, its slowest counting
     options: dict[str, Any] = field(default_factory=dict)
 
 

@@ -5,9 +5,12 @@ For each candidate: build it (all builds of a job in parallel threads), run it o
 (refilled into the job's first allocations, so that every candidate is timed on the same buffers:
 ``keep_allocation``) into a poisoned output (``poison``: NaN bytes for floats, 0xA5 for ints, a pattern
 no correct kernel leaves) and compare with the kernel's torch reference, and only if that is right, time
-it (``bench_timing``). A wrong result is recorded, never timed; a fault during a run is reported as fatal
-(the CUDA context may be lost), so the worker stops after it and the parent (bench_pool.py) starts a
-fresh one.
+it (``bench_timing``). With the job's ``placements`` option P > 1 (the tuner's final re-timing), each
+candidate also runs, checked, on P - 1 further allocations of the same values, held for the whole job, and
+counts as fast as its slowest placement: where a buffer lies can move a kernel by more than its constants
+do, and a user's buffers lie anywhere. A wrong result is recorded, never timed; a fault during a run is
+reported as fatal (the CUDA context may be lost), so the worker stops after it and the parent
+(bench_pool.py) starts a fresh one.
 
 Why a module of its own: this is the code that runs in the child process (``_child`` is the worker's
 default target, named "autopad.bench_local:_child"), apart from the parent's process handling, and
@@ -27,7 +30,9 @@ from .bench_timing import _median_iqr, _time
 from .kernel_args import Inputs
 from .results import Measurement
 
-__all__ = ["keep_allocation", "measure_local", "poison"]
+__all__ = ["MAX_PLACEMENTS", "keep_allocation", "measure_local", "poison"]
+
+MAX_PLACEMENTS = 8  # the most separate allocations a job's ``placements`` option may ask for
 
 
 def _outputs(out: Any) -> tuple[Any, ...]:
@@ -151,7 +156,10 @@ def measure_local(
         built = list(pool.map(build, job.candidates))
 
     accumulates = bool(getattr(spec, "ACCUMULATES", False))
-    held_in = held_out = None  # the job's first allocations, reused by every candidate (keep_allocation)
+    wanted = max(1, min(MAX_PLACEMENTS, int(job.options.get("placements", 1))))
+    held_in: list[Any] = [None] * wanted  # each placement's allocations, reused by every candidate
+    held_out: list[Any] = [None] * wanted
+    places = 1  # how many placements the job has; the extra ones are made at its first correct candidate
     for i, ((key, constants), b) in enumerate(zip(job.candidates, built)):
         if on_start:
             on_start(key)
@@ -164,43 +172,94 @@ def measure_local(
             continue
         try:
             fresh = spec.make_inputs(job.shape, job.dtype, device, job.seed + 1000 * i, job.dist)
-            inputs = held_in = keep_allocation(held_in, fresh, refill=True)
+            inputs = held_in[0] = keep_allocation(held_in[0], fresh, refill=True)
             del fresh
             ref = None  # the last candidate's reference goes before this one's is made
             ref = spec.expected(inputs)
-            out = held_out = keep_allocation(held_out, spec.alloc_output(inputs, constants), refill=False)
-            _poison_(out)
-            if accumulates:
-                _zero_(out)
-            spec.run(b, inputs, out)
-            torch.cuda.synchronize()
+            out = held_out[0] = keep_allocation(
+                held_out[0], spec.alloc_output(inputs, constants), refill=False
+            )
+            ok, msg = _run_checked(spec, b, inputs, out, ref, accumulates, torch)
+            if ok and wanted > 1 and held_in[1] is None:
+                places = _placements_that_fit(wanted, inputs, out, torch)
+            # the other placements: the same values in allocations of their own, each run checked too
+            runs_on = [(inputs, out)]
+            for p in range(1, places if ok else 1):
+                mine = (
+                    held_in[p]
+                    if held_in[p] is not None
+                    else spec.make_inputs(job.shape, job.dtype, device, job.seed + 1000 * i, job.dist)
+                )
+                held_in[p] = keep_allocation(mine, inputs, refill=True)
+                held_out[p] = keep_allocation(
+                    held_out[p], spec.alloc_output(held_in[p], constants), refill=False
+                )
+                ok, msg = _run_checked(spec, b, held_in[p], held_out[p], ref, accumulates, torch)
+                if not ok:
+                    msg = f"{msg} (on placement {p + 1} of {places})"
+                    break
+                runs_on.append((held_in[p], held_out[p]))
         except Exception as exc:
             yield Measurement(key, False, error=f"fault: {_short(exc)}"), True
             return
-        try:
-            ok, msg = spec.check(out, ref)
-        except Exception as exc:
-            ok, msg = False, f"check raised {_short(exc)}"
         if not ok:
             yield Measurement(key, False, error=f"wrong result: {msg}"), False
             continue
         try:
+            timed = []
+            for p_in, p_out in runs_on:
 
-            def once(b=b, inputs=inputs, out=out) -> None:
-                spec.run(b, inputs, out)
+                def once(b=b, inputs=p_in, out=p_out) -> None:
+                    spec.run(b, inputs, out)
 
-            times = _time(
-                once,
-                job.reps,
-                job.warmup,
-                (lambda out=out: _zero_(out)) if accumulates else None,
-                job.options.get("time_budget_ms"),
-            )
+                times = _time(
+                    once,
+                    job.reps,
+                    job.warmup,
+                    (lambda out=p_out: _zero_(out)) if accumulates else None,
+                    job.options.get("time_budget_ms"),
+                )
+                timed.append((*_median_iqr(times), len(times)))
         except Exception as exc:
             yield Measurement(key, False, error=f"fault while timing: {_short(exc)}"), True
             return
-        med, iqr = _median_iqr(times)
-        yield Measurement(key, True, ms=med, spread_ms=iqr, runs=len(times)), False
+        # a candidate is as fast as its slowest placement; its noise is the noisiest placement's spread
+        med = max(t[0] for t in timed)
+        iqr = max(t[1] for t in timed)
+        yield Measurement(key, True, ms=med, spread_ms=iqr, runs=sum(t[2] for t in timed)), False
+
+
+def _run_checked(spec: Any, b: Any, inputs: Any, out: Any, ref: Any, accumulates: bool, torch: Any) -> tuple:
+    """Run a build once into a poisoned (or, accumulating, zeroed) output and check it: (ok, why not).
+    A run that raises raises (a fault: the caller stops the job); a check that raises is a wrong result."""
+    _poison_(out)
+    if accumulates:
+        _zero_(out)
+    spec.run(b, inputs, out)
+    torch.cuda.synchronize()
+    try:
+        return spec.check(out, ref)
+    except Exception as exc:
+        return False, f"check raised {_short(exc)}"
+
+
+def _nbytes(x: Any) -> int:
+    import torch
+
+    return sum(t.untyped_storage().nbytes() for t in _outputs(x) if isinstance(t, torch.Tensor))
+
+
+def _placements_that_fit(wanted: int, inputs: Any, out: Any, torch: Any) -> int:
+    """How many placements a job can hold: ``wanted``, fewer where the extra copies of the inputs and
+    output would take more than half of the GPU's free memory (at least 1: the job's own)."""
+    each = _nbytes(inputs) + _nbytes(out)
+    if each == 0:
+        return 1
+    try:
+        free = torch.cuda.mem_get_info()[0]
+    except Exception:  # no way to ask: stay on the one placement
+        return 1
+    return max(1, min(wanted, 1 + int(free // 2 // each)))
 
 
 def _child(job: BenchJob, out: Any) -> None:

@@ -4,13 +4,17 @@
 benchmarker (``bench.WorkerBenchmarker`` by default: an isolated worker process), and enforces the budgets
 (``budget`` candidates, ``time_budget_s`` seconds). ``pick`` takes the fastest correct candidate; the ones
 within noise of it, and (within the time budget) the fastest of every other job or of the cache, are
-timed again together, longer (60 runs, a second seed), and a remaining tie goes to the lower model cost,
+timed again together, longer (60 runs, a second seed, on ``PICK_PLACEMENTS`` separate allocations each,
+the slowest counting), and a remaining tie goes to the lower model cost,
 then the smaller footprint, then the constants' text, so one machine gives the same pick run after run.
 Why every job's fastest: each job runs on allocations of its own (``bench_local.keep_allocation`` shares
 them within a job), and where a buffer lies can move a kernel by more than its constants do; on the H200
 the fp64 16384² transpose's tune measured its shortlist's GROUP 64 tiles at 1.088 ms and a later refine
 job's GROUP 1 tiles at 1.063, and the tie set held only the latter (runs 92-93 of 2026-12-04). Timed in
-one job, they compete on one placement.
+one job, they compete on the same placements; and since even one job's placement can favour a candidate
+that runs slower on most others (run 94: the op still picked a GROUP 1 tile that took 1.133 ms on the
+user's buffers, where GROUP 64 tiles take 1.088-1.094 on every one of 25 placements, run 88), each
+finalist counts as fast as the slowest of three.
 
 Why a module of its own: this is the tune's measuring stage, the one part that talks to the GPU (through
 the benchmarker); tune.py only wires it between the ranking and the record.
@@ -27,7 +31,10 @@ from .request import Request
 from .results import Measurement
 from .search import Candidate
 
-__all__ = ["pick"]
+__all__ = ["PICK_PLACEMENTS", "pick"]
+
+# the pick's re-timing runs each finalist on this many separate allocations and counts its slowest
+PICK_PLACEMENTS = 3
 
 
 class _Progress:
@@ -69,8 +76,9 @@ class _Measure:
         t = self.req.time_budget_s
         return t is not None and time.perf_counter() - self.t0 > t
 
-    def run(self, cands: Sequence[Candidate], reps: int, seed: int) -> None:
-        """Time ``cands`` on the GPU now (no cache lookup)."""
+    def run(self, cands: Sequence[Candidate], reps: int, seed: int, placements: int = 1) -> None:
+        """Time ``cands`` on the GPU now (no cache lookup), on ``placements`` separate allocations each
+        (the slowest counts; ``bench_local``)."""
         from .bench import BenchJob, spec_ref
 
         job = BenchJob(
@@ -82,6 +90,7 @@ class _Measure:
             seed=seed,
             reps=reps,
             device=self.req.device,
+            options={"placements": placements} if placements > 1 else {},
         )
         self.jobs.append([])
         for n, m in enumerate(self.bench.measure(job), 1):
@@ -164,7 +173,7 @@ def pick(measure: _Measure) -> Candidate | None:
     if len(final) > 1:
         before = {c.key: measure.meas[c.key] for c in final}
         cached = set(measure.cached)
-        measure.run(final, 60, 1)
+        measure.run(final, 60, 1, PICK_PLACEMENTS)
         done = set(measure.jobs[-1])  # run() opened this job
         if done >= set(before) and all(measure.meas[k].correct for k in before):
             tied = _within_noise(final, measure.meas) or tied

@@ -101,3 +101,65 @@ def test_every_candidate_of_a_job_runs_on_the_jobs_allocations_with_fresh_values
     # every run (checks and timed runs alike) on one input and one output allocation
     assert len({s[0] for s in K.SEEN}) == 1 and len({s[1] for s in K.SEEN}) == 1
     assert len({s[2] for s in K.SEEN}) == len(modes)  # but each candidate's values fresh (its own seed)
+
+
+def test_placements_time_every_candidate_on_separate_allocations_and_count_the_slowest(monkeypatch):
+    torch = pytest.importorskip("torch")
+    import cpu_copy_kernel as K
+
+    from autopad import bench_local
+    from autopad.bench_job import spec_ref
+    from autopad.spec import KernelSpec
+
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (1 << 30, 1 << 31))
+    outs: list[int] = []  # the output allocation of each timed placement, in timing order
+
+    def fake_time(run, reps, *a):
+        run()
+        outs.append(K.SEEN[-1][1])
+        return [1.0 + len(set(outs)) * 0.1] * reps  # each new allocation slower than the last
+
+    monkeypatch.setattr(bench_local, "_time", fake_time)
+    K.SEEN.clear()
+    job = BenchJob(
+        spec_ref(KernelSpec(K)),
+        (("a", {"MODE": 0}), ("b", {"MODE": 2}), ("c", {"MODE": 0})),
+        (64,),
+        "float32",
+        reps=3,
+        options={"placements": 3},
+    )
+    got = [m for m, _ in bench_local.measure_local(job)]
+    assert [m.correct for m in got] == [True, False, True]
+    # three output allocations, each timed for both correct candidates, every run on an input of its own
+    assert len(set(outs)) == 3 and outs[:3] == outs[3:]
+    assert len({s[0] for s in K.SEEN}) == 3
+    # each placement's first run checked on a poisoned output, with the candidate's values on all three
+    assert got[0].ms == got[2].ms == pytest.approx(1.3) and got[0].runs == got[2].runs == 9
+    assert "differ" in got[1].error
+    firsts = [s for i, s in enumerate(K.SEEN) if i == 0 or s[1] != K.SEEN[i - 1][1]]
+    assert all(s[3] for s in firsts[:3])
+
+
+def test_placements_are_cut_to_what_fits_in_half_the_free_memory(monkeypatch):
+    torch = pytest.importorskip("torch")
+    import cpu_copy_kernel as K
+
+    from autopad import bench_local
+    from autopad.bench_job import spec_ref
+    from autopad.spec import KernelSpec
+
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    # a 64-float input and output take 512 bytes: 1,200 free bytes hold one more placement, not two
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (1200, 1 << 31))
+    monkeypatch.setattr(bench_local, "_time", lambda run, reps, *a: [run(), 1.0][1:] * reps)
+    K.SEEN.clear()
+    job = BenchJob(
+        spec_ref(KernelSpec(K)), (("a", {"MODE": 0}),), (64,), "float32", reps=3, options={"placements": 3}
+    )
+    (m,) = [m for m, _ in bench_local.measure_local(job)]
+    assert m.correct and m.runs == 6
+    assert len({s[1] for s in K.SEEN}) == 2

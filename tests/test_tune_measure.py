@@ -10,7 +10,7 @@ from autopad.request import Request
 from autopad.results import Measurement
 from autopad.search import rank
 from autopad.spec import KernelSpec
-from autopad.tune_measure import _Measure, _Progress, _within_noise, pick
+from autopad.tune_measure import PICK_PLACEMENTS, _Measure, _Progress, _within_noise, pick
 
 SHAPE = (4096, 4096)
 
@@ -144,6 +144,9 @@ def test_the_fastest_of_every_job_is_timed_again_in_one_job():
     assert pick(m) is a
     final = bench.jobs[-1]
     assert sorted(k for k, _ in final.candidates) == sorted([a.key, b.key]) and final.reps == 60
+    # on three placements each, the slowest counting (bench_local), where the first jobs ran on one
+    assert final.options == {"placements": PICK_PLACEMENTS} == {"placements": 3}
+    assert all(j.options == {} for j in bench.jobs[:-1])
     # one job only: its fastest is the only candidate to compare, nothing is timed again
     bench = PlacementBench({a.key: 1.088, b.key: 1.10}, factors=[1.0])
     m = _Measure(req, bench, None, "key", _Progress(False))
