@@ -6,15 +6,17 @@ For each candidate: build it (all builds of a job in parallel threads), run it o
 ``keep_allocation``) into a poisoned output (``poison``: NaN bytes for floats, 0xA5 for ints, a pattern
 no correct kernel leaves) and compare with the kernel's torch reference, and only if that is right, time
 it (``bench_timing``). With the job's ``placements`` option P > 1 (the tuner's final re-timing), each
-candidate also runs, checked, on P - 1 further allocations of the same values, held for the whole job, and
-counts as fast as its slowest placement: where a buffer lies can move a kernel by more than its constants
-do, and a user's buffers lie anywhere. A wrong result is recorded, never timed; a fault during a run is
-reported as fatal (the CUDA context may be lost), so the worker stops after it and the parent
-(bench_pool.py) starts a fresh one.
+candidate also runs, checked, into P - 1 further outputs, allocated back to back and held for the whole job,
+and counts as fast as its slowest placement: where a buffer lies can move a kernel by more than its constants
+do, and a user's buffers lie anywhere (H200 run 96: an fp64 16384² transpose's GROUP 1 tile took 1.067 and
+1.136 ms on alternate 2 GiB outputs, a GROUP 64 tile 1.094 on all; so outputs allocated back to back, not
+interleaved with inputs, which put every output of run 95's job on the fast ones). A wrong result is recorded,
+never timed; a fault during a run is reported as fatal (the CUDA context may be lost), so the worker stops
+after it and the parent (bench_pool.py) starts a fresh one.
 
-Why a module of its own: this is the code that runs in the child process (``_child`` is the worker's
-default target, named "autopad.bench_local:_child"), apart from the parent's process handling, and
-``measure_local`` is what a script calls to measure without a worker.
+Why a module of its own: this is the code that runs in the child process (``_child`` is the worker's default
+target, named "autopad.bench_local:_child"), apart from the parent's process handling, and ``measure_local``
+is what a script calls to measure without a worker.
 """
 
 from __future__ import annotations
@@ -157,8 +159,8 @@ def measure_local(
 
     accumulates = bool(getattr(spec, "ACCUMULATES", False))
     wanted = max(1, min(MAX_PLACEMENTS, int(job.options.get("placements", 1))))
-    held_in: list[Any] = [None] * wanted  # each placement's allocations, reused by every candidate
-    held_out: list[Any] = [None] * wanted
+    held_in = None  # the job's input allocations, reused by every candidate
+    held_out: list[Any] = [None] * wanted  # each placement's output allocation, likewise
     places = 1  # how many placements the job has; the extra ones are made at its first correct candidate
     for i, ((key, constants), b) in enumerate(zip(job.candidates, built)):
         if on_start:
@@ -172,7 +174,7 @@ def measure_local(
             continue
         try:
             fresh = spec.make_inputs(job.shape, job.dtype, device, job.seed + 1000 * i, job.dist)
-            inputs = held_in[0] = keep_allocation(held_in[0], fresh, refill=True)
+            inputs = held_in = keep_allocation(held_in, fresh, refill=True)
             del fresh
             ref = None  # the last candidate's reference goes before this one's is made
             ref = spec.expected(inputs)
@@ -180,25 +182,18 @@ def measure_local(
                 held_out[0], spec.alloc_output(inputs, constants), refill=False
             )
             ok, msg = _run_checked(spec, b, inputs, out, ref, accumulates, torch)
-            if ok and wanted > 1 and held_in[1] is None:
-                places = _placements_that_fit(wanted, inputs, out, torch)
-            # the other placements: the same values in allocations of their own, each run checked too
+            if ok and wanted > 1 and held_out[1] is None:
+                places = _placements_that_fit(wanted, out, torch)
+            # the other placements: outputs of their own, allocated back to back, each run checked too
             runs_on = [(inputs, out)]
+            for p in range(1, places if ok else 1):  # all allocated before any runs (its check may allocate)
+                held_out[p] = keep_allocation(held_out[p], spec.alloc_output(inputs, constants), refill=False)
             for p in range(1, places if ok else 1):
-                mine = (
-                    held_in[p]
-                    if held_in[p] is not None
-                    else spec.make_inputs(job.shape, job.dtype, device, job.seed + 1000 * i, job.dist)
-                )
-                held_in[p] = keep_allocation(mine, inputs, refill=True)
-                held_out[p] = keep_allocation(
-                    held_out[p], spec.alloc_output(held_in[p], constants), refill=False
-                )
-                ok, msg = _run_checked(spec, b, held_in[p], held_out[p], ref, accumulates, torch)
+                ok, msg = _run_checked(spec, b, inputs, held_out[p], ref, accumulates, torch)
                 if not ok:
                     msg = f"{msg} (on placement {p + 1} of {places})"
                     break
-                runs_on.append((held_in[p], held_out[p]))
+                runs_on.append((inputs, held_out[p]))
         except Exception as exc:
             yield Measurement(key, False, error=f"fault: {_short(exc)}"), True
             return
@@ -243,16 +238,10 @@ def _run_checked(spec: Any, b: Any, inputs: Any, out: Any, ref: Any, accumulates
         return False, f"check raised {_short(exc)}"
 
 
-def _nbytes(x: Any) -> int:
-    import torch
-
-    return sum(t.untyped_storage().nbytes() for t in _outputs(x) if isinstance(t, torch.Tensor))
-
-
-def _placements_that_fit(wanted: int, inputs: Any, out: Any, torch: Any) -> int:
-    """How many placements a job can hold: ``wanted``, fewer where the extra copies of the inputs and
-    output would take more than half of the GPU's free memory (at least 1: the job's own)."""
-    each = _nbytes(inputs) + _nbytes(out)
+def _placements_that_fit(wanted: int, out: Any, torch: Any) -> int:
+    """How many placements a job can hold: ``wanted``, fewer where the extra outputs would take more than
+    half of the GPU's free memory (at least 1: the job's own)."""
+    each = sum(t.untyped_storage().nbytes() for t in _outputs(out) if isinstance(t, torch.Tensor))
     if each == 0:
         return 1
     try:

@@ -12,9 +12,9 @@ them within a job), and where a buffer lies can move a kernel by more than its c
 the fp64 16384² transpose's tune measured its shortlist's GROUP 64 tiles at 1.088 ms and a later refine
 job's GROUP 1 tiles at 1.063, and the tie set held only the latter (runs 92-93 of 2026-12-04). Timed in
 one job, they compete on the same placements; and since even one job's placement can favour a candidate
-that runs slower on most others (run 94: the op still picked a GROUP 1 tile that took 1.133 ms on the
-user's buffers, where GROUP 64 tiles take 1.088-1.094 on every one of 25 placements, run 88), each
-finalist counts as fast as the slowest of three.
+that runs slower on others (run 94: the op still picked a GROUP 1 tile that took 1.133 ms on the user's
+buffers; run 96: that tile takes 1.067 or 1.136 on alternate 2 GiB outputs, a GROUP 64 tile 1.094 on
+all), each finalist counts as fast as the slowest of three outputs (``bench_local``).
 
 Why a module of its own: this is the tune's measuring stage, the one part that talks to the GPU (through
 the benchmarker); tune.py only wires it between the ranking and the record.
