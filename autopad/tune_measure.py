@@ -3,18 +3,21 @@
 ``_Measure`` answers a strategy's "measure these candidates" from the cache first, then from the
 benchmarker (``bench.WorkerBenchmarker`` by default: an isolated worker process), and enforces the budgets
 (``budget`` candidates, ``time_budget_s`` seconds). ``pick`` takes the fastest correct candidate; the ones
-within noise of it, and (within the time budget) the fastest of every other job or of the cache, are
-timed again together, longer (60 runs, a second seed, on ``PICK_PLACEMENTS`` separate allocations each,
-the slowest counting), and a remaining tie goes to the lower model cost,
-then the smaller footprint, then the constants' text, so one machine gives the same pick run after run.
-Why every job's fastest: each job runs on allocations of its own (``bench_local.keep_allocation`` shares
-them within a job), and where a buffer lies can move a kernel by more than its constants do; on the H200
-the fp64 16384² transpose's tune measured its shortlist's GROUP 64 tiles at 1.088 ms and a later refine
-job's GROUP 1 tiles at 1.063, and the tie set held only the latter (runs 92-93 of 2026-12-04). Timed in
-one job, they compete on the same placements; and since even one job's placement can favour a candidate
-that runs slower on others (run 94: the op still picked a GROUP 1 tile that took 1.133 ms on the user's
-buffers; run 96: that tile takes 1.067 or 1.136 on alternate 2 GiB outputs, a GROUP 64 tile 1.094 on
-all), each finalist counts as fast as the slowest of three outputs (``bench_local``).
+within noise of it and the fastest of every job (and of the cache) are timed again together, longer (60
+runs, a second seed), each into ``PICK_PLACEMENTS`` separate outputs with the slowest counting; any
+candidate whose first time beats that re-timed best beyond noise is then timed again with the new ties
+(``PICK_ROUNDS`` rounds at most, all within the time budget), and a remaining tie goes to the lower model
+cost, then the smaller footprint, then the constants' text, so one machine gives the same pick run after
+run.
+
+Why: each job runs on allocations of its own (``bench_local.keep_allocation`` shares them within a job),
+and where a buffer lies can move a kernel by more than its constants do. On the H200 an fp64 16384²
+transpose's GROUP 1 tile takes 1.067 or 1.136 ms on alternate 2 GiB outputs, a GROUP 64 tile 1.094 on all
+(run 96 of 2026-12-04); the op's tune saw GROUP 1 tiles at 1.063 in a refine job and GROUP 64 at 1.088 in
+the shortlist's (runs 92-93), then, re-timed in one job on fast outputs only, the GROUP 1 tiles again
+(run 95), and picked one that took 1.133 on the user's buffers. Timed on three outputs, the GROUP 1 tiles
+show their slow placement (1.133, run 97); the GROUP 64 tiles, measured faster in their first job, are
+then the rivals timed again beside them.
 
 Why a module of its own: this is the tune's measuring stage, the one part that talks to the GPU (through
 the benchmarker); tune.py only wires it between the ranking and the record.
@@ -31,10 +34,11 @@ from .request import Request
 from .results import Measurement
 from .search import Candidate
 
-__all__ = ["PICK_PLACEMENTS", "pick"]
+__all__ = ["PICK_PLACEMENTS", "PICK_RIVALS", "PICK_ROUNDS", "pick"]
 
-# the pick's re-timing runs each finalist on this many separate allocations and counts its slowest
-PICK_PLACEMENTS = 3
+PICK_PLACEMENTS = 3  # the pick's re-timing runs each finalist into this many outputs and counts its slowest
+PICK_ROUNDS = 3  # re-timing rounds at most: the finalists, then rivals that beat them
+PICK_RIVALS = 6  # rivals a round adds at most
 
 
 class _Progress:
@@ -160,26 +164,55 @@ def _job_fastest(measure: _Measure) -> list[Candidate]:
     return [c for c in measure.asked if c.key in best]
 
 
-def pick(measure: _Measure) -> Candidate | None:
-    """The fastest correct candidate; ties within noise, with every other job's fastest, are timed again
-    together, longer, then broken by the model. Past the time budget nothing is timed again; a re-timing
-    that stops early or fails for any candidate is set aside (its first times are kept, in the cache too),
-    so fresh times are never compared with stale ones from other jobs, and a failed re-run never replaces
+def _retime(measure: _Measure, final: list[Candidate]) -> bool:
+    """Time ``final`` again in one job, longer (60 runs, a second seed), on ``PICK_PLACEMENTS`` outputs each.
+    A re-timing that stops early or fails for any candidate is set aside (False): its first times stand,
+    in the cache too, so fresh times are never compared with stale ones and a failed re-run never replaces
     a correct measurement."""
+    before = {c.key: measure.meas[c.key] for c in final}
+    cached = set(measure.cached)
+    measure.run(final, 60, 1, PICK_PLACEMENTS)
+    done = set(measure.jobs[-1])  # run() opened this job
+    if done >= set(before) and all(measure.meas[k].correct for k in before):
+        return True
+    measure.meas.update(before)
+    measure.cached = cached
+    if measure.store is not None:
+        measure.store.put_measurements(measure.key, before)
+    return False
+
+
+def _rivals(measure: _Measure, bar: Measurement, done: set[str]) -> list[Candidate]:
+    """Candidates not timed again yet whose first time beats ``bar`` (the re-timed best) beyond noise, the
+    fastest ``PICK_RIVALS`` of them."""
+    out = []
+    for c in measure.asked:
+        m = measure.meas.get(c.key)
+        if c.key in done or m is None or not m.correct:
+            continue
+        if bar.ms - m.ms > max(bar.spread_ms or 0.0, m.spread_ms or 0.0, 0.01 * bar.ms):
+            out.append(c)
+    return sorted(out, key=lambda c: measure.meas[c.key].ms)[:PICK_RIVALS]
+
+
+def pick(measure: _Measure) -> Candidate | None:
+    """The fastest correct candidate, robust to where buffers lie. The first pass's ties within noise and
+    every job's fastest are timed again together (``_retime``); then any candidate whose first time beats
+    that re-timed best beyond noise is timed again with the new ties, for at most ``PICK_ROUNDS`` rounds in
+    all; the last round's ties are broken by the model. Past the time budget nothing more is timed, and a
+    round set aside leaves the ties of the round before."""
     tied = _within_noise(measure.asked, measure.meas)
-    if measure._over_time():
-        return _tie_break(tied) if tied else None
+    if not tied:
+        return None
     final = list({c.key: c for c in [*tied, *_job_fastest(measure)]}.values())
-    if len(final) > 1:
-        before = {c.key: measure.meas[c.key] for c in final}
-        cached = set(measure.cached)
-        measure.run(final, 60, 1, PICK_PLACEMENTS)
-        done = set(measure.jobs[-1])  # run() opened this job
-        if done >= set(before) and all(measure.meas[k].correct for k in before):
-            tied = _within_noise(final, measure.meas) or tied
-        else:  # set aside: the first times stand
-            measure.meas.update(before)
-            measure.cached = cached
-            if measure.store is not None:
-                measure.store.put_measurements(measure.key, before)
-    return _tie_break(tied) if tied else None
+    done: set[str] = set()
+    for _ in range(PICK_ROUNDS):
+        if measure._over_time() or not _retime(measure, final):
+            break
+        done.update(c.key for c in final)
+        tied = _within_noise(final, measure.meas)
+        rivals = _rivals(measure, measure.meas[tied[0].key], done)
+        if not rivals:
+            break
+        final = [*tied, *rivals]
+    return _tie_break(tied)

@@ -10,7 +10,15 @@ from autopad.request import Request
 from autopad.results import Measurement
 from autopad.search import rank
 from autopad.spec import KernelSpec
-from autopad.tune_measure import PICK_PLACEMENTS, _Measure, _Progress, _within_noise, pick
+from autopad.tune_measure import (
+    PICK_PLACEMENTS,
+    PICK_RIVALS,
+    PICK_ROUNDS,
+    _Measure,
+    _Progress,
+    _within_noise,
+    pick,
+)
 
 SHAPE = (4096, 4096)
 
@@ -96,7 +104,8 @@ def test_ties_within_noise_are_timed_again_then_broken_by_the_model():
     bench = TableBench({fast.key: 1.0, slow.key: 1.5}, spread=0.001)
     m = _Measure(req, bench, None, "key", _Progress(False))
     m(ranked[:2])
-    assert pick(m) is fast and len(bench.jobs) == 1  # no tie: nothing timed again
+    # no tie: the fastest alone is timed again (on three outputs), and nothing beats it
+    assert pick(m) is fast and len(bench.jobs) == 2 and [k for k, _ in bench.jobs[1].candidates] == [fast.key]
     tied_bench = TableBench(spread=0.05)  # every candidate 1.0 ms: all within noise
     m = _Measure(req, tied_bench, None, "key", _Progress(False))
     m(ranked[:4])
@@ -147,11 +156,58 @@ def test_the_fastest_of_every_job_is_timed_again_in_one_job():
     # on three placements each, the slowest counting (bench_local), where the first jobs ran on one
     assert final.options == {"placements": PICK_PLACEMENTS} == {"placements": 3}
     assert all(j.options == {} for j in bench.jobs[:-1])
-    # one job only: its fastest is the only candidate to compare, nothing is timed again
+    # one job only: its fastest is the only finalist, timed again alone; the other is no rival
     bench = PlacementBench({a.key: 1.088, b.key: 1.10}, factors=[1.0])
     m = _Measure(req, bench, None, "key", _Progress(False))
     m([a, b])
-    assert pick(m) is a and len(bench.jobs) == 1
+    assert pick(m) is a and len(bench.jobs) == 2 and [k for k, _ in bench.jobs[1].candidates] == [a.key]
+
+
+class LuckyBench(TableBench):
+    """``times[key]`` on one output; on several (the pick's re-timing) ``placed[key]``, its slowest."""
+
+    def __init__(self, times, placed):
+        super().__init__(times, spread=0.001)
+        self.placed = placed
+
+    def measure(self, job):
+        for m in super().measure(job):
+            ms = self.placed.get(m.key, m.ms) if job.options.get("placements", 1) > 1 else m.ms
+            yield Measurement(m.key, True, ms=ms, spread_ms=m.spread_ms, runs=m.runs)
+
+
+def test_a_candidate_that_was_fast_only_on_its_jobs_output_loses_to_a_rival():
+    """H200 runs 95-97 of 2026-12-04: in the tune's jobs a GROUP 1 tile ran 1.063 ms, on its fast outputs,
+    ahead of a GROUP 64 tile's 1.088 in the same job, so the GROUP 64 tile was neither tied nor a job's
+    fastest; timed on three outputs the GROUP 1 tile showed 1.133, and the op kept it. Now the GROUP 64
+    tile, whose first time beats that beyond noise, is timed again beside it, and wins."""
+    req, ranked = _setup()
+    lucky, steady, slow = ranked[0], ranked[1], ranked[2]
+    bench = LuckyBench(
+        {lucky.key: 1.063, steady.key: 1.088, slow.key: 1.2}, {lucky.key: 1.134, steady.key: 1.094}
+    )
+    m = _Measure(req, bench, None, "key", _Progress(False))
+    m([lucky, steady, slow])
+    assert pick(m) is steady
+    rounds = [sorted(k for k, _ in j.candidates) for j in bench.jobs[1:]]
+    assert rounds == [[lucky.key], sorted([lucky.key, steady.key])]  # the slow one never beat the bar
+    assert m.meas[steady.key].ms == 1.094 and m.meas[slow.key].ms == 1.2
+
+
+def test_rounds_of_rivals_stop_after_pick_rounds():
+    """Every re-timing slower than every first time: each round brings the next rivals, at most
+    PICK_RIVALS a round, and after PICK_ROUNDS rounds the pick is the last round's."""
+    req, ranked = _setup()
+    cands = ranked[:16]  # 1 finalist, then 6 and 6 rivals, and 3 never timed again
+    first = {c.key: 1.0 + 0.05 * i for i, c in enumerate(cands)}
+    bench = LuckyBench(first, {c.key: 3.0 for c in cands})
+    m = _Measure(req, bench, None, "key", _Progress(False))
+    m(cands)
+    got = pick(m)
+    sizes = [len(j.candidates) for j in bench.jobs[1:]]
+    assert sizes == [1, 1 + PICK_RIVALS, 1 + 2 * PICK_RIVALS] and PICK_ROUNDS == 3
+    last = [c for c in cands if c.key in {k for k, _ in bench.jobs[-1].candidates}]
+    assert got is min(last, key=lambda c: (c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
 
 
 def test_past_the_time_budget_nothing_is_timed_again():
