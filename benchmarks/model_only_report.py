@@ -444,6 +444,8 @@ INFORMED = {
     ("run87/study", "transpose [cuda] float64", "16384x16384"),
     ("run86/hist_triton", "histogram [triton] int32", "67108864x256"),
     ("run86/hist_triton", "histogram [triton] int32", "67108864x4096"),
+    # 2026-12-04, twelfth session: the arithmetic's partial last round (predict._tail_rounds), chosen on it
+    ("run55/study", "matmul [cuda] float32", "2048x2048x2048"),
 }
 
 
@@ -700,7 +702,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     k, a = CONSTANTS, get_arch("sm_90")
     if args.baseline:  # no new terms: the streams of the predictor before this work
-        k = Constants(issue_cycles=0.0, swizzle_cycles=0.0, tile_cycles=0.0, default_inflight_share=0.0)
+        k = Constants(
+            issue_cycles=0.0,
+            swizzle_cycles=0.0,
+            tile_cycles=0.0,
+            default_inflight_share=0.0,
+            partial_round=0.0,
+        )
     layouts = {"on": True, "off": False}.get(args.layouts, rank_passes_layouts())
     md = ["# Model-only picks on the recorded H200 studies\n"]
     consts = ", ".join(f"{f.name}={getattr(k, f.name):g}" for f in fields(k))
