@@ -292,6 +292,8 @@ def predict_arrays(
     if phased.any():
         # ... but where each block runs its phases in turn (``serial_phases``: its tile's DRAM bytes, then
         # its shared-memory passes), the resident blocks are the customers of a closed queue
+        # (kept on whole waves: the queue was checked so, on the transpose's original path, the one spec that
+        # states serial_phases; the partial round was not tried there)
         queued = _queued(quantised, knee_x, wave_factor, resident, blocks * tiles / a.sm_count, a)
         combined = np.where(phased, queued, combined)
     # what overlaps no stream: work each block does once after its tiles (``block_cycles``: a histogram's
