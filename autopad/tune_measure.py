@@ -34,11 +34,12 @@ from .request import Request
 from .results import Measurement
 from .search import Candidate
 
-__all__ = ["PICK_PLACEMENTS", "PICK_RIVALS", "PICK_ROUNDS", "pick"]
+__all__ = ["PICK_PLACEMENTS", "PICK_RIVALS", "PICK_ROUNDS", "RETIME_BUDGET_MS", "pick"]
 
 PICK_PLACEMENTS = 3  # the pick's re-timing runs each finalist into this many outputs and counts its slowest
 PICK_ROUNDS = 3  # re-timing rounds at most: the finalists, then rivals that beat them
 PICK_RIVALS = 6  # rivals a round adds at most
+RETIME_BUDGET_MS = 10_000.0  # a re-timed candidate's runs on one placement, at most (at least 3 runs)
 
 
 class _Progress:
@@ -71,7 +72,7 @@ class _Measure:
         self.meas: dict[str, Measurement] = {}
         self.cached: set[str] = set()
         self.asked: list[Candidate] = []  # every candidate a strategy asked for, in order
-        self.jobs: list[list[str]] = []  # the keys each benchmarker job measured (one placement each)
+        self.jobs: list[list[str]] = []  # the keys each benchmarker job measured (on allocations of its own)
         self._keys: set[str] = set()
         self.t0 = time.perf_counter()
         self.exhausted = False
@@ -94,7 +95,9 @@ class _Measure:
             seed=seed,
             reps=reps,
             device=self.req.device,
-            options={"placements": placements} if placements > 1 else {},
+            # several placements: at most RETIME_BUDGET_MS of runs a placement, so that a slow candidate's
+            # job stays within the worker's timeout
+            options={"placements": placements, "time_budget_ms": RETIME_BUDGET_MS} if placements > 1 else {},
         )
         self.jobs.append([])
         for n, m in enumerate(self.bench.measure(job), 1):
@@ -167,18 +170,21 @@ def _job_fastest(measure: _Measure) -> list[Candidate]:
 def _retime(measure: _Measure, final: list[Candidate]) -> bool:
     """Time ``final`` again in one job, longer (60 runs, a second seed), on ``PICK_PLACEMENTS`` outputs each.
     A re-timing that stops early or fails for any candidate is set aside (False): its first times stand,
-    in the cache too, so fresh times are never compared with stale ones and a failed re-run never replaces
-    a correct measurement."""
+    in the cache too, so fresh times are never compared with stale ones and a fault or timeout never
+    replaces a correct measurement; a wrong result replaces it (the output checked on another placement)."""
     before = {c.key: measure.meas[c.key] for c in final}
     cached = set(measure.cached)
     measure.run(final, 60, 1, PICK_PLACEMENTS)
     done = set(measure.jobs[-1])  # run() opened this job
     if done >= set(before) and all(measure.meas[k].correct for k in before):
         return True
-    measure.meas.update(before)
-    measure.cached = cached
+    # ... except a wrong result, which stands: a candidate wrong on another placement is wrong
+    wrong = {k for k in done & set(before) if (measure.meas[k].error or "").startswith("wrong result")}
+    keep = {k: m for k, m in before.items() if k not in wrong}
+    measure.meas.update(keep)
+    measure.cached = cached - wrong
     if measure.store is not None:
-        measure.store.put_measurements(measure.key, before)
+        measure.store.put_measurements(measure.key, keep)
     return False
 
 
@@ -200,11 +206,14 @@ def pick(measure: _Measure) -> Candidate | None:
     every job's fastest are timed again together (``_retime``); then any candidate whose first time beats
     that re-timed best beyond noise is timed again with the new ties, for at most ``PICK_ROUNDS`` rounds in
     all; the last round's ties are broken by the model. Past the time budget nothing more is timed, and a
-    round set aside leaves the ties of the round before."""
+    round set aside leaves the ties of the round before (less any candidate it found wrong). A tune answered
+    wholly from the cache with one finalist times nothing."""
     tied = _within_noise(measure.asked, measure.meas)
     if not tied:
         return None
     final = list({c.key: c for c in [*tied, *_job_fastest(measure)]}.values())
+    if len(final) == 1 and not measure.jobs:  # all from the cache, one finalist: no GPU work to do
+        return tied[0]
     done: set[str] = set()
     for _ in range(PICK_ROUNDS):
         if measure._over_time() or not _retime(measure, final):
@@ -215,4 +224,6 @@ def pick(measure: _Measure) -> Candidate | None:
         if not rivals:
             break
         final = [*tied, *rivals]
-    return _tie_break(tied)
+    # a round set aside for a wrong result leaves the earlier ties without it (none left: the first pass's)
+    tied = [c for c in tied if measure.meas[c.key].correct] or _within_noise(measure.asked, measure.meas)
+    return _tie_break(tied) if tied else None

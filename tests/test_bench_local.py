@@ -163,3 +163,77 @@ def test_placements_are_cut_to_what_fits_in_half_the_free_memory(monkeypatch):
     (m,) = [m for m, _ in bench_local.measure_local(job)]
     assert m.correct and m.runs == 6
     assert len({s[1] for s in K.SEEN}) == 2
+
+
+def test_every_candidate_of_a_job_is_timed_on_as_many_placements(monkeypatch):
+    """The count is fixed at the job's first correct candidate: a candidate counts as its slowest placement,
+    so one timed on fewer would be favoured. Here free memory grows after the first candidate."""
+    torch = pytest.importorskip("torch")
+    import cpu_copy_kernel as K
+
+    from autopad import bench_local
+    from autopad.bench_job import spec_ref
+    from autopad.spec import KernelSpec
+
+    free = iter([100, 1 << 30, 1 << 30])  # too little for a second output at first, plenty afterwards
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (next(free), 1 << 31))
+    monkeypatch.setattr(bench_local, "_time", lambda run, reps, *a: [run(), 1.0][1:] * reps)
+    K.SEEN.clear()
+    job = BenchJob(
+        spec_ref(KernelSpec(K)),
+        (("a", {"MODE": 0}), ("b", {"MODE": 0})),
+        (64,),
+        "float32",
+        reps=3,
+        options={"placements": 3},
+    )
+    got = [m for m, _ in bench_local.measure_local(job)]
+    assert [m.runs for m in got] == [3, 3]  # one placement each, as the first candidate found
+
+
+def test_a_candidate_wrong_on_a_later_placement_is_a_wrong_result(monkeypatch):
+    torch = pytest.importorskip("torch")
+    import cpu_copy_kernel as K
+
+    from autopad import bench_local
+    from autopad.bench_job import spec_ref
+    from autopad.spec import KernelSpec
+
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (1 << 30, 1 << 31))
+    monkeypatch.setattr(bench_local, "_time", lambda run, reps, *a: [run(), 1.0][1:] * reps)
+    outs: list[int] = []
+    real_run = K.run
+
+    def run(mode, inputs, out):  # right into the first output it sees, wrong (nothing written) elsewhere
+        outs.append(out.data_ptr())
+        real_run(mode if out.data_ptr() == outs[0] else 1, inputs, out)
+
+    monkeypatch.setattr(K, "run", run)
+    job = BenchJob(spec_ref(KernelSpec(K)), (("a", {"MODE": 0}),), (64,), "float32", reps=3,
+                   options={"placements": 3})  # fmt: skip
+    (m,) = [m for m, _ in bench_local.measure_local(job)]
+    assert not m.correct and m.error.startswith("wrong result") and "(on placement 2 of 3)" in m.error
+
+
+def test_the_spread_is_the_noisiest_placements(monkeypatch):
+    torch = pytest.importorskip("torch")
+    import cpu_copy_kernel as K
+
+    from autopad import bench_local
+    from autopad.bench_job import spec_ref
+    from autopad.spec import KernelSpec
+
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (1 << 30, 1 << 31))
+    spreads = iter([[1.0, 1.0, 1.0, 1.0], [1.0, 1.2, 1.4, 1.6], [2.0, 2.0, 2.1, 2.1]])
+    monkeypatch.setattr(bench_local, "_time", lambda run, reps, *a: [run(), *next(spreads)][1:])
+    job = BenchJob(spec_ref(KernelSpec(K)), (("a", {"MODE": 0}),), (64,), "float32", reps=4,
+                   options={"placements": 3})  # fmt: skip
+    (m,) = [m for m, _ in bench_local.measure_local(job)]
+    # medians 1.0 / 1.3 / 2.05: the slowest; interquartile ranges 0 / 0.3 / 0.075: the largest
+    assert m.ms == pytest.approx(2.05) and m.spread_ms == pytest.approx(0.3) and m.runs == 12

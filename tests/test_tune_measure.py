@@ -14,6 +14,7 @@ from autopad.tune_measure import (
     PICK_PLACEMENTS,
     PICK_RIVALS,
     PICK_ROUNDS,
+    RETIME_BUDGET_MS,
     _Measure,
     _Progress,
     _within_noise,
@@ -154,7 +155,9 @@ def test_the_fastest_of_every_job_is_timed_again_in_one_job():
     final = bench.jobs[-1]
     assert sorted(k for k, _ in final.candidates) == sorted([a.key, b.key]) and final.reps == 60
     # on three placements each, the slowest counting (bench_local), where the first jobs ran on one
-    assert final.options == {"placements": PICK_PLACEMENTS} == {"placements": 3}
+    # (and at most RETIME_BUDGET_MS of runs a placement, so that a slow candidate stays within the timeout)
+    assert final.options == {"placements": PICK_PLACEMENTS, "time_budget_ms": RETIME_BUDGET_MS}
+    assert PICK_PLACEMENTS == 3
     assert all(j.options == {} for j in bench.jobs[:-1])
     # one job only: its fastest is the only finalist, timed again alone; the other is no rival
     bench = PlacementBench({a.key: 1.088, b.key: 1.10}, factors=[1.0])
@@ -261,3 +264,43 @@ def test_a_retiming_that_fails_or_stops_early_is_set_aside():
         assert pick(m) is b, mode  # the first pass's fastest
         assert len(bench.jobs) == 3 and bench.jobs[-1].reps == 60
         assert m.meas == first and store.put[a.key] == first[a.key] and store.put[b.key] == first[b.key]
+
+
+class WrongOnPlacementsBench(LuckyBench):
+    """As LuckyBench, but the keys in ``wrong`` come back wrong from a job on several placements."""
+
+    def __init__(self, times, placed, wrong):
+        super().__init__(times, placed)
+        self.wrong = set(wrong)
+
+    def measure(self, job):
+        for m in super().measure(job):
+            if job.options.get("placements", 1) > 1 and m.key in self.wrong:
+                yield Measurement(m.key, False, error="wrong result: 3 of 64 differ (on placement 2 of 3)")
+            else:
+                yield m
+
+
+def test_a_candidate_wrong_on_another_placement_is_never_picked():
+    """A re-timing set aside keeps the first times of the others, but a wrong result stands (in the cache
+    too): the candidate was checked on another output and failed there."""
+    req, ranked = _setup()
+    flaky, good = ranked[0], ranked[1]
+    bench = WrongOnPlacementsBench({flaky.key: 1.0, good.key: 1.05}, {}, wrong=[flaky.key])
+    store = Store()
+    m = _Measure(req, bench, store, "key", _Progress(False))
+    m([flaky, good])
+    assert pick(m) is good
+    assert not m.meas[flaky.key].correct and "placement 2 of 3" in m.meas[flaky.key].error
+    assert not store.put[flaky.key].correct and store.put[good.key].ms == 1.05
+
+
+def test_a_tune_answered_by_the_cache_with_one_finalist_runs_nothing():
+    req, ranked = _setup()
+    a, b = ranked[0], ranked[1]
+    stored = {a.key: Measurement(a.key, True, ms=1.0, spread_ms=0.001, runs=30),
+              b.key: Measurement(b.key, True, ms=1.5, spread_ms=0.001, runs=30)}  # fmt: skip
+    bench = TableBench()
+    m = _Measure(req, bench, Store(stored), "key", _Progress(False))
+    m([a, b])
+    assert pick(m) is a and bench.jobs == [] and m.cached == {a.key, b.key}
