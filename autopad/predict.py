@@ -104,7 +104,12 @@ def _knee(x: np.ndarray) -> np.ndarray:
 
 
 def _tail_rounds(
-    waves: np.ndarray, blocks: np.ndarray, resident: np.ndarray, w: np.ndarray, sm_count: int
+    waves: np.ndarray,
+    blocks: np.ndarray,
+    resident: np.ndarray,
+    w: np.ndarray,
+    sm_count: int,
+    knee: bool = True,
 ) -> np.ndarray:
     """What the arithmetic streams pay for a grid of ``waves`` rounds of ``resident`` blocks an SM, over
     what the even spread of the blocks would cost (the wave factor's place for them): every whole round,
@@ -117,7 +122,7 @@ def _tail_rounds(
     (H200 run 55); with its tail at its own occupancy, model-only Spearman there 0.73 -> 0.83 and, on three
     shapes measured for the purpose afterwards (run 100 of 2026-12-04, the current kernel's 76 launch
     configurations with the unpadded layout: 2304x2304x2048, 2560x2560x1536, 1792x1792x2048), 0.66 / 0.29 /
-    0.66 -> 0.85 / 0.68 / 0.81, the pick at 2304 1.078 -> 1.000 of the sample's best. Not for the memory
+    0.66 -> 0.86 / 0.68 / 0.81, the pick at 2304 1.078 -> 1.000 of the sample's best. Not for the memory
     streams: applied to them it moved transpose picks (fp16 4097 x 8191, run 34, 1.018 -> 1.262 of the best).
     The older SIMT kernel of the recorded run 1, whose k-loop waited on each step's loads, measured its tail
     as a whole round (1.3x, the register note above): a block alone cannot hide its own latency. Today's
@@ -126,7 +131,10 @@ def _tail_rounds(
     left = np.maximum(blocks - full * sm_count * resident, 0.0)  # the blocks of the partial round
     bt = np.ceil(left / sm_count)  # ... on the busiest SM
     frac = bt / np.maximum(resident, 1)
-    part = np.where(bt > 0, frac * _knee(w) / _knee(np.maximum(w * frac, 1e-9)), 0.0)
+    # a stream on the warp knee (arithmetic, issue) runs the tail's fewer warps slower; shared memory's
+    # wavefronts do not depend on the warps (``knee=False``)
+    ratio = _knee(w) / _knee(np.maximum(w * frac, 1e-9)) if knee else 1.0
+    part = np.where(bt > 0, frac * ratio, 0.0)
     return np.where(waves > 0, (full + part) / np.maximum(waves, 1e-30), 1.0)
 
 
@@ -262,11 +270,12 @@ def predict_arrays(
     # that other resident blocks can hide: per SM, ceil(blocks / (SMs x resident)) rounds of tiles each
     t_tiles = np.ceil(waves) * tiles * k.tile_cycles / a.clock_hz / np.maximum(resident, 1) ** 0.5
     # the memory streams pay whole waves; the arithmetic ones a last partial round at its own occupancy
-    tail = _tail_rounds(waves, blocks, resident, w, a.sm_count)
+    on_knee = _tail_rounds(waves, blocks, resident, w, a.sm_count)
+    flat = _tail_rounds(waves, blocks, resident, w, a.sm_count, knee=False)
     quantised = np.stack([t_dram, t_l2, t_smem, t_flops, t_issue, t_tiles]) * wave_factor
     streams = quantised.copy()
-    tail = wave_factor + k.partial_round * (tail - wave_factor)
-    streams[2:5] = np.stack([t_smem, t_flops, t_issue]) * tail
+    for row, t, tail in ((2, t_smem, flat), (3, t_flops, on_knee), (4, t_issue, on_knee)):
+        streams[row] = t * (wave_factor + k.partial_round * (tail - wave_factor))
     # a block's warps take consecutive warp slots and slot s goes to scheduler s % 4: where a grid runs in
     # one round of blocks whose warps do not fill the four schedulers evenly (3 blocks of 2 warps: 2, 2, 1
     # and 1), the busiest scheduler sets the pace of the round (each k-step's barrier holds its blocks to
@@ -284,11 +293,13 @@ def predict_arrays(
         streams[2:5] *= f
         quantised[2:5] *= f
     streams[5] /= wave_factor  # the tile overhead already counts whole rounds
+    phased = cols["serial_phases"] > 0
+    # the queued path keeps whole waves (below): its reported terms and bound too
+    streams[:5] = np.where(phased, quantised[:5], streams[:5])
     bound_i = streams.argmax(axis=0)
     top = streams.max(axis=0)
     # the streams overlap imperfectly: the slowest dominates, the others add a little
     combined = top + k.overlap * (streams.sum(axis=0) - top)
-    phased = cols["serial_phases"] > 0
     if phased.any():
         # ... but where each block runs its phases in turn (``serial_phases``: its tile's DRAM bytes, then
         # its shared-memory passes), the resident blocks are the customers of a closed queue

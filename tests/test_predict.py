@@ -404,7 +404,34 @@ def test_registers_limit_the_blocks_an_sm_holds():
         np.ones(2),
         constants=old,
     )
-    assert held0.seconds > 1.3 * free0.seconds and free0.seconds == pytest.approx(free.seconds, rel=0.05)
+    # (the 8-an-SM grid is one partial round, 0.97: both rules charge it alike)
+    assert held0.seconds > 1.3 * free0.seconds and free0.seconds == pytest.approx(free.seconds, rel=1e-12)
+
+
+def test_the_partial_round_meets_the_wave_factor_where_it_should():
+    from autopad.predict import _tail_rounds
+
+    # (resident as the predictor takes it: never more than the grid's blocks an SM, ceil(blocks / SMs))
+    sms, res = 132, np.array([6.0, 6.0, 4.0, 4.0, 1.0])
+    blocks = np.array([792.0, 1584.0, 500.0, 0.0, 1.0])  # one round, two, under one, none, one block
+    waves = blocks / (sms * res)
+    w = res * 2 / 4  # 2 warps a block
+    for knee in (True, False):
+        got = _tail_rounds(waves, blocks, res, w, sms, knee)
+        wave_factor = np.where(waves > 0, np.ceil(waves) / np.maximum(waves, 1e-30), 1.0)
+        # whole rounds cost what they cost; a grid under one round pays its imbalance as before; no blocks: 1
+        assert got[:2] == pytest.approx([1.0, 1.0]) and got[3] == 1.0
+        assert got[2] == pytest.approx(wave_factor[2]) and got[4] == pytest.approx(wave_factor[4])
+    # 1,024 blocks at 6 an SM: one round and 232 left, 2 on the busiest SM: a third of a round, on its knee
+    one = _tail_rounds(np.array([1024 / 792]), np.array([1024.0]), np.array([6.0]), np.array([3.0]), sms)
+    flat = _tail_rounds(
+        np.array([1024 / 792]), np.array([1024.0]), np.array([6.0]), np.array([3.0]), sms, False
+    )
+    assert flat[0] == pytest.approx((1 + 2 / 6) / (1024 / 792))
+    assert one[0] == pytest.approx(
+        (1 + 2 / 6 * float(_knee(np.array(3.0)) / _knee(np.array(1.0)))) / (1024 / 792)
+    )
+    assert 1.0 < flat[0] < one[0] < 2 / (1024 / 792)  # between the even spread and whole rounds
 
 
 def test_an_inner_loop_below_the_arithmetic_peak_takes_longer():
