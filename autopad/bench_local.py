@@ -187,9 +187,10 @@ def measure_local(
                 places = _placements_that_fit(wanted, out, torch) if wanted > 1 else 1
             # the other placements: outputs of their own, allocated back to back, each run checked too
             runs_on = [(inputs, out)]
-            for p in range(1, places if ok else 1):  # all allocated before any runs (its check may allocate)
+            extra = range(1, places) if ok else range(0)
+            for p in extra:  # all allocated before any runs (a check may allocate)
                 held_out[p] = keep_allocation(held_out[p], spec.alloc_output(inputs, constants), refill=False)
-            for p in range(1, places if ok else 1):
+            for p in extra:
                 ok, msg = _run_checked(spec, b, inputs, held_out[p], ref, accumulates, torch)
                 if not ok:
                     msg = f"{msg} (on placement {p + 1} of {places})"

@@ -142,13 +142,12 @@ def _within_noise(cands: Iterable[Candidate], meas: dict[str, Measurement]) -> l
     if not ok:
         return []
     f = meas[ok[0].key]
-    tied = []
-    for c in ok:
-        m = meas[c.key]
-        noise = max(f.spread_ms or 0.0, m.spread_ms or 0.0, 0.01 * f.ms)
-        if m.ms - f.ms <= noise:
-            tied.append(c)
-    return tied
+    return [c for c in ok if meas[c.key].ms - f.ms <= _noise(f, meas[c.key])]
+
+
+def _noise(best: Measurement, m: Measurement) -> float:
+    """How far apart two times may be and still tie: the larger spread, at least 1% of the best."""
+    return max(best.spread_ms or 0.0, m.spread_ms or 0.0, 0.01 * best.ms)
 
 
 def _tie_break(tied: Iterable[Candidate]) -> Candidate:
@@ -196,7 +195,7 @@ def _rivals(measure: _Measure, bar: Measurement, done: set[str]) -> list[Candida
         m = measure.meas.get(c.key)
         if c.key in done or m is None or not m.correct:
             continue
-        if bar.ms - m.ms > max(bar.spread_ms or 0.0, m.spread_ms or 0.0, 0.01 * bar.ms):
+        if bar.ms - m.ms > _noise(bar, m):
             out.append(c)
     return sorted(out, key=lambda c: measure.meas[c.key].ms)[:PICK_RIVALS]
 
