@@ -29,8 +29,12 @@ import gzip
 import os
 import random
 import statistics
+import sys
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 
 
 def sample(

@@ -22,12 +22,14 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-from autopad.kernels.cuda import histogram as H
-from autopad.kernels.cuda import matmul as G
-from autopad.kernels.cuda import transpose as T
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+import torch  # noqa: E402
+from autopad.kernels.cuda import histogram as H  # noqa: E402
+from autopad.kernels.cuda import matmul as G  # noqa: E402
+from autopad.kernels.cuda import transpose as T  # noqa: E402
 
-from autopad.access import score
+from autopad.access import score  # noqa: E402
 
 ROWS: list[dict] = []
 DEVICE = ""

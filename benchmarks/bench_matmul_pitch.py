@@ -24,6 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+
 SHAPES = ((3000, 5000, 1000),)  # (M, N, K): rows of 2,000 and 10,000 bytes
 DTYPES = ("bfloat16", "float16")
 

@@ -36,15 +36,16 @@ from pathlib import Path
 
 import numpy as np
 
-import autopad
-from autopad import model
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+import autopad  # noqa: E402
+from autopad import model  # noqa: E402
 
 CASES = [("load", w) for w in (1, 2, 4, 8, 16)] + [("store", w) for w in (1, 2, 4, 8, 16)]
 CASES += [("atomic", 4), ("atomic", 8), ("cp.async", 4), ("cp.async", 8), ("cp.async", 16)]
 CASES += [("ldmatrix.x1", 16), ("ldmatrix.x2", 16), ("ldmatrix.x4", 16), ("stmatrix.x4", 16)]
 TARGET = 10_000_000
 SPAN = 48 * 1024
-ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "model_speed.csv"
 FIELDS = [
     "op",

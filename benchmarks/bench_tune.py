@@ -20,10 +20,12 @@ import sys
 import time
 from pathlib import Path
 
-import autopad
-from autopad.bench import BenchJob, WorkerBenchmarker, spec_ref
-from autopad.kernels_registry import builtin_spec
-from autopad.search import rank
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+import autopad  # noqa: E402
+from autopad.bench import BenchJob, WorkerBenchmarker, spec_ref  # noqa: E402
+from autopad.kernels_registry import builtin_spec  # noqa: E402
+from autopad.search import rank  # noqa: E402
 
 ITEMS = [
     ("transpose", "cuda", (8192, 8192), "float32", None),

@@ -47,12 +47,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autopad.kernels.cuda import transpose as T
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+from autopad.kernels.cuda import transpose as T  # noqa: E402
 
-from autopad import cuda_runtime as rt
-from autopad.arch import get_arch
-from autopad.kernels_registry import builtin_spec
-from autopad.search import enumerate_candidates
+from autopad import cuda_runtime as rt  # noqa: E402
+from autopad.arch import get_arch  # noqa: E402
+from autopad.kernels_registry import builtin_spec  # noqa: E402
+from autopad.search import enumerate_candidates  # noqa: E402
 
 ARCH = get_arch("sm_90")
 OUT = Path(__file__).parent / "results" / "cpu" / "register_overhead.csv"

@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tuner_quality import ROW_FIELDS, shape_text  # noqa: E402

@@ -20,13 +20,16 @@ import re
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from autopad.kernels.cuda import matmul as G
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+from autopad.kernels.cuda import matmul as G  # noqa: E402
 
-from autopad import cuda_compile
+from autopad import cuda_compile  # noqa: E402
 
 SWIZZLES = [(pp, mp) for pp in (1, 2, 4) for mp in (2, 4, 8)]
 

@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import noise_ceiling as noise  # noqa: E402
 from quality_report import load_rows, parse_shape  # noqa: E402
@@ -165,9 +167,6 @@ def _features(
                  _traffic(spec, s, dtype), ms, default, iqr)  # fmt: skip
 
 
-_ROOT = Path(__file__).resolve().parent.parent
-
-
 def load_shapes(paths: dict[str, Path], cache: Path | None = None) -> list[Shape]:
     """Every configuration-shape of the given studies ({run name: rows.csv.gz}), model inputs computed
     once per study file and cached (scoring the histograms' atomics takes most of a minute per shape)."""
@@ -182,7 +181,7 @@ def load_shapes(paths: dict[str, Path], cache: Path | None = None) -> list[Shape
     changed = False
     for run, path in paths.items():
         # the cached inputs depend on the study and on the code that computes them (the specs, the model)
-        code = sorted((str(f), f.stat().st_mtime) for d in (_ROOT / "kernels", _ROOT / "autopad")
+        code = sorted((str(f), f.stat().st_mtime) for d in (ROOT / "kernels", ROOT / "autopad")
                       for f in d.rglob("*.py"))  # fmt: skip
         code.append((__file__, Path(__file__).stat().st_mtime))
         # a digest, not hash(): str hashes are salted per process, so a hash() stamp never matched again

@@ -19,6 +19,10 @@ import argparse
 import statistics
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 
 BACKENDS = ("cuda", "triton")
 

@@ -29,7 +29,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from autopad.validate import spearman
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+from autopad.validate import spearman  # noqa: E402
 
 
 def parse_shape(text: str) -> tuple[int, ...]:

@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from autopad.sweep import items, plot, run_sweep, write_csv
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+from autopad.sweep import items, plot, run_sweep, write_csv  # noqa: E402
 
 WORK = (
     items(["transpose"], [(4096, 4096), (8192, 8192)], ["float32", "float16"], "cuda")

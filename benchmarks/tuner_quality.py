@@ -35,10 +35,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from autopad.bench import BenchJob, WorkerBenchmarker, spec_ref
-from autopad.kernels_registry import builtin_spec
-from autopad.search import enumerate_candidates, rank, shortlist
-from autopad.spec import KernelSpec
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+from autopad.bench import BenchJob, WorkerBenchmarker, spec_ref  # noqa: E402
+from autopad.kernels_registry import builtin_spec  # noqa: E402
+from autopad.search import enumerate_candidates, rank, shortlist  # noqa: E402
+from autopad.spec import KernelSpec  # noqa: E402
 
 TOP_K = 6  # autopad.tune's default
 FINAL_TOP = 10  # fastest of the exhaustive pass re-timed beside the shortlist
