@@ -15,6 +15,7 @@ path needs them (``tune`` with a GPU, ``ops``, a base spec's build/run).
 from __future__ import annotations
 
 import importlib
+import os as _os
 import sys as _sys
 import types as _types
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,37 @@ class _Package(_types.ModuleType):
 
 
 _sys.modules[__name__].__class__ = _Package
+
+
+class _CheckoutKernels:
+    """``autopad.kernels`` of a source checkout: kernels/ sits beside the package there (an installed autopad
+    ships it inside, as pyproject maps it). Without this finder a checkout on ``sys.path`` (PYTHONPATH, a
+    benchmark script) took ``autopad`` from the checkout but ``autopad.kernels`` from whatever else was
+    installed (another clone's editable install), or failed where nothing was."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != f"{__name__}.kernels":
+            return None
+        from importlib.util import spec_from_file_location
+
+        init = _os.path.join(self.where, "__init__.py")
+        return spec_from_file_location(name, init, submodule_search_locations=[self.where])
+
+
+def _checkout_kernels() -> None:
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    beside = _os.path.join(_os.path.dirname(here), "kernels")
+    inside = _os.path.isdir(_os.path.join(here, "kernels"))  # installed: shipped in the package
+    if inside or not _os.path.isfile(_os.path.join(beside, "__init__.py")):
+        return  # installed, or no checkout around the package
+    if not any(isinstance(f, _CheckoutKernels) for f in _sys.meta_path):
+        _sys.meta_path.insert(0, _CheckoutKernels(beside))
+
+
+_checkout_kernels()
 
 from . import layouts  # noqa: E402
 from .arch import ARCHS, Arch, get_arch  # noqa: E402
