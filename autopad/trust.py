@@ -183,12 +183,20 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
     cur = data.get("current_only", {}).get(f"{kernel}/{backend}/{dtype}")
     if cur:  # exhaustive studies of today's kernel only (no recorded study of runs 1-2 to stand beside)
         n = int(cur["shapes"])
+        # as the sentence of a family with recorded studies says them: the picks slower than the unpadded
+        # default and the rank correlation, where the file has them (files written before it had neither)
+        slow, beyond = int(cur.get("slower_than_default", 0)), int(cur.get("slower_beyond_noise", 0))
+        slower = ""
+        if slow:
+            noise = f"{beyond} beyond the timing noise" if beyond else "all within the timing noise"
+            slower = f", slower than the unpadded default in {slow} ({noise})"
+        rho = f"; rank correlation min {float(cur['spearman_min']):.2f}" if "spearman_min" in cur else ""
         return (
             f"on today's kernel, model-only picks for {kernel} [{backend}] {dtype} were within 2% of the "
             f"measured best in {cur['within_2pct']} and within 10% in {cur['within_10pct']} of {n} "
             f"shape{'s' if n != 1 else ''} whose every candidate was timed on an {pooled.gpu} (worst "
-            f"{float(cur['worst']):.2f}x; the model's terms were read off {int(cur.get('informed', 0))} of "
-            f"these shapes)"
+            f"{float(cur['worst']):.2f}x{slower}{rho}; the model's terms were read off "
+            f"{int(cur.get('informed', 0))} of these shapes)"
         )
     smp = data.get("sampled_only", {}).get(f"{kernel}/{backend}/{dtype}")
     if smp:  # no exhaustive study, but held-out shapes timed on a sample of their space
