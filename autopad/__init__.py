@@ -43,14 +43,19 @@ class _CheckoutKernels:
     """``autopad.kernels`` of a source checkout: kernels/ sits beside the package there (an installed autopad
     ships it inside, as pyproject maps it). Without this finder a checkout on ``sys.path`` (PYTHONPATH, a
     benchmark script) took ``autopad`` from the checkout but ``autopad.kernels`` from whatever else was
-    installed (another clone's editable install), or failed where nothing was."""
+    installed (another clone's editable install), or failed where nothing was. It answers only for the
+    autopad of its own checkout (the parent's ``__path__``), so a finder left by an earlier import of
+    another copy never lends that copy's kernels."""
 
     def __init__(self, where: str) -> None:
         self.where = where
+        self.package = _os.path.normcase(_os.path.join(_os.path.dirname(where), "autopad"))
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != f"{__name__}.kernels":
+        if name != "autopad.kernels" or not path:
             return None
+        if self.package not in {_os.path.normcase(_os.path.abspath(p)) for p in path}:
+            return None  # another copy's autopad is importing its kernels
         from importlib.util import spec_from_file_location
 
         init = _os.path.join(self.where, "__init__.py")
@@ -60,10 +65,12 @@ class _CheckoutKernels:
 def _checkout_kernels() -> None:
     here = _os.path.dirname(_os.path.abspath(__file__))
     beside = _os.path.join(_os.path.dirname(here), "kernels")
-    inside = _os.path.isdir(_os.path.join(here, "kernels"))  # installed: shipped in the package
+    inside = _os.path.isfile(_os.path.join(here, "kernels", "__init__.py"))  # installed: shipped inside
     if inside or not _os.path.isfile(_os.path.join(beside, "__init__.py")):
         return  # installed, or no checkout around the package
-    if not any(isinstance(f, _CheckoutKernels) for f in _sys.meta_path):
+    # one finder a checkout, also across a reload of the package (which makes a new class)
+    if not any(type(f).__name__ == "_CheckoutKernels" and getattr(f, "where", None) == beside
+               for f in _sys.meta_path):  # fmt: skip
         _sys.meta_path.insert(0, _CheckoutKernels(beside))
 
 

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ((64, 64), (512, 512), (1000, 37))
 CHILD = r"""
 import json, sys, time, warnings
@@ -49,7 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = []
     for path in ("driver", "cudacore"):
-        env = {**os.environ, "AUTOPAD_LAUNCH": path, "AUTOPAD_TUNE": "never"}
+        # the child imports this checkout's autopad, as the parent would
+        pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "AUTOPAD_LAUNCH": path, "AUTOPAD_TUNE": "never", "PYTHONPATH": pythonpath}
         code = f"SHAPES = {SHAPES!r}\n" + CHILD
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
         if p.returncode != 0:

@@ -44,9 +44,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 
 FIELDS = [
     "cell", "op", "shape", "dtype", "variant", "ms", "call_us", "unit", "rate", "ratio_to_ceiling",

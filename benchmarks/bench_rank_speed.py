@@ -150,6 +150,8 @@ def machine() -> str:
 
 def child(case: tuple, bytecode: bool, tree: Path | None = None) -> dict:
     env = dict(os.environ)
+    if tree is None:  # this checkout's autopad (--compare's child puts its TREE first itself)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     if bytecode:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
     code, args = (

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import random
 import subprocess
 import sys
@@ -140,7 +141,11 @@ def fresh_process_hit(kernel: str, backend: str, shape: tuple, dtype: str, top_k
         f"r=autopad.tune({kernel!r},{shape!r},{dtype!r},backend={backend!r},top_k={top_k},progress=False);"
         "print((time.perf_counter()-t)*1e3, r.mode)"
     )
-    outp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    # the child imports this checkout's autopad, as the parent does
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    outp = done.stdout
     return float(outp.split()[0]) if outp.strip() else float("nan")
 
 

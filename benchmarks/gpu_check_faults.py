@@ -39,11 +39,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
-for _p in (str(ROOT), str(TESTS)):
-    if _p not in sys.path:
-        sys.path.insert(0, _p)
+sys.path.insert(0, str(TESTS))  # broken_kernel, the tests' faulty spec
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 
 import broken_kernel  # noqa: E402 (after the path set-up)
 

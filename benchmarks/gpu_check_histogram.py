@@ -45,8 +45,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 
 
 def _kernels_package() -> None:

@@ -66,9 +66,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 
 D16 = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 3, "WARPS": 8, "SWIZZLE": 128, "GROUP_M": 8, "SPLIT_K": 1,
        "PERSIST": 0, "PATH": 0}  # fmt: skip

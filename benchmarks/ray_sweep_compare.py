@@ -41,8 +41,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 
 from autopad.sweep import SweepItem, items  # noqa: E402
 
@@ -207,8 +206,8 @@ def preflight() -> str | None:
         return None
     last = (res.stderr.strip().splitlines() or ["?"])[-1]
     return (
-        f"a fresh process cannot import autopad's kernels or ray ({last}): install autopad (or run "
-        "`ln -s ../kernels autopad/kernels`) and carry ray's wheels (--make-wheels)"
+        f"a fresh process cannot import autopad's kernels or ray ({last}): run it from a checkout or an "
+        "install of autopad and carry ray's wheels (--make-wheels)"
     )
 
 

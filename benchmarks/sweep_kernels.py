@@ -34,9 +34,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 
 from autopad.spec import DTYPE_BYTES  # noqa: E402 (after the path set-up)
 from autopad.sweep import SweepItem, run_sweep  # noqa: E402

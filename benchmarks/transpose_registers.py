@@ -28,7 +28,8 @@ import tempfile
 from multiprocessing import Pool
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 
 DTYPE_OF = {1: "int8", 2: "float16", 4: "float32", 8: "float64"}
 SHAPE = (4096, 4096)  # legal() asks the grid for a shape; every tile of SPACE is legal here
