@@ -42,7 +42,16 @@ from .score import _PerLayout, score_candidates  # noqa: F401  (_PerLayout: impo
 # the launch info's checks and the shortlist live in search_infos.py and search_shortlist.py (one concern a
 # module); their names are importable from here as before
 from .search_infos import _info_columns, _launch_infos, _traffic
-from .search_shortlist import TWIN_MARGIN, _close, launch_config, neighbours, shortlist  # noqa: F401
+from .search_shortlist import (  # noqa: F401
+    PLAIN_MARGIN,
+    TWIN_MARGIN,
+    _close,
+    launch_config,
+    model_pick,
+    neighbours,
+    prefer_plain,
+    shortlist,
+)
 from .space import Space, check_legal, layout_of, space
 from .spec import KernelSpec, combine_codes, value_ranks
 

@@ -7,14 +7,17 @@ many configurations at the memory-bandwidth floor and cannot see a layout's inde
 shortlist keeps the best layout of each of the top configurations besides the top candidates, and a
 step of the local search offers each neighbouring configuration's best layout together with its unpadded
 twin, and its best layout of the class the search stands on (padded, swizzled, ...) where that is not
-the best one's, each where the model predicts it within ``TWIN_MARGIN``.
+the best one's, each where the model predicts it within ``TWIN_MARGIN``. Where nothing is measured, the
+answer (``model_pick``) is the first-ranked candidate, or its configuration's unpadded twin where the model
+puts that within ``PLAIN_MARGIN``.
 
-Why a module of its own: this is what the measurements are spent on, apart from how the ranking is made
-(search.py).
+Why a module of its own: this is what the measurements are spent on, and what stands in for them, apart
+from how the ranking is made (search.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING
 
 from .spec import KernelSpec
@@ -22,7 +25,15 @@ from .spec import KernelSpec
 if TYPE_CHECKING:
     from .search import Candidate
 
-__all__ = ["TWIN_MARGIN", "launch_config", "neighbours", "shortlist"]
+__all__ = [
+    "PLAIN_MARGIN",
+    "TWIN_MARGIN",
+    "launch_config",
+    "model_pick",
+    "neighbours",
+    "prefer_plain",
+    "shortlist",
+]
 
 
 def launch_config(spec: KernelSpec, constants: dict[str, int] | Candidate) -> tuple[tuple[str, int], ...]:
@@ -151,3 +162,56 @@ def neighbours(
     if own is not None and own.key != around.key and own not in same and _close(own, best_of[here]):
         same.append(own)
     return out + same
+
+
+# The model-only answer takes a padded or swizzled layout over the unpadded one of the same launch
+# configuration only where it predicts it more than 1% faster: below that the layouts differ by what the
+# model cannot see (a padded row's multiply, a swizzle's shift-mask-XOR; see ``neighbours``), and the plain
+# layout measured the faster. Chosen on the recorded run 1 (SIMT GEMM 2048^3: PAD_A = PAD_B = 4 predicted
+# 0.54% ahead of its unpadded twin, measured 1.030 of the best against the twin's 1.017 and 1.020 for the
+# unpadded default); held out, today's kernel's exhaustive 2048^3 study (H200 run 55: PAD 4 / 4 predicted
+# 0.56% ahead, measured 1.045 against the twin's 1.037, the default 1.040), and no other answer of the 55
+# scored configuration-shapes moves. A margin of 1.14% or more would take run 2's SIMT 1024^3 answer off the
+# best (1.000 -> 1.020), 1.6% run 20's 768x1536x1024 (1.041 -> 1.101): the gains it may override are ~0.5%.
+PLAIN_MARGIN = 1.01
+
+
+def prefer_plain(
+    order: Sequence[int],
+    seconds: Sequence[float],
+    config_of: Callable[[int], Hashable],
+    layout_of: Callable[[int], Hashable],
+    plain: Hashable | None,
+) -> int:
+    """The model-only answer among candidates ``0..n-1`` ranked as ``order`` (best first; ``seconds`` their
+    predictions): the first, or the first-ranked candidate of its launch configuration (``config_of``) whose
+    layout (``layout_of``) is ``plain``, where that is predicted within ``PLAIN_MARGIN`` of the first."""
+    first = order[0]
+    if plain is None or layout_of(first) == plain:
+        return first
+    cfg, limit = config_of(first), PLAIN_MARGIN * seconds[first]
+    for i in order:
+        if seconds[i] > limit:
+            break
+        if layout_of(i) == plain and config_of(i) == cfg:
+            return i
+    return first
+
+
+def model_pick(spec: KernelSpec, ranked: list[Candidate]) -> Candidate:
+    """What ``autopad.tune`` answers without measuring (and ``autopad.ops`` under AUTOPAD_TUNE=never): the
+    model's first-ranked candidate, or the unpadded layout of its launch configuration where the model puts
+    that within ``PLAIN_MARGIN`` (``prefer_plain``). A spec without ``LAYOUT_KEYS`` or without an unpadded
+    baseline in the ranking gets the first."""
+    layout_keys = set(getattr(spec, "LAYOUT_KEYS", ()))
+    base = next((c for c in ranked if "unpadded" in c.roles), None)
+    if not layout_keys or base is None:
+        return ranked[0]
+
+    def layout_of(i: int) -> tuple:
+        return tuple(sorted((k, v) for k, v in ranked[i].constants if k in layout_keys))
+
+    plain = tuple(sorted((k, v) for k, v in base.constants if k in layout_keys))
+    seconds = [c.prediction.seconds for c in ranked]
+    i = prefer_plain(range(len(ranked)), seconds, lambda i: launch_config(spec, ranked[i]), layout_of, plain)
+    return ranked[i]

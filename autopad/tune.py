@@ -34,6 +34,7 @@ from .device import device_count, device_info, gpu_available
 from .request import Request, normalize_dtype, normalize_shape, resolve
 from .results import Best, CandidateResult, LazyCandidates, Measurement, TuneResult
 from .search import Candidate, check_legal, rank
+from .search_shortlist import model_pick
 
 # besides what this module uses, the names tune.py defined before the split, importable from here as before
 # (tests use some of the private ones)
@@ -208,7 +209,8 @@ def tune(
         )
         if winner is None:
             message += "; no candidate ran correctly, so the pick is the model's"
-    w = winner or ranked[0]  # the ranking starts with the model's best
+    # measured: the fastest; otherwise the model's answer (its first, or that one's unpadded twin)
+    w = winner or model_pick(spec, ranked)
     wr = CandidateResult.from_candidate(w, meas.get(w.key))
     best = Best(
         dict(w.params), wr.layout, w.prediction.seconds, wr.measured_ms, _extra(w.layout, spec, w.params)

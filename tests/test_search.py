@@ -439,3 +439,44 @@ def test_the_search_keeps_the_class_of_layout_it_stands_on_where_the_model_order
             assert first not in steps
             far += 1
     assert offered > 0 and far > 0
+
+
+def test_prefer_plain_takes_the_twin_only_within_the_margin_and_in_the_same_configuration():
+    from autopad.search_shortlist import PLAIN_MARGIN, prefer_plain
+
+    # (configuration, layout, predicted seconds), best first
+    rows = [("a", "pad4", 1.000), ("b", "plain", 1.002), ("a", "swz", 1.004), ("a", "plain", 1.006)]
+
+    def pick(rows, plain="plain"):
+        seconds = [r[2] for r in rows]
+        return prefer_plain(range(len(rows)), seconds, lambda i: rows[i][0], lambda i: rows[i][1], plain)
+
+    assert pick(rows) == 3  # a's unpadded layout, 0.6% behind: the answer
+    assert pick(rows, plain=None) == 0  # no unpadded baseline: the first
+    far = [("a", "pad4", 1.000), ("a", "plain", PLAIN_MARGIN + 0.001)]
+    assert pick(far) == 0  # beyond the margin the model's preference stands
+    other = [("a", "pad4", 1.000), ("b", "plain", 1.001)]
+    assert pick(other) == 0  # another configuration's plain layout is not a twin
+    first_plain = [("a", "plain", 1.000), ("a", "pad4", 1.000)]
+    assert pick(first_plain) == 0
+
+
+def test_model_only_answer_is_the_unpadded_twin_where_the_model_puts_a_pad_under_one_percent_ahead():
+    # H200 run 55 (today's SIMT GEMM at 2048^3, every candidate timed): the model ranks PAD_A = PAD_B = 4
+    # first, 0.56% ahead of the unpadded layout of the same configuration; measured 1.045 of the best against
+    # the twin's 1.037 (and the unpadded default's 1.040). The model-only answer takes the twin.
+    from autopad.kernels_registry import builtin_spec
+    from autopad.search import launch_config, model_pick
+
+    mm = builtin_spec("matmul", "cuda")
+    ranked = rank(mm, (2048, 2048, 2048), "float32")
+    keys = set(mm.LAYOUT_KEYS)
+    first, answer = ranked[0], model_pick(mm, ranked)
+    assert {k: first.params[k] for k in ("PAD_A", "PAD_B")} == {"PAD_A": 4, "PAD_B": 4}
+    assert launch_config(mm, answer) == launch_config(mm, first)
+    assert all(answer.params[k] == mm.DEFAULTS[k] for k in keys)
+    assert answer.prediction.seconds <= 1.01 * first.prediction.seconds
+    # where the model's first is far ahead of its twin (a conflicted transpose tile), it stands
+    tr = builtin_spec("transpose", "cuda")
+    ranked = rank(tr, (8192, 8192), "float32")
+    assert model_pick(tr, ranked) is ranked[0]

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..device import device_info
 from ..search import baselines, check_legal, predict, rank
+from ..search_shortlist import model_pick
 from ..spec import KernelSpec
 
 __all__ = [
@@ -270,6 +271,6 @@ def decide(
         why_not = f"the pick tuned on {near} is not reused: {why}"
     if mode in ("never", "offline"):
         _untuned(spec, shape, dtype, dist, mode)
-        return Decision(ranked[0].constants, "model", f"AUTOPAD_TUNE={mode}; {why_not}")
+        return Decision(model_pick(spec, ranked).constants, "model", f"AUTOPAD_TUNE={mode}; {why_not}")
     _announce(spec, shape, dtype, why_not)
     return _tune_now(spec, shape, dtype, dist, device)
