@@ -164,7 +164,9 @@ def neighbours(
     return out + same
 
 
-# The model-only answer takes a padded or swizzled layout over the unpadded one of the same launch
+# The model-only answer takes another layout over the spec's default one (its ``DEFAULTS``' layout constants,
+# the "unpadded" baseline: no pad and no swizzle for the CUDA transpose and SIMT GEMM, whose studies set
+# this; the 128-byte swizzle for the Gluon GEMM, one replica for the histograms) of the same launch
 # configuration only where it predicts it more than 1% faster: below that the layouts differ by what the
 # model cannot see (a padded row's multiply, a swizzle's shift-mask-XOR; see ``neighbours``), and the plain
 # layout measured the faster. Chosen on the recorded run 1 (SIMT GEMM 2048^3: PAD_A = PAD_B = 4 predicted
@@ -191,7 +193,7 @@ def prefer_plain(
         return first
     cfg, limit = config_of(first), PLAIN_MARGIN * seconds[first]
     for i in order:
-        if seconds[i] > limit:
+        if not seconds[i] <= limit:  # beyond the margin, or no prediction (NaN: nothing to compare)
             break
         if layout_of(i) == plain and config_of(i) == cfg:
             return i

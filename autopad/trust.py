@@ -1,6 +1,7 @@
 """How far to trust a model-only answer: the recorded figures of the model-only pick, per kernel family.
 
-Without a GPU, autopad's answer is the model's best-ranked candidate. How good that is was measured, not
+Without a GPU, autopad's answer is the model's (``search_shortlist.model_pick``: its best-ranked candidate,
+or that one's default-layout twin within 1%). How good that is was measured, not
 guessed: ``benchmarks/model_only_report.py`` ranks every configuration-shape of the exhaustive H200
 studies (benchmarks/results/h200/quality: every legal candidate timed) with the current model and writes,
 per kernel family (name, backend, dtype), how often the model-only pick was within 10% of the measured

@@ -26,6 +26,7 @@ from .kernels_registry import source_hash
 from .request import Request
 from .results import CandidateResult, Measurement, TuneResult
 from .search import Candidate, check_legal
+from .search_shortlist import PLAIN_MARGIN
 from .spec import KernelSpec
 
 __all__ = ["cache_key"]
@@ -121,7 +122,7 @@ def _for_cache(res: TuneResult) -> TuneResult:
 
 
 def _search_params(req: Request, measuring: bool) -> dict[str, Any]:
-    return {
+    params: dict[str, Any] = {
         "top_k": req.top_k,
         "budget": req.budget,
         "refine": req.refine,
@@ -132,6 +133,11 @@ def _search_params(req: Request, measuring: bool) -> dict[str, Any]:
         # the space is a search parameter, not part of the key: adding a candidate keeps the old timings
         "space": {k: list(v) for k, v in sorted(req.spec.SPACE.items())},
     }
+    if not measuring:
+        # how the model-only answer is chosen (search_shortlist.model_pick): a model-only result cached
+        # under an earlier rule (the first-ranked candidate, before 2026-12-04) is not this rule's answer
+        params["answer"] = f"plain layout within {PLAIN_MARGIN:g}"
+    return params
 
 
 def _candidates(ranked: Sequence[Candidate], meas: dict[str, Measurement], cached: set[str]) -> tuple:

@@ -212,6 +212,8 @@ def measure_shape(cfg: tuple, writer: Any, deadline: float, drawn: dict[str, Any
             "error": "not measured (time budget)" if m is None else (m.error or "")[:300], "gpu": 0,
         })  # fmt: skip
     ok = {k: m.ms for k, m in meas.items() if m.correct and m.ms}
+    # the ranking's first, for the device log: the model-only answer (its default-layout twin within 1%,
+    # search_shortlist.model_pick) is what model_only_report.py scores from these rows
     top = min(rows, key=lambda r: r["model_rank"])["key"]
     peer, peer_ms, peer_note = _peer(kernel, dtype, shape)
     return {

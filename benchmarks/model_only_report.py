@@ -1,6 +1,7 @@
 """How good is autopad's answer without a GPU? The model-only pick, scored on the recorded H200 studies.
 
-Without a GPU, ``autopad.tune`` returns the model's best-ranked candidate. This script ranks every recorded
+Without a GPU, ``autopad.tune`` returns the model's answer (``search_shortlist.model_pick``: the best-ranked
+candidate, or its default-layout twin within 1%). This script ranks every recorded
 configuration-shape of the exhaustive studies (``benchmarks/results/h200/quality/run{1,2}_quality_rows``:
 every legal candidate measured) with the current model, exactly as ``autopad.search.rank`` does, joins the
 ranking with the measurements by key, and reports per shape, per kernel family and overall:

@@ -177,3 +177,23 @@ def test_repeats_leave_out_two_runs_of_one_shape_that_share_no_candidate(tmp_pat
         "matmul [triton] bfloat16 4096x4096x4096: run2 against run48 (every candidate)"
     ]
     assert same[0]["spearman"] > 0.99
+
+
+def test_the_reports_answer_is_the_one_tune_gives():
+    """The report scores what ``autopad.tune`` answers without a GPU (``search_shortlist.model_pick``): on the
+    SIMT GEMM at 2048^3 the unpadded twin of the first-ranked PAD 4 / 4 layout, not the first."""
+    import model_only_report as mor
+
+    from autopad.kernels_registry import builtin_spec
+    from autopad.search import baselines, model_pick, rank
+
+    mm, shape = builtin_spec("matmul", "cuda"), (2048, 2048, 2048)
+    ranked = rank(mm, shape, "float32", extra=baselines(mm, shape, "float32"))
+    consts = [dict(c.params) for c in ranked]
+    default = next(i for i, c in enumerate(ranked) if "unpadded" in c.roles)
+    keys = [c.key for c in ranked]
+    s = mor.Shape("runX", "matmul", "cuda", "float32", "2048x2048x2048", keys, consts, [], None, None, [], {},
+                  np.ones(len(ranked)), default)  # fmt: skip
+    seconds = np.array([c.prediction.seconds for c in ranked])
+    got = mor.answer(s, seconds, list(range(len(ranked))))
+    assert keys[got] == model_pick(mm, ranked).key != keys[0]

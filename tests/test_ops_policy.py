@@ -98,6 +98,20 @@ def test_more_passes_over_the_data_are_never_reused():
     )[0]
 
 
+def test_never_takes_the_models_answer_its_unpadded_twin_within_the_margin(bench, monkeypatch):
+    # the same answer as a model-only tune (search_shortlist.model_pick), not the ranking's first: the SIMT
+    # GEMM at 2048^3 ranks a PAD 4 / 4 layout first, 0.56% ahead of its unpadded twin
+    from autopad.kernels_registry import builtin_spec
+
+    mm, shape = builtin_spec("matmul", "cuda"), (2048, 2048, 2048)
+    ranked = autopad.search.rank(mm, shape, "float32", extra=autopad.search.baselines(mm, shape, "float32"))
+    monkeypatch.setenv("AUTOPAD_TUNE", "never")
+    with pytest.warns(policy.AutopadTuningWarning, match="AUTOPAD_TUNE=never"):
+        d = policy.decide(mm, shape, "float32")
+    assert d.source == "model" and not bench.jobs
+    assert d.params == autopad.search.model_pick(mm, ranked).params != ranked[0].params
+
+
 def test_never_and_offline_take_the_models_pick_without_tuning(bench, monkeypatch, tmp_path):
     spec = _spec()
     ranked = autopad.search.rank(

@@ -480,3 +480,12 @@ def test_model_only_answer_is_the_unpadded_twin_where_the_model_puts_a_pad_under
     tr = builtin_spec("transpose", "cuda")
     ranked = rank(tr, (8192, 8192), "float32")
     assert model_pick(tr, ranked) is ranked[0]
+
+
+def test_prefer_plain_keeps_the_first_where_a_prediction_is_missing():
+    from autopad.search_shortlist import prefer_plain
+
+    nan = float("nan")
+    layouts = ["pad4", "plain"]  # one configuration: the first's twin is candidate 1
+    for seconds in ([nan, 5.0], [1.0, nan]):
+        assert prefer_plain(range(2), seconds, lambda i: "a", lambda i: layouts[i], "plain") == 0

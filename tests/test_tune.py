@@ -60,6 +60,36 @@ def test_model_only_without_a_gpu(monkeypatch, capsys):
     assert res.best.constants == ranked[0].params
 
 
+def test_model_only_answer_is_the_unpadded_twin_within_the_margin_and_an_older_answer_is_not_reused(
+    monkeypatch, tmp_path
+):
+    # the SIMT GEMM at 2048^3: the model ranks PAD_A = PAD_B = 4 first, 0.56% ahead of the unpadded layout of
+    # the same launch configuration, which measured faster (H200 run 55); without a GPU tune answers that
+    import json
+
+    from autopad.kernels_registry import builtin_spec
+    from autopad.search import baselines, model_pick
+
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    shape = (2048, 2048, 2048)
+    mm = builtin_spec("matmul", "cuda")
+    ranked = rank(mm, shape, "float32", extra=baselines(mm, shape, "float32"))
+    res = autopad.tune("matmul", shape, "float32", backend="cuda", progress=False)
+    assert res.mode == "model-only" and not res.cache_hit
+    assert res.best.constants == model_pick(mm, ranked).params != ranked[0].params
+    assert res.best.constants["PAD_A"] == res.best.constants["PAD_B"] == 0
+    assert autopad.tune("matmul", shape, "float32", backend="cuda", progress=False).cache_hit
+    # a model-only result cached under the earlier rule (the ranking's first; its params had no "answer")
+    # is answered again, not reused
+    (path,) = (tmp_path / "autopad-cache").rglob("matmul-*.json")
+    data = json.loads(path.read_text())
+    del data["result"]["params"]["answer"]
+    data["result"]["result"]["best"]["constants"] = dict(ranked[0].params)
+    path.write_text(json.dumps(data))
+    again = autopad.tune("matmul", shape, "float32", backend="cuda", progress=False)
+    assert not again.cache_hit and again.best.constants == res.best.constants
+
+
 def test_fastest_correct_candidate_wins_and_wrong_ones_never_do():
     fastest = _key(TILE=32, PAD=0, VEC=1)  # the unpadded baseline is always measured
     second = _key(TILE=32, PAD=1, VEC=1)
