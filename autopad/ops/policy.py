@@ -15,8 +15,9 @@ on this GPU:
    within ``REUSE_TOLERANCE`` of its own best for this shape. A reused pick is so never predicted slower
    than the untuned model pick by more than that, and it has been measured fast on a shape like this one;
 3. else, by ``AUTOPAD_TUNE``: ``first-use`` (the default) tunes now, once, and says so; ``always`` tunes
-   every new shape (and skips step 2); ``never`` takes the model's best with a warning per shape;
-   ``offline`` (serving: nothing is ever tuned in line) takes the model's best, warns once per process and
+   every new shape (and skips step 2); ``never`` takes the model's answer (``search_shortlist.model_pick``,
+   as a model-only tune) with a warning per shape; ``offline`` (serving: nothing is ever tuned in line)
+   takes it too, warns once per process and
    records the shape (``untuned()``, and ``AUTOPAD_UNTUNED_FILE`` if set) for ``autopad.ops.pretune``.
 
 A decision is made once per shape per process (the caller memoises the bound kernel); nothing here runs on
