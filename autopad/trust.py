@@ -131,6 +131,21 @@ def lookup(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE)
     return None if d is None else _trust(f"{kernel}/{backend}/{dtype}", d, data.get("gpu", "NVIDIA H200"))
 
 
+# below this rank correlation a family's sentence says what it means for a user: the pick held up, the order
+# of the rest is rough (the issue's bar for every family; fp32 4097x8191 and fp64 16384^2 are under it today)
+ROUGH_ORDER = 0.8
+
+
+def _rough(rho: float) -> str:
+    """The caution a rank correlation under ``ROUGH_ORDER`` adds to a sentence, or nothing."""
+    if rho >= ROUGH_ORDER:
+        return ""
+    return (
+        f"; a rank correlation under {ROUGH_ORDER:g} means the model's order past its first candidates is "
+        "rough: to choose between particular candidates, measure them"
+    )
+
+
 def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE) -> str:
     """One sentence for model-only output: how close the model-only pick came to the measured best for
     this kernel family, on the exhaustive studies of today's kernel first (where the family has them), then
@@ -171,11 +186,13 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
                 f"{t.current_spearman_min:.2f}{informed}); on the older kernel's recorded studies, "
             )
         lead = now or f"model-only picks for {kernel} [{backend}] {dtype} were "
+        # the caution follows today's kernel where it was studied (what ships), else the recorded studies
+        rho = t.current_spearman_min if t.current_shapes else t.spearman_min
         return (
             f"{lead}within 10% of the measured best in "
             f"{t.within_10pct} of {t.shapes} recorded {t.gpu} shapes (median {t.median:.2f}x, worst "
             f"{t.worst:.2f}x{worse}; rank correlation of predicted with measured time: min "
-            f"{t.spearman_min:.2f}, median {t.spearman_median:.2f}){held}"
+            f"{t.spearman_min:.2f}, median {t.spearman_median:.2f}){held}{_rough(rho)}"
         )
     data = _load(str(path))
     pooled = _pooled(data.get("families", {}), data.get("gpu", "NVIDIA H200"))
@@ -198,6 +215,7 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
             f"shape{'s' if n != 1 else ''} whose every candidate was timed on an {pooled.gpu} (worst "
             f"{float(cur['worst']):.2f}x{slower}{rho}; the model's terms were read off "
             f"{int(cur.get('informed', 0))} of these shapes)"
+            f"{_rough(float(cur['spearman_min'])) if 'spearman_min' in cur else ''}"
         )
     smp = data.get("sampled_only", {}).get(f"{kernel}/{backend}/{dtype}")
     if smp:  # no exhaustive study, but held-out shapes timed on a sample of their space
