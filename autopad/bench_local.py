@@ -186,7 +186,7 @@ def measure_local(
             if ok and not places:
                 places = _placements_that_fit(wanted, out, torch) if wanted > 1 else 1
             # the other placements: outputs of their own, allocated back to back, each run checked too
-            runs_on = [(inputs, out)]
+            outs = [out]
             extra = range(1, places) if ok else range(0)
             for p in extra:  # all allocated before any runs (a check may allocate)
                 held_out[p] = keep_allocation(held_out[p], spec.alloc_output(inputs, constants), refill=False)
@@ -195,7 +195,7 @@ def measure_local(
                 if not ok:
                     msg = f"{msg} (on placement {p + 1} of {places})"
                     break
-                runs_on.append((inputs, held_out[p]))
+                outs.append(held_out[p])
         except Exception as exc:
             yield Measurement(key, False, error=f"fault: {_short(exc)}"), True
             return
@@ -204,9 +204,9 @@ def measure_local(
             continue
         try:
             timed = []
-            for p_in, p_out in runs_on:
+            for p_out in outs:
 
-                def once(b=b, inputs=p_in, out=p_out) -> None:
+                def once(b=b, inputs=inputs, out=p_out) -> None:
                     spec.run(b, inputs, out)
 
                 times = _time(

@@ -29,6 +29,7 @@ __all__ = [
     "PLAIN_MARGIN",
     "TWIN_MARGIN",
     "launch_config",
+    "layout_key",
     "model_pick",
     "neighbours",
     "prefer_plain",
@@ -42,6 +43,13 @@ def launch_config(spec: KernelSpec, constants: dict[str, int] | Candidate) -> tu
     params = getattr(constants, "params", constants)  # a Candidate, or anything with .params, or a dict
     layout_keys = set(getattr(spec, "LAYOUT_KEYS", ()))
     return tuple(sorted((k, v) for k, v in params.items() if k not in layout_keys))
+
+
+def layout_key(spec: KernelSpec, constants: dict[str, int] | Candidate) -> tuple[tuple[str, int], ...]:
+    """The constants that are the layout's (the spec's ``LAYOUT_KEYS``): ``launch_config``'s complement."""
+    params = getattr(constants, "params", constants)
+    layout_keys = set(getattr(spec, "LAYOUT_KEYS", ()))
+    return tuple(sorted((k, v) for k, v in params.items() if k in layout_keys))
 
 
 def shortlist(ranked: list[Candidate], top_k: int, spec: KernelSpec | None = None) -> list[Candidate]:
@@ -115,11 +123,7 @@ def neighbours(
     """
     layout_keys = set(getattr(spec, "LAYOUT_KEYS", ()))
     plain = next((c for c in ranked if "unpadded" in c.roles), None)
-    plain_layout = (
-        tuple(sorted((k, v) for k, v in plain.constants if k in layout_keys))
-        if plain is not None and layout_keys
-        else None
-    )
+    plain_layout = layout_key(spec, plain) if plain is not None and layout_keys else None
     best_of: dict[tuple, Candidate] = {}
     twin_of: dict[tuple, Candidate] = {}
     kin_of: dict[tuple, Candidate] = {}  # each configuration's best-predicted layout of around's class
@@ -132,7 +136,7 @@ def neighbours(
         if cfg not in kin_of and type(c.layout) is own_class:
             kin_of[cfg] = c
         if plain_layout is not None and cfg not in twin_of:
-            if tuple(sorted((k, v) for k, v in c.constants if k in layout_keys)) == plain_layout:
+            if layout_key(spec, c) == plain_layout:
                 twin_of[cfg] = c
         if cfg == here and c.key != around.key and len(same) < layouts:
             same.append(c)
@@ -205,15 +209,15 @@ def model_pick(spec: KernelSpec, ranked: list[Candidate]) -> Candidate:
     model's first-ranked candidate, or the unpadded layout of its launch configuration where the model puts
     that within ``PLAIN_MARGIN`` (``prefer_plain``). A spec without ``LAYOUT_KEYS`` or without an unpadded
     baseline in the ranking gets the first."""
-    layout_keys = set(getattr(spec, "LAYOUT_KEYS", ()))
     base = next((c for c in ranked if "unpadded" in c.roles), None)
-    if not layout_keys or base is None:
+    if not getattr(spec, "LAYOUT_KEYS", ()) or base is None:
         return ranked[0]
-
-    def layout_of(i: int) -> tuple:
-        return tuple(sorted((k, v) for k, v in ranked[i].constants if k in layout_keys))
-
-    plain = tuple(sorted((k, v) for k, v in base.constants if k in layout_keys))
     seconds = [c.prediction.seconds for c in ranked]
-    i = prefer_plain(range(len(ranked)), seconds, lambda i: launch_config(spec, ranked[i]), layout_of, plain)
+    i = prefer_plain(
+        range(len(ranked)),
+        seconds,
+        lambda i: launch_config(spec, ranked[i]),
+        lambda i: layout_key(spec, ranked[i]),
+        layout_key(spec, base),
+    )
     return ranked[i]

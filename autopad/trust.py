@@ -208,14 +208,15 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
         if slow:
             noise = f"{beyond} beyond the timing noise" if beyond else "all within the timing noise"
             slower = f", slower than the unpadded default in {slow} ({noise})"
-        rho = f"; rank correlation min {float(cur['spearman_min']):.2f}" if "spearman_min" in cur else ""
+        low = float(cur["spearman_min"]) if "spearman_min" in cur else None
+        rho = f"; rank correlation min {low:.2f}" if low is not None else ""
         return (
             f"on today's kernel, model-only picks for {kernel} [{backend}] {dtype} were within 2% of the "
             f"measured best in {cur['within_2pct']} and within 10% in {cur['within_10pct']} of {n} "
             f"shape{'s' if n != 1 else ''} whose every candidate was timed on an {pooled.gpu} (worst "
             f"{float(cur['worst']):.2f}x{slower}{rho}; the model's terms were read off "
             f"{int(cur.get('informed', 0))} of these shapes)"
-            f"{_rough(float(cur['spearman_min'])) if 'spearman_min' in cur else ''}"
+            f"{_rough(low) if low is not None else ''}"
         )
     smp = data.get("sampled_only", {}).get(f"{kernel}/{backend}/{dtype}")
     if smp:  # no exhaustive study, but held-out shapes timed on a sample of their space

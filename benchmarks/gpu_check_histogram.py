@@ -48,29 +48,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 
 
-def _kernels_package() -> None:
-    """``autopad.kernels`` is the repository's kernels/ (pyproject maps it on install); without an install,
-    map it here so the script runs from a bare checkout."""
-    import importlib.util
-
-    try:
-        import autopad.kernels  # noqa: F401
-    except ImportError:
-        import autopad
-
-        spec = importlib.util.spec_from_file_location(
-            "autopad.kernels",
-            ROOT / "kernels" / "__init__.py",
-            submodule_search_locations=[str(ROOT / "kernels")],
-        )
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["autopad.kernels"] = mod
-        spec.loader.exec_module(mod)
-        autopad.kernels = mod
-
-
-_kernels_package()
-
 N26, N28 = 1 << 26, 1 << 28
 DISTS = ("uniform", "skewed", "single", "sorted")
 BASE = {"INTERLEAVED": 0, "PAD": 0, "REPLICAS": 1, "PRIV": 0, "COUNTER": 32, "AGG": 0}

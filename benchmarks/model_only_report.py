@@ -50,7 +50,7 @@ from quality_report import load_rows, parse_shape  # noqa: E402
 
 from autopad.arch import Arch, get_arch  # noqa: E402
 from autopad.predict import CONSTANTS, Constants, predict_arrays  # noqa: E402
-from autopad.search_shortlist import prefer_plain  # noqa: E402
+from autopad.search_shortlist import launch_config, layout_key, prefer_plain  # noqa: E402
 
 DIR = Path(__file__).resolve().parent / "results" / "h200" / "quality"
 RUNS = ("run1", "run2")
@@ -293,17 +293,16 @@ def answer(s: Shape, seconds: np.ndarray, rank: Sequence[int]) -> int:
     first-ranked, or its configuration's unpadded twin within ``PLAIN_MARGIN`` of it."""
     from autopad.kernels_registry import builtin_spec
 
-    keys = set(getattr(builtin_spec(s.kernel, s.backend), "LAYOUT_KEYS", ()))
-    if not keys or s.default is None:
+    spec = builtin_spec(s.kernel, s.backend)
+    if not getattr(spec, "LAYOUT_KEYS", ()) or s.default is None:
         return rank[0]
-
-    def layout(i: int) -> tuple:
-        return tuple(sorted((k, v) for k, v in s.consts[i].items() if k in keys))
-
-    def config(i: int) -> tuple:
-        return tuple(sorted((k, v) for k, v in s.consts[i].items() if k not in keys))
-
-    return prefer_plain(rank, seconds, config, layout, layout(s.default))
+    return prefer_plain(
+        rank,
+        seconds,
+        lambda i: launch_config(spec, s.consts[i]),
+        lambda i: layout_key(spec, s.consts[i]),
+        layout_key(spec, s.consts[s.default]),
+    )
 
 
 def figures(s: Shape, seconds: np.ndarray) -> dict[str, Any]:
