@@ -22,7 +22,7 @@ from autopad import cuda_runtime as rt
 from autopad.access import score
 from autopad.kernels_registry import builtin_spec
 from autopad.score import score_candidates
-from autopad.search import enumerate_candidates, predict
+from autopad.search import enumerate_candidates, predict, rank
 
 needs_nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
 
@@ -220,10 +220,21 @@ def test_block_order_at_fp64_on_128_kib_rows_is_the_measured_table():
     )
     for shape, dtype in (((16384, 16384), "float32"), ((16352, 16352), "float64")):
         e = eff(shape, dtype)
-        gain = max(T.GROUP_GAIN[True].values()) / T.GROUP_GAIN[True][1]
+        gain = _group_ref(True) / T.GROUP_GAIN[True][1]
         assert e["g64_128"] / e["g1_128"] == pytest.approx(gain)
+    # the whole-column walk: run 110's time over GROUP 64's, chained onto run 87's table
+    e = eff((16384, 16384), "float64")
+    col = T.launch_info(dict(base, GROUP=T.COLUMN_GROUP), (16384, 16384), "float64")["dram_efficiency"]
+    w = T.WIDE_PITCH_ORDER_TIME
+    assert col == pytest.approx(min(1.0, e["g64_128"] * w[64][128] / w[T.COLUMN_GROUP][128]))  # a share <= 1
+    assert col > e["g64_128"]
     top = rank(builtin_spec("transpose", "cuda"), (16384, 16384), "float64")[0].params
-    assert top["GROUP"] == 64 and top["SCALAR_EDGE"] == 0 and top["TILE_M"] == 128
+    assert top["GROUP"] == T.COLUMN_GROUP and top["SCALAR_EDGE"] == 0 and top["TILE_M"] == 128
+
+
+def _group_ref(aligned: bool) -> float:
+    """GROUP_GAIN's reference: the best of GROUP 1, 16 and 64 (the column walk's gain is beyond it)."""
+    return max(v for g, v in T.GROUP_GAIN[aligned].items() if g != T.COLUMN_GROUP)
 
 
 def test_short_segments_stream_worse_on_aligned_rows_only():
@@ -235,7 +246,7 @@ def test_short_segments_stream_worse_on_aligned_rows_only():
     square = dict(tall, TILE_M=128, TILE_N=128, SW_MAX_PHASE=8)
     info = {k: T.launch_info(v, (16384, 16384), "int8") for k, v in (("t", tall), ("s", square))}
     eff = {k: v["dram_efficiency"] for k, v in info.items()}
-    gain = max(T.GROUP_GAIN[True].values())
+    gain = _group_ref(True)
     assert eff["t"] == pytest.approx(T.GROUP_GAIN[True][64] / gain * _segments(256, 256))
     assert eff["s"] == pytest.approx(T.GROUP_GAIN[True][64] / gain * _segments(128, 128))
     assert eff["t"] > eff["s"]
@@ -244,7 +255,7 @@ def test_short_segments_stream_worse_on_aligned_rows_only():
     assert short == pytest.approx(T.GROUP_GAIN[True][1] / gain * _segments(256, 64))
     # rows off the 32-byte grid: no segment term (the seam term and GROUP_GAIN[False] hold it)
     mis = T.launch_info(tall, (4097, 8191), "int8")["dram_efficiency"]
-    assert mis == pytest.approx(T.GROUP_GAIN[False][64] / max(T.GROUP_GAIN[False].values()))
+    assert mis == pytest.approx(T.GROUP_GAIN[False][64] / _group_ref(False))
 
 
 def test_the_original_path_streams_worse_than_the_vector_path():
@@ -281,7 +292,8 @@ def test_the_original_path_streams_worse_than_the_vector_path():
     # 1-byte elements take it too; 4- and 8-byte ones do not (their picks moved both ways with it)
     narrow = T.ORIGINAL_PATH_EFFICIENCY / (1 + T.NARROW_ACCESS_COST)  # VEC 2 of 1-byte: 2-byte accesses
     # fp64 16384^2 has 128 KiB rows: the original path takes GROUP 1's measured order (WIDE_PITCH_ORDER_TIME)
-    wide = min(v for by_tm in T.WIDE_PITCH_ORDER_TIME.values() for v in by_tm.values())
+    orders = T.WIDE_PITCH_ORDER_TIME
+    wide = min(v for g, by_tm in orders.items() if g != T.COLUMN_GROUP for v in by_tm.values())
     for dt, factor in (("int8", narrow), ("float32", 1.0), ("float64", wide)):
         eb = {"int8": 1, "float32": 4, "float64": 8}[dt]
         got = T.launch_info(orig, (16384, 16384), dt)["dram_efficiency"]
@@ -503,7 +515,38 @@ def test_group_is_a_measured_launch_constant_of_the_vector_path():
     assert not T.legal(dict(c, GROUP=64), (1000, 64), "int8")
     assert T.legal(dict(c, GROUP=64), (4097, 8191), "int8")
     cands = enumerate_candidates(builtin_spec("transpose", "cuda"), (4097, 8191), "int8")
-    assert {c["GROUP"] for c in cands if c["SCALAR_EDGE"] == 0} == {1, 16, 64}
+    assert {c["GROUP"] for c in cands if c["SCALAR_EDGE"] == 0} == {1, 16, 64, T.COLUMN_GROUP}
+
+
+def test_the_column_walk_is_a_block_order_of_its_own():
+    """GROUP 4096 walks whole tile columns (column-major; H200 run 110: fp32 16384^2 0.98 of copy against
+    0.95 under GROUP 64): legal where a matrix has more than 64 tile rows (else it walks GROUP 64's order),
+    any GROUP of at least the tile rows walks the same order, and the model takes run 110's gain on aligned
+    rows, its loss on the wider-than-tall matrix, and GROUP 64's gain on rows off the vector grid."""
+    c = dict(T.DEFAULTS, TILE_M=64, TILE_N=64, THREADS=512, VEC=2, PAD=2, SCALAR_EDGE=0)
+    col = T.COLUMN_GROUP
+    assert col in T.SPACE["GROUP"]
+    assert [_tile_of_block(i, 4, 3, col)[1:] for i in range(4)] == [(0, 0), (1, 0), (2, 0), (0, 1)]
+    assert all(_tile_of_block(i, 4, 3, col) == _tile_of_block(i, 4, 3, 3) for i in range(12))
+    assert T.legal(dict(c, GROUP=col), (4160, 64), "float32")  # 65 tile rows
+    ok = T.legal(dict(c, GROUP=col), (4096, 64), "float32")  # 64: GROUP 64 walks every column whole
+    assert not ok and "GROUP 64" in ok.reason
+    same = T.legal(dict(c, GROUP=100_000), (16384, 16384), "float32")  # the kernel clamps it to the rows:
+    assert not same and "GROUP 4096" in same.reason  # the column walk, spelt as the space spells it
+    bad = T.legal(dict(c, GROUP=2**31), (16384, 16384), "float32")  # an int32 kernel argument
+    assert not bad and "2**31" in bad.reason
+
+    def eff(shape, g):
+        return T.launch_info(dict(c, GROUP=g), shape, "float32")["dram_efficiency"]
+
+    assert eff((16384, 16384), col) / eff((16384, 16384), 1) == pytest.approx(T.GROUP_GAIN[True][col])
+    assert eff((16384, 32768), col) / eff((16384, 32768), 1) == pytest.approx(T.COLUMN_GAIN_WIDE)
+    assert eff((8191, 4097), col) == pytest.approx(eff((8191, 4097), 64))
+    assert 0 < eff((16384, 16384), col) <= 1
+    spec = builtin_spec("transpose", "cuda")
+    for dt in ("float32", "bfloat16", "int8"):
+        assert rank(spec, (16384, 16384), dt)[0].params["GROUP"] == col, dt
+    assert rank(spec, (16384, 32768), "float32")[0].params["GROUP"] != col
 
 
 def test_check_shape_and_inputs_from():
@@ -539,6 +582,7 @@ def _tile_of_block(lin: int, gx: int, gy: int, group: int) -> tuple[int, int, in
     """transpose.cu's block -> (batch, tile row, tile column)."""
     b, lin = divmod(lin, gx * gy)
     if group > 1:
+        group = min(group, gy)  # a band of at least gy rows is the whole column
         band, idx = divmod(lin, group * gx)
         rows = min(group, gy - band * group)
         return b, band * group + idx % rows, idx // rows
@@ -733,7 +777,7 @@ def test_emulated_kernel_writes_every_byte_once_and_loads_only_safe_vectors(c, d
 
 
 def test_grouped_raster_is_a_bijection():
-    for gx, gy, g in itertools.product((1, 3, 7), (1, 2, 5, 16, 17), (1, 2, 4, 16)):
+    for gx, gy, g in itertools.product((1, 3, 7), (1, 2, 5, 16, 17), (1, 2, 4, 16, 4096)):
         seen = {_tile_of_block(lin, gx, gy, g) for lin in range(2 * gx * gy)}
         assert len(seen) == 2 * gx * gy and all(0 <= t < gy and 0 <= u < gx for _, t, u in seen)
 
@@ -921,6 +965,23 @@ def test_gpu_edge1_misaligned_rows_pointers_and_groups(dtype):
         _run_check(
             f"sample{i}", dict(c, SCALAR_EDGE=0, READOUT=min(c["READOUT"], 1)), (129, 67), dtype, 100 + i
         )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "int8"])
+def test_gpu_column_walk_odd_shapes(dtype):
+    """GROUP 4096 (whole tile columns) and a GROUP past any tile count (the kernel clamps it to the tile
+    rows) on rows off the vector grid, batched, tall and at misaligned pointers: every element where torch
+    puts it."""
+    p = T.presets(dtype)
+    cands = [dict(p["vec64_padded"], SCALAR_EDGE=0), dict(p["vec_swizzled"], SCALAR_EDGE=0)]
+    if "rt_swizzled" in p:
+        cands.append(dict(p["rt_swizzled"], SCALAR_EDGE=0))
+    for i, c in enumerate(cands):
+        for shape in [(4097, 8191), (2, 4161, 257), (8200, 33), (1000, 37)]:
+            for group in (T.COLUMN_GROUP, 2**31 - 1):
+                _run_check(f"cand{i}", c, shape, dtype, i, group=group)
+        _run_check(f"cand{i}", c, (4500, 96), dtype, i, offset=3, group=T.COLUMN_GROUP)
 
 
 @pytest.mark.gpu

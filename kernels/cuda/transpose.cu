@@ -44,7 +44,9 @@
 // the halo rows' stores, the per-row offset u or the second read of a group.
 // This path runs a 1-D grid of one tile per block, is built with __launch_bounds__(THREADS, MIN_BLOCKS),
 // and takes `group` (>= 1): blocks walk bands of `group` tile rows column by column (GEMM's grouped order),
-// so that the tiles in flight together cover a squarer region of both the input and the output.
+// so that the tiles in flight together cover a squarer region of both the input and the output; a group of
+// at least the tile rows (GROUP 4096 in the space) walks whole tile columns, so that the blocks in flight
+// write a few output rows from end to end (H200 run 110: fp32 16384^2 0.98 of copy against GROUP 64's 0.95).
 //
 // Macros (all injected with -D): ELEM_BYTES, TILE_M, TILE_N, THREADS, VEC, PAD, SW_VEC, SW_PER_PHASE,
 // SW_MAX_PHASE, READOUT, SCALAR_EDGE, MISALIGNED, MIN_BLOCKS (and RT_SHIFT, an A/B switch).
@@ -489,7 +491,9 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
     lin -= b * gx * gy;
     unsigned tm, tn;
     if (group > 1) {
-        const unsigned g = (unsigned)group, band = lin / (g * gx);
+        // a band of at least gy tile rows is the whole column (column-major order); clamped so that g * gx
+        // stays within the grid's tile count
+        const unsigned g = min((unsigned)group, gy), band = lin / (g * gx);
         const unsigned rows = min(g, gy - band * g), idx = lin - band * g * gx;
         tm = band * g + idx % rows;
         tn = idx / rows;

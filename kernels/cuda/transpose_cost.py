@@ -38,6 +38,8 @@ __all__ = [
     "SCALAR_PATH_COST",
     "NARROW_ACCESS_COST",
     "GROUP_GAIN",
+    "COLUMN_GROUP",
+    "COLUMN_GAIN_WIDE",
     "WIDE_PITCH_BYTES",
     "WIDE_PITCH_ORDER_TIME",
     "wide_pitch",
@@ -78,7 +80,16 @@ NARROW_ACCESS_COST = 0.147
 # sectors at every tile seam, written by the neighbouring block along M, which GROUP runs alongside),
 # 1.002-1.018x at 16384^2 / 8192^2, 0.99-1.00x on 8 x 4096 x 1024; GROUP 16 over 1: 0.999-1.049x and
 # 0.991-0.998x. Keyed by "rows are whole 16-byte vectors"; each value is relative to the best order.
-GROUP_GAIN = {False: {1: 1.0, 16: 1.02, 64: 1.10}, True: {1: 1.0, 16: 1.0, 64: 1.01}}
+# GROUP 4096 (SPACE's whole-column walk: legal only where a matrix has more than 64 tile rows) was measured
+# later, on H200 run 110 (2026-12-04), each build under every order on one input and output: over GROUP 1 of
+# the same build, on rows of whole 16-byte vectors, fp32 16384^2 0.971, 16352^2 0.937, 32768 x 16384 0.918,
+# 8192^2 0.981, 2 x 16384^2 0.972, bf16 16384^2 0.978 (fp64 16384^2: WIDE_PITCH_ORDER_TIME): a gain of 1.03
+# (the median 0.971) where M >= N; on the one wider-than-tall matrix measured, fp32 16384 x 32768, 1.026
+# (the row-major walk faster), 0.975 taken where M < N. On rows that are not whole vectors it is taken as
+# GROUP 64's (unmeasured: the column walk runs the seam's neighbours alongside as GROUP 64 does).
+GROUP_GAIN = {False: {1: 1.0, 16: 1.02, 64: 1.10, 4096: 1.10}, True: {1: 1.0, 16: 1.0, 64: 1.01, 4096: 1.03}}
+COLUMN_GROUP = 4096
+COLUMN_GAIN_WIDE = 0.975  # GROUP 4096 over GROUP 1 on aligned rows where M < N (fp32 16384 x 32768, run 110)
 # 8-byte elements on rows of a whole multiple of WIDE_PITCH_BYTES (fp64 16384^2: both row pitches 128 KiB)
 # replace GROUP_GAIN[True] with WIDE_PITCH_ORDER_TIME: each (GROUP, TILE_M)'s time over GROUP 1's (1.0, also
 # the original path's, whose 2-D grid walks GROUP 1's order). H200 run 87 (2026-12-04), 13,500 candidates of
@@ -92,8 +103,18 @@ GROUP_GAIN = {False: {1: 1.0, 16: 1.02, 64: 1.10}, True: {1: 1.0, 16: 1.0, 64: 1
 # and fp64 16352^2 (run 83) show neither effect, and fp64 8192^2 was not measured by order. DRAM channel and
 # page mapping, which the model does not see: a measurement, not a model.
 WIDE_PITCH_BYTES = 128 * 1024
-WIDE_PITCH_ORDER_TIME = {64: {32: 0.977, 64: 0.993, 128: 0.970}, 16: {128: 0.977}}
-_WIDE_FASTEST = min(v for by_tm in WIDE_PITCH_ORDER_TIME.values() for v in by_tm.values())
+# The whole-column walk (GROUP 4096) there: run 110 measured it 0.979 of GROUP 64's time (and 0.970 of GROUP
+# 1's) on the 128 x 64 tile, so 0.970 x 0.979 = 0.950 at TILE_M 128 in run 87's terms; at 32 and 64 GROUP 64's
+# (unmeasured).
+WIDE_PITCH_ORDER_TIME = {
+    64: {32: 0.977, 64: 0.993, 128: 0.970},
+    16: {128: 0.977},
+    4096: {32: 0.977, 64: 0.993, 128: 0.950},
+}
+# the reference: the fastest of GROUP 16 and 64 (the column walk's gain is beyond it, as in GROUP_GAIN)
+_WIDE_FASTEST = min(
+    v for g, by_tm in WIDE_PITCH_ORDER_TIME.items() if g != COLUMN_GROUP for v in by_tm.values()
+)
 
 
 def wide_pitch(m: int, n: int, e: int) -> bool:
@@ -259,13 +280,19 @@ def _launch_arrays(
         for g, by_tm in WIDE_PITCH_ORDER_TIME.items():
             for t, v in by_tm.items():
                 rel[(group == g) & (tm == t) & ~scalar] = v
-        eff = eff * (_WIDE_FASTEST / rel)
+        eff = np.minimum(1.0, eff * (_WIDE_FASTEST / rel))
     else:
-        gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
+        aligned = (m * e) % 16 == 0 and (n * e) % 16 == 0
+        gains = dict(GROUP_GAIN[aligned])
+        if aligned and m < n:  # the column walk on a wider-than-tall matrix (COLUMN_GAIN_WIDE)
+            gains[COLUMN_GROUP] = COLUMN_GAIN_WIDE
         gain = np.ones(len(group))
         for g, v in gains.items():
             gain[group == g] = v
-        eff = np.where(scalar, eff, eff * (gain / max(gains.values())))
+        # relative to the best of GROUP 1, 16 and 64 (the reference of the original path, which takes no
+        # factor); the column walk's gain is beyond it (capped: the efficiency is a share, at most 1)
+        best = max(v for g, v in gains.items() if g != COLUMN_GROUP)
+        eff = np.where(scalar, eff, np.minimum(1.0, eff * (gain / best)))
     if e < 4:  # 1- and 2-byte elements only (see ORIGINAL_PATH_EFFICIENCY)
         eff = np.where(scalar, eff * ORIGINAL_PATH_EFFICIENCY, eff)
     # the misaligned build's extra instructions, in SM cycles per block: passes of the load loop (the halo's

@@ -46,7 +46,8 @@ SPACE: dict[str, tuple[int, ...]] = {
     "SW_MAX_PHASE": (1, 2, 4, 8, 16, 32),
     "READOUT": (0, 1, 2),
     "SCALAR_EDGE": (0, 1),
-    "GROUP": (1, 16, 64),
+    # 4096: at least the tile rows of any matrix up to 4096 tiles tall, i.e. whole tile columns (column-major)
+    "GROUP": (1, 16, 64, 4096),
 }
 DEFAULTS = {  # the unpadded baseline of the study: 32 x 32, 256 threads, the original path
     "TILE_M": 32,
@@ -103,8 +104,10 @@ def legal(spec: TransposeCuda, constants: dict[str, int], shape: tuple[int, ...]
     if not ok:
         return ok
     group = constants.get("GROUP", _OPTIONAL["GROUP"])
-    if group != 1 and (not isinstance(group, (int, np.integer)) or group < 1 or key[_I_SC]):
-        return Legality(False, f"GROUP {group}: a block order of >= 1 tile rows, on SCALAR_EDGE 0 only")
+    if group != 1 and (not isinstance(group, (int, np.integer)) or not 1 <= group < 2**31 or key[_I_SC]):
+        return Legality(
+            False, f"GROUP {group}: a block order of 1 to 2**31 - 1 tile rows, on SCALAR_EDGE 0 only"
+        )
     # the shape's part depends on the tile, the path, the read-out and the block order alone
     return _legal_shape(
         key[_I_TM], key[_I_TN], key[_I_VEC], key[_I_SC], key[_I_RO], tuple(shape), e, int(group)
@@ -127,7 +130,7 @@ def legal_batch(
     ok = np.zeros(len(group), dtype=bool)
     ok[:] = _each(_legal_tile, {k: c[k] for k in _TILE_KEYS}, e)
     ok[ok] = _each(_legal_threads, {k: c[k][ok] for k in _THREAD_KEYS}, e)
-    ok &= (group == 1) | ((group >= 1) & (c["SCALAR_EDGE"] == 0))  # legal's GROUP rule
+    ok &= (group == 1) | ((group >= 1) & (group < 2**31) & (c["SCALAR_EDGE"] == 0))  # legal's GROUP rule
     shape_cols = {k: c[k][ok] for k in ("TILE_M", "TILE_N", "VEC", "SCALAR_EDGE", "READOUT")}
     shape_cols["GROUP"] = group[ok]
     ok[ok] = _each(
