@@ -15,6 +15,7 @@ from autopad.tune_measure import (
     PICK_RIVALS,
     PICK_ROUNDS,
     RETIME_BUDGET_MS,
+    SPREAD_CAP,
     _Measure,
     _Progress,
     _within_noise,
@@ -115,6 +116,24 @@ def test_ties_within_noise_are_timed_again_then_broken_by_the_model():
     assert len(tied_bench.jobs) == 2 and tied_bench.jobs[1].reps == 60 and tied_bench.jobs[1].seed == 1
     want = min(ranked[:4], key=lambda c: (c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
     assert winner is want
+
+
+def test_a_noisy_candidate_does_not_tie_by_its_own_spread():
+    """H200 run 111: a tile re-timed 5% slower than the best with a 13% spread (one slow placement) tied it
+    and won the model's tie-break. A candidate's own spread widens the window by at most SPREAD_CAP of the
+    best; the best's spread still counts whole, and two quiet candidates within 1% still tie."""
+    req, ranked = _setup()
+    best, noisy, close = ranked[0], ranked[1], ranked[2]
+    meas = {
+        best.key: Measurement(best.key, True, ms=0.0459, spread_ms=0.0010, runs=180),
+        noisy.key: Measurement(noisy.key, True, ms=0.0483, spread_ms=0.0066, runs=180),
+        close.key: Measurement(close.key, True, ms=0.0462, spread_ms=0.0002, runs=180),
+    }
+    assert _within_noise([best, noisy, close], meas) == [best, close]
+    assert (0.0483 - 0.0459) / 0.0459 > SPREAD_CAP  # the gap is beyond what its spread may add
+    # a noisy best: its own spread still sets the window
+    meas[best.key] = Measurement(best.key, True, ms=0.0459, spread_ms=0.0030, runs=180)
+    assert _within_noise([best, noisy, close], meas) == [best, close, noisy]
 
 
 def test_no_correct_candidate_is_no_pick():

@@ -275,6 +275,9 @@ def _launch_arrays(
     # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path (its 2-D
     # grid walks GROUP 1's order) takes, with 1- and 2-byte elements, ORIGINAL_PATH_EFFICIENCY instead (read
     # against the vector path's best); with 4- and 8-byte elements nothing
+    # a band of at least the matrix's tile rows walks whole columns whatever GROUP says (the kernel clamps
+    # it): priced as the column walk, as GROUP 64 on 64 or fewer tile rows is
+    group = np.where((group > 1) & (group >= gy), COLUMN_GROUP, group)
     if wide_pitch(m, n, e):  # measured times relative to the fastest order (WIDE_PITCH_ORDER_TIME)
         rel = np.ones(len(group))
         for g, by_tm in WIDE_PITCH_ORDER_TIME.items():
