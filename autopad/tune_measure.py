@@ -146,7 +146,7 @@ def _within_noise(cands: Iterable[Candidate], meas: dict[str, Measurement]) -> l
 
 
 # a candidate's own spread widens the tie window by at most this share of the best time: a candidate whose
-# placements disagree is not thereby as fast as the best. H200 run 111 (2026-12-04): an fp16 4097 x 8191
+# placements disagree is not thereby as fast as the best. H200 run 111 (2026-12-04): a bf16 4097 x 8191
 # tile re-timed at 0.0483 ms with a 0.0066 ms spread (one slow placement) tied the best's 0.0459 (spread
 # 0.0010), won the model's tie-break (fewer wavefronts a tile), and ran 0.78 of copy where the best runs 0.84
 SPREAD_CAP = 0.02

@@ -524,7 +524,7 @@ def test_the_column_walk_is_a_block_order_of_its_own():
     """GROUP 4096 walks whole tile columns (column-major; H200 run 110: fp32 16384^2 0.98 of copy against
     0.95 under GROUP 64): legal where a matrix has more than 64 tile rows (else it walks GROUP 64's order),
     any GROUP of at least the tile rows walks the same order, and the model takes run 110's gain on aligned
-    rows, its loss on the wider-than-tall matrix, and GROUP 64's gain on rows off the vector grid."""
+    rows, wider than tall too, and GROUP 64's gain on rows off the vector grid."""
     c = dict(T.DEFAULTS, TILE_M=64, TILE_N=64, THREADS=512, VEC=2, PAD=2, SCALAR_EDGE=0)
     col = T.COLUMN_GROUP
     assert col in T.SPACE["GROUP"]
@@ -542,7 +542,8 @@ def test_the_column_walk_is_a_block_order_of_its_own():
         return T.launch_info(dict(c, GROUP=g), shape, "float32")["dram_efficiency"]
 
     assert eff((16384, 16384), col) / eff((16384, 16384), 1) == pytest.approx(T.GROUP_GAIN[True][col])
-    assert eff((16384, 32768), col) / eff((16384, 32768), 1) == pytest.approx(T.COLUMN_GAIN_WIDE)
+    # wider than tall alike (run 10's fp16 3000 x 5000 sample: its fastest walk whole columns)
+    assert eff((3000, 5000), 64) / eff((3000, 5000), 1) == pytest.approx(T.GROUP_GAIN[True][col])
     assert eff((8191, 4097), col) == pytest.approx(eff((8191, 4097), 64))
     assert 0 < eff((16384, 16384), col) <= 1
     # GROUP 64 on 64 tile rows walks whole columns too, and is priced so
@@ -554,7 +555,6 @@ def test_the_column_walk_is_a_block_order_of_its_own():
     spec = builtin_spec("transpose", "cuda")
     for dt in ("float32", "bfloat16", "int8"):
         assert rank(spec, (16384, 16384), dt)[0].params["GROUP"] == col, dt
-    assert rank(spec, (16384, 32768), "float32")[0].params["GROUP"] != col
 
 
 def test_check_shape_and_inputs_from():

@@ -63,7 +63,6 @@ from .transpose_cost import (  # noqa: F401
     _INT_WARP_INSTR_PER_CLK,
     _MIS_PASS_INSTR,
     _MIS_WORD_INSTR,
-    COLUMN_GAIN_WIDE,
     COLUMN_GROUP,
     GROUP_GAIN,
     NARROW_ACCESS_COST,

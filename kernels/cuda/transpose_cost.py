@@ -39,7 +39,6 @@ __all__ = [
     "NARROW_ACCESS_COST",
     "GROUP_GAIN",
     "COLUMN_GROUP",
-    "COLUMN_GAIN_WIDE",
     "WIDE_PITCH_BYTES",
     "WIDE_PITCH_ORDER_TIME",
     "wide_pitch",
@@ -84,12 +83,14 @@ NARROW_ACCESS_COST = 0.147
 # later, on H200 run 110 (2026-12-04), each build under every order on one input and output: over GROUP 1 of
 # the same build, on rows of whole 16-byte vectors, fp32 16384^2 0.971, 16352^2 0.937, 32768 x 16384 0.918,
 # 8192^2 0.981, 2 x 16384^2 0.972, bf16 16384^2 0.978 (fp64 16384^2: WIDE_PITCH_ORDER_TIME): a gain of 1.03
-# (the median 0.971) where M >= N; on the one wider-than-tall matrix measured, fp32 16384 x 32768, 1.026
-# (the row-major walk faster), 0.975 taken where M < N. On rows that are not whole vectors it is taken as
-# GROUP 64's (unmeasured: the column walk runs the seam's neighbours alongside as GROUP 64 does).
+# (the median 0.971). One wider-than-tall matrix ran it slower, fp32 16384 x 32768 (1.026x GROUP 1's time),
+# but run 10's fp16 3000 x 5000 sample, also wider than tall, measured its six fastest among GROUP 64 tiles
+# that walk all their tile rows whole: taken alike on every shape (a term for the wide case, 0.975 where
+# M < N, took run 10's model-only pick from 1.094 to 1.113 of the best). On rows that are not whole vectors
+# it is taken as GROUP 64's (unmeasured: the column walk runs the seam's neighbours alongside as GROUP 64
+# does).
 GROUP_GAIN = {False: {1: 1.0, 16: 1.02, 64: 1.10, 4096: 1.10}, True: {1: 1.0, 16: 1.0, 64: 1.01, 4096: 1.03}}
 COLUMN_GROUP = 4096
-COLUMN_GAIN_WIDE = 0.975  # GROUP 4096 over GROUP 1 on aligned rows where M < N (fp32 16384 x 32768, run 110)
 # 8-byte elements on rows of a whole multiple of WIDE_PITCH_BYTES (fp64 16384^2: both row pitches 128 KiB)
 # replace GROUP_GAIN[True] with WIDE_PITCH_ORDER_TIME: each (GROUP, TILE_M)'s time over GROUP 1's (1.0, also
 # the original path's, whose 2-D grid walks GROUP 1's order). H200 run 87 (2026-12-04), 13,500 candidates of
@@ -285,10 +286,7 @@ def _launch_arrays(
                 rel[(group == g) & (tm == t) & ~scalar] = v
         eff = np.minimum(1.0, eff * (_WIDE_FASTEST / rel))
     else:
-        aligned = (m * e) % 16 == 0 and (n * e) % 16 == 0
-        gains = dict(GROUP_GAIN[aligned])
-        if aligned and m < n:  # the column walk on a wider-than-tall matrix (COLUMN_GAIN_WIDE)
-            gains[COLUMN_GROUP] = COLUMN_GAIN_WIDE
+        gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
         gain = np.ones(len(group))
         for g, v in gains.items():
             gain[group == g] = v
