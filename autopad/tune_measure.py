@@ -145,18 +145,20 @@ def _within_noise(cands: Iterable[Candidate], meas: dict[str, Measurement]) -> l
     return [c for c in ok if meas[c.key].ms - f.ms <= _noise(f, meas[c.key])]
 
 
-# a candidate's own spread widens the tie window by at most this share of the best time: a candidate whose
-# placements disagree is not thereby as fast as the best. H200 run 111 (2026-12-04): a bf16 4097 x 8191
-# tile re-timed at 0.0483 ms with a 0.0066 ms spread (one slow placement) tied the best's 0.0459 (spread
-# 0.0010), won the model's tie-break (fewer wavefronts a tile), and ran 0.78 of copy where the best runs 0.84
+# the spreads widen the tie window by at most this share of the best time: scattered runs do not make two
+# times equal, and a tie goes to the model's tie-break, which knows nothing of the times. H200 run 111
+# (2026-12-04): a bf16 4097 x 8191 tile re-timed at 0.0483 ms with a 0.0066 ms spread (the interquartile
+# range of its noisiest output) tied the best's 0.0459 (spread 0.0010), won the tie-break (fewer wavefronts
+# a tile), and ran 0.78 of copy where the best runs 0.84. Capped alike for the best: a scattered best would
+# otherwise tie everything within its own spread. The same window decides the pick's rivals (``_rivals``).
 SPREAD_CAP = 0.02
 
 
 def _noise(best: Measurement, m: Measurement) -> float:
-    """How far apart two times may be and still tie: the larger spread (the candidate's counted up to
-    ``SPREAD_CAP`` of the best time), at least 1% of the best."""
-    own = min(m.spread_ms or 0.0, SPREAD_CAP * best.ms)
-    return max(best.spread_ms or 0.0, own, 0.01 * best.ms)
+    """How far apart two times may be and still tie: the larger spread, counted up to ``SPREAD_CAP`` of
+    the best time, at least 1% of the best."""
+    spread = min(max(best.spread_ms or 0.0, m.spread_ms or 0.0), SPREAD_CAP * best.ms)
+    return max(spread, 0.01 * best.ms)
 
 
 def _tie_break(tied: Iterable[Candidate]) -> Candidate:

@@ -229,7 +229,8 @@ def test_block_order_at_fp64_on_128_kib_rows_is_the_measured_table():
     assert col == pytest.approx(min(1.0, e["g64_128"] * w[64][128] / w[T.COLUMN_GROUP][128]))  # a share <= 1
     assert col > e["g64_128"]
     top = rank(builtin_spec("transpose", "cuda"), (16384, 16384), "float64")[0].params
-    assert top["GROUP"] == T.COLUMN_GROUP and top["SCALAR_EDGE"] == 0 and top["TILE_M"] == 128
+    # 64- and 128-row column walks both reach the cap (runs 111-112 timed them within 0.3%)
+    assert top["GROUP"] == T.COLUMN_GROUP and top["SCALAR_EDGE"] == 0 and top["TILE_M"] in (64, 128)
 
 
 def _group_ref(aligned: bool) -> float:
@@ -546,6 +547,18 @@ def test_the_column_walk_is_a_block_order_of_its_own():
     assert eff((3000, 5000), 64) / eff((3000, 5000), 1) == pytest.approx(T.GROUP_GAIN[True][col])
     assert eff((8191, 4097), col) == pytest.approx(eff((8191, 4097), 64))
     assert 0 < eff((16384, 16384), col) <= 1
+    # the cap: fp64 8192^2 (64 KiB rows, not the wide-pitch table) 128 x 64 tiles, 1 KiB / 512-byte segments
+    c64 = dict(c, TILE_M=128, VEC=1, PAD=1)
+    raw = _segments(1024, 512) * T.GROUP_GAIN[True][col] / _group_ref(True)
+    capped = T.launch_info(dict(c64, GROUP=col), (8192, 8192), "float64")["dram_efficiency"]
+    assert raw > 1 and capped == 1.0
+    # GROUP 4096 on more than 4096 tile rows is a band: priced as GROUP 64, not as the column walk
+    tall = (32 * 5000, 64)
+    assert T.legal(dict(c, TILE_M=32, GROUP=col), tall, "float32")
+    band, g64 = (
+        T.launch_info(dict(c, TILE_M=32, GROUP=g), tall, "float32")["dram_efficiency"] for g in (col, 64)
+    )
+    assert band == pytest.approx(g64)
     # GROUP 64 on 64 tile rows walks whole columns too, and is priced so
     assert eff((4096, 4096), 64) == pytest.approx(
         T.launch_info(dict(c, GROUP=64), (8192, 4096), "float32")["dram_efficiency"]
@@ -553,8 +566,9 @@ def test_the_column_walk_is_a_block_order_of_its_own():
         / T.GROUP_GAIN[True][64]
     )
     spec = builtin_spec("transpose", "cuda")
-    for dt in ("float32", "bfloat16", "int8"):
-        assert rank(spec, (16384, 16384), dt)[0].params["GROUP"] == col, dt
+    for dt in ("float32", "bfloat16", "int8"):  # the model's first candidate walks whole columns
+        top = rank(spec, (16384, 16384), dt)[0].params
+        assert min(top["GROUP"], -(-16384 // top["TILE_M"])) == -(-16384 // top["TILE_M"]), dt
 
 
 def test_check_shape_and_inputs_from():
@@ -586,14 +600,18 @@ def test_min_blocks_meets_the_model_where_registers_allow():
 _ROW = np.array([8 * ((t % 8) >> 1) + 2 * (((t >> 3) + ((t % 8) >> 1)) & 3) + (t & 1) for t in range(32)])
 
 
+_U32 = 0xFFFFFFFF
+
+
 def _tile_of_block(lin: int, gx: int, gy: int, group: int) -> tuple[int, int, int]:
-    """transpose.cu's block -> (batch, tile row, tile column)."""
-    b, lin = divmod(lin, gx * gy)
+    """transpose.cu's block -> (batch, tile row, tile column), in its 32-bit unsigned arithmetic."""
+    b, lin = divmod(lin, (gx * gy) & _U32)
     if group > 1:
-        group = min(group, gy)  # a band of at least gy rows is the whole column
-        band, idx = divmod(lin, group * gx)
-        rows = min(group, gy - band * group)
-        return b, band * group + idx % rows, idx // rows
+        g = min(group, gy)  # the kernel's clamp: a band of at least gy rows is the whole column
+        band = lin // ((g * gx) & _U32)  # g * gx <= gx * gy, a legal grid's tile count: no wrap
+        rows = min(g, gy - band * g)
+        idx = lin - ((band * g * gx) & _U32)
+        return b, band * g + idx % rows, idx // rows
     return b, lin // gx, lin % gx
 
 
@@ -788,6 +806,12 @@ def test_grouped_raster_is_a_bijection():
     for gx, gy, g in itertools.product((1, 3, 7), (1, 2, 5, 16, 17), (1, 2, 4, 16, 4096)):
         seen = {_tile_of_block(lin, gx, gy, g) for lin in range(2 * gx * gy)}
         assert len(seen) == 2 * gx * gy and all(0 <= t < gy and 0 <= u < gx for _, t, u in seen)
+    # 2^20 tile columns (2^25 one-byte columns): GROUP 4096 x gx would wrap to 0 in 32 bits, a division by
+    # zero; the clamp to the 65 tile rows keeps the walk column-major
+    gx, gy = 1 << 20, 65
+    assert (4096 * gx) & _U32 == 0
+    for lin in (0, 1, 64, 65, 66, gx * gy - 1):
+        assert _tile_of_block(lin, gx, gy, 4096) == (0, lin % gy, lin // gy)
 
 
 # ---- nvcc: every variant compiles for sm_90, within its register budget -------------------------------

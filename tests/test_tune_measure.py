@@ -119,9 +119,9 @@ def test_ties_within_noise_are_timed_again_then_broken_by_the_model():
 
 
 def test_a_noisy_candidate_does_not_tie_by_its_own_spread():
-    """H200 run 111: a tile re-timed 5% slower than the best with a 13% spread (one slow placement) tied it
-    and won the model's tie-break. A candidate's own spread widens the window by at most SPREAD_CAP of the
-    best; the best's spread still counts whole, and two quiet candidates within 1% still tie."""
+    """H200 run 111: a tile re-timed 5% slower than the best with a 13% spread (its runs scattered) tied it
+    and won the model's tie-break. Spreads widen the window by at most SPREAD_CAP of the best, the best's
+    own too; two quiet candidates within 1% still tie."""
     req, ranked = _setup()
     best, noisy, close = ranked[0], ranked[1], ranked[2]
     meas = {
@@ -131,8 +131,11 @@ def test_a_noisy_candidate_does_not_tie_by_its_own_spread():
     }
     assert _within_noise([best, noisy, close], meas) == [best, close]
     assert (0.0483 - 0.0459) / 0.0459 > SPREAD_CAP  # the gap is beyond what its spread may add
-    # a noisy best: its own spread still sets the window
+    # a scattered best: its spread is capped alike (else it would tie everything within it)
     meas[best.key] = Measurement(best.key, True, ms=0.0459, spread_ms=0.0030, runs=180)
+    assert _within_noise([best, noisy, close], meas) == [best, close]
+    # within the cap, spreads still widen the window past 1%
+    meas[noisy.key] = Measurement(noisy.key, True, ms=0.0467, spread_ms=0.0066, runs=180)
     assert _within_noise([best, noisy, close], meas) == [best, close, noisy]
 
 

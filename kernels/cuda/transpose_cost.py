@@ -82,7 +82,7 @@ NARROW_ACCESS_COST = 0.147
 # GROUP 4096 (SPACE's whole-column walk: legal only where a matrix has more than 64 tile rows) was measured
 # later, on H200 run 110 (2026-12-04), each build under every order on one input and output: over GROUP 1 of
 # the same build, on rows of whole 16-byte vectors, fp32 16384^2 0.971, 16352^2 0.937, 32768 x 16384 0.918,
-# 8192^2 0.981, 2 x 16384^2 0.972, bf16 16384^2 0.978 (fp64 16384^2: WIDE_PITCH_ORDER_TIME): a gain of 1.03
+# 8192^2 0.981, 2 x 16384^2 0.972, bf16 16384^2 0.979 (fp64 16384^2: WIDE_PITCH_ORDER_TIME): a gain of 1.03
 # (the median 0.971). One wider-than-tall matrix ran it slower, fp32 16384 x 32768 (1.026x GROUP 1's time),
 # but run 10's fp16 3000 x 5000 sample, also wider than tall, measured its six fastest among GROUP 64 tiles
 # that walk all their tile rows whole: taken alike on every shape (a term for the wide case, 0.975 where
@@ -105,12 +105,13 @@ COLUMN_GROUP = 4096
 # page mapping, which the model does not see: a measurement, not a model.
 WIDE_PITCH_BYTES = 128 * 1024
 # The whole-column walk (GROUP 4096) there: run 110 measured it 0.979 of GROUP 64's time (and 0.970 of GROUP
-# 1's) on the 128 x 64 tile, so 0.970 x 0.979 = 0.950 at TILE_M 128 in run 87's terms; at 32 and 64 GROUP 64's
-# (unmeasured).
+# 1's) on the 128 x 64 tile, so 0.970 x 0.979 = 0.950 at TILE_M 128 in run 87's terms; the tunes of runs 111
+# and 112 timed the 64 x 64 column walk 0.2-0.3% behind the 128 x 64 one (1.0392 / 1.0369 ms), so 0.952 at
+# TILE_M 64; at 32 GROUP 64's (unmeasured).
 WIDE_PITCH_ORDER_TIME = {
     64: {32: 0.977, 64: 0.993, 128: 0.970},
     16: {128: 0.977},
-    4096: {32: 0.977, 64: 0.993, 128: 0.950},
+    4096: {32: 0.977, 64: 0.952, 128: 0.950},
 }
 # the reference: the fastest of GROUP 16 and 64 (the column walk's gain is beyond it, as in GROUP_GAIN)
 _WIDE_FASTEST = min(
@@ -277,7 +278,10 @@ def _launch_arrays(
     # grid walks GROUP 1's order) takes, with 1- and 2-byte elements, ORIGINAL_PATH_EFFICIENCY instead (read
     # against the vector path's best); with 4- and 8-byte elements nothing
     # a band of at least the matrix's tile rows walks whole columns whatever GROUP says (the kernel clamps
-    # it): priced as the column walk, as GROUP 64 on 64 or fewer tile rows is
+    # it): priced as the column walk, as GROUP 64 on 64 or fewer tile rows is; GROUP 4096 on more than 4096
+    # tile rows is a band, priced as GROUP 64's (unmeasured; run 110's half-column bands lost most of the
+    # column walk's gain)
+    group = np.where((group == COLUMN_GROUP) & (gy > COLUMN_GROUP), 64, group)
     group = np.where((group > 1) & (group >= gy), COLUMN_GROUP, group)
     if wide_pitch(m, n, e):  # measured times relative to the fastest order (WIDE_PITCH_ORDER_TIME)
         rel = np.ones(len(group))
