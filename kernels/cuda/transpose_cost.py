@@ -274,15 +274,15 @@ def _launch_arrays(
     # TILE_N elements and writes TILE_N of TILE_M (clipped to the matrix), half the traffic each way
     if (m * e) % 32 == 0 and (n * e) % 32 == 0:
         eff = eff * segment_efficiency(np.minimum(tn, n) * e, np.minimum(tm, m) * e)
-    # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path (its 2-D
-    # grid walks GROUP 1's order) takes, with 1- and 2-byte elements, ORIGINAL_PATH_EFFICIENCY instead (read
-    # against the vector path's best); with 4- and 8-byte elements nothing
     # a band of at least the matrix's tile rows walks whole columns whatever GROUP says (the kernel clamps
     # it): priced as the column walk, as GROUP 64 on 64 or fewer tile rows is; GROUP 4096 on more than 4096
     # tile rows is a band, priced as GROUP 64's (unmeasured; run 110's half-column bands lost most of the
     # column walk's gain)
     group = np.where((group == COLUMN_GROUP) & (gy > COLUMN_GROUP), 64, group)
     group = np.where((group > 1) & (group >= gy), COLUMN_GROUP, group)
+    # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path (its 2-D
+    # grid walks GROUP 1's order) takes, with 1- and 2-byte elements, ORIGINAL_PATH_EFFICIENCY instead (read
+    # against the vector path's best); with 4- and 8-byte elements nothing
     if wide_pitch(m, n, e):  # measured times relative to the fastest order (WIDE_PITCH_ORDER_TIME)
         rel = np.ones(len(group))
         for g, by_tm in WIDE_PITCH_ORDER_TIME.items():

@@ -86,6 +86,7 @@ _KEYS = tuple(k for k in SPACE if k not in _OPTIONAL)  # the constants ``legal``
 _TILE_KEYS = ("TILE_M", "TILE_N", "VEC", "PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")  # _legal_tile's
 _THREAD_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "READOUT", "SCALAR_EDGE")  # _legal_threads'
 _GROUPS = SPACE["GROUP"]
+GROUP_LIMIT = 2**31  # GROUP is an int32 kernel argument: 1 .. GROUP_LIMIT - 1
 _key_of = itemgetter(*_KEYS)  # a candidate's constants in _KEYS order (a KeyError names a missing one)
 _I_TM, _I_TN, _I_VEC, _I_SC, _I_RO = (
     _KEYS.index(k) for k in ("TILE_M", "TILE_N", "VEC", "SCALAR_EDGE", "READOUT")
@@ -104,7 +105,9 @@ def legal(spec: TransposeCuda, constants: dict[str, int], shape: tuple[int, ...]
     if not ok:
         return ok
     group = constants.get("GROUP", _OPTIONAL["GROUP"])
-    if group != 1 and (not isinstance(group, (int, np.integer)) or not 1 <= group < 2**31 or key[_I_SC]):
+    if group != 1 and (
+        not isinstance(group, (int, np.integer)) or not 1 <= group < GROUP_LIMIT or key[_I_SC]
+    ):
         return Legality(
             False, f"GROUP {group}: a block order of 1 to 2**31 - 1 tile rows, on SCALAR_EDGE 0 only"
         )
@@ -130,7 +133,9 @@ def legal_batch(
     ok = np.zeros(len(group), dtype=bool)
     ok[:] = _each(_legal_tile, {k: c[k] for k in _TILE_KEYS}, e)
     ok[ok] = _each(_legal_threads, {k: c[k][ok] for k in _THREAD_KEYS}, e)
-    ok &= (group == 1) | ((group >= 1) & (group < 2**31) & (c["SCALAR_EDGE"] == 0))  # legal's GROUP rule
+    ok &= (group == 1) | (
+        (group >= 1) & (group < GROUP_LIMIT) & (c["SCALAR_EDGE"] == 0)
+    )  # legal's GROUP rule
     shape_cols = {k: c[k][ok] for k in ("TILE_M", "TILE_N", "VEC", "SCALAR_EDGE", "READOUT")}
     shape_cols["GROUP"] = group[ok]
     ok[ok] = _each(
