@@ -167,10 +167,11 @@ def variants(group: str, shape: tuple[int, ...], dtype: str) -> list[tuple[str, 
 
 
 def legal_group(T: Any, c: dict, shape: tuple, dtype: str) -> int:
-    """c's GROUP if legal on this shape, else the next smaller one that is (few tile rows: 64 is 16's
-    order and is rejected as a duplicate)."""
-    for g in (c.get("GROUP", 1), 16, 1):
-        if g <= c.get("GROUP", 1) and T.legal(dict(c, GROUP=g), shape, dtype):
+    """c's GROUP if legal on this shape, else the next smaller of the space's that is (few tile rows: a
+    band of at least the tile rows is the whole-column walk, and legality keeps only one of those)."""
+    want = c.get("GROUP", 1)
+    for g in sorted({want, *T.SPACE.get("GROUP", (1,))}, reverse=True):
+        if g <= want and T.legal(dict(c, GROUP=g), shape, dtype):
             return g
     return 1
 
