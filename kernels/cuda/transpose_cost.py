@@ -10,7 +10,8 @@ misaligned build's extra integer instructions (``issue_cycles``,
 READOUT 1's word loads (``extra_wavefronts``, ``_gather_extra``). On the original path it also states
 the registers its builds take (``regs_per_thread``, ``REGS_ORIGINAL_SM90`` in transpose_regs.py), that its
 blocks run their phases in turn (``serial_phases``: the predictor queues the resident blocks), that with 1-
-and 2-byte elements it streams about 5% worse than the vector path (``ORIGINAL_PATH_EFFICIENCY``) and, on
+and 2-byte elements it streams about 5% worse than the vector path (``ORIGINAL_PATH_EFFICIENCY``), that with
+4- and 8-byte elements on aligned rows it walks GROUP 1's block order (``ORIGINAL_ORDER``, a comment) and, on
 output rows that are not whole 32-byte sectors, the sectors two tiles write (``SEAM_SECTOR_BYTES``).
 
 Why a module of its own: these are the measured and read-off constants of the predictor's transpose terms,
@@ -180,6 +181,19 @@ SEGMENT_BYTES = 12
 # 1's 4097 x 8191 1.017 -> 1.058 and run 8's 6144 x 3072 1.040 -> 1.126, where it exposes a vector-path gap:
 # VEC 1 128 x 128 tiles predicted 38.8 us, measured 46-47). transpose_model_gaps.md, eighth pass.
 ORIGINAL_PATH_EFFICIENCY = 0.95
+# ORIGINAL_ORDER: the original path's 2-D grid walks GROUP 1's block order, so on rows of whole 16-byte
+# vectors its 4- and 8-byte builds take GROUP_GAIN[True][1] over the best order's gain, as the vector path's
+# GROUP 1 builds do (at 128 KiB pitches WIDE_PITCH_ORDER_TIME already prices it so). They took no factor
+# before, as if they walked the best order. H200 runs 114-115 (2026-12-04: fp32 8192^2, 4097 x 8191 and
+# 4096^2, every candidate of today's space timed in one job): the original path's best over the vector path's
+# GROUP 1 best 1.004 (0.1354 / 0.1349 ms) and 1.022 (0.0374 / 0.0366) on the aligned shapes, against 1.024 and
+# 1.022 over the best of any order; the real tuner replayed on those rows picked 1.021 / 1.024 of the best
+# at 8192^2 / 4096^2, 1.003 / 1.007 with this (run 63's recorded fp32 8192^2 1.017 -> 1.001; no replayed
+# transpose study worse). Model-only, run 1's 4096^2 1.051 -> 1.039 and
+# run 8's held-out fp32 6144 x 3072 sample 1.040 -> 1.126 (its top is then a VEC 1 128 x 128 vector tile,
+# measured 46.6 us where 41.4 is the best); 1- and 2-byte elements keep ORIGINAL_PATH_EFFICIENCY (read
+# against the vector path's best, order included), and rows off the vector grid keep their fitted seam and
+# scalar-path terms (their order is inside them). transpose_model_gaps.md, ninth pass.
 
 # what ``_gather_extra`` reads: the pattern's constants but READOUT, and the layout's
 _GATHER_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")
@@ -290,14 +304,16 @@ def _launch_arrays(
                 rel[(group == g) & (tm == t) & ~scalar] = v
         eff = np.minimum(1.0, eff * (_WIDE_FASTEST / rel))
     else:
-        gains = GROUP_GAIN[(m * e) % 16 == 0 and (n * e) % 16 == 0]
+        aligned = (m * e) % 16 == 0 and (n * e) % 16 == 0
+        gains = GROUP_GAIN[aligned]
         gain = np.ones(len(group))
         for g, v in gains.items():
             gain[group == g] = v
-        # relative to the best of GROUP 1, 16 and 64 (the reference of the original path, which takes no
-        # factor); the column walk's gain is beyond it (capped: the efficiency is a share, at most 1)
+        # relative to the best of GROUP 1, 16 and 64; the column walk's gain is beyond it (capped: the
+        # efficiency is a share, at most 1). The original path walks GROUP 1's order (ORIGINAL_ORDER)
         best = max(v for g, v in gains.items() if g != COLUMN_GROUP)
-        eff = np.where(scalar, eff, np.minimum(1.0, eff * (gain / best)))
+        own = gains[1] / best if aligned and e >= 4 else 1.0
+        eff = np.where(scalar, eff * own, np.minimum(1.0, eff * (gain / best)))
     if e < 4:  # 1- and 2-byte elements only (see ORIGINAL_PATH_EFFICIENCY)
         eff = np.where(scalar, eff * ORIGINAL_PATH_EFFICIENCY, eff)
     # the misaligned build's extra instructions, in SM cycles per block: passes of the load loop (the halo's
