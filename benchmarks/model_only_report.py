@@ -464,6 +464,10 @@ INFORMED = {
     ("run86/hist_triton", "histogram [triton] int32", "67108864x4096"),
     # 2026-12-04, twelfth session: the arithmetic's partial last round (predict._tail_rounds), chosen on it
     ("run55/study", "matmul [cuda] float32", "2048x2048x2048"),
+    # 2026-12-04, fifteenth session: the original path's block order at 4 and 8 bytes (ORIGINAL_ORDER in
+    # kernels/cuda/transpose_cost.py), read off the aligned shapes of the fp32 study on today's space
+    ("run114/study", "transpose [cuda] float32", "8192x8192"),
+    ("run115/study", "transpose [cuda] float32", "4096x4096"),
 }
 
 

@@ -193,7 +193,7 @@ ORIGINAL_PATH_EFFICIENCY = 0.95
 # run 8's held-out fp32 6144 x 3072 sample 1.040 -> 1.126 (its top is then a VEC 1 128 x 128 vector tile,
 # measured 46.6 us where 41.4 is the best); 1- and 2-byte elements keep ORIGINAL_PATH_EFFICIENCY (read
 # against the vector path's best, order included), and rows off the vector grid keep their fitted seam and
-# scalar-path terms (their order is inside them). transpose_model_gaps.md, ninth pass.
+# scalar-path terms (their order is inside them). transpose_model_gaps.md, tenth pass.
 
 # what ``_gather_extra`` reads: the pattern's constants but READOUT, and the layout's
 _GATHER_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")
