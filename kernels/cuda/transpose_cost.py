@@ -182,18 +182,21 @@ SEGMENT_BYTES = 12
 # VEC 1 128 x 128 tiles predicted 38.8 us, measured 46-47). transpose_model_gaps.md, eighth pass.
 ORIGINAL_PATH_EFFICIENCY = 0.95
 # ORIGINAL_ORDER: the original path's 2-D grid walks GROUP 1's block order, so on rows of whole 16-byte
-# vectors its 4- and 8-byte builds take GROUP_GAIN[True][1] over the best order's gain, as the vector path's
-# GROUP 1 builds do (at 128 KiB pitches WIDE_PITCH_ORDER_TIME already prices it so). They took no factor
-# before, as if they walked the best order. H200 runs 114-115 (2026-12-04: fp32 8192^2, 4097 x 8191 and
-# 4096^2, every candidate of today's space timed in one job): the original path's best over the vector path's
-# GROUP 1 best 1.004 (0.1354 / 0.1349 ms) and 1.022 (0.0374 / 0.0366) on the aligned shapes, against 1.024 and
-# 1.022 over the best of any order; the real tuner replayed on those rows picked 1.021 / 1.024 of the best
-# at 8192^2 / 4096^2, 1.003 / 1.007 with this (run 63's recorded fp32 8192^2 1.017 -> 1.001; no replayed
-# transpose study worse). Model-only, run 1's 4096^2 1.051 -> 1.039 and
-# run 8's held-out fp32 6144 x 3072 sample 1.040 -> 1.126 (its top is then a VEC 1 128 x 128 vector tile,
-# measured 46.6 us where 41.4 is the best); 1- and 2-byte elements keep ORIGINAL_PATH_EFFICIENCY (read
-# against the vector path's best, order included), and rows off the vector grid keep their fitted seam and
-# scalar-path terms (their order is inside them). transpose_model_gaps.md, tenth pass.
+# vectors whose output rows are whole 32-byte sectors (no seam term) its 4- and 8-byte builds take
+# GROUP_GAIN[True][1] over the best order's gain, as the vector path's GROUP 1 builds do (at 128 KiB pitches
+# WIDE_PITCH_ORDER_TIME already prices it so). They took no factor before, as if they walked the best order.
+# H200 runs 114-115 (2026-12-04: fp32 8192^2, 4097 x 8191 and 4096^2, every candidate of today's space timed
+# in one job): the original path's best over the vector path's GROUP 1 best 1.004 (0.1354 / 0.1349 ms) and
+# 1.023 (0.03741 / 0.03656) on the aligned shapes, against 1.024 and 1.023 over the best of any order; the
+# real tuner replayed on those rows picked 1.021 / 1.024 of the best at 8192^2 / 4096^2, 1.003 / 1.007 with
+# this (run 63's recorded fp32 8192^2 1.017 -> 1.001; no replayed transpose study worse); on the H200 (runs
+# 115 -> 116) 1.025 -> 1.003 at 8192^2 but 1.016 -> 1.025 at 4096^2 (the tune's own timings at 37 us). Both
+# shapes are the ones this was read off. Against it, held out: run 8's fp32 6144 x 3072 sample, whose fastest
+# is an original-path build (GROUP 1, 64 x 64, VEC 4, swizzled: 41.41 us, ahead of the sample's fastest vector
+# GROUP 1 build, 41.95): model-only 1.040 -> 1.126 there (its top is then a VEC 1 128 x 128 vector tile,
+# measured 46.6 us); run 1's 4096^2 1.051 -> 1.039. 1- and 2-byte elements keep ORIGINAL_PATH_EFFICIENCY (read
+# against the vector path's best, order included), and rows off the 32-byte sector grid keep their fitted
+# seam and scalar-path terms (their order is inside them). transpose_model_gaps.md, tenth pass.
 
 # what ``_gather_extra`` reads: the pattern's constants but READOUT, and the layout's
 _GATHER_KEYS = ("TILE_M", "TILE_N", "THREADS", "VEC", "PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")
@@ -296,7 +299,9 @@ def _launch_arrays(
     group = np.where((group > 1) & (group >= gy), COLUMN_GROUP, group)
     # the block order on the vector path: measured, not modelled (GROUP_GAIN). The original path (its 2-D
     # grid walks GROUP 1's order) takes, with 1- and 2-byte elements, ORIGINAL_PATH_EFFICIENCY instead (read
-    # against the vector path's best); with 4- and 8-byte elements nothing
+    # against the vector path's best); with 4- and 8-byte elements GROUP 1's factor on rows of whole 32-byte
+    # sectors (ORIGINAL_ORDER; at 128 KiB pitches WIDE_PITCH_ORDER_TIME's), on other rows nothing more than
+    # their seam term
     if wide_pitch(m, n, e):  # measured times relative to the fastest order (WIDE_PITCH_ORDER_TIME)
         rel = np.ones(len(group))
         for g, by_tm in WIDE_PITCH_ORDER_TIME.items():
@@ -312,7 +317,8 @@ def _launch_arrays(
         # relative to the best of GROUP 1, 16 and 64; the column walk's gain is beyond it (capped: the
         # efficiency is a share, at most 1). The original path walks GROUP 1's order (ORIGINAL_ORDER)
         best = max(v for g, v in gains.items() if g != COLUMN_GROUP)
-        own = gains[1] / best if aligned and e >= 4 else 1.0
+        # (rows off the 32-byte grid: the seam term above was fitted with the original path's order in it)
+        own = gains[1] / best if aligned and e >= 4 and (m * e) % 32 == 0 else 1.0
         eff = np.where(scalar, eff * own, np.minimum(1.0, eff * (gain / best)))
     if e < 4:  # 1- and 2-byte elements only (see ORIGINAL_PATH_EFFICIENCY)
         eff = np.where(scalar, eff * ORIGINAL_PATH_EFFICIENCY, eff)
