@@ -11,8 +11,9 @@ READOUT 1's word loads (``extra_wavefronts``, ``_gather_extra``). On the origina
 the registers its builds take (``regs_per_thread``, ``REGS_ORIGINAL_SM90`` in transpose_regs.py), that its
 blocks run their phases in turn (``serial_phases``: the predictor queues the resident blocks), that with 1-
 and 2-byte elements it streams about 5% worse than the vector path (``ORIGINAL_PATH_EFFICIENCY``), that with
-4- and 8-byte elements on aligned rows it walks GROUP 1's block order (``ORIGINAL_ORDER``, a comment) and, on
-output rows that are not whole 32-byte sectors, the sectors two tiles write (``SEAM_SECTOR_BYTES``).
+4- and 8-byte elements on rows of whole 32-byte sectors it walks GROUP 1's block order (``ORIGINAL_ORDER``, a
+comment) and, on output rows that are not whole 32-byte sectors, the sectors two tiles write
+(``SEAM_SECTOR_BYTES``).
 
 Why a module of its own: these are the measured and read-off constants of the predictor's transpose terms,
 apart from the pattern the bank model scores (transpose_pattern.py) and the build and launch
