@@ -36,6 +36,8 @@ Optional: ``DEFAULTS`` (the unpadded baseline), ``textbook(shape, dtype)`` (the 
 ``SOURCE_FILES`` (the code that runs; it keys the cache, default: the module file), ``PATTERN_KEYS`` (the
 constants ``smem_pattern`` depends on), ``LAYOUT_KEYS`` (the constants that only choose the layout),
 ``LAYOUT_READS`` (every constant ``layout`` reads: a ranking then makes one layout per distinct combination),
+``FAMILY_KEYS`` (the constants that switch the kernel's code path, such as a vector width: the tuner measures
+each family's best-predicted candidate and searches from each; see autopad/strategies/model.py),
 ``ACCUMULATES`` (``run`` adds into ``out``: the harness zeroes it first), ``DISTS`` (input classes that
 change the speed; ``smem_pattern`` then takes ``dist=``), ``check_shape(shape)`` and ``inputs_from(*args)``.
 
@@ -155,7 +157,7 @@ def _check_static(impl: Any) -> None:
                 f"DEFAULTS: must give every SPACE constant ({', '.join(sorted(space))}) a value, "
                 f"got {defaults!r}"
             )
-    for attr in ("PATTERN_KEYS", "LAYOUT_KEYS", "LAYOUT_READS"):
+    for attr in ("PATTERN_KEYS", "LAYOUT_KEYS", "LAYOUT_READS", "FAMILY_KEYS"):
         keys = getattr(impl, attr, None)
         if keys is not None:
             unknown = [k for k in keys if k not in space]

@@ -51,6 +51,36 @@ def test_shortlist_always_keeps_the_baselines():
         shortlist(ranked, 0)
 
 
+def test_the_shortlist_gives_each_family_its_best_predicted_candidate_after_the_baselines(monkeypatch):
+    from autopad.search_shortlist import family
+    from autopad.spec import SpecError
+
+    ranked = rank(SPEC, SHAPE, "float32", extra=baselines(SPEC, SHAPE, "float32"))
+    plain = shortlist(ranked, 1, SPEC)
+    assert family(SPEC, ranked[0]) == ()  # no FAMILY_KEYS: one family, nothing added
+    monkeypatch.setattr(fake_kernel, "FAMILY_KEYS", ("VEC",), raising=False)
+    spec = KernelSpec(fake_kernel)
+    short = shortlist(ranked, 1, spec)
+    tops = {}
+    for c in ranked:
+        tops.setdefault(c.params["VEC"], c)
+    assert set(tops) == {1, 2} and family(spec, tops[2]) == (2,)
+    # every family's first-ranked candidate is measured; they come after what was there before (so a budget
+    # cuts them first), and nothing else is added
+    assert short[: len(plain)] == plain
+    assert {c.key for c in short} == {c.key for c in plain} | {c.key for c in tops.values()}
+    assert len(short) > len(plain), "VEC 2's best is not among the top 1 and the baselines"
+    monkeypatch.setattr(fake_kernel, "FAMILY_KEYS", ("WIDTH",))
+    with pytest.raises(SpecError, match="FAMILY_KEYS.*not in SPACE"):
+        KernelSpec(fake_kernel)
+
+
+def test_the_transpose_searches_its_vector_widths_one_by_one():
+    from autopad.kernels_registry import builtin_spec
+
+    assert builtin_spec("transpose", "cuda").FAMILY_KEYS == ("VEC",)
+
+
 def test_a_grid_smaller_than_the_machine_is_charged_its_imbalance_not_empty_slots():
     from autopad.arch import get_arch
     from autopad.kernels_registry import builtin_spec

@@ -233,6 +233,41 @@ def test_the_local_search_walks_from_the_fastest_to_a_faster_neighbour_and_stops
     assert sum(c.measurement is not None for c in capped.candidates) == len(first)
 
 
+@pytest.mark.parametrize("foothold_ms, walks_again", [(0.55, True), (0.7, False)])
+def test_with_budget_left_the_search_walks_again_from_each_familys_fastest(
+    monkeypatch, foothold_ms, walks_again
+):
+    """A spec's FAMILY_KEYS (the code paths): when the walk from the fastest stops, the search walks again
+    from the fastest measured candidate of each other family within FAMILY_MARGIN (1.25) of the fastest."""
+    from autopad.search import neighbours, shortlist
+    from autopad.search_shortlist import FAMILY_MARGIN
+
+    monkeypatch.setattr(fake_kernel, "FAMILY_KEYS", ("VEC",), raising=False)
+    spec = KernelSpec(fake_kernel)
+    ranked = rank(spec, SHAPE, "float32")
+    first = shortlist(ranked, 2, spec)
+    first_keys = {c.key for c in first}
+    foothold = next(c for c in ranked if c.params["VEC"] == 2)  # VEC 2's best predicted: in the first round
+    assert foothold.key in first_keys
+    # the first round's fastest is a VEC 1 candidate whose walk cannot reach the target, a VEC 2 candidate
+    # one step from the foothold
+    start, target = next(
+        (h, t)
+        for h in first
+        if h.params["VEC"] == 1
+        for t in neighbours(spec, ranked, foothold)
+        if t.key not in first_keys and t.params["VEC"] == 2 and t not in neighbours(spec, ranked, h)
+    )
+    times = {start.key: 0.5, foothold.key: foothold_ms, target.key: 0.2}
+    assert (foothold_ms <= FAMILY_MARGIN * 0.5) == walks_again
+    res = _tune(FakeBench(times=times, default=1.0), top_k=2, cache=False, refine=16)
+    assert (res.best.constants == dict(_key_params(target.key))) == walks_again
+    # without families the foothold is not singled out and the search ends where it started
+    monkeypatch.delattr(fake_kernel, "FAMILY_KEYS")
+    plain = _tune(FakeBench(times=times, default=1.0), top_k=2, cache=False, refine=16)
+    assert plain.best.constants == dict(_key_params(start.key))
+
+
 def _key_params(key):
     return {k: int(v) for k, v in (kv.split("=") for kv in key.split(","))}
 

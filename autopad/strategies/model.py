@@ -4,14 +4,27 @@ The model orders the layouts of one launch configuration well (it counts bank co
 many launch configurations at the bandwidth floor, so the first round measures the top_k, the baselines and
 the best-predicted layout of each of the top_k best configurations (``search.shortlist``). Then it walks:
 from the fastest measured, the neighbouring value of each launch constant and the next layouts of the same
-configuration (``search.neighbours``); it moves while something is faster and stops after ``refine``
-more measurements. On the H200 study this measures 0.2% to 1% of a CUDA space and lands within 2% of the
+configuration (``search.neighbours``); it moves while something is faster. Where the spec names families
+(``FAMILY_KEYS``: the constants that switch the kernel's code path, the transpose's vector width), the
+shortlist holds each family's best-predicted candidate, and when the walk stops with ``refine``
+measurements left it walks again from the fastest measured candidate of each other family that is within
+``FAMILY_MARGIN`` of the fastest, fastest family first. All walks together stop after ``refine`` more
+measurements. On the H200 study this measures 0.2% to 1% of a CUDA space and lands within 2% of the
 exhaustive best in 16 of 19 shapes (benchmarks/results/h200/quality).
+
+Why walk again: the model prices one code path against another least well. At fp32 4097x8191 (rows off
+every vector grid; H200 run 114, all 26,680 candidates measured) it put vector width 1 tiles first,
+predicted 65-67 us and measured 77-79, while the fastest (width 4, 64 x 64, 76.4 us) ranked 2,163rd:
+the walk from the first round's fastest stopped at 1.022 of the best; walking again from width 4's
+foothold (its best-predicted candidate, measured 1.13 of the fastest) reaches the best in two steps.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..search import neighbours, shortlist
+from ..search_shortlist import FAMILY_MARGIN, family
 from . import Measure, Options
 
 
@@ -22,18 +35,51 @@ def run(ranked: list, measure: Measure, options: Options) -> None:
     meas = measure(short)
     limit = options.refine if options.budget is None else min(options.refine, options.budget - len(short))
     seen = {c.key for c in short}
-    while limit > 0 and not measure.exhausted:
-        ok = [c for c in short if c.key in meas and meas[c.key].correct]
-        if not ok:
+    ok = [c for c in short if c.key in meas and meas[c.key].correct]
+    if not ok:
+        return
+    here = min(ok, key=lambda c: meas[c.key].ms)
+    walked = {family(options.spec, here)}
+    while True:
+        limit, meas = _walk(ranked, measure, options, here, short, seen, limit, meas)
+        if limit <= 0 or measure.exhausted or not getattr(options.spec, "FAMILY_KEYS", ()):
             return
-        here = min(ok, key=lambda c: meas[c.key].ms)
+        ok = [c for c in short if c.key in meas and meas[c.key].correct]
+        fastest = min(meas[c.key].ms for c in ok)
+        others = [c for c in ok if family(options.spec, c) not in walked]
+        if not others:
+            return
+        here = min(others, key=lambda c: meas[c.key].ms)
+        if meas[here.key].ms > FAMILY_MARGIN * fastest:
+            return
+        walked.add(family(options.spec, here))
+
+
+def _walk(
+    ranked: list,
+    measure: Measure,
+    options: Options,
+    here: Any,
+    short: list,
+    seen: set,
+    limit: int,
+    meas: dict,
+) -> tuple[int, dict]:
+    """The local search from ``here``: measure its neighbours (``short`` and ``seen`` grow), move to the
+    fastest while it is faster than where the search stands; the measurements left, and all so far."""
+    while limit > 0 and not measure.exhausted:
         step = [c for c in neighbours(options.spec, ranked, here) if c.key not in seen][:limit]
         if not step:
-            return
+            break
         seen.update(c.key for c in step)
         short += step
         limit -= len(step)
         meas = {**meas, **measure(step)}
         better = [c for c in step if c.key in meas and meas[c.key].correct]
-        if not better or min(meas[c.key].ms for c in better) >= meas[here.key].ms:
-            return
+        if not better:
+            break
+        best = min(better, key=lambda c: meas[c.key].ms)
+        if meas[best.key].ms >= meas[here.key].ms:
+            break
+        here = best
+    return limit, meas

@@ -94,6 +94,7 @@ from .transpose_space import (  # noqa: F401
     _THREAD_KEYS,
     _TILE_KEYS,
     DEFAULTS,
+    FAMILY_KEYS,
     LAYOUT_KEYS,
     LAYOUT_READS,
     MAX_VEC_REGS,
@@ -147,6 +148,7 @@ class TransposeCuda(TransposeIO, CudaKernel):
     SPACE: dict[str, tuple[int, ...]] = SPACE
     DEFAULTS = DEFAULTS
     LAYOUT_KEYS = LAYOUT_KEYS
+    FAMILY_KEYS = FAMILY_KEYS
     LAYOUT_READS = LAYOUT_READS
     PATTERN_KEYS = PATTERN_KEYS
     RESTRICTIONS = RESTRICTIONS
