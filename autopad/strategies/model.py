@@ -8,8 +8,8 @@ configuration (``search.neighbours``); it moves while something is faster. Where
 (``FAMILY_KEYS``: the constants that switch the kernel's code path, the transpose's vector width), the
 shortlist holds each family's best-predicted candidate, and when the walk stops with ``refine``
 measurements left it walks again from the fastest measured candidate of each other family that is within
-``FAMILY_MARGIN`` of the fastest, fastest family first. All walks together stop after ``refine`` more
-measurements. On the H200 study this measures 0.2% to 1% of a CUDA space and lands within 2% of the
+``FAMILY_MARGIN`` of the fastest, fastest family first, each walk on an equal share of the measurements
+left. All walks together stop after ``refine`` more measurements. On the H200 study this measures 0.2% to 1% of a CUDA space and lands within 2% of the
 exhaustive best in 16 of 19 shapes (benchmarks/results/h200/quality).
 
 Why walk again: the model prices one code path against another least well. At fp32 4097x8191 (rows off
@@ -39,20 +39,26 @@ def run(ranked: list, measure: Measure, options: Options) -> None:
     if not ok:
         return
     here = min(ok, key=lambda c: meas[c.key].ms)
-    walked = {family(options.spec, here)}
-    while True:
-        limit, meas = _walk(ranked, measure, options, here, short, seen, limit, meas)
-        if limit <= 0 or measure.exhausted or not getattr(options.spec, "FAMILY_KEYS", ()):
+    limit, meas = _walk(ranked, measure, options, here, short, seen, limit, meas)
+    if not getattr(options.spec, "FAMILY_KEYS", ()):
+        return
+    ok = [c for c in short if c.key in meas and meas[c.key].correct]
+    fastest = min(ok, key=lambda c: meas[c.key].ms)
+    # the other families within FAMILY_MARGIN of the fastest, each from its fastest measured, fastest first;
+    # each walk gets an equal share of the measurements left (what one leaves passes to the next), so a
+    # family that measured a little ahead cannot spend the budget another one needed
+    walked = {family(options.spec, here), family(options.spec, fastest)}
+    starts: dict[tuple, Any] = {}
+    for c in sorted(ok, key=lambda c: meas[c.key].ms):
+        f = family(options.spec, c)
+        if f not in walked and meas[c.key].ms <= FAMILY_MARGIN * meas[fastest.key].ms:
+            starts.setdefault(f, c)
+    for i, start in enumerate(starts.values()):
+        if limit <= 0 or measure.exhausted:
             return
-        ok = [c for c in short if c.key in meas and meas[c.key].correct]
-        fastest = min(meas[c.key].ms for c in ok)
-        others = [c for c in ok if family(options.spec, c) not in walked]
-        if not others:
-            return
-        here = min(others, key=lambda c: meas[c.key].ms)
-        if meas[here.key].ms > FAMILY_MARGIN * fastest:
-            return
-        walked.add(family(options.spec, here))
+        share = -(-limit // (len(starts) - i))
+        left, meas = _walk(ranked, measure, options, start, short, seen, share, meas)
+        limit -= share - left
 
 
 def _walk(
