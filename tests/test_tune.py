@@ -268,6 +268,40 @@ def test_with_budget_left_the_search_walks_again_from_each_familys_fastest(
     assert plain.best.constants == dict(_key_params(start.key))
 
 
+def test_the_family_walks_share_the_measurements_left(monkeypatch):
+    """Two other families within the margin and 4 measurements left: each walk gets 2, so the slower-looking
+    family's walk still reaches its fast neighbour (taking them in turn, the first walk spent all 4)."""
+    from types import SimpleNamespace as NS
+
+    import autopad.strategies.model as strategy
+    from autopad.strategies import Options
+
+    c = {k: NS(key=k, params={"VEC": v}) for k, v in (("a", 1), ("b", 2), ("c", 4))}
+    c.update({f"b{i}": NS(key=f"b{i}", params={"VEC": 2}) for i in range(4)})
+    c["c0"] = NS(key="c0", params={"VEC": 4})
+    steps = {"b": [c[f"b{i}"] for i in range(4)], "c": [c["c0"]]}
+    times = {"a": 1.0, "b": 1.10, "c": 1.12, "c0": 0.8}
+    asked = []
+
+    class Measure:
+        exhausted = False
+
+        def __call__(self, cands):
+            asked.extend(x.key for x in cands)
+            return {x.key: NS(correct=True, ms=times.get(x.key, 1.5)) for x in cands}
+
+    monkeypatch.setattr(strategy, "shortlist", lambda ranked, top_k, spec: [c["a"], c["b"], c["c"]])
+    monkeypatch.setattr(strategy, "neighbours", lambda spec, ranked, here: steps.get(here.key, []))
+    spec = NS(FAMILY_KEYS=("VEC",))
+    strategy.run(list(c.values()), Measure(), Options(spec, top_k=1, refine=4))
+    assert asked == ["a", "b", "c", "b0", "b1", "c0"]
+    # a family beyond FAMILY_MARGIN (1.25x) of the fastest is not walked from
+    asked.clear()
+    times["c"] = 1.3
+    strategy.run(list(c.values()), Measure(), Options(spec, top_k=1, refine=4))
+    assert asked == ["a", "b", "c", "b0", "b1", "b2", "b3"]
+
+
 def _key_params(key):
     return {k: int(v) for k, v in (kv.split("=") for kv in key.split(","))}
 

@@ -9,14 +9,18 @@ configuration (``search.neighbours``); it moves while something is faster. Where
 shortlist holds each family's best-predicted candidate, and when the walk stops with ``refine``
 measurements left it walks again from the fastest measured candidate of each other family that is within
 ``FAMILY_MARGIN`` of the fastest, fastest family first, each walk on an equal share of the measurements
-left. All walks together stop after ``refine`` more measurements. On the H200 study this measures 0.2% to 1% of a CUDA space and lands within 2% of the
-exhaustive best in 16 of 19 shapes (benchmarks/results/h200/quality).
+left. All walks together stop after ``refine`` more measurements. On the H200 studies this measures 0.1%
+to 1% of a CUDA space; on the transpose's four studied shapes of 2026-12-04 the real tuner's pick was
+1.000-1.021 of the exhaustive best (README, "Measured results").
 
 Why walk again: the model prices one code path against another least well. At fp32 4097x8191 (rows off
 every vector grid; H200 run 114, all 26,680 candidates measured) it put vector width 1 tiles first,
 predicted 65-67 us and measured 77-79, while the fastest (width 4, 64 x 64, 76.4 us) ranked 2,163rd:
 the walk from the first round's fastest stopped at 1.022 of the best; walking again from width 4's
-foothold (its best-predicted candidate, measured 1.13 of the fastest) reaches the best in two steps.
+foothold (its best-predicted candidate, measured 1.13 of the fastest) reaches the best in two steps
+(on the GPU, run 120: 1.028 -> 1.000). Why equal shares: taken in turn, a family measured a little ahead
+(width 2's foothold, 1% from width 4's there) spends the budget the next one needed (replayed with it 3%
+faster: 1.022 in turn, 1.000 shared).
 """
 
 from __future__ import annotations
