@@ -70,9 +70,9 @@ def shortlist(ranked: list[Candidate], top_k: int, spec: KernelSpec | None = Non
     Why both: the model ranks layouts of one launch configuration well (bank conflicts are what it
     counts), but it ties many launch configurations at the memory-bandwidth floor, where the top_k alone
     can be six conflict-free layouts of a single tile shape; one layout per configuration spends the
-    measurements on the choice the model cannot make. Why the families: the model compares candidates
-    of one code path better than it compares the paths (see ``strategies/model.py``), so each path gets
-    a measured foothold for the local search to start from.
+    measurements on the choice the model cannot make. Why the families: an error of the model that
+    shifts a whole code path can rank its fastest candidate thousands deep (see ``strategies/model.py``),
+    so each path gets a measured foothold for the local search to start from.
     """
     if top_k < 1:
         raise ValueError(f"top_k: must be at least 1, got {top_k}")

@@ -11,10 +11,11 @@ measurements left it walks again from the fastest measured candidate of each oth
 ``FAMILY_MARGIN`` of the fastest, fastest family first, each walk on an equal share of the measurements
 left. All walks together stop after ``refine`` more measurements. On the H200 studies this measures 0.1%
 to 1% of a CUDA space; on the transpose's four studied shapes of 2026-12-04 the real tuner's pick was
-1.000-1.021 of the exhaustive best (README, "Measured results").
+0.996-1.012 of the exhaustive best (README, "Measured results").
 
-Why walk again: the model prices one code path against another least well. At fp32 4097x8191 (rows off
-every vector grid; H200 run 114, all 26,680 candidates measured) it put vector width 1 tiles first,
+Why walk again: an error of the model that shifts a whole code path can bury the fastest one, and the
+walk steps one constant at a time. At fp32 4097x8191 (rows off every vector grid; H200 run 114, all
+26,680 candidates measured; within width 4 the model ranks at Spearman 0.89) it put width 1 tiles first,
 predicted 65-67 us and measured 77-79, while the fastest (width 4, 64 x 64, 76.4 us) ranked 2,163rd:
 the walk from the first round's fastest stopped at 1.022 of the best; walking again from width 4's
 foothold (its best-predicted candidate, measured 1.13 of the fastest) reaches the best in two steps
