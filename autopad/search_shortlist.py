@@ -54,7 +54,7 @@ def layout_key(spec: KernelSpec, constants: dict[str, int] | Candidate) -> tuple
     return tuple(sorted((k, v) for k, v in params.items() if k in layout_keys))
 
 
-def family(spec: KernelSpec | None, constants: dict[str, int] | Candidate) -> tuple[int, ...]:
+def family(spec: KernelSpec | None, constants: dict[str, int] | Candidate) -> tuple[int | None, ...]:
     """The candidate's values of the spec's optional ``FAMILY_KEYS`` (the constants that switch the
     kernel's code path, such as the transpose's vector width); () without them: one family."""
     params = getattr(constants, "params", constants)
@@ -91,7 +91,7 @@ def shortlist(ranked: list[Candidate], top_k: int, spec: KernelSpec | None = Non
         if c.roles:
             keep.setdefault(c.key, c)
     if spec is not None and getattr(spec, "FAMILY_KEYS", ()):
-        tops: dict[tuple[int, ...], Candidate] = {}
+        tops: dict[tuple[int | None, ...], Candidate] = {}
         for c in ranked:
             tops.setdefault(family(spec, c), c)
         for c in tops.values():

@@ -10,7 +10,8 @@ Each stage lives in its own module and this one only connects them, left to righ
   worker process) or answers from the cache, and enforces the budgets;
 - ``pick``: the fastest correct candidate; candidates within noise of it are timed again, the fastest
   re-timed wins, and candidates re-timed within ``TIE_MARGIN`` (0.5%) of it go to the lower model cost,
-  then the smaller footprint, then the constants' text, so one machine gives the same pick run after run;
+  then the smaller footprint, then the constants' text (so near-equal times do not flip the pick; tiles
+  within noise of each other may still swap places from one tune to the next);
 - the record: measurements go to the cache as they arrive, the result at the end.
 
 Without a GPU (or with AUTOPAD_NO_BENCH=1) the result is the model's ranking, says so, and measures nothing.

@@ -8,7 +8,8 @@ runs, a second seed), each into ``PICK_PLACEMENTS`` separate outputs with the sl
 candidate whose first time beats that re-timed best beyond noise is then timed again with the new ties
 (``PICK_ROUNDS`` rounds at most, all within the time budget); the fastest re-timed wins, and the ties
 re-timed within ``TIE_MARGIN`` (0.5%) of it go to the lower model cost, then the smaller footprint, then
-the constants' text, so one machine gives the same pick run after run.
+the constants' text, so near-equal times do not flip the pick (tiles within noise of each other may still
+swap places from one tune to the next).
 
 Why: each job runs on allocations of its own (``bench_local.keep_allocation`` shares them within a job),
 and where a buffer lies can move a kernel by more than its constants do. On the H200 an fp64 16384²
@@ -165,22 +166,23 @@ def _tie_break(tied: Iterable[Candidate]) -> Candidate:
     return min(tied, key=lambda c: (c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
 
 
-# the model breaks a tie only among the candidates whose re-timed medians are within this share of the
-# fastest: beyond it the measurement decides. The model's tie-break counts wavefronts per tile, which favours
-# smaller tiles and narrower vectors and knows nothing of the times: on the H200 at fp32 4096^2 (37 us) it
-# took a 64 x 64 VEC 2 tile re-timed at 37.62 us over a 64 x 128 VEC 4 tile at 37.33 (run 121; the tune's
-# picks there measured 1.025 / 1.021 of the exhaustive best in runs 116 / 120, 0.996 with this margin in
-# run 122); and on the recorded studies, among the candidates within 2% of each best, its choice measured
-# 1.014-1.019 of the best at fp32 where the sets' means were 1.011-1.015: no better than chance. From one
-# re-timing round to the next the tied tiles' medians moved together by up to 1% and apart by up to ~0.8%
-# (runs 121-122), so below the margin the measurement cannot order them and the model keeps the pick
-# repeatable; above it the measurement is no worse than chance and the model's rule was worse.
+# the model breaks a tie only among candidates re-timed within this share of the fastest; beyond it the
+# re-timing decides. The model's tie-break (fewer wavefronts a tile, then the smaller footprint) favours
+# smaller tiles and narrower vectors and knows nothing of the times, and on the H200 it took slower tiles
+# the re-timing had put behind: the op's tune at fp32 4097x8191 re-timed the study's fastest tile at 76.94
+# us and a VEC 1 128 x 32 tile at 78.21, tied within the latter's 1.35 us spread, and took the VEC 1 tile
+# (run 120); at fp32 4096^2 a 64 x 64 VEC 2 tile at 37.62 us over a 64 x 128 VEC 4 tile at 37.33 (run 121).
+# On the recorded studies its choice among the candidates within 2% of each best measured 1.014-1.018 of the
+# best at fp32, where the sets' means were 1.011-1.015. Within the margin the model's choice costs at most
+# 0.5% against the fastest re-timed and keeps near-equal times from flipping the pick; beyond it tied tiles
+# can swap places from one tune to the next (between the first pass and the re-timing they moved apart by
+# 0.8-2.1% in runs 121-122), so a pick among tiles within noise of each other may differ from tune to tune.
 TIE_MARGIN = 0.005
 
 
 def _closest(tied: list[Candidate], meas: dict[str, Measurement]) -> list[Candidate]:
-    """The candidates of ``tied`` (fastest first, as ``_within_noise`` gives them) within ``TIE_MARGIN`` of
-    the fastest: the ones the measurements cannot order."""
+    """The candidates of ``tied`` (fastest first) within ``TIE_MARGIN`` of the fastest: the ones the model
+    may choose among."""
     limit = meas[tied[0].key].ms * (1 + TIE_MARGIN)
     return [c for c in tied if meas[c.key].ms <= limit]
 
@@ -235,10 +237,11 @@ def pick(measure: _Measure) -> Candidate | None:
     """The fastest correct candidate, robust to where buffers lie. The first pass's ties within noise and
     every job's fastest are timed again together (``_retime``); then any candidate whose first time beats
     that re-timed best beyond noise is timed again with the new ties, for at most ``PICK_ROUNDS`` rounds in
-    all; among the last round's ties, those within ``TIE_MARGIN`` of the fastest are broken by the model.
-    Past the time budget nothing more is timed, and a round set aside leaves the ties of the round before
-    (less any candidate it found wrong). A tune answered wholly from the cache with one finalist times
-    nothing."""
+    all; among the last round's ties the fastest re-timed wins, and those within ``TIE_MARGIN`` of it are
+    broken by the model. Past the time budget nothing more is timed, and a round set aside leaves the ties
+    of the round before (less any candidate it found wrong); where no round completed, the first pass's
+    ties (times of separate jobs) are broken by the model. A tune answered wholly from the cache with one
+    finalist times nothing."""
     tied = _within_noise(measure.asked, measure.meas)
     if not tied:
         return None
@@ -256,6 +259,10 @@ def pick(measure: _Measure) -> Candidate | None:
             break
         final = [*tied, *rivals]
     # a round set aside for a wrong result leaves the earlier ties without it (none left: the first pass's)
-    tied = [c for c in tied if measure.meas[c.key].correct] or _within_noise(measure.asked, measure.meas)
-    tied = sorted(tied, key=lambda c: measure.meas[c.key].ms)
-    return _tie_break(_closest(tied, measure.meas)) if tied else None
+    kept = [c for c in tied if measure.meas[c.key].correct]
+    if done and kept:  # times of one completed re-timing: the fastest wins beyond TIE_MARGIN
+        return _tie_break(_closest(sorted(kept, key=lambda c: measure.meas[c.key].ms), measure.meas))
+    # no re-timing completed: the first pass's times come from separate jobs (and the cache, perhaps another
+    # day), so they are not compared; the model breaks the tie
+    tied = kept or _within_noise(measure.asked, measure.meas)
+    return _tie_break(tied) if tied else None

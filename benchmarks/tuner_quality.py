@@ -314,7 +314,8 @@ def shortlist_keys(
     ranked: list[dict[str, Any]], spec: KernelSpec | None = None, top_k: int = TOP_K
 ) -> list[str]:
     """What autopad.tune measures first (search.shortlist on these records): the model's top_k, the best
-    layout of each of the top_k best launch configurations, and every baseline. (Its local search, which
+    layout of each of the top_k best launch configurations, every baseline, and, where the spec names
+    families (``FAMILY_KEYS``), each family's best-predicted candidate. (Its local search, which
     depends on the measurements, is replayed by quality_report.py --replay.)"""
     recs = [_Ranked(r["key"], r["params"], tuple(r["roles"])) for r in ranked]
     return [c.key for c in shortlist(recs, top_k, spec)]  # type: ignore[arg-type]

@@ -128,8 +128,9 @@ def test_the_model_breaks_a_tie_only_where_the_re_timed_medians_are_within_tie_m
     four = ranked[:4]
     favoured = min(four, key=lambda c: (c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
     others = [c for c in four if c is not favoured]
-    # the model's favourite 0.8% behind the fastest: all tie within noise, the fastest is picked
-    times = {favoured.key: 1.008, others[0].key: 1.0, others[1].key: 1.002, others[2].key: 1.012}
+    # the model's favourite 0.8% behind the fastest: all tie within noise, and only the fastest is within
+    # the margin, so it is picked
+    times = {favoured.key: 1.008, others[0].key: 1.0, others[1].key: 1.006, others[2].key: 1.012}
     m = _Measure(req, TableBench(times, spread=0.02), None, "key", _Progress(False))
     m(four)
     assert _within_noise(four, m.meas) == sorted(four, key=lambda c: times[c.key])
@@ -139,6 +140,31 @@ def test_the_model_breaks_a_tie_only_where_the_re_timed_medians_are_within_tie_m
     m = _Measure(req, TableBench(times, spread=0.02), None, "key", _Progress(False))
     m(four)
     assert pick(m) is favoured
+
+
+def test_without_a_completed_re_timing_the_model_breaks_the_first_pass_ties():
+    """The first pass's times come from separate jobs and the cache (perhaps another day): where the
+    re-timing stops early, they are not compared within the window; the model breaks the tie, a stale
+    cached time 0.8% ahead does not win it."""
+
+    class StopsOnRetime:
+        def __init__(self, times):
+            self.times, self.jobs = times, []
+
+        def measure(self, job):
+            self.jobs.append(job)
+            if len(self.jobs) > 1:  # the re-timing job stops before any result
+                return
+            for key, _ in job.candidates:
+                yield Measurement(key, True, ms=self.times.get(key, 1.0), spread_ms=0.0, runs=job.reps)
+
+    req, ranked = _setup()
+    a, b = sorted(ranked[:2], key=lambda c: (c.prediction.wavefronts_per_tile, c.prediction.footprint, c.key))
+    store = Store({b.key: Measurement(b.key, True, ms=0.992, spread_ms=0.0, runs=30)})  # cached, stale
+    m = _Measure(req, StopsOnRetime({a.key: 1.0}), store, "key", _Progress(False))
+    m([a, b])
+    assert b.key in m.cached and _within_noise(m.asked, m.meas) == [b, a]
+    assert pick(m) is a and len(m.bench.jobs) == 2  # the re-timing ran and was set aside
 
 
 def test_a_noisy_candidate_does_not_tie_by_its_own_spread():

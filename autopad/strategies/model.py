@@ -16,12 +16,12 @@ to 1% of a CUDA space; on the transpose's four studied shapes of 2026-12-04 the 
 Why walk again: an error of the model that shifts a whole code path can bury the fastest one, and the
 walk steps one constant at a time. At fp32 4097x8191 (rows off every vector grid; H200 run 114, all
 26,680 candidates measured; within width 4 the model ranks at Spearman 0.89) it put width 1 tiles first,
-predicted 65-67 us and measured 77-79, while the fastest (width 4, 64 x 64, 76.4 us) ranked 2,163rd:
-the walk from the first round's fastest stopped at 1.022 of the best; walking again from width 4's
-foothold (its best-predicted candidate, measured 1.13 of the fastest) reaches the best in two steps
-(on the GPU, run 120: 1.028 -> 1.000). Why equal shares: taken in turn, a family measured a little ahead
-(width 2's foothold, 1% from width 4's there) spends the budget the next one needed (replayed with it 3%
-faster: 1.022 in turn, 1.000 shared).
+predicted 65-67 us (its first eight measured 78-97), while the fastest (width 4, 64 x 64, 76.4 us) ranked
+2,164th: the walk from the first round's fastest stopped at 1.022 of the best; walking again from width
+4's foothold (its best-predicted candidate, measured 1.13 of the fastest) reaches the best in two steps
+(on the GPU: 1.027 in run 116, 1.000 in runs 119-120). Why equal shares: taken in turn, a family measured
+a little ahead (width 2's foothold, 1% from width 4's there) spends the budget the next one needed
+(replayed with it 3% faster: 1.022 in turn, 1.000 shared).
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ DEFAULTS = {  # the unpadded baseline of the study: 32 x 32, 256 threads, the or
 LAYOUT_KEYS = ("PAD", "SW_VEC", "SW_PER_PHASE", "SW_MAX_PHASE")  # the rest is the launch configuration
 # the code paths the tuner searches from one by one (search_shortlist.family): a model error that shifts a
 # whole vector width can bury the fastest one (H200 run 114, fp32 4097x8191: the first width 1 tiles
-# predicted 13% ahead of width 4's best, measured 2-7% behind it; width 4's best ranked 2,163rd)
+# predicted 13% ahead of width 4's best, the first four measured 3-8% behind it; width 4's best 2,164th)
 FAMILY_KEYS = ("VEC",)
 LAYOUT_READS = ("TILE_M", "TILE_N", *LAYOUT_KEYS)  # what ``layout`` reads: a ranking asks once per tile
 # smem_pattern depends on these alone: candidates differing in PAD / SW_* / SCALAR_EDGE share a pattern
