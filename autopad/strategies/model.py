@@ -11,7 +11,7 @@ measurements left it walks again from the fastest measured candidate of each oth
 ``FAMILY_MARGIN`` of the fastest, fastest family first, each walk on an equal share of the measurements
 left. All walks together stop after ``refine`` more measurements. On the H200 studies this measures 0.1%
 to 1% of a CUDA space; on the transpose's four studied shapes of 2026-12-04 the real tuner's pick was
-0.996-1.012 of the exhaustive best (README, "Measured results").
+0.996-1.004 of the exhaustive best (README, "Measured results").
 
 Why walk again: an error of the model that shifts a whole code path can bury the fastest one, and the
 walk steps one constant at a time. At fp32 4097x8191 (rows off every vector grid; H200 run 114, all
