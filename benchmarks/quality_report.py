@@ -12,7 +12,9 @@ ten fastest, re-timed together) and reports, per configuration and shape:
 ``--replay`` runs the current ``autopad.tune`` (model, shortlist, local search, tie-break) with a benchmarker
 that answers from the recorded measurements, so a change to the model or the search is judged on the same
 data without a GPU; the pick's figures then come from the exhaustive pass, or from the final round where
-the study re-timed the candidate the tuner now picks.
+the study re-timed the candidate the tuner now picks. A study cut before its shape ended (its rows in
+``quality_partial.csv.gz``, none in ``quality_rows.csv.gz``) is read from the partial rows, and says so: its
+"best" is the best of the candidates it reached, in the model's order.
 
     python benchmarks/quality_report.py benchmarks/results/h200/quality [--replay] [--png] [--md FILE]
 """
@@ -292,6 +294,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     groups = load_rows(rows_path)
+    partial = d / f"{args.prefix}quality_partial.csv.gz"
+    if not groups and partial.is_file():
+        # a study cut before its shape ended (tuner_quality.py keeps the rows so far there): its "best" is the
+        # best of the candidates it reached, in the model's order
+        groups = load_rows(partial)
+        n = sum(len(r) for r in groups.values())
+        print(
+            f"quality_report: {rows_path.name} holds no finished shape; reading the cut study's "
+            f"{partial.name} ({n} rows: every best below is the best of those)",
+            file=sys.stderr,
+        )
     summaries = report(groups, load_final(d / f"{args.prefix}quality_final.csv"), args.replay)
     table = markdown(summaries)
     print(table)

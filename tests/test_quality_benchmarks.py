@@ -118,6 +118,19 @@ def _rows(tmp_path: Path) -> Path:
     return path
 
 
+def test_a_cut_study_is_reported_from_its_partial_rows_and_says_so(tmp_path, capsys):
+    """tuner_quality.py leaves a shape cut by its time limit in quality_partial.csv.gz (quality_rows.csv.gz
+    holds only finished shapes): the report reads it, and says the best is the best of the rows reached."""
+    full = _rows(tmp_path)
+    full.rename(tmp_path / "quality_partial.csv.gz")
+    with gzip.open(full, "wt", newline="") as f:
+        csv.DictWriter(f, fieldnames=tq.ROW_FIELDS).writeheader()
+    assert qr.main([str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert "| transpose (cuda) | float32 | 64x64 | 5 |" in out.out
+    assert "quality_partial.csv.gz (5 rows: every best below is the best of those)" in out.err
+
+
 def test_summary_reports_share_pick_over_best_and_rank_correlation(tmp_path):
     groups = qr.load_rows(_rows(tmp_path))
     finals = qr.load_final(tmp_path / "quality_final.csv")
