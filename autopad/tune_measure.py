@@ -181,9 +181,9 @@ TIE_MARGIN = 0.005
 
 
 def _closest(tied: list[Candidate], meas: dict[str, Measurement]) -> list[Candidate]:
-    """The candidates of ``tied`` (fastest first) within ``TIE_MARGIN`` of the fastest: the ones the model
-    may choose among."""
-    limit = meas[tied[0].key].ms * (1 + TIE_MARGIN)
+    """The candidates of ``tied`` within ``TIE_MARGIN`` of the fastest of them: the ones the model may
+    choose among."""
+    limit = min(meas[c.key].ms for c in tied) * (1 + TIE_MARGIN)
     return [c for c in tied if meas[c.key].ms <= limit]
 
 
@@ -261,7 +261,7 @@ def pick(measure: _Measure) -> Candidate | None:
     # a round set aside for a wrong result leaves the earlier ties without it (none left: the first pass's)
     kept = [c for c in tied if measure.meas[c.key].correct]
     if done and kept:  # times of one completed re-timing: the fastest wins beyond TIE_MARGIN
-        return _tie_break(_closest(sorted(kept, key=lambda c: measure.meas[c.key].ms), measure.meas))
+        return _tie_break(_closest(kept, measure.meas))
     # no re-timing completed: the first pass's times come from separate jobs (and the cache, perhaps another
     # day), so they are not compared; the model breaks the tie
     tied = kept or _within_noise(measure.asked, measure.meas)
