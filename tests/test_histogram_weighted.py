@@ -35,6 +35,42 @@ def test_float_sums_serialise_on_equal_bins_unless_aggregated():
     assert agg.wavefronts == agg.ideal and plain.wavefronts > 10 * plain.ideal
 
 
+def test_lane_copies_put_each_lane_in_its_own_bank():
+    """32 SoA copies: lane l's count and sum are record 32 b + l, bank l whatever the bin, so random and
+    equal bins alike cost one wavefront an instruction; AoS's 8-byte records put lanes l and l + 16 in one
+    bank, a 12-byte record (PAD 4) does not (3 l mod 32 is a permutation)."""
+    p = W.presets()
+    lanes = p["soa_lanes"]
+    assert lanes["REPLICAS"] == 32 and S.defines(lanes)["W_REPLICAS"] == 32
+    assert S.layout(lanes).count == 256 * 32
+    for dist in ("uniform", "single", "zipf"):
+        r = score(S.smem_pattern(lanes, "int32", dist), S.layout(lanes))
+        assert r.wavefronts == r.ideal, dist
+        one = score(S.smem_pattern(p["soa"], "int32", dist), S.layout(p["soa"]))
+        assert one.wavefronts > one.ideal  # one copy: random bins collide in banks, equal ones serialise
+    aos = dict(lanes, AOS=1)
+    r = score(S.smem_pattern(aos, "int32", "uniform"), S.layout(aos))
+    assert r.wavefronts == 2 * r.ideal
+    r = score(S.smem_pattern(dict(aos, PAD=4), "int32", "uniform"), S.layout(dict(aos, PAD=4)))
+    assert r.wavefronts == r.ideal
+    # rows are records: bin * REPLICAS + lane % REPLICAS (AGG 2's uniform warp: lane 0, copy 0)
+    four = dict(lanes, REPLICAS=4)
+    inst = list(S.smem_pattern(four, "int32", "uniform"))[1]  # the sum's CAS: every lane
+    bins = H.block_values("uniform", 256, four["THREADS"], four["ITEMS"], 4)[0]
+    assert inst.rows.tolist() == (bins * 4 + np.arange(32) % 4).tolist()
+    agg = dict(lanes, AGG=2)
+    single = list(S.smem_pattern(agg, "int32", "single"))
+    assert all((i.rows >= 0).sum() == 1 and i.rows[0] == 5 * 32 for i in single)
+
+
+def test_lane_copies_only_where_they_fit():
+    assert W.presets(256)["soa_lanes"]["REPLICAS"] == 32
+    assert W.presets(1000)["soa_lanes"]["REPLICAS"] == 8  # 1,024 bins a pass x 8 copies x 8 bytes
+    assert "soa_lanes" not in W.presets(65536)
+    big = dict(W.DEFAULTS, BINS_PER_PASS=4096, AOS=0, REPLICAS=32, BLOCKS_PER_SM=1)
+    assert not S.legal(big, (1000, 4096))  # 4,096 x 32 records of 8 bytes: 1 MiB
+
+
 def test_pattern_is_count_then_sum_for_every_value():
     c = W.presets()["aos"]
     pat = list(S.smem_pattern(c, "int32", "uniform"))

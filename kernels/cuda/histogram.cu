@@ -45,6 +45,11 @@
 // The (count, sum) pair is stored as array-of-structs (count at b*W_STRIDE, sum 4 bytes after it) or
 // struct-of-arrays (counts at 4b, sums at W_BASE1 + 4b): W_AOS, W_STRIDE, W_BASE1 in bytes, from
 // autopad.layouts.Structs. AGG 2 reduces a uniform warp's weights with shuffles before one update.
+// W_REPLICAS copies of every record, lane l updating copy l % W_REPLICAS (record b * W_REPLICAS + copy):
+// the float add is a compare-and-swap loop whose fast-fail (ATOMS.CAST.SPIN) lets one lane a bank through
+// per round, so 32 lanes on random bins take ~3.5 rounds where their bank collisions stack up; with 32
+// struct-of-arrays copies lane l always hits bank l (record 32b + l), one round, and lanes on one bin no
+// longer meet. The copies are summed once at the end (copy (b + k) % W_REPLICAS at step k: banks spread).
 #include "common.cuh"
 
 #ifndef VALUE_BYTES
@@ -470,9 +475,14 @@ hist16_reduce(ap_u32* __restrict__ out, const ap_u32* __restrict__ ws, int rows,
 #endif  // COUNTER == 16
 
 // ---- weighted: count and sum per bin, AoS or SoA -------------------------------------------------------
-#define W_COFF(b) (W_AOS ? (b) * W_STRIDE : (b) * 4)
-#define W_SOFF(b) (W_AOS ? (b) * W_STRIDE + 4 : W_BASE1 + (b) * 4)
-#define W_BYTES (W_AOS ? BINS * W_STRIDE : W_BASE1 + BINS * 4)
+#ifndef W_REPLICAS
+#define W_REPLICAS 1
+#endif
+// byte offsets of record i's count and sum (record i = bin * W_REPLICAS + copy)
+#define W_COFF(i) (W_AOS ? (i) * W_STRIDE : (i) * 4)
+#define W_SOFF(i) (W_AOS ? (i) * W_STRIDE + 4 : W_BASE1 + (i) * 4)
+#define W_RECORDS (BINS * W_REPLICAS)
+#define W_BYTES (W_AOS ? W_RECORDS * W_STRIDE : W_BASE1 + W_RECORDS * 4)
 
 __device__ __forceinline__ void ap_wupdate(unsigned char* sm, int b, float w, int lane) {
 #if AGG == 2
@@ -481,15 +491,16 @@ __device__ __forceinline__ void ap_wupdate(unsigned char* sm, int b, float w, in
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) w += __shfl_xor_sync(FULL, w, o);
         if (b >= 0 && lane == 0) {
-            atomicAdd(reinterpret_cast<ap_u32*>(sm + W_COFF(b)), 32u);
-            atomicAdd(reinterpret_cast<float*>(sm + W_SOFF(b)), w);
+            atomicAdd(reinterpret_cast<ap_u32*>(sm + W_COFF(b * W_REPLICAS)), 32u);
+            atomicAdd(reinterpret_cast<float*>(sm + W_SOFF(b * W_REPLICAS)), w);
         }
         return;
     }
 #endif
     if (b >= 0) {
-        atomicAdd(reinterpret_cast<ap_u32*>(sm + W_COFF(b)), 1u);
-        atomicAdd(reinterpret_cast<float*>(sm + W_SOFF(b)), w);
+        const int i = b * W_REPLICAS + lane % W_REPLICAS;
+        atomicAdd(reinterpret_cast<ap_u32*>(sm + W_COFF(i)), 1u);
+        atomicAdd(reinterpret_cast<float*>(sm + W_SOFF(i)), w);
     }
 }
 
@@ -542,10 +553,16 @@ whist_kernel(ap_u32* __restrict__ counts, float* __restrict__ sums, const int* _
     }
     __syncthreads();
     for (int b = tid; b < BINS && lo + b < total_bins; b += THREADS) {
-        const ap_u32 c = *reinterpret_cast<const ap_u32*>(sm + W_COFF(b));
+        ap_u32 c = 0u;
+        float s = 0.f;
+        for (int k = 0; k < W_REPLICAS; ++k) {
+            const int i = b * W_REPLICAS + (b + k) % W_REPLICAS;
+            c += *reinterpret_cast<const ap_u32*>(sm + W_COFF(i));
+            s += *reinterpret_cast<const float*>(sm + W_SOFF(i));
+        }
         if (c) {
             atomicAdd(&counts[lo + b], c);
-            atomicAdd(&sums[lo + b], *reinterpret_cast<const float*>(sm + W_SOFF(b)));
+            atomicAdd(&sums[lo + b], s);
         }
     }
 }

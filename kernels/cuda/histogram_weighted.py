@@ -7,8 +7,10 @@ decision is the (count, sum) pair in shared memory: array-of-structs (``AOS`` 1,
 share a bank, so AoS conflicts where SoA does not (measured on the H200: SoA 0.61 of copy, AoS 0.46,
 uniform 256 bins). A +1 on the count is ATOMS.POPC.INC (equal lanes served once); the float add compiles to
 a compare-and-swap loop (every lane counts, equal bins serialise) unless the warp aggregates a uniform
-warp's weights first (``AGG`` 2). Shape ``(n, bins)``; outputs ``(sums, counts)``: ``autopad.ops`` returns
-the first.
+warp's weights first (``AGG`` 2). ``REPLICAS`` copies of each record, lane l on copy l % REPLICAS (record
+``bin * REPLICAS + copy``): with 32 struct-of-arrays copies lane l's words sit in bank l whatever its bin,
+so the loop's compare-and-swap takes one round, and lanes on one bin do not meet. Shape ``(n, bins)``;
+outputs ``(sums, counts)``: ``autopad.ops`` returns the first.
 """
 
 from __future__ import annotations
@@ -48,22 +50,24 @@ class HistogramWeightedCuda(CudaKernel):
         "AOS": (0, 1),
         "PAD": (0, 4, 8),
         "AGG": (0, 2),
+        "REPLICAS": (1, 2, 4, 8, 16, 32),
         "THREADS": (256, 512, 1024),
         "ITEMS": (1, 2, 4),
         "BLOCKS_PER_SM": (1, 2, 4, 8),
     }
     DEFAULTS = {
-        "BINS_PER_PASS": 256, "AOS": 1, "PAD": 0, "AGG": 0, "THREADS": 256, "ITEMS": 2, "BLOCKS_PER_SM": 4,
+        "BINS_PER_PASS": 256, "AOS": 1, "PAD": 0, "AGG": 0, "REPLICAS": 1, "THREADS": 256, "ITEMS": 2,
+        "BLOCKS_PER_SM": 4,
     }  # fmt: skip
-    LAYOUT_KEYS = ("AOS", "PAD")
-    PATTERN_KEYS = ("AGG", "BINS_PER_PASS", "ITEMS", "THREADS")
+    LAYOUT_KEYS = ("AOS", "PAD", "REPLICAS")
+    PATTERN_KEYS = ("AGG", "BINS_PER_PASS", "ITEMS", "REPLICAS", "THREADS")
     DISTS = H.DISTS
     TOLERANCE = {"float32": TOLERANCE_F32}
     RESTRICTIONS = ("THREADS * BLOCKS_PER_SM <= 2048", "AOS == 1 or PAD == 0")  # SoA has no padding to tune
 
     def layout(self, constants: dict[str, int], dtype: str = "int32") -> Structs:
-        c = constants
-        return Structs(c["BINS_PER_PASS"], (4, 4), aos=bool(c["AOS"]), pad=c["PAD"])
+        c = constants  # record bin * REPLICAS + copy
+        return Structs(c["BINS_PER_PASS"] * c.get("REPLICAS", 1), (4, 4), aos=bool(c["AOS"]), pad=c["PAD"])
 
     def smem_bytes(self, constants: dict[str, int], dtype: str = "int32") -> int:
         return self.layout(constants, dtype).footprint
@@ -103,14 +107,18 @@ class HistogramWeightedCuda(CudaKernel):
     def smem_pattern(self, constants: dict[str, int], dtype: str = "int32", dist: str | None = None) -> Any:
         """Per value: a +1 on the count (field 0, ATOMS.POPC.INC) and a float add on the sum (field 1, a
         compare-and-swap loop: every lane's word counts, equal bins serialise); AGG 2: lane 0 alone on a
-        uniform warp. Rows are bins (the struct index), columns the field."""
+        uniform warp (copy 0). Rows are records (bin * REPLICAS + the lane's copy), columns the field."""
         c = constants
         b = H.block_values(dist or "uniform", c["BINS_PER_PASS"], c["THREADS"], c["ITEMS"], 4)
         u = H.uniform_rows(b) if c["AGG"] == 2 else None
+        reps = c.get("REPLICAS", 1)
+        rec = b * reps + np.arange(32) % reps  # lane l updates copy l % REPLICAS
+        if u is not None:
+            rec[u] = b[u] * reps  # the uniform warp's lane 0 (the only lane the update keeps)
         groups = []
         for f in (0, 1):  # count: +1 (POPC.INC); sum: a CAS loop
-            act = H.aggregate(b, c["AGG"], increment=(f == 0), uniform=u)
-            groups.append(H._group("atomic", 4, act, b, np.full(b.shape, f)))
+            act = H.aggregate(rec, c["AGG"], increment=(f == 0), uniform=u)
+            groups.append(H._group("atomic", 4, act, rec, np.full(b.shape, f)))
         # interleave as the kernel issues them: count then sum for each value
         op, width, r0, c0, k0 = groups[0]
         _, _, r1, c1, _ = groups[1]
@@ -180,6 +188,7 @@ class HistogramWeightedCuda(CudaKernel):
         return {
             "BINS": c["BINS_PER_PASS"], "W_AOS": int(lay.aos), "W_STRIDE": lay.stride, "W_BASE1": base1,
             "AGG": c["AGG"], "THREADS": c["THREADS"], "ITEMS": c["ITEMS"], "VALUE_BYTES": 4,
+            "W_REPLICAS": c.get("REPLICAS", 1),
         }  # fmt: skip
 
     def build(self, constants: dict[str, int], dtype: str = "int32") -> HL.Built:
@@ -214,7 +223,8 @@ class HistogramWeightedCuda(CudaKernel):
 
 
 def presets(bins: int = 256) -> dict[str, dict[str, int]]:
-    """AoS and SoA, each with and without the uniform-warp aggregation."""
+    """AoS and SoA, each with and without the uniform-warp aggregation, and each with the most lane copies
+    (``REPLICAS``) that fit two blocks an SM (none where even two copies do not)."""
     d = HistogramWeightedCuda.DEFAULTS
     bpp = min(H._fit_pass(bins), 16384)
     out = {
@@ -223,6 +233,11 @@ def presets(bins: int = 256) -> dict[str, dict[str, int]]:
         "aos_agg": dict(d, BINS_PER_PASS=bpp, AGG=2),
         "soa_agg": dict(d, BINS_PER_PASS=bpp, AOS=0, AGG=2),
     }
+    for reps in (32, 16, 8, 4, 2):
+        lanes = dict(d, BINS_PER_PASS=bpp, AOS=0, REPLICAS=reps, THREADS=512, BLOCKS_PER_SM=2)
+        if SPEC.legal(lanes, (1 << 20, bins)):
+            out["soa_lanes"], out["aos_lanes"] = lanes, dict(lanes, AOS=1)
+            break
     if bpp > 1024:
         out = {k: dict(v, THREADS=1024, BLOCKS_PER_SM=1) for k, v in out.items()}
     return {k: v for k, v in out.items() if SPEC.legal(v, (1 << 20, bins))}
