@@ -9,7 +9,8 @@ uniform 256 bins). A +1 on the count is ATOMS.POPC.INC (equal lanes served once)
 a compare-and-swap loop (every lane counts, equal bins serialise) unless the warp aggregates a uniform
 warp's weights first (``AGG`` 2). ``REPLICAS`` copies of each record, lane l on copy l % REPLICAS (record
 ``bin * REPLICAS + copy``): with 32 struct-of-arrays copies lane l's words sit in bank l whatever its bin,
-so the loop's compare-and-swap takes one round, and lanes on one bin do not meet. Shape ``(n, bins)``;
+so the loop's compare-and-swap takes one round, and lanes on one bin do not meet (H200 run 124, 2^26 x 256
+uniform: 0.60 of the read rate with one SoA copy, 0.93 with 32; skewed 0.09 -> 0.71). Shape ``(n, bins)``;
 outputs ``(sums, counts)``: ``autopad.ops`` returns the first.
 """
 
