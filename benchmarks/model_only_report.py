@@ -468,6 +468,9 @@ INFORMED = {
     # kernels/cuda/transpose_cost.py), read off the aligned shapes of the fp32 study on today's space
     ("run114/study", "transpose [cuda] float32", "8192x8192"),
     ("run115/study", "transpose [cuda] float32", "4096x4096"),
+    # 2026-12-04, seventeenth session: the fp64 study of today's space completed (run 117's 7,500 rows and
+    # runs 126-127's other 11,840, merged); the shape WIDE_PITCH_ORDER_TIME was read off (runs 87 and 110)
+    ("run127/merged", "transpose [cuda] float64", "16384x16384"),
 }
 
 
