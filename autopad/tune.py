@@ -163,6 +163,37 @@ def tune(
             )
             return _finish(req, res, verbose)
 
+    own_bench = None
+    if measuring and benchmarker is None:  # its first worker starts (torch, CUDA) while the model ranks
+        from .bench import WorkerBenchmarker
+
+        own_bench = WorkerBenchmarker(warm=True)
+        own_bench.prewarm()
+    try:
+        return _tune_ranked(
+            req, spec, key, params, store, dev, measuring, benchmarker, own_bench, progress, verbose, started
+        )
+    finally:
+        if own_bench is not None:
+            own_bench.close()
+
+
+def _tune_ranked(
+    req: Request,
+    spec: Any,
+    key: str,
+    params: dict,
+    store: Any,
+    dev: dict,
+    measuring: bool,
+    benchmarker: Any,
+    own_bench: Any,
+    progress: bool | None,
+    verbose: bool,
+    started: float,
+) -> TuneResult:
+    """The tune after the cache: rank, measure (the caller's ``benchmarker``, else ``own_bench``), pick,
+    record."""
     ranked = rank(spec, req.shape, req.dtype, req.arch, extra=_baselines(req), dist=req.dist)
     if not ranked:
         probe = getattr(spec, "DEFAULTS", None) or {k: v[0] for k, v in spec.SPACE.items()}
@@ -190,11 +221,7 @@ def tune(
         mode, message = "model-only", f"{why}: nothing to compare, so nothing was measured"
     elif measuring:
         spec.check_bench()
-        bench = benchmarker
-        if bench is None:
-            from .bench import WorkerBenchmarker
-
-            bench = WorkerBenchmarker()
+        bench = benchmarker if benchmarker is not None else own_bench
         show = _Progress(sys.stderr.isatty() if progress is None else bool(progress))
         m = _Measure(req, bench, store, key, show)
         from .strategies import Options, get

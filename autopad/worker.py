@@ -102,9 +102,13 @@ def _package_root() -> str | None:
 class WorkerProcess:
     """The parent's handle on one ``python -m autopad.worker`` child: send, receive with a timeout, kill."""
 
-    def __init__(self, mode: str, hello: dict[str, Any]) -> None:
+    def __init__(self, mode: str, hello: dict[str, Any] | None, warm: bool = False) -> None:
+        """Start the child. ``hello`` None: a spare that waits for ``begin``; ``warm``: it imports torch and
+        initialises CUDA while it waits (``_warm``), the ~3 s a job's worker otherwise spends first."""
         # pickled before anything starts: an unpicklable job is this caller's error, raised here at once
-        first = [ForkingPickler.dumps(list(sys.path)), ForkingPickler.dumps(hello)]
+        first = [ForkingPickler.dumps(list(sys.path))]
+        if hello is not None:
+            first.append(ForkingPickler.dumps(hello))
         in_r, in_w = os.pipe()  # parent -> child
         out_r, out_w = os.pipe()  # child -> parent
         env = dict(os.environ)
@@ -112,6 +116,7 @@ class WorkerProcess:
         if root:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH", "")]))
         cmd = [sys.executable or "python3", "-m", "autopad.worker", f"--{mode}", f"--fds={in_r},{out_w}"]
+        cmd += ["--warm"] if warm else []
         try:
             self.proc = subprocess.Popen(
                 cmd,
@@ -142,6 +147,10 @@ class WorkerProcess:
         self._sender.start()
         for buf in first:  # the path first, alone: unpickling the hello may need the parent's imports
             self._outbox.put(buf)
+
+    def begin(self, hello: dict[str, Any]) -> None:
+        """Hand a spare (started with no hello) its job: pickled now, so an unpicklable one raises here."""
+        self._outbox.put(ForkingPickler.dumps(hello))
 
     @property
     def pid(self) -> int:
@@ -272,6 +281,20 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:2000]
 
 
+def _warm() -> None:
+    """What every benchmark job's worker does first, done by a spare before its job arrives: import torch and
+    initialise CUDA (the driver, not a context: the job picks its device). Failures are left to the job,
+    which meets them again and reports them."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.init()
+        import autopad.bench_local  # noqa: F401  (the job's own imports)
+    except Exception:
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """The worker process: read the hello, then run a benchmark job (``--job``) or serve sweep items."""
     args = sys.argv[1:] if argv is None else argv
@@ -284,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         path = [p for p in rx.recv() if isinstance(p, str)]
         sys.path[:] = path + [p for p in sys.path if p not in path]  # the parent's imports resolve here too
+        if mode == "job" and "--warm" in args:  # a spare: ready its imports while the hello is not here
+            _warm()
         hello = rx.recv()
     except EOFError:
         return 0

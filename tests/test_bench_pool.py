@@ -53,3 +53,49 @@ def test_a_hanging_candidate_times_out_and_the_rest_still_run():
     got = _run("ok1", "hang1", "ok2", timeout=2.0)
     assert got["hang1"].error.startswith("timeout")
     assert got["ok1"].correct and got["ok2"].correct
+
+
+def _pids(bench, *keys):
+    return {m.key: (int(m.ms), m.runs == 2) for m in bench.measure(_job(*keys))}
+
+
+def test_a_warm_benchmarker_hands_each_job_the_spare_started_during_the_last():
+    """warm: a spare worker starts ahead (prewarm, then as each job's worker starts), imports torch while
+    it waits, and runs the next job; every job still gets a process of its own; close ends the spare."""
+    b = WorkerBenchmarker(timeout_s=60.0, compile_timeout_s=60.0, warm=True, target=fake_children.child)
+    try:
+        b.prewarm()
+        first = b._spare
+        assert first is not None and first.alive()
+        got = _pids(b, "pid1", "pid2")
+        assert got["pid1"] == got["pid2"] == (first.pid, True)  # the spare ran it, torch already loaded
+        second = b._spare
+        assert second is not None and second.pid != first.pid and second.alive()
+        got = _pids(b, "pid3")
+        assert got["pid3"] == (second.pid, True)
+        third = b._spare
+        assert third.pid not in (first.pid, second.pid)
+    finally:
+        b.close()
+    assert b._spare is None and not third.alive()
+
+
+def test_a_fault_in_a_warm_job_goes_on_in_the_spare_and_a_dead_spare_is_replaced():
+    b = WorkerBenchmarker(timeout_s=60.0, compile_timeout_s=60.0, warm=True, target=fake_children.child)
+    try:
+        b.prewarm()
+        b._spare.kill()  # died before its job came: the job starts a fresh worker instead
+        got = {m.key: m for m in b.measure(_job("ok1", "fault1", "pid1"))}
+        assert (
+            got["ok1"].correct and got["fault1"].error == "fault: misaligned address" and got["pid1"].correct
+        )
+        assert list(got) == ["ok1", "fault1", "pid1"]
+    finally:
+        b.close()
+
+
+def test_a_cold_benchmarker_starts_no_spare():
+    b = WorkerBenchmarker(timeout_s=60.0, compile_timeout_s=60.0, target=fake_children.child)
+    b.prewarm()
+    got = _pids(b, "pid1")
+    assert b._spare is None and got["pid1"][1] is False  # no torch: fake children never import it

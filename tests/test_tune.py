@@ -384,3 +384,54 @@ def test_every_name_tune_defined_is_the_object_of_its_new_home():
     assert sorted(tune_mod.__all__) == sorted(
         ["tune", "resolve", "normalize_dtype", "normalize_shape", "cache_key", "NO_GPU_MESSAGE"]
     )
+
+
+def test_a_tune_that_measures_warms_its_own_worker_first_and_ends_it(monkeypatch, tmp_path):
+    """With no benchmarker given and a GPU here, tune builds a warm WorkerBenchmarker, starts its spare
+    before the model ranks, measures with it and closes it, also when the tune fails."""
+    import importlib
+
+    import autopad.bench
+
+    T = importlib.import_module("autopad.tune")  # the module (autopad.tune is the function)
+    made = []
+
+    class Warm(FakeBench):
+        def __init__(self, warm=False):
+            super().__init__(times={}, default=None)
+            self.warm, self.calls = warm, []
+            made.append(self)
+
+        def prewarm(self):
+            self.calls.append("prewarm")
+
+        def measure(self, job):
+            self.calls.append("measure")
+            if fail:
+                raise RuntimeError("the GPU fell off the bus")
+            yield from super().measure(job)
+
+        def close(self):
+            self.calls.append("close")
+
+    fail = False
+
+    monkeypatch.setenv("AUTOPAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(autopad.bench, "WorkerBenchmarker", Warm)
+    monkeypatch.setattr(T, "device_info", lambda index=0: {"name": "Fake GPU", "cc": "9.0"})
+    monkeypatch.setattr(T, "gpu_available", lambda: True)
+    res = autopad.tune(fake_kernel, SHAPE, "float32", progress=False, top_k=2)
+    assert res.mode == "measured" and len(made) == 1 and made[0].warm
+    calls = made[0].calls
+    assert calls[0] == "prewarm" and calls[-1] == "close" and "measure" in calls
+    fail = True  # the measurements fail (each recorded as failed): the tune ends, the spare too
+    autopad.tune(fake_kernel, SHAPE, "float32", progress=False, top_k=2, retune=True)
+    assert len(made) == 2 and made[1].calls[0] == "prewarm" and made[1].calls[-1] == "close"
+
+    def broken(*a, **k):
+        raise RuntimeError("the model fell over")
+
+    monkeypatch.setattr(T, "rank", broken)  # a tune that raises after the spare started
+    with pytest.raises(RuntimeError, match="fell over"):
+        autopad.tune(fake_kernel, SHAPE, "float32", progress=False, top_k=2, retune=True)
+    assert len(made) == 3 and made[2].calls == ["prewarm", "close"]
