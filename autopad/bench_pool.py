@@ -149,59 +149,62 @@ class Worker:
 class WorkerBenchmarker:
     """The default benchmarker: each call measures in a fresh worker process.
 
-    ``warm``: keep one spare worker started ahead (``prewarm``, and again as each job's worker starts), which
-    imports torch and initialises CUDA while it waits, and hand it the next job. A job still runs in a
-    process of its own, on allocations of its own; what it no longer waits for is the ~3 s start (H200 run
-    128: 3.2-4.3 s from a job's spawn to its first candidate, four jobs a tune). ``close`` (or leaving a
-    ``with`` block) ends the spare; an unclosed one exits when this process does.
+    ``spares``: keep that many workers started ahead (``prewarm``, topped up as each job's worker starts),
+    which import torch and initialise CUDA while they wait; each job takes the oldest. A job still runs in a
+    process of its own, on allocations of its own; what it no longer waits for is the worker's start (H200
+    run 128: 3.2-4.3 s from a job's spawn to its first candidate, four or five jobs a tune; with one spare,
+    run 129, a short job's successor still found its spare importing torch, hence two). ``close`` (or
+    leaving a ``with`` block) ends the spares; unclosed ones exit when this process does.
     """
 
     def __init__(
         self,
         timeout_s: float = 60.0,
         compile_timeout_s: float = 600.0,
-        warm: bool = False,
+        spares: int = 0,
         target: Callable[[BenchJob, Any], None] | str | None = None,
     ):
         self.timeout_s = timeout_s
         self.compile_timeout_s = compile_timeout_s
-        self.warm = warm
+        self.spares = max(0, int(spares))
         self.target = target
-        self._spare: Any = None
+        self._spares: list[Any] = []  # oldest first
 
     def prewarm(self) -> None:
-        """Start the spare now (if ``warm`` and none is waiting), so that the first job finds it ready."""
-        if self.warm and self._spare is None:
-            from .worker import WorkerProcess
+        """Start spares (up to ``spares`` waiting), so that the next jobs find them ready."""
+        from .worker import WorkerProcess
 
+        while len(self._spares) < self.spares:
             try:
-                self._spare = WorkerProcess("job", None, warm=True)
+                self._spares.append(WorkerProcess("job", None, warm=True))
             except Exception:  # no interpreter to start: the job's own start will say why
-                self._spare = None
+                return
 
     def _spawn(self, hello: dict[str, Any]) -> Any:
         from .worker import WorkerProcess
 
-        spare, self._spare = self._spare, None
-        if spare is not None and spare.alive():
-            spare.begin(hello)
-            child = spare
-        else:
-            if spare is not None:
+        child = None
+        while self._spares and child is None:
+            spare = self._spares.pop(0)
+            if spare.alive():
+                spare.begin(hello)
+                child = spare
+            else:
                 spare.close()
+        if child is None:
             child = WorkerProcess("job", hello)
-        self.prewarm()  # the next job's worker warms while this one works
+        self.prewarm()  # the next jobs' workers warm while this one works
         return child
 
     def measure(self, job: BenchJob) -> Iterator[Measurement]:
-        spawn = self._spawn if self.warm else None
+        spawn = self._spawn if self.spares else None
         kw = {"target": self.target} if self.target is not None else {}
         yield from Worker(job, self.timeout_s, self.compile_timeout_s, spawn=spawn, **kw).results()
 
     def close(self) -> None:
-        """End the spare worker, if one is waiting."""
-        spare, self._spare = self._spare, None
-        if spare is not None:
+        """End the spare workers that are waiting."""
+        spares, self._spares = self._spares, []
+        for spare in spares:
             spare.close()
 
     def __enter__(self) -> WorkerBenchmarker:

@@ -167,7 +167,7 @@ def tune(
     if measuring and benchmarker is None:  # its first worker starts (torch, CUDA) while the model ranks
         from .bench import WorkerBenchmarker
 
-        own_bench = WorkerBenchmarker(warm=True)
+        own_bench = WorkerBenchmarker(spares=2)
         own_bench.prewarm()
     try:
         return _tune_ranked(

@@ -59,32 +59,32 @@ def _pids(bench, *keys):
     return {m.key: (int(m.ms), m.runs == 2) for m in bench.measure(_job(*keys))}
 
 
-def test_a_warm_benchmarker_hands_each_job_the_spare_started_during_the_last():
-    """warm: a spare worker starts ahead (prewarm, then as each job's worker starts), imports torch while
-    it waits, and runs the next job; every job still gets a process of its own; close ends the spare."""
-    b = WorkerBenchmarker(timeout_s=60.0, compile_timeout_s=60.0, warm=True, target=fake_children.child)
+def test_spare_workers_take_the_jobs_in_turn_each_job_in_a_process_of_its_own():
+    """spares: workers started ahead (prewarm, topped up as each job's worker starts) import torch while
+    they wait, and each job takes the oldest; every job still gets a process of its own; close ends them."""
+    b = WorkerBenchmarker(timeout_s=60.0, compile_timeout_s=60.0, spares=2, target=fake_children.child)
     try:
         b.prewarm()
-        first = b._spare
-        assert first is not None and first.alive()
+        first, second = b._spares
+        assert first.alive() and second.alive() and first.pid != second.pid
         got = _pids(b, "pid1", "pid2")
-        assert got["pid1"] == got["pid2"] == (first.pid, True)  # the spare ran it, torch already loaded
-        second = b._spare
-        assert second is not None and second.pid != first.pid and second.alive()
+        assert got["pid1"] == got["pid2"] == (first.pid, True)  # the oldest spare ran it, torch loaded
+        assert b._spares[0] is second and len(b._spares) == 2
+        third = b._spares[1]
         got = _pids(b, "pid3")
         assert got["pid3"] == (second.pid, True)
-        third = b._spare
-        assert third.pid not in (first.pid, second.pid)
+        assert b._spares[0] is third and third.pid not in (first.pid, second.pid)
+        waiting = list(b._spares)
     finally:
         b.close()
-    assert b._spare is None and not third.alive()
+    assert b._spares == [] and not any(w.alive() for w in waiting)
 
 
-def test_a_fault_in_a_warm_job_goes_on_in_the_spare_and_a_dead_spare_is_replaced():
-    b = WorkerBenchmarker(timeout_s=60.0, compile_timeout_s=60.0, warm=True, target=fake_children.child)
+def test_a_fault_goes_on_in_a_spare_and_a_dead_spare_is_passed_over():
+    b = WorkerBenchmarker(timeout_s=60.0, compile_timeout_s=60.0, spares=1, target=fake_children.child)
     try:
         b.prewarm()
-        b._spare.kill()  # died before its job came: the job starts a fresh worker instead
+        b._spares[0].kill()  # died before its job came: the job starts a fresh worker instead
         got = {m.key: m for m in b.measure(_job("ok1", "fault1", "pid1"))}
         assert (
             got["ok1"].correct and got["fault1"].error == "fault: misaligned address" and got["pid1"].correct
@@ -94,8 +94,8 @@ def test_a_fault_in_a_warm_job_goes_on_in_the_spare_and_a_dead_spare_is_replaced
         b.close()
 
 
-def test_a_cold_benchmarker_starts_no_spare():
+def test_no_spares_by_default():
     b = WorkerBenchmarker(timeout_s=60.0, compile_timeout_s=60.0, target=fake_children.child)
     b.prewarm()
     got = _pids(b, "pid1")
-    assert b._spare is None and got["pid1"][1] is False  # no torch: fake children never import it
+    assert b._spares == [] and got["pid1"][1] is False  # no torch: fake children never import it

@@ -387,8 +387,8 @@ def test_every_name_tune_defined_is_the_object_of_its_new_home():
 
 
 def test_a_tune_that_measures_warms_its_own_worker_first_and_ends_it(monkeypatch, tmp_path):
-    """With no benchmarker given and a GPU here, tune builds a warm WorkerBenchmarker, starts its spare
-    before the model ranks, measures with it and closes it, also when the tune fails."""
+    """With no benchmarker given and a GPU here, tune builds a WorkerBenchmarker with two spare workers,
+    starts them before the model ranks, measures with it and closes it, also when the tune fails."""
     import importlib
 
     import autopad.bench
@@ -397,9 +397,9 @@ def test_a_tune_that_measures_warms_its_own_worker_first_and_ends_it(monkeypatch
     made = []
 
     class Warm(FakeBench):
-        def __init__(self, warm=False):
+        def __init__(self, spares=0):
             super().__init__(times={}, default=None)
-            self.warm, self.calls = warm, []
+            self.spares, self.calls = spares, []
             made.append(self)
 
         def prewarm(self):
@@ -421,7 +421,7 @@ def test_a_tune_that_measures_warms_its_own_worker_first_and_ends_it(monkeypatch
     monkeypatch.setattr(T, "device_info", lambda index=0: {"name": "Fake GPU", "cc": "9.0"})
     monkeypatch.setattr(T, "gpu_available", lambda: True)
     res = autopad.tune(fake_kernel, SHAPE, "float32", progress=False, top_k=2)
-    assert res.mode == "measured" and len(made) == 1 and made[0].warm
+    assert res.mode == "measured" and len(made) == 1 and made[0].spares == 2
     calls = made[0].calls
     assert calls[0] == "prewarm" and calls[-1] == "close" and "measure" in calls
     fail = True  # the measurements fail (each recorded as failed): the tune ends, the spare too
