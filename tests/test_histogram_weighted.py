@@ -106,8 +106,9 @@ def test_inputs_outputs_match_torch_bincount():
     assert sums.dtype == ref.dtype == torch.float32 and counts.dtype == torch.int32
     e_sums, e_counts = W.expected(inp)
     assert torch.equal(e_sums, ref) and e_counts.tolist() == [1, 0, 0, 2, 0, 0, 0, 0, 0, 1]
-    with pytest.raises(ValueError, match="float32"):
-        W.inputs_from(x, 10, w.double())
+    assert W.inputs_from(x, 10, w.double())[1].dtype == torch.float64  # the W_F64 build reads them
+    with pytest.raises(ValueError, match="float32 or float64"):
+        W.inputs_from(x, 10, w.half())
     ok, _ = S.check((e_sums, e_counts), (ref, e_counts))
     assert ok and not S.check((e_sums + 1, e_counts), (ref, e_counts))[0]
 
@@ -139,6 +140,17 @@ def test_the_launcher_reads_the_launch_helpers_where_they_are_defined(fake_cuda,
     assert not sums.any() and not counts.any()
     ptrs = (counts.data_ptr(), sums.data_ptr(), x.data_ptr(), w.data_ptr())
     assert [args for *_, args in cc.launches] == [(*ptrs, 1000, lo, 300) for lo in (0, 256)]
+    # float64 weights: the W_F64 build of the same constants, compiled on the first such call, kept
+    compiled = []
+    monkeypatch.setattr(rt, "load_kernel", lambda src, name, d: compiled.append(d) or "whist64")
+    go = S.launcher(built, (1000, 300), "int32")
+    w64 = w.double()
+    go((x, w64), (sums, counts))
+    go((x, w64), (sums, counts))
+    assert len(compiled) == 1 and compiled[0] == dict(S.defines(c), W_F64=1)
+    assert [m[0] for m in made[-1:]] == ["whist64"] and made[1][0] == "whist"
+    go((x, w), (sums, counts))  # float32 again: the main build
+    assert cc.launches[-1][-1][3] == w.data_ptr()
 
 
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="needs nvcc")
@@ -148,6 +160,8 @@ def test_compiles_for_sm90(monkeypatch):
     for b in (256, 65536):
         for c in W.presets(b).values():
             assert b"\x7fELF" in rt.compile_cubin(src, S.defines(c), "sm_90", "whist_kernel")
+    c = W.presets(256)["soa_lanes"]
+    assert b"\x7fELF" in rt.compile_cubin(src, dict(S.defines(c), W_F64=1), "sm_90", "whist_kernel")
 
 
 @pytest.mark.gpu
@@ -170,3 +184,27 @@ def test_gpu_counts_and_sums(dist):
     w = inputs[1]
     ref = torch.bincount(x.long(), weights=w, minlength=bins)
     assert np.allclose(out[0].cpu().numpy(), ref.cpu().numpy(), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dist", ("uniform", "skewed"))
+def test_gpu_float64_weights_read_as_they_are(dist):
+    """The W_F64 build: float64 weights (odd lengths, a tail past the 4-value vectors, a view 8 bytes into
+    its storage, which the launcher copies to 16-byte alignment) summed as float32, against torch's float64
+    bincount."""
+    import torch
+
+    for bins in (256, 1000):
+        for c in W.presets(bins).values():
+            built = S.build(c, "int32")
+            for n in (1, 33, 4097 * 37):
+                inputs = S.make_inputs((n, bins), "int32", "cuda", n, dist)
+                x = inputs[0]
+                w64 = (torch.rand(n + 1, dtype=torch.float64, device="cuda") * 3 - 1)[1:]  # 8 bytes in
+                ins = S.inputs_from(x, bins, w64)
+                out = S.alloc_output(ins, c)
+                S.run(built, ins, out)
+                torch.cuda.synchronize()
+                ref = torch.bincount(x.long(), weights=w64, minlength=bins)
+                assert torch.allclose(out[0].double(), ref, rtol=1e-4, atol=1e-3), (c, n, bins, dist)
+                assert torch.equal(out[1].long(), torch.bincount(x.long(), minlength=bins)), (c, n, bins)

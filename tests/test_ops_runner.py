@@ -489,3 +489,38 @@ def test_flat_transpose_gives_the_misaligned_build_its_halo_rows(monkeypatch):
     assert kernel == "shifted"
     assert smem == T.SPEC.smem_bytes(c, "float16", True) > T.SPEC.smem_bytes(c, "float16")
     ops.reset()
+
+
+def test_weighted_histogram_hands_float64_weights_to_a_kernel_that_reads_them(monkeypatch):
+    """A weighted spec whose WEIGHT_DTYPES holds float64 (histogram_weighted's W_F64 build) gets float64
+    weights as they are, with no cast pass; other weights (float16 here) are still cast to float32."""
+    ops.reset()
+    seen = []
+
+    def run(ins, out):
+        x, w = ins[0], ins[1]
+        seen.append(w.dtype)
+        out[0].zero_().index_add_(0, x.long(), w.float())
+        out[1].zero_().index_add_(0, x.long(), torch.ones_like(x))
+
+    spec = FakeSpec(
+        "histogram_weighted",
+        inputs_from=lambda x, bins, w: (x, w, bins),
+        alloc_output=lambda ins, c: (torch.empty(ins[2]), torch.empty(ins[2], dtype=torch.int32)),
+        WEIGHT_DTYPES=("float32", "float64"),
+    )
+    monkeypatch.setattr(
+        runner,
+        "bound",
+        lambda plan, device: runner.Bound(
+            spec, plan.shape, plan.dtype, plan.dist, device, policy.Decision((), "model"), None, run
+        ),
+    )
+    x = torch.tensor([0, 2, 2, 3], dtype=torch.int32)
+    w = torch.tensor([0.5, 1.0, 2.0, 4.0])
+    s64 = runner.histogram_impl(x, 4, w.double())
+    assert s64.dtype == torch.float64 and s64.tolist() == [0.5, 0.0, 3.0, 4.0]
+    s16 = runner.histogram_impl(x, 4, w.half())
+    assert s16.dtype == torch.float64 and s16.tolist() == [0.5, 0.0, 3.0, 4.0]
+    assert seen == [torch.float64, torch.float32]
+    ops.reset()

@@ -314,6 +314,8 @@ def _histogram_fn(x: Any, bins: int, weights: Any, dist: str | None, backend: st
     wconv = weights.dtype != torch.float32
     impl = b.spec.impl
     if callable(getattr(impl, "inputs_from", None)):
+        # weights the kernel reads as they are (histogram_weighted: float32 and float64); others are cast
+        wconv = dtype_name(weights.dtype) not in getattr(impl, "WEIGHT_DTYPES", ("float32",))
         call = kernel_call(b, (prep(x), bins, weights.float() if wconv else weights))
 
         def raw(x: Any, w: Any) -> Any:

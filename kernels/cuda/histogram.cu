@@ -478,6 +478,16 @@ hist16_reduce(ap_u32* __restrict__ out, const ap_u32* __restrict__ ws, int rows,
 #ifndef W_REPLICAS
 #define W_REPLICAS 1
 #endif
+// W_F64 = 1: float64 weights, read as they are (two 16-byte loads per 4 values) and added as float32; a
+// separate build the launcher takes for float64 weights, in place of a cast pass over them
+#ifndef W_F64
+#define W_F64 0
+#endif
+#if W_F64
+typedef double ap_wt;
+#else
+typedef float ap_wt;
+#endif
 // byte offsets of record i's count and sum (record i = bin * W_REPLICAS + copy)
 #define W_COFF(i) (W_AOS ? (i) * W_STRIDE : (i) * 4)
 #define W_SOFF(i) (W_AOS ? (i) * W_STRIDE + 4 : W_BASE1 + (i) * 4)
@@ -506,7 +516,7 @@ __device__ __forceinline__ void ap_wupdate(unsigned char* sm, int b, float w, in
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 whist_kernel(ap_u32* __restrict__ counts, float* __restrict__ sums, const int* __restrict__ in,
-             const float* __restrict__ wts, long long n, int lo, int total_bins) {
+             const ap_wt* __restrict__ wts, long long n, int lo, int total_bins) {
     extern __shared__ __align__(16) unsigned char sm[];
     const int tid = threadIdx.x, lane = tid & 31;
     for (int i = tid; i < W_BYTES / 4; i += THREADS) reinterpret_cast<ap_u32*>(sm)[i] = 0;
@@ -523,7 +533,13 @@ whist_kernel(ap_u32* __restrict__ counts, float* __restrict__ sums, const int* _
             ok[it] = idx < nvec;
             if (ok[it]) {
                 v[it] = reinterpret_cast<const u4*>(in)[idx];
+#if W_F64
+                const double2* wd = reinterpret_cast<const double2*>(wts) + 2 * idx;
+                const double2 d0 = wd[0], d1 = wd[1];
+                w[it] = f4w{(float)d0.x, (float)d0.y, (float)d1.x, (float)d1.y};
+#else
                 w[it] = reinterpret_cast<const f4w*>(wts)[idx];
+#endif
             }
         }
 #pragma unroll
@@ -546,7 +562,7 @@ whist_kernel(ap_u32* __restrict__ counts, float* __restrict__ sums, const int* _
             const int x = in[i];
             if (x >= 0 && x < total_bins && (unsigned)(x - lo) < (unsigned)BINS) {
                 b = x - lo;
-                wv = wts[i];
+                wv = (float)wts[i];
             }
         }
         ap_wupdate(sm, b, wv, lane);

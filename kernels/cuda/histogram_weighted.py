@@ -1,17 +1,18 @@
 """Weighted histogram on ``autopad.CudaKernel`` (whist_kernel in histogram.cu): a count and a float sum a bin.
 
 ``sums[b] = sum of w[i] over x[i] == b`` (what ``torch.bincount(x, weights=w, minlength=bins)`` returns:
-float32 for float32 weights) and ``counts[b] = #{i : x[i] == b}``, for int32 x and float32 w. The layout
-decision is the (count, sum) pair in shared memory: array-of-structs (``AOS`` 1, ``PAD`` bytes after each
-8-byte record) or struct-of-arrays (``autopad.layouts.Structs``). With 8-byte records bins b and b + 16
-share a bank, so AoS conflicts where SoA does not (measured on the H200: SoA 0.61 of copy, AoS 0.46,
-uniform 256 bins). A +1 on the count is ATOMS.POPC.INC (equal lanes served once); the float add compiles to
-a compare-and-swap loop (every lane counts, equal bins serialise) unless the warp aggregates a uniform
-warp's weights first (``AGG`` 2). ``REPLICAS`` copies of each record, lane l on copy l % REPLICAS (record
-``bin * REPLICAS + copy``): with 32 struct-of-arrays copies lane l's words sit in bank l whatever its bin,
-so the loop's compare-and-swap takes one round, and lanes on one bin do not meet (H200 run 124, 2^26 x 256
-uniform: 0.60 of the read rate with one SoA copy, 0.93 with 32; skewed 0.09 -> 0.71). Shape ``(n, bins)``;
-outputs ``(sums, counts)``: ``autopad.ops`` returns the first.
+float32 for float32 weights) and ``counts[b] = #{i : x[i] == b}``, for int32 x and float32 w (float64 w:
+a build of its own, ``W_F64``, reads them as they are and adds them as float32; tuned with float32).
+The layout decision is the (count, sum) pair in shared memory: array-of-structs (``AOS`` 1, ``PAD``
+bytes after each 8-byte record) or struct-of-arrays (``autopad.layouts.Structs``). With 8-byte records
+bins b and b + 16 share a bank, so AoS conflicts where SoA does not (measured on the H200: SoA 0.61 of
+copy, AoS 0.46, uniform 256 bins). A +1 on the count is ATOMS.POPC.INC (equal lanes served once); the
+float add compiles to a compare-and-swap loop (every lane counts, equal bins serialise) unless the warp
+aggregates a uniform warp's weights first (``AGG`` 2). ``REPLICAS`` copies of each record, lane l on copy
+l % REPLICAS (record ``bin * REPLICAS + copy``): with 32 struct-of-arrays copies lane l's words sit in
+bank l whatever its bin, so the loop's compare-and-swap takes one round, and lanes on one bin do not meet
+(H200 run 124, 2^26 x 256 uniform: 0.60 of the read rate with one SoA copy, 0.93 with 32; skewed 0.09 ->
+0.71). Shape ``(n, bins)``; outputs ``(sums, counts)``: ``autopad.ops`` returns the first.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class HistogramWeightedCuda(CudaKernel):
     LAYOUT_KEYS = ("AOS", "PAD", "REPLICAS")
     PATTERN_KEYS = ("AGG", "BINS_PER_PASS", "ITEMS", "REPLICAS", "THREADS")
     DISTS = H.DISTS
+    WEIGHT_DTYPES = ("float32", "float64")  # what inputs_from and the launcher take as they are
     TOLERANCE = {"float32": TOLERANCE_F32}
     RESTRICTIONS = ("THREADS * BLOCKS_PER_SM <= 2048", "AOS == 1 or PAD == 0")  # SoA has no padding to tune
 
@@ -175,9 +177,9 @@ class HistogramWeightedCuda(CudaKernel):
         (sums float32 [bins], counts int32 [bins]), and ``sums`` is ``torch.bincount(x, w, bins)``."""
         import torch
 
-        if weights.dtype != torch.float32 or weights.shape != x.shape:
+        if weights.dtype not in (torch.float32, torch.float64) or weights.shape != x.shape:
             raise ValueError(
-                f"weights: need float32 of x's shape {tuple(x.shape)}, "
+                f"weights: need float32 or float64 of x's shape {tuple(x.shape)}, "
                 f"got {weights.dtype} {tuple(weights.shape)}"
             )
         out = (Out((bins,), torch.float32), Out((bins,), torch.int32))
@@ -198,13 +200,23 @@ class HistogramWeightedCuda(CudaKernel):
         k = cuda_runtime.load_kernel(_SOURCE.read_text(), "whist_kernel", self.defines(constants, dtype))
         return HL.Built((k,), dict(constants), dtype)
 
+    def wide_kernel(self, built: HL.Built) -> Any:
+        """The float64-weights build (``W_F64``) of ``built``'s constants, compiled on first use and kept."""
+        if "f64" not in built._work:
+            from autopad import cuda_runtime
+
+            d = dict(self.defines(built.constants, built.dtype), W_F64=1)
+            built._work["f64"] = cuda_runtime.load_kernel(_SOURCE.read_text(), "whist_kernel", d)
+        return built._work["f64"]
+
     def launcher(self, built: HL.Built, shape: tuple[int, ...], dtype: str = "int32") -> Any:
-        """Grid, shared memory and scalars computed once; a call zeroes both outputs and launches."""
+        """Grid, shared memory and scalars computed once; a call zeroes both outputs and launches (the
+        float64-weights build for float64 weights, made on the first such call)."""
         c = built.constants
         n, bins = int(shape[0]), int(shape[1])
-        kern = HL.launch_fn(
-            built.kernels[0], HL._sm_count() * c["BLOCKS_PER_SM"], c["THREADS"], self.smem_bytes(c)
-        )
+        geometry = (HL._sm_count() * c["BLOCKS_PER_SM"], c["THREADS"], self.smem_bytes(c))
+        kern = HL.launch_fn(built.kernels[0], *geometry)
+        wide: list = []
         scalars = [(np.int64(n), np.int32(lo), np.int32(bins)) for lo in range(0, bins, c["BINS_PER_PASS"])]
 
         def go(inputs: Any, out: Any) -> None:
@@ -212,8 +224,13 @@ class HistogramWeightedCuda(CudaKernel):
             sums, counts = out
             sums.zero_()
             counts.zero_()
+            k = kern
+            if w.element_size() == 8:  # float64 weights (inputs_from takes float32 and float64 only)
+                if not wide:
+                    wide.append(HL.launch_fn(self.wide_kernel(built), *geometry))
+                k = wide[0]
             for s in scalars:
-                kern((counts, sums, x, w, *s))
+                k((counts, sums, x, w, *s))
 
         return go
 
@@ -248,7 +265,7 @@ def presets(bins: int = 256) -> dict[str, dict[str, int]]:
 SPEC = HistogramWeightedCuda()
 NAME, BACKEND, DTYPES, SPACE, DEFAULTS = SPEC.NAME, SPEC.BACKEND, SPEC.DTYPES, SPEC.SPACE, SPEC.DEFAULTS
 LAYOUT_KEYS, PATTERN_KEYS, RESTRICTIONS = SPEC.LAYOUT_KEYS, SPEC.PATTERN_KEYS, SPEC.RESTRICTIONS
-DISTS = H.DISTS
+DISTS, WEIGHT_DTYPES = H.DISTS, SPEC.WEIGHT_DTYPES
 legal, layout, smem_pattern, launch_info, traffic = (
     SPEC.legal, SPEC.layout, SPEC.smem_pattern, SPEC.launch_info, SPEC.traffic
 )  # fmt: skip
