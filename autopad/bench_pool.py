@@ -14,6 +14,7 @@ the child does with a job is bench_local.py's, and torch is never imported here.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -58,11 +59,13 @@ class Worker:
 
         todo = list(self.job.candidates)
         restarts = setup_failures = 0
+        fresh = False  # a spare died before it was ready: the next start is a fresh process
         while todo:
             job = replace(self.job, candidates=tuple(todo))
             try:
                 hello = {"target": self.target, "job": job}
-                child = self.spawn(hello) if self.spawn is not None else WorkerProcess("job", hello)
+                spawn = self.spawn if self.spawn is not None and not fresh else None
+                child = spawn(hello) if spawn is not None else WorkerProcess("job", hello)
             except Exception as exc:  # an unpicklable job, no interpreter to start: say so for each
                 for key, _ in todo:
                     yield Measurement(key, False, error=f"worker could not start: {_short(exc)}")
@@ -77,6 +80,9 @@ class Worker:
                     try:
                         msg = child.recv(wait)
                     except WorkerDied as died:
+                        if not ready and getattr(child, "from_spare", False) and not fresh:
+                            fresh = True  # a spare killed while it waited, say: start one afresh
+                            break
                         if not ready:  # it never got going: a fresh one would fail the same way
                             for key, _ in todo:
                                 yield Measurement(key, False, error=f"worker could not start: {died}")
@@ -169,30 +175,41 @@ class WorkerBenchmarker:
         self.spares = max(0, int(spares))
         self.target = target
         self._spares: list[Any] = []  # oldest first
+        self._lock = threading.Lock()  # jobs measured from several threads share the spares
 
     def prewarm(self) -> None:
         """Start spares (up to ``spares`` waiting), so that the next jobs find them ready."""
         from .worker import WorkerProcess
 
-        while len(self._spares) < self.spares:
-            try:
-                self._spares.append(WorkerProcess("job", None, warm=True))
-            except Exception:  # no interpreter to start: the job's own start will say why
-                return
+        with self._lock:
+            while len(self._spares) < self.spares:
+                try:
+                    self._spares.append(WorkerProcess("job", None, warm=True))
+                except Exception:  # no interpreter to start: the job's own start will say why
+                    return
 
     def _spawn(self, hello: dict[str, Any]) -> Any:
+        """A started child for ``hello``: the oldest live spare, else a fresh one. The hello is pickled
+        before any spare is taken, so an unpicklable job raises here (as a fresh start would) and leaves
+        the spares where ``close`` finds them."""
+        from multiprocessing.reduction import ForkingPickler
+
         from .worker import WorkerProcess
 
+        ForkingPickler.dumps(hello)
         child = None
-        while self._spares and child is None:
-            spare = self._spares.pop(0)
-            if spare.alive():
-                spare.begin(hello)
-                child = spare
-            else:
-                spare.close()
+        with self._lock:
+            while self._spares and child is None:
+                spare = self._spares.pop(0)
+                if spare.alive():
+                    spare.begin(hello)
+                    child = spare
+                else:
+                    spare.close()
         if child is None:
             child = WorkerProcess("job", hello)
+        else:
+            child.from_spare = True  # Worker.results: a spare that dies unready gets a fresh retry
         self.prewarm()  # the next jobs' workers warm while this one works
         return child
 
@@ -203,7 +220,8 @@ class WorkerBenchmarker:
 
     def close(self) -> None:
         """End the spare workers that are waiting."""
-        spares, self._spares = self._spares, []
+        with self._lock:
+            spares, self._spares = self._spares, []
         for spare in spares:
             spare.close()
 

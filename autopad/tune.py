@@ -163,16 +163,19 @@ def tune(
             )
             return _finish(req, res, verbose)
 
+    # a GPU the driver shows but no torch with CUDA: ranked by the model alone (said in _tune_ranked)
+    torch_gpu = benchmarker is not None or not measuring or gpu_available()
     own_bench = None
-    if measuring and benchmarker is None:  # its first worker starts (torch, CUDA) while the model ranks
+    if measuring and benchmarker is None and torch_gpu:  # its first workers start while the model ranks
         from .bench import WorkerBenchmarker
 
         own_bench = WorkerBenchmarker(spares=2)
         own_bench.prewarm()
     try:
         return _tune_ranked(
-            req, spec, key, params, store, dev, measuring, benchmarker, own_bench, progress, verbose, started
-        )
+            req, spec, key, params, store, dev, measuring, benchmarker, own_bench, progress, verbose, started,
+            torch_gpu,
+        )  # fmt: skip
     finally:
         if own_bench is not None:
             own_bench.close()
@@ -191,6 +194,7 @@ def _tune_ranked(
     progress: bool | None,
     verbose: bool,
     started: float,
+    torch_gpu: bool = True,
 ) -> TuneResult:
     """The tune after the cache: rank, measure (the caller's ``benchmarker``, else ``own_bench``), pick,
     record."""
@@ -205,7 +209,7 @@ def _tune_ranked(
     winner: Candidate | None = None
     meas: dict[str, Measurement] = {}
     cached: set[str] = set()
-    if measuring and benchmarker is None and not gpu_available():
+    if not torch_gpu:
         measuring = False
         mode, message = (
             "model-only",

@@ -4,6 +4,7 @@ candidate gets one answer, a fault, a crash or a hang costs that candidate alone
 from __future__ import annotations
 
 import fake_children
+import pytest
 
 from autopad.bench_job import BenchJob
 from autopad.bench_pool import Worker, WorkerBenchmarker
@@ -62,6 +63,7 @@ def _pids(bench, *keys):
 def test_spare_workers_take_the_jobs_in_turn_each_job_in_a_process_of_its_own():
     """spares: workers started ahead (prewarm, topped up as each job's worker starts) import torch while
     they wait, and each job takes the oldest; every job still gets a process of its own; close ends them."""
+    pytest.importorskip("torch")  # what a spare imports while it waits (the fake children report it)
     b = WorkerBenchmarker(timeout_s=60.0, compile_timeout_s=60.0, spares=2, target=fake_children.child)
     try:
         b.prewarm()
@@ -80,18 +82,64 @@ def test_spare_workers_take_the_jobs_in_turn_each_job_in_a_process_of_its_own():
     assert b._spares == [] and not any(w.alive() for w in waiting)
 
 
+def _spawned(b):
+    """Record the children ``b`` hands its jobs."""
+    children, spawn = [], b._spawn
+
+    def record(hello):
+        children.append(spawn(hello))
+        return children[-1]
+
+    b._spawn = record
+    return children
+
+
 def test_a_fault_goes_on_in_a_spare_and_a_dead_spare_is_passed_over():
     b = WorkerBenchmarker(timeout_s=60.0, compile_timeout_s=60.0, spares=1, target=fake_children.child)
+    children = _spawned(b)
     try:
         b.prewarm()
         b._spares[0].kill()  # died before its job came: the job starts a fresh worker instead
         got = {m.key: m for m in b.measure(_job("ok1", "fault1", "pid1"))}
-        assert (
-            got["ok1"].correct and got["fault1"].error == "fault: misaligned address" and got["pid1"].correct
-        )
+        assert got["ok1"].correct and got["pid1"].correct
+        assert got["fault1"].error == "fault: misaligned address"
         assert list(got) == ["ok1", "fault1", "pid1"]
+        fresh, after = children
+        assert not getattr(fresh, "from_spare", False) and after.from_spare  # the fault's successor: a spare
+        assert int(got["pid1"].ms) == after.pid
     finally:
         b.close()
+
+
+def test_a_spare_that_dies_before_it_is_ready_is_retried_afresh():
+    """A spare that passed the liveness check but died before reading its job (killed while it waited)
+    does not fail the job as a worker that cannot start: the job goes on in a fresh process."""
+    b = WorkerBenchmarker(timeout_s=60.0, compile_timeout_s=60.0, spares=1, target=fake_children.child)
+    children = _spawned(b)
+    try:
+        b.prewarm()
+        dead = b._spares[0]
+        dead.kill()
+        dead.alive = lambda: True  # it looked alive when the job took it
+        got = {m.key: m for m in b.measure(_job("pid1", "ok1"))}
+        assert got["pid1"].correct and got["ok1"].correct
+        assert children == [dead] and int(got["pid1"].ms) != dead.pid  # the retry: not a spare
+    finally:
+        b.close()
+
+
+def test_an_unpicklable_job_leaves_the_spares_to_close():
+    """The job is pickled before a spare is taken: it fails at once, as without spares, and close still
+    ends every spare (none is left running)."""
+    b = WorkerBenchmarker(timeout_s=60.0, compile_timeout_s=60.0, spares=2, target=fake_children.child)
+    b.prewarm()
+    spares = list(b._spares)
+    job = BenchJob(("object", None), (("a", {"f": lambda: 1}),), (16,), "float32")
+    got = list(b.measure(job))
+    assert len(got) == 1 and got[0].error.startswith("worker could not start")
+    assert b._spares == spares and all(w.alive() for w in spares)
+    b.close()
+    assert not any(w.alive() for w in spares)
 
 
 def test_no_spares_by_default():

@@ -79,7 +79,9 @@ class HistogramWeightedCuda(CudaKernel):
         H.SPEC.check_shape(shape)
 
     def legal(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> Legality:
-        ok = self.legal_preamble(constants, shape, dtype)
+        # REPLICAS may be left out (one copy, as before it was in the space): layout, defines and the
+        # pattern read it with that default
+        ok = self.legal_preamble(constants, shape, dtype, [k for k in self.SPACE if k != "REPLICAS"])
         if not ok:
             return ok
         try:
@@ -242,7 +244,8 @@ class HistogramWeightedCuda(CudaKernel):
 
 def presets(bins: int = 256) -> dict[str, dict[str, int]]:
     """AoS and SoA, each with and without the uniform-warp aggregation, and each with the most lane copies
-    (``REPLICAS``) that fit two blocks an SM (none where even two copies do not)."""
+    (``REPLICAS``) that fit its launch (two blocks an SM; one above 1,024 bins a pass; none where even two
+    copies do not fit)."""
     d = HistogramWeightedCuda.DEFAULTS
     bpp = min(H._fit_pass(bins), 16384)
     out = {
@@ -251,13 +254,14 @@ def presets(bins: int = 256) -> dict[str, dict[str, int]]:
         "aos_agg": dict(d, BINS_PER_PASS=bpp, AGG=2),
         "soa_agg": dict(d, BINS_PER_PASS=bpp, AOS=0, AGG=2),
     }
+    if bpp > 1024:
+        out = {k: dict(v, THREADS=1024, BLOCKS_PER_SM=1) for k, v in out.items()}
+    launch = {"THREADS": 1024, "BLOCKS_PER_SM": 1} if bpp > 1024 else {"THREADS": 512, "BLOCKS_PER_SM": 2}
     for reps in (32, 16, 8, 4, 2):
-        lanes = dict(d, BINS_PER_PASS=bpp, AOS=0, REPLICAS=reps, THREADS=512, BLOCKS_PER_SM=2)
+        lanes = dict(d, BINS_PER_PASS=bpp, AOS=0, REPLICAS=reps, **launch)
         if SPEC.legal(lanes, (1 << 20, bins)):
             out["soa_lanes"], out["aos_lanes"] = lanes, dict(lanes, AOS=1)
             break
-    if bpp > 1024:
-        out = {k: dict(v, THREADS=1024, BLOCKS_PER_SM=1) for k, v in out.items()}
     return {k: v for k, v in out.items() if SPEC.legal(v, (1 << 20, bins))}
 
 
