@@ -53,9 +53,9 @@ __all__ = [
 TUNE_MODES = ("first-use", "always", "never", "offline")
 REUSE_TOLERANCE = 0.03  # a neighbour's pick is reused when predicted within 3% of the model's best
 # what a first-use tune takes on the H200: 14-47 s a shape on 2026-12-01; with the spare workers
-# (2026-12-04, run 130) 11.6-14.9 s for a transpose and the weighted histogram, more where a space's
-# compiles are slow (the Gluon GEMM's) or its candidates long (fp64 16384^2)
-TUNE_SECONDS = "10-40 s"
+# (2026-12-04, runs 130 and 132) 11.4-21.7 s: transposes 13.2-14.9 s, fp64 16384^2 21.7, the weighted
+# histogram 11.6, the bf16 Gluon GEMM 4096^3 14.0
+TUNE_SECONDS = "10-30 s"
 TUNE_OPTIONS: dict[str, Any] = {}  # extra autopad.tune arguments for in-line tunes (top_k, refine, ...)
 
 _LOCK = threading.Lock()

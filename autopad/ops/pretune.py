@@ -1,6 +1,6 @@
 """Tuning ahead of time, and shipping the result: ``pretune``, ``record``, ``cache_pack``, ``cache_unpack``.
 
-Why: a first call that tunes takes 10-40 s on the H200. Serving code must never pay that, so the shapes it
+Why: a first call that tunes takes 10-30 s on the H200. Serving code must never pay that, so the shapes it
 will see are tuned before deployment, on a machine with the same GPU, and the cache travels with the
 service:
 
