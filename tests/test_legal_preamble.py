@@ -23,7 +23,7 @@ CASES = {
     "cuda transpose": (CT.SPEC, (4096, 4096), "float32", CT._KEYS, False, "int32"),
     "cuda matmul": (CM.SPEC, (1024, 1024, 1024), "float32", tuple(CM.SPACE), False, "float16"),
     "cuda histogram": (CH.SPEC, (1 << 20, 256), "int32", tuple(CH.SPACE), True, "float32"),
-    "cuda histogram_weighted": (CW.SPEC, (1 << 20, 1000), "int32", tuple(CW.SPEC.SPACE), True, "uint8"),
+    "cuda histogram_weighted": (CW.SPEC, (1 << 20, 1000), "int32", CW._REQUIRED, True, "uint8"),
     "triton transpose": (TT.SPEC, (4096, 4096), "float16", TT._REQUIRED, False, "uint8"),
     "triton matmul": (TM.SPEC, (1024, 1024, 1024), "bfloat16", TMM._REQUIRED, True, "float32"),
     "triton histogram": (TH.SPEC, (1 << 20, 256), "int32", TH._REQUIRED, True, "float32"),

@@ -79,9 +79,7 @@ class HistogramWeightedCuda(CudaKernel):
         H.SPEC.check_shape(shape)
 
     def legal(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32") -> Legality:
-        # REPLICAS may be left out (one copy, as before it was in the space): layout, defines and the
-        # pattern read it with that default
-        ok = self.legal_preamble(constants, shape, dtype, [k for k in self.SPACE if k != "REPLICAS"])
+        ok = self.legal_preamble(constants, shape, dtype, _REQUIRED)
         if not ok:
             return ok
         try:
@@ -267,6 +265,9 @@ def presets(bins: int = 256) -> dict[str, dict[str, int]]:
 
 # ---- the module is the spec (autopad.kernels_registry: ("histogram_weighted", "cuda")) -----------------
 SPEC = HistogramWeightedCuda()
+# what ``legal`` needs given: REPLICAS may be left out (one copy, as before it was in the space; layout,
+# defines and the pattern read it with that default)
+_REQUIRED = tuple(k for k in SPEC.SPACE if k != "REPLICAS")
 NAME, BACKEND, DTYPES, SPACE, DEFAULTS = SPEC.NAME, SPEC.BACKEND, SPEC.DTYPES, SPEC.SPACE, SPEC.DEFAULTS
 LAYOUT_KEYS, PATTERN_KEYS, RESTRICTIONS = SPEC.LAYOUT_KEYS, SPEC.PATTERN_KEYS, SPEC.RESTRICTIONS
 DISTS, WEIGHT_DTYPES = H.DISTS, SPEC.WEIGHT_DTYPES
