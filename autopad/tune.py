@@ -163,15 +163,17 @@ def tune(
             )
             return _finish(req, res, verbose)
 
-    # a GPU the driver shows but no torch with CUDA: ranked by the model alone (said in _tune_ranked)
-    torch_gpu = benchmarker is not None or not measuring or gpu_available()
     own_bench = None
-    if measuring and benchmarker is None and torch_gpu:  # its first workers start while the model ranks
-        from .bench import WorkerBenchmarker
-
-        own_bench = WorkerBenchmarker(spares=2)
-        own_bench.prewarm()
     try:
+        if measuring and benchmarker is None:  # its first workers start while this process imports torch
+            from .bench import WorkerBenchmarker  # (gpu_available) and the model ranks
+
+            own_bench = WorkerBenchmarker(spares=2)
+            own_bench.prewarm()
+        # a GPU the driver shows but no torch with CUDA: ranked by the model alone (said in _tune_ranked)
+        torch_gpu = benchmarker is not None or not measuring or gpu_available()
+        if own_bench is not None and not torch_gpu:
+            own_bench.close()  # nothing will be measured: the spares end at once
         return _tune_ranked(
             req, spec, key, params, store, dev, measuring, benchmarker, own_bench, progress, verbose, started,
             torch_gpu,
