@@ -189,27 +189,23 @@ class WorkerBenchmarker:
                     return
 
     def _spawn(self, hello: dict[str, Any]) -> Any:
-        """A started child for ``hello``: the oldest live spare, else a fresh one. The hello is pickled
-        before any spare is taken, so an unpicklable job raises here (as a fresh start would) and leaves
+        """A started child for ``hello``: the oldest live spare, else a fresh one. A spare leaves the list
+        only once it has its job: an unpicklable job raises in ``begin`` (as a fresh start would) and leaves
         the spares where ``close`` finds them."""
-        from multiprocessing.reduction import ForkingPickler
-
         from .worker import WorkerProcess
 
-        ForkingPickler.dumps(hello)
-        child = None
+        child, dead = None, []
         with self._lock:
             while self._spares and child is None:
-                spare = self._spares.pop(0)
-                if spare.alive():
-                    spare.begin(hello)
-                    child = spare
-                else:
-                    spare.close()
+                if not self._spares[0].alive():
+                    dead.append(self._spares.pop(0))
+                    continue
+                self._spares[0].begin(hello)
+                child = self._spares.pop(0)
+        for spare in dead:
+            spare.close()
         if child is None:
             child = WorkerProcess("job", hello)
-        else:
-            child.from_spare = True  # Worker.results: a spare that dies unready gets a fresh retry
         self.prewarm()  # the next jobs' workers warm while this one works
         return child
 

@@ -174,10 +174,10 @@ def tune(
         torch_gpu = benchmarker is not None or not measuring or gpu_available()
         if own_bench is not None and not torch_gpu:
             own_bench.close()  # nothing will be measured: the spares end at once
+        bench = benchmarker if benchmarker is not None else own_bench
         return _tune_ranked(
-            req, spec, key, params, store, dev, measuring, benchmarker, own_bench, progress, verbose, started,
-            torch_gpu,
-        )  # fmt: skip
+            req, spec, key, params, store, dev, measuring, torch_gpu, bench, progress, verbose, started
+        )
     finally:
         if own_bench is not None:
             own_bench.close()
@@ -191,14 +191,13 @@ def _tune_ranked(
     store: Any,
     dev: dict,
     measuring: bool,
-    benchmarker: Any,
-    own_bench: Any,
+    torch_gpu: bool,
+    bench: Any,
     progress: bool | None,
     verbose: bool,
     started: float,
-    torch_gpu: bool = True,
 ) -> TuneResult:
-    """The tune after the cache: rank, measure (the caller's ``benchmarker``, else ``own_bench``), pick,
+    """The tune after the cache: rank, measure (with ``bench``, where this machine measures), pick,
     record."""
     ranked = rank(spec, req.shape, req.dtype, req.arch, extra=_baselines(req), dist=req.dist)
     if not ranked:
@@ -227,7 +226,6 @@ def _tune_ranked(
         mode, message = "model-only", f"{why}: nothing to compare, so nothing was measured"
     elif measuring:
         spec.check_bench()
-        bench = benchmarker if benchmarker is not None else own_bench
         show = _Progress(sys.stderr.isatty() if progress is None else bool(progress))
         m = _Measure(req, bench, store, key, show)
         from .strategies import Options, get

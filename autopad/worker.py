@@ -134,6 +134,7 @@ class WorkerProcess:
         finally:
             os.close(in_r)  # only the child holds these now: its exit reads as end of file
             os.close(out_w)
+        self.from_spare = hello is None  # started ahead of its job (bench_pool: retried afresh if it dies)
         self.tx = Connection(in_w, readable=False)
         self.rx = Connection(out_r, writable=False)
         self._tail = bytearray()

@@ -311,11 +311,12 @@ def _histogram_fn(x: Any, bins: int, weights: Any, dist: str | None, backend: st
         return lambda x: call(prep(x), bins)
 
     out_dt = torch.float32 if weights.dtype == torch.float32 else torch.float64  # torch.bincount's rule
-    wconv = weights.dtype != torch.float32
     impl = b.spec.impl
-    if callable(getattr(impl, "inputs_from", None)):
-        # weights the kernel reads as they are (histogram_weighted: float32 and float64); others are cast
-        wconv = dtype_name(weights.dtype) not in getattr(impl, "WEIGHT_DTYPES", ("float32",))
+    direct = callable(getattr(impl, "inputs_from", None))
+    # weights the kernel reads as they are (histogram_weighted: float32 and float64); others are cast
+    native = getattr(impl, "WEIGHT_DTYPES", ("float32",)) if direct else ("float32",)
+    wconv = dtype_name(weights.dtype) not in native
+    if direct:
         call = kernel_call(b, (prep(x), bins, weights.float() if wconv else weights))
 
         def raw(x: Any, w: Any) -> Any:

@@ -70,7 +70,7 @@ class HistogramWeightedCuda(CudaKernel):
 
     def layout(self, constants: dict[str, int], dtype: str = "int32") -> Structs:
         c = constants  # record bin * REPLICAS + copy
-        return Structs(c["BINS_PER_PASS"] * c.get("REPLICAS", 1), (4, 4), aos=bool(c["AOS"]), pad=c["PAD"])
+        return Structs(c["BINS_PER_PASS"] * _replicas(c), (4, 4), aos=bool(c["AOS"]), pad=c["PAD"])
 
     def smem_bytes(self, constants: dict[str, int], dtype: str = "int32") -> int:
         return self.layout(constants, dtype).footprint
@@ -114,7 +114,7 @@ class HistogramWeightedCuda(CudaKernel):
         c = constants
         b = H.block_values(dist or "uniform", c["BINS_PER_PASS"], c["THREADS"], c["ITEMS"], 4)
         u = H.uniform_rows(b) if c["AGG"] == 2 else None
-        reps = c.get("REPLICAS", 1)
+        reps = _replicas(c)
         rec = b * reps + np.arange(32) % reps  # lane l updates copy l % REPLICAS
         if u is not None:
             rec[u] = b[u] * reps  # the uniform warp's lane 0 (the only lane the update keeps)
@@ -177,9 +177,9 @@ class HistogramWeightedCuda(CudaKernel):
         (sums float32 [bins], counts int32 [bins]), and ``sums`` is ``torch.bincount(x, w, bins)``."""
         import torch
 
-        if weights.dtype not in (torch.float32, torch.float64) or weights.shape != x.shape:
+        if str(weights.dtype).removeprefix("torch.") not in self.WEIGHT_DTYPES or weights.shape != x.shape:
             raise ValueError(
-                f"weights: need float32 or float64 of x's shape {tuple(x.shape)}, "
+                f"weights: need {' or '.join(self.WEIGHT_DTYPES)} of x's shape {tuple(x.shape)}, "
                 f"got {weights.dtype} {tuple(weights.shape)}"
             )
         out = (Out((bins,), torch.float32), Out((bins,), torch.int32))
@@ -191,22 +191,22 @@ class HistogramWeightedCuda(CudaKernel):
         return {
             "BINS": c["BINS_PER_PASS"], "W_AOS": int(lay.aos), "W_STRIDE": lay.stride, "W_BASE1": base1,
             "AGG": c["AGG"], "THREADS": c["THREADS"], "ITEMS": c["ITEMS"], "VALUE_BYTES": 4,
-            "W_REPLICAS": c.get("REPLICAS", 1),
+            "W_REPLICAS": _replicas(c),
         }  # fmt: skip
 
-    def build(self, constants: dict[str, int], dtype: str = "int32") -> HL.Built:
+    def _compile(self, constants: dict[str, int], dtype: str, **extra: int) -> Any:
         from autopad import cuda_runtime
 
-        k = cuda_runtime.load_kernel(_SOURCE.read_text(), "whist_kernel", self.defines(constants, dtype))
-        return HL.Built((k,), dict(constants), dtype)
+        d = {**self.defines(constants, dtype), **extra}
+        return cuda_runtime.load_kernel(_SOURCE.read_text(), "whist_kernel", d)
+
+    def build(self, constants: dict[str, int], dtype: str = "int32") -> HL.Built:
+        return HL.Built((self._compile(constants, dtype),), dict(constants), dtype)
 
     def wide_kernel(self, built: HL.Built) -> Any:
         """The float64-weights build (``W_F64``) of ``built``'s constants, compiled on first use and kept."""
         if "f64" not in built._work:
-            from autopad import cuda_runtime
-
-            d = dict(self.defines(built.constants, built.dtype), W_F64=1)
-            built._work["f64"] = cuda_runtime.load_kernel(_SOURCE.read_text(), "whist_kernel", d)
+            built._work["f64"] = self._compile(built.constants, built.dtype, W_F64=1)
         return built._work["f64"]
 
     def launcher(self, built: HL.Built, shape: tuple[int, ...], dtype: str = "int32") -> Any:
@@ -265,9 +265,16 @@ def presets(bins: int = 256) -> dict[str, dict[str, int]]:
 
 # ---- the module is the spec (autopad.kernels_registry: ("histogram_weighted", "cuda")) -----------------
 SPEC = HistogramWeightedCuda()
-# what ``legal`` needs given: REPLICAS may be left out (one copy, as before it was in the space; layout,
-# defines and the pattern read it with that default)
-_REQUIRED = tuple(k for k in SPEC.SPACE if k != "REPLICAS")
+# constants a candidate may leave out, with what is read for them: one copy, as before REPLICAS was in the
+# space (layout, defines and the pattern read it through ``_replicas``); ``legal`` needs the rest given
+_OPTIONAL = {"REPLICAS": 1}
+_REQUIRED = tuple(k for k in SPEC.SPACE if k not in _OPTIONAL)
+
+
+def _replicas(constants: dict[str, int]) -> int:
+    return constants.get("REPLICAS", _OPTIONAL["REPLICAS"])
+
+
 NAME, BACKEND, DTYPES, SPACE, DEFAULTS = SPEC.NAME, SPEC.BACKEND, SPEC.DTYPES, SPEC.SPACE, SPEC.DEFAULTS
 LAYOUT_KEYS, PATTERN_KEYS, RESTRICTIONS = SPEC.LAYOUT_KEYS, SPEC.PATTERN_KEYS, SPEC.RESTRICTIONS
 DISTS, WEIGHT_DTYPES = H.DISTS, SPEC.WEIGHT_DTYPES
