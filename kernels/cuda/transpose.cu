@@ -487,7 +487,9 @@ __device__ __forceinline__ void ap_rt_window(const T* tile, T* __restrict__ dst,
         const int nn = (sy + p * SY) * G;
         if (n0 + nn >= N) continue;
         T* row0 = dst + (long long)(n0 + nn) * M + m0;
-        const int t = (int)((0u - (unsigned)(size_t)row0 + (unsigned)C) & 15u);
+        // (from the address's low bits as a 64-bit value: computed as 0u - (unsigned)row0, the 128 x 64
+        // build wrote to the row's address less the low 32 bits of the output pointer, H200 run 141)
+        const int t = (16 - (int)((size_t)row0 & 15) + C) & 15;
         const int rb = sx * VEC + t;  // the window's first tile row
         ap_u32 w[VEC + S];
 #pragma unroll
