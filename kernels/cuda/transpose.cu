@@ -487,9 +487,12 @@ __device__ __forceinline__ void ap_rt_window(const T* tile, T* __restrict__ dst,
         const int nn = (sy + p * SY) * G;
         if (n0 + nn >= N) continue;
         T* row0 = dst + (long long)(n0 + nn) * M + m0;
-        // (from the address's low bits as a 64-bit value: computed as 0u - (unsigned)row0, the 128 x 64
-        // build wrote to the row's address less the low 32 bits of the output pointer, H200 run 141)
-        const int t = (16 - (int)((size_t)row0 & 15) + C) & 15;
+        // the row's address mod 16 through an opaque and.b32: written in C++, row0 + t was folded into an
+        // align-up of row0 that, in some builds (the 128 x 64 tile on M % 16 == 0 at an odd output pointer),
+        // stored to the row's address less the output pointer's low 32 bits (H200 runs 141-142)
+        unsigned lo;
+        asm volatile("and.b32 %0, %1, 15;" : "=r"(lo) : "r"((unsigned)(size_t)row0));
+        const int t = (int)((16u - lo + (unsigned)C) & 15u);
         const int rb = sx * VEC + t;  // the window's first tile row
         ap_u32 w[VEC + S];
 #pragma unroll
