@@ -478,8 +478,8 @@ static_assert(ap_window_span(1) == 3 && ap_window_span(15) == 3 && ap_window_spa
 static_assert(HROWS >= 15 + ap_window_span(4) && ap_window_span(12) == 12, "halo rows of the window");
 
 template <int R>
-__device__ __forceinline__ void ap_rt_window(const T* tile, T* __restrict__ dst, int n0, int N, int M, int m0,
-                                             int sx, int sy) {
+__device__ __forceinline__ void ap_rt_window(const T* tile, T* __restrict__ dst, unsigned dst_lo, int n0, int N,
+                                             int M, int m0, int sx, int sy) {
     constexpr int C = ap_window_start(R), S = ap_window_span(R);
     const int lim = M - m0;  // elements of an output row from m0 on
 #pragma unroll
@@ -487,11 +487,10 @@ __device__ __forceinline__ void ap_rt_window(const T* tile, T* __restrict__ dst,
         const int nn = (sy + p * SY) * G;
         if (n0 + nn >= N) continue;
         T* row0 = dst + (long long)(n0 + nn) * M + m0;
-        // the row's address mod 16 through an opaque and.b32: written in C++, row0 + t was folded into an
-        // align-up of row0 that, in some builds (the 128 x 64 tile on M % 16 == 0 at an odd output pointer),
-        // stored to the row's address less the output pointer's low 32 bits (H200 runs 141-142)
-        unsigned lo;
-        asm volatile("and.b32 %0, %1, 15;" : "=r"(lo) : "r"((unsigned)(size_t)row0));
+        // the row's address mod 16 from integers (dst_lo: dst's), not from the row pointer's low word: taken
+        // from (unsigned)(size_t)row0, some builds (the 128 x 64 tile on M % 16 == 0 at an odd output
+        // pointer) stored to the row's address less the output pointer's low 32 bits (H200 runs 141-142)
+        const unsigned lo = (dst_lo + (unsigned)(n0 + nn) * (unsigned)M + (unsigned)m0) & 15u;
         const int t = (int)((16u - lo + (unsigned)C) & 15u);
         const int rb = sx * VEC + t;  // the window's first tile row
         ap_u32 w[VEC + S];
@@ -705,9 +704,11 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
         } else
 #elif RT_WINDOW
         if (halo) {
+            // dst mod 16 (the batch's output pointer): the pointer parameter's low bits plus an integer
+            const unsigned dst_lo = (unsigned)(((size_t)out + (unsigned long long)b * M * N) & 15);
             switch (M & 15) {  // grid-uniform: one instance of the window read-out per residue
 #define AP_RW(R) \
-    case R: ap_rt_window<R>(tile, dst, n0, N, M, m0, sx, sy); break;
+    case R: ap_rt_window<R>(tile, dst, dst_lo, n0, N, M, m0, sx, sy); break;
                 AP_RW(0) AP_RW(1) AP_RW(2) AP_RW(3) AP_RW(4) AP_RW(5) AP_RW(6) AP_RW(7)
                 AP_RW(8) AP_RW(9) AP_RW(10) AP_RW(11) AP_RW(12) AP_RW(13) AP_RW(14) AP_RW(15)
 #undef AP_RW
