@@ -463,7 +463,7 @@ def test_seam_sectors_cost_the_original_path_on_rows_that_are_not_whole_sectors(
     """Output rows of 4097 fp32 elements are not whole 32-byte sectors: each tile's output row segment ends
     inside a sector the next tile writes too, SEAM_SECTOR_BYTES of traffic per tile row; per byte that is
     four times as much at 32 rows as at 128 (H200 run 1: the best VEC 1 tile at 32 rows 1.3x the best at
-    128). Rows of whole sectors, and the vector path, pay none."""
+    128). Rows of whole sectors pay none, nor does the vector path on rows off the 16-byte grid (below)."""
     c = dict(T.DEFAULTS, TILE_N=64, THREADS=256)
     for tm in (32, 128):
         eff = T.launch_info(dict(c, TILE_M=tm), (4097, 8191), "float32")["dram_efficiency"]
@@ -485,6 +485,39 @@ def test_seam_sectors_cost_the_original_path_on_rows_that_are_not_whole_sectors(
     without = mo.figures(s, mo.predicted(s))
     assert with_seam["spearman"] > without["spearman"] + 0.1 and with_seam["pick_over_best"] < 1.03
     assert without["pick_over_best"] > 1.3
+
+
+def test_vector_path_pays_seam_sectors_on_rows_of_whole_vectors_that_are_not_whole_sectors(monkeypatch):
+    """Output rows of 4112 bytes (int8) start alternately on and half-way into a 32-byte sector: on the
+    vector path every tile's row segment from m0 then starts inside a sector another block writes on half
+    the rows, SEAM_SECTOR_BYTES on each (H200 runs 135-136, ``vector_seam_rows``). Rows of whole sectors
+    pay nothing; rows off the 16-byte grid (4097 x 8191) keep GROUP_GAIN[False] alone."""
+    from autopad.kernels.cuda import transpose_cost
+
+    assert T.vector_seam_rows(4112, 1) == 0.5 and T.vector_seam_rows(4096, 1) == 0.0
+    assert T.vector_seam_rows(3000, 2) == 0.5 and T.vector_seam_rows(4100, 4) == 0.5  # 6000 B, 16400 B
+    assert T.vector_seam_rows(1000, 4) == 0.0 and T.vector_seam_rows(4097, 4) == 0.875
+    # GROUP 1: no block-order gain to meet the efficiency's cap of 1
+    c = dict(T.presets("int8")["rt_swizzled"], SCALAR_EDGE=0, GROUP=1, TILE_N=128)
+    tiles = {tm: dict(c, TILE_M=tm, THREADS=threads) for tm, threads in ((64, 128), (128, 256))}
+
+    def eff(x: dict, shape: tuple) -> float:
+        return T.launch_info(x, shape, "int8")["dram_efficiency"]
+
+    with_term = {tm: eff(x, (4112, 8192)) for tm, x in tiles.items()}
+    f = dict(T.DEFAULTS, TILE_M=32, TILE_N=64, THREADS=256, SCALAR_EDGE=0, GROUP=64)
+    seamed = {s: eff(tiles[64], s) for s in ((4128, 8192), (4097, 8191))} | {"f32": eff(f, (4097, 8191))}
+    transpose_cost._launch_info.cache_clear()
+    monkeypatch.setattr(transpose_cost, "SEAM_SECTOR_BYTES", 0)
+    try:
+        for tm, x in tiles.items():
+            assert T.legal(x, (4112, 8192), "int8")
+            assert eff(x, (4112, 8192)) / with_term[tm] == pytest.approx(1 + 0.5 * 0.5 * 64 / tm)
+        # rows of whole sectors (4128 bytes) and rows off the 16-byte grid (4097): nothing from the term
+        assert eff(tiles[64], (4128, 8192)) == seamed[(4128, 8192)]
+        assert eff(tiles[64], (4097, 8191)) == seamed[(4097, 8191)] and eff(f, (4097, 8191)) == seamed["f32"]
+    finally:
+        transpose_cost._launch_info.cache_clear()
 
 
 def test_register_readout_on_shifted_output_rows_is_charged_the_gathers_wavefronts():

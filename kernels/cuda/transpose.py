@@ -78,6 +78,7 @@ from .transpose_cost import (  # noqa: F401
     _launch_info,
     _scored,
     segment_efficiency,
+    vector_seam_rows,
     wide_pitch,
 )
 from .transpose_launch import _REG_OVERHEAD, _REG_PER_PASS, Built  # noqa: F401

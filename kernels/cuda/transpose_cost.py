@@ -13,7 +13,8 @@ blocks run their phases in turn (``serial_phases``: the predictor queues the res
 and 2-byte elements it streams about 5% worse than the vector path (``ORIGINAL_PATH_EFFICIENCY``), that with
 4- and 8-byte elements on rows of whole 32-byte sectors it walks GROUP 1's block order (``ORIGINAL_ORDER``, a
 comment) and, on output rows that are not whole 32-byte sectors, the sectors two tiles write
-(``SEAM_SECTOR_BYTES``).
+(``SEAM_SECTOR_BYTES``); the vector path pays those too on output rows of whole 16-byte blocks, on the share
+of rows that start inside a sector (``vector_seam_rows``).
 
 Why a module of its own: these are the measured and read-off constants of the predictor's transpose terms,
 apart from the pattern the bank model scores (transpose_pattern.py) and the build and launch
@@ -23,6 +24,7 @@ apart from the pattern the bank model scores (transpose_pattern.py) and the buil
 from __future__ import annotations
 
 import importlib
+import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +47,7 @@ __all__ = [
     "WIDE_PITCH_ORDER_TIME",
     "wide_pitch",
     "SEAM_SECTOR_BYTES",
+    "vector_seam_rows",
     "SEGMENT_BYTES",
     "ORIGINAL_PATH_EFFICIENCY",
     "segment_efficiency",
@@ -156,6 +159,21 @@ _GATHER_EXTRA: dict[tuple[str, tuple[int, ...]], float] = {}
 # H200 run 1 (fp32 4097 x 8191, original path: Spearman 0.64 against 0.58 with the same pick); run 2's fp16
 # held out (0.81 against 0.80). transpose_model_gaps.md, fifth pass.
 SEAM_SECTOR_BYTES = 64
+
+
+def vector_seam_rows(m: int, e: int) -> float:
+    """The share of output rows (M elements of ``e`` bytes each, from a 32-byte aligned pointer) whose
+    start is not a multiple of 32 bytes, so that on the vector path every tile's segment of them starts
+    inside a 32-byte sector another block writes: 1 - gcd(M e, 32) / 32. The vector path pays
+    ``SEAM_SECTOR_BYTES`` on those. H200 runs 135-136 (2026-12-04, int8, the aligned build, 16-byte
+    vectors): every row mid-sector (4096 x 8192, output 16 bytes past a sector) 40.0 / 33.0 us against
+    23.1 / 25.1 at 0 bytes for 64- / 128-row tiles, 1.73x / 1.31x, where the term with 64 bytes says 1.50x /
+    1.25x; half the rows (4112 x 8192) 28.8 / 27.8 / 24.8 us for 64 x 128 / 128 x 64 / 128 x 128 (256
+    threads) against 4096 x 8192's 22.3 / 24.8 / 22.2 us in runs 133 and 137, 1.29x / 1.12x / 1.12x where
+    the term says 1.25x / 1.13x / 1.13x."""
+    return 1.0 - math.gcd(m * e, 32) / 32.0
+
+
 # Every contiguous run of bytes a block reads (a tile row: TILE_N elements) or writes (a tile column: TILE_M
 # elements) costs DRAM about SEGMENT_BYTES more than its bytes, so short segments stream worse: traffic
 # B (1 + SEGMENT_BYTES / S_in) read and B (1 + SEGMENT_BYTES / S_out) written. H200 run 65 of 2026-12-02,
@@ -288,6 +306,12 @@ def _launch_arrays(
     if (m * e) % 32:
         seam = SEAM_SECTOR_BYTES / (tm * e)  # per byte written
         eff = np.where(scalar, eff / (1.0 + 0.5 * seam), eff)  # (writes are half the traffic)
+        # the vector path on output rows of whole 16-byte blocks (M e % 16 == 0, where it was measured) writes
+        # each tile's row segment from m0, so it starts inside a sector on the rows n whose start n M e is not
+        # a multiple of 32 (vector_seam_rows). Rows off that grid keep GROUP_GAIN[False], measured with their
+        # seams inside: the term there took run 46's fp16 4097 x 8191 Spearman from 0.83 to 0.77
+        if (m * e) % 16 == 0:
+            eff = np.where(~scalar, eff / (1.0 + 0.5 * vector_seam_rows(m, e) * seam), eff)
     # short contiguous segments (SEGMENT_BYTES), on rows of whole sectors: a block reads TILE_M segments of
     # TILE_N elements and writes TILE_N of TILE_M (clipped to the matrix), half the traffic each way
     if (m * e) % 32 == 0 and (n * e) % 32 == 0:
