@@ -506,16 +506,18 @@ def test_vector_path_pays_seam_sectors_on_rows_of_whole_vectors_that_are_not_who
 
     with_term = {tm: eff(x, (4112, 8192)) for tm, x in tiles.items()}
     f = dict(T.DEFAULTS, TILE_M=32, TILE_N=64, THREADS=256, SCALAR_EDGE=0, GROUP=64)
-    seamed = {s: eff(tiles[64], s) for s in ((4128, 8192), (4097, 8191))} | {"f32": eff(f, (4097, 8191))}
+    others = ((4128, 8192), (4097, 8191), (4104, 8192))  # whole sectors; off the 16-byte grid both ways, out
+    seamed = {s: eff(tiles[64], s) for s in others} | {"f32": eff(f, (4097, 8191))}
     transpose_cost._launch_info.cache_clear()
     monkeypatch.setattr(transpose_cost, "SEAM_SECTOR_BYTES", 0)
     try:
         for tm, x in tiles.items():
             assert T.legal(x, (4112, 8192), "int8")
             assert eff(x, (4112, 8192)) / with_term[tm] == pytest.approx(1 + 0.5 * 0.5 * 64 / tm)
-        # rows of whole sectors (4128 bytes) and rows off the 16-byte grid (4097): nothing from the term
-        assert eff(tiles[64], (4128, 8192)) == seamed[(4128, 8192)]
-        assert eff(tiles[64], (4097, 8191)) == seamed[(4097, 8191)] and eff(f, (4097, 8191)) == seamed["f32"]
+        # rows of whole sectors (4128 bytes) and rows off the 16-byte grid (4097, 4104): nothing from the term
+        for shape in others:
+            assert eff(tiles[64], shape) == seamed[shape], shape
+        assert eff(f, (4097, 8191)) == seamed["f32"]
     finally:
         transpose_cost._launch_info.cache_clear()
 

@@ -18,7 +18,7 @@ anyway), inside a CUDA-graph capture, or with ``AUTOPAD_PEER=off``: the kernel r
 shape and process (the verdict is not written to the cache): three timings of about 30 runs each, each
 behind the timer's 256 MB L2 flush (a buffer torch's allocator keeps), and a device synchronisation.
 Transpose and histogram have no such floor: their kernels beat ``x.t().contiguous()`` and
-``torch.bincount`` on every shape measured (README, Measured results).
+``torch.bincount`` on every shape measured (README, Measured results; benchmarks/results/h200/HISTORY.md).
 """
 
 from __future__ import annotations

@@ -165,12 +165,15 @@ def vector_seam_rows(m: int, e: int) -> float:
     """The share of output rows (M elements of ``e`` bytes each, from a 32-byte aligned pointer) whose
     start is not a multiple of 32 bytes, so that on the vector path every tile's segment of them starts
     inside a 32-byte sector another block writes: 1 - gcd(M e, 32) / 32. The vector path pays
-    ``SEAM_SECTOR_BYTES`` on those. H200 runs 135-136 (2026-12-04, int8, the aligned build, 16-byte
-    vectors): every row mid-sector (4096 x 8192, output 16 bytes past a sector) 40.0 / 33.0 us against
-    23.1 / 25.1 at 0 bytes for 64- / 128-row tiles, 1.73x / 1.31x, where the term with 64 bytes says 1.50x /
-    1.25x; half the rows (4112 x 8192) 28.8 / 27.8 / 24.8 us for 64 x 128 / 128 x 64 / 128 x 128 (256
-    threads) against 4096 x 8192's 22.3 / 24.8 / 22.2 us in runs 133 and 137, 1.29x / 1.12x / 1.12x where
-    the term says 1.25x / 1.13x / 1.13x."""
+    ``SEAM_SECTOR_BYTES`` on those. H200 runs 133-137 (2026-12-04, int8, the aligned build, 16-byte
+    vectors): every row mid-sector (4096 x 8192, output 16 bytes past a sector, run 135) 40.0 / 33.0 us
+    against 23.1 / 25.1 at 0 bytes for 64- / 128-row tiles, 1.73x / 1.31x, where the term with 64 bytes says
+    1.50x / 1.25x; half the rows (4112 x 8192, run 136) 28.8 / 27.8 / 24.8 us for 64 x 128 / 128 x 64 /
+    128 x 128 (256 threads) against 4096 x 8192's 22.3-23.2 / 24.8 / 22.2 us in runs 133, 135 and 137,
+    1.24-1.29x / 1.12x / 1.12x, where the model's predicted times now say 1.22x / 1.09x / 1.09x (GROUP
+    4096; the short-segment term, SEGMENT_BYTES, is charged on both shapes; 4112 x 8192 also has one more
+    partial row of tiles). Under the efficiency's cap of 1, a block order whose gain reaches it (the
+    column walk on rows of whole vectors) absorbs part of the term."""
     return 1.0 - math.gcd(m * e, 32) / 32.0
 
 
@@ -180,10 +183,14 @@ def vector_seam_rows(m: int, e: int) -> float:
 # int8 16384^2, register read-out tiles under the same block order, against a copy of the same bytes in the
 # same run (0.1292 ms): 128 x 128 0.1453 ms, 128 x 256 0.1418, 256 x 128 0.1407, 256 x 256 0.1354, which
 # give 16, 17, 17 and 12 bytes; 12 taken (the longest segments, where the other terms matter least). Stated
-# only where rows are whole 32-byte sectors: on other rows the seam sectors (above) and the block order's
-# gain (GROUP_GAIN, below) were measured with this cost inside them, and adding it there too moved the
-# model-only picks of runs 34 and 46 (4097 x 8191) from 1.02-1.06 to 1.19-1.49 of the best. On the
-# recorded aligned studies, none of which the constant was read from, the model-only picks went from
+# only where rows (both ways) are whole 16-byte blocks, and for the original path whole 32-byte sectors: on
+# other rows the seam sectors (above) and the block order's gain (GROUP_GAIN, below) were measured with this
+# cost inside them, and adding it there too moved the model-only picks of runs 34 and 46 (4097 x 8191) from
+# 1.02-1.06 to 1.19-1.49 of the best. (Until the eighteenth session only rows of whole sectors; extended on
+# the vector path with its seam term, which alone mostly replaced it at 4112 x 8192. On the recorded studies
+# that moved run 8's bf16 [4, 2048, 3000] sample, pick 1.092 -> 1.050, Spearman 0.94 -> 0.91, and run 10's
+# fp16 3000 x 5000 sample, Spearman 0.90 -> 0.91, best of the top 6 1.089 -> 1.005, and nothing else.) When
+# it came in, on the recorded aligned studies, none of which it was read from, the model-only picks went from
 # 1.078 / 1.051 (run 1 fp32 8192^2 / 4096^2), 1.054 / 1.032 (run 2 fp16 16384^2 / 8192^2) and 1.097 (run 63
 # fp32 8192^2) to 1.037 / 1.051, 1.041 / 1.025 and 1.055, no pick worse; Spearman moved by at most +0.004
 # there but 0.868 -> 0.837 on run 63's fp32 4096^2 and 0.744 -> 0.711 on run 8's fp32 6144 x 3072 sample.
@@ -306,16 +313,21 @@ def _launch_arrays(
     if (m * e) % 32:
         seam = SEAM_SECTOR_BYTES / (tm * e)  # per byte written
         eff = np.where(scalar, eff / (1.0 + 0.5 * seam), eff)  # (writes are half the traffic)
-        # the vector path on output rows of whole 16-byte blocks (M e % 16 == 0, where it was measured) writes
-        # each tile's row segment from m0, so it starts inside a sector on the rows n whose start n M e is not
+        # the vector path on output rows of whole 16-byte blocks (M e % 16 == 0, where it was measured; input
+        # rows may be off that grid: 4112 x 8191 takes it on top of GROUP_GAIN[False]) writes each tile's
+        # row segment from m0, so it starts inside a sector on the rows n whose start n M e is not
         # a multiple of 32 (vector_seam_rows). Rows off that grid keep GROUP_GAIN[False], measured with their
         # seams inside: the term there took run 46's fp16 4097 x 8191 Spearman from 0.83 to 0.77
         if (m * e) % 16 == 0:
             eff = np.where(~scalar, eff / (1.0 + 0.5 * vector_seam_rows(m, e) * seam), eff)
-    # short contiguous segments (SEGMENT_BYTES), on rows of whole sectors: a block reads TILE_M segments of
-    # TILE_N elements and writes TILE_N of TILE_M (clipped to the matrix), half the traffic each way
-    if (m * e) % 32 == 0 and (n * e) % 32 == 0:
-        eff = eff * segment_efficiency(np.minimum(tn, n) * e, np.minimum(tm, m) * e)
+    # short contiguous segments (SEGMENT_BYTES), on rows of whole 16-byte blocks: a block reads TILE_M
+    # segments of TILE_N elements and writes TILE_N of TILE_M (clipped to the matrix), half the traffic
+    # each way
+    # (the original path only on rows of whole sectors: elsewhere its seam term was fitted with this inside)
+    if (m * e) % 16 == 0 and (n * e) % 16 == 0:
+        seg = segment_efficiency(np.minimum(tn, n) * e, np.minimum(tm, m) * e)
+        sectors = (m * e) % 32 == 0 and (n * e) % 32 == 0
+        eff = eff * (seg if sectors else np.where(scalar, 1.0, seg))
     # a band of at least the matrix's tile rows walks whole columns whatever GROUP says (the kernel clamps
     # it): priced as the column walk, as GROUP 64 on 64 or fewer tile rows is; GROUP 4096 on more than 4096
     # tile rows is a band, priced as GROUP 64's (unmeasured; run 110's half-column bands lost most of the
