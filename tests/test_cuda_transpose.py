@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from autopad.kernels.cuda import transpose as T
+from autopad.kernels.cuda.transpose_tile import WINDOW_EXTRA_ROWS
 from batch_hooks import hooks_agree
 
 from autopad import cuda_runtime as rt
@@ -919,6 +920,25 @@ def test_every_dtype_compiles_for_sm90(dtype, monkeypatch):
     assert all(b[:4] == b"\x7fELF" for b in cubins)
 
 
+# constants off the tuned space (64 threads for a 128-wide tile: THREADS < TILE_N), which ``legal`` accepts:
+# the load phase sweeps LY = 8 rows a pass, fewer than the VEC = 16 halo rows of the misaligned build, which
+# then loads them in two passes (the kernel refused to compile before: "the halo pass loads VEC rows in one
+# pass of LY")
+FEW_ROWS = dict(
+    T.DEFAULTS,
+    TILE_M=32,
+    TILE_N=128,
+    THREADS=64,
+    VEC=16,
+    READOUT=1,
+    SCALAR_EDGE=0,
+    PAD=0,
+    SW_VEC=16,
+    SW_PER_PHASE=8,
+    SW_MAX_PHASE=8,
+)
+
+
 # the configurations the GPU check times, and the extremes of the space
 BUDGET = [
     ("float16", dict(LDSM, TILE_M=128, TILE_N=128, THREADS=256, SW_VEC=8, SW_MAX_PHASE=8)),
@@ -938,6 +958,10 @@ BUDGET = [
     # the 256-row tiles of 1-byte elements (H200 run 65): 64 KB tiles, 2 blocks an SM (1 misaligned)
     ("int8", dict(T.DEFAULTS, TILE_M=256, TILE_N=256, THREADS=256, VEC=16, READOUT=1, SCALAR_EDGE=0, PAD=16)),
     ("int8", dict(T.DEFAULTS, TILE_M=256, TILE_N=128, THREADS=512, VEC=16, READOUT=1, SCALAR_EDGE=0, PAD=16)),
+    # the 1-byte window read-out (RT_WINDOW): 16 + S words a pass, up to 28 halo rows (H200 run 137 tiles)
+    ("int8", dict(FEW_ROWS, TILE_M=64, THREADS=128)),
+    ("int8", dict(FEW_ROWS, TILE_M=128, THREADS=128, SW_PER_PHASE=16)),
+    ("int8", dict(FEW_ROWS, TILE_M=128, TILE_N=64, THREADS=128, SW_PER_PHASE=16, SW_MAX_PHASE=4)),
 ]
 
 
@@ -953,23 +977,67 @@ def test_edge1_builds_fit_min_blocks_without_spilling(dtype, c):
         assert regs * c["THREADS"] * T.min_blocks(c, dtype, mis) <= 65536, (regs, c, mis)
 
 
-# constants off the tuned space (64 threads for a 128-wide tile: THREADS < TILE_N), which ``legal`` accepts:
-# the load phase sweeps LY = 8 rows a pass, fewer than the VEC = 16 halo rows of the misaligned build, which
-# then loads them in two passes (the kernel refused to compile before: "the halo pass loads VEC rows in one
-# pass of LY")
-FEW_ROWS = dict(
-    T.DEFAULTS,
-    TILE_M=32,
-    TILE_N=128,
-    THREADS=64,
-    VEC=16,
-    READOUT=1,
-    SCALAR_EDGE=0,
-    PAD=0,
-    SW_VEC=16,
-    SW_PER_PHASE=8,
-    SW_MAX_PHASE=8,
-)
+def _window(r: int) -> tuple[int, int]:
+    """transpose.cu's ap_window_start / ap_window_span: (C, S) for M % 16 == r."""
+
+    def span(c: int) -> int:
+        return max((-g * r - c) & 15 for g in range(4))
+
+    c = min((0, *((-g * r) & 15 for g in range(1, 4))), key=lambda v: (span(v), v != 0))
+    return c, span(c)
+
+
+def _window_readout(x: np.ndarray, tm: int, tn: int, threads: int, out_off: int) -> tuple:
+    """The 1-byte window read-out (transpose.cu's ap_rt_window) over every tile of ``x`` [M, N], output
+    ``out_off`` bytes past a 16-byte boundary: (output, writes per byte, whether every store was aligned
+    and every byte it read was loaded)."""
+    m_, n_ = x.shape
+    sx_, sy_ = tm // 16, threads // (tm // 16)
+    c, s = _window(m_ % 16)
+    hneed = 15 + s
+    assert hneed <= 16 + WINDOW_EXTRA_ROWS  # the halo rows the build holds (HROWS)
+    out = np.full(out_off + m_ * n_, -1, np.int64)
+    writes, ok = np.zeros(out.shape, np.int64), True
+    for m0 in range(0, m_, tm):
+        for n0 in range(0, n_, tn):
+            tile = np.full((tm + 16 + WINDOW_EXTRA_ROWS, tn), -7, np.int64)  # -7: never loaded
+            rows = x[m0 : min(m_, m0 + tm + hneed), n0 : n0 + tn]
+            tile[: rows.shape[0], : rows.shape[1]] = rows
+            lim = m_ - m0
+            for t_ in range(threads):
+                sx, sy = t_ % sx_, t_ // sx_
+                for p in range(tn // (sy_ * 4)):
+                    nn = (sy + p * sy_) * 4
+                    if n0 + nn >= n_:
+                        continue
+                    row0 = out_off + (n0 + nn) * m_ + m0
+                    rb = sx * 16 + ((-row0 + c) & 15)
+                    for g in range(min(4, n_ - n0 - nn)):
+                        e, row = rb + ((-g * m_ - c) & 15), row0 + g * m_
+                        ok &= (row + e) % 16 == 0
+                        for v in range(min(16, max(0, lim - e))):
+                            ok &= tile[e + v, nn + g] >= 0
+                            out[row + e + v] = tile[e + v, nn + g]
+                            writes[row + e + v] += 1
+                        if m0 == 0 and sx == 0:  # the row's head
+                            out[row : row + min(e, lim)] = tile[: min(e, lim), nn + g]
+                            writes[row : row + min(e, lim)] += 1
+    return out[out_off:].reshape(n_, m_), writes[out_off:], ok
+
+
+def test_window_readout_writes_every_byte_once_aligned():
+    """The 1-byte window read-out's index arithmetic, on every residue of M mod 16, odd output pointers and
+    three tile geometries: each output byte written once with its element, every vector store 16-byte
+    aligned, nothing read from a tile row the block did not load (the halo rows asked for: 15 + S <= 28)."""
+    assert max(_window(r)[1] for r in range(16)) == WINDOW_EXTRA_ROWS
+    assert [_window(r)[1] for r in (0, 1, 15, 5, 4, 12)] == [0, 3, 3, 11, 12, 12]
+    rng = np.random.default_rng(5)
+    for m in list(range(1, 34)) + [100]:
+        for n, off in ((5, 0), (130, 3), (9, 9)):
+            x = rng.integers(0, 256, (m, n))
+            for tm, tn, threads in ((32, 64, 32), (64, 128, 128), (128, 64, 128)):
+                got, writes, ok = _window_readout(x, tm, tn, threads, off)
+                assert ok and (writes == 1).all() and (got == x.T).all(), (m, n, off, tm)
 
 
 @needs_nvcc
@@ -1074,6 +1142,22 @@ def test_gpu_edge1_misaligned_rows_pointers_and_groups(dtype):
         _run_check(
             f"sample{i}", dict(c, SCALAR_EDGE=0, READOUT=min(c["READOUT"], 1)), (129, 67), dtype, 100 + i
         )
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "float8_e4m3fn"])
+def test_gpu_window_readout_every_residue(dtype):
+    """The 1-byte window read-out (one instance per M % 16) on every residue, at odd pointers, batched,
+    under both block orders, on three tile geometries."""
+    tiles = [
+        dict(FEW_ROWS, TILE_M=64, THREADS=128),
+        dict(FEW_ROWS, TILE_M=128, THREADS=128, SW_PER_PHASE=16),
+        dict(FEW_ROWS, TILE_M=128, TILE_N=64, THREADS=128, SW_PER_PHASE=16, SW_MAX_PHASE=4),
+    ]
+    for i, c in enumerate(tiles):
+        for m in range(4097, 4113):
+            shape = (m, 300 + i) if m % 2 else (2, m - 4000, 257)  # M % 16: every residue
+            _run_check(f"tile{i}", c, shape, dtype, m, offset=m % 5, group=(1, T.COLUMN_GROUP)[m % 2])
 
 
 @pytest.mark.gpu

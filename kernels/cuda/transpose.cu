@@ -30,10 +30,14 @@
 // past m0 the row's first aligned vector starts, so the block also loads VEC halo rows past its tile (input
 // rows m0 + TILE_M .., into tile rows TILE_M ..). READOUT 0 (and READOUT 1 of 2-byte elements) then gathers
 // each output vector from tile rows shifted by u (ap_gather_shifted); READOUT 1 of 1-byte elements keeps its
-// register transpose and the last lane of a row segment funnel-shifts its vector with the group after it,
-// read a second time from the tile. Only the first tile writes a row's head [0, u) and only the tile at the
-// end of M stores single elements. (The earlier build wrote each segment's two partial vectors from two
-// blocks as up to 2 log2(VEC) small stores into one 16-byte block: 4097 x 8191 at 0.63-0.68 of copy for
+// register transpose over a window of word loads shifted per lane, at offsets fixed per M % 16 at compile
+// time (ap_rt_window: up to 12 more halo rows; H200 run 147, int8, the same tiles built both ways in one
+// process: 0.94-0.99x the time at 4097 x 8191, 0.90-1.02x at 8193 x 16383, 0.98-1.03x at 4100 x 8192;
+// the best tile 0.820 -> 0.844 and 0.783 -> 0.825 of copy at the first two), where the earlier read-out
+// shuffled each vector to the previous lane and funnel-shifted it, RT_STATIC 0). Only the first tile
+// writes a row's head [0, u) and only the tile at the end of M stores single elements. (The earlier build
+// wrote each segment's two partial vectors from two blocks as up to 2 log2(VEC) small stores into one
+// 16-byte block: 4097 x 8191 at 0.63-0.68 of copy for
 // 1-byte elements, 0.76 for 2-byte, H200 runs 19-25; runs 26 and 28 measured the halo builds.)
 // Where only the input rows are off the grid (M % VEC == 0, N % VEC != 0: `halo` false), the misaligned
 // build's read-out is the aligned one's (ap_put_grid: one guarded vector store, no shuffle; H200 run 37,
@@ -41,7 +45,7 @@
 // -> 0.923).
 // The model scores the aligned build's shared-memory pattern, and where READOUT 1 of 2-byte elements runs
 // the shifted gather below it charges READOUT 0's wavefronts (kernels/cuda/transpose.py); it does not score
-// the halo rows' stores, the per-row offset u or the second read of a group.
+// the halo rows' stores, the per-row offset u or the 1-byte window's S more word loads a pass.
 // This path runs a 1-D grid of one tile per block, is built with __launch_bounds__(THREADS, MIN_BLOCKS),
 // and takes `group` (>= 1): blocks walk bands of `group` tile rows column by column (GEMM's grouped order),
 // so that the tiles in flight together cover a squarer region of both the input and the output; a group of
@@ -49,7 +53,7 @@
 // write a few output rows from end to end (H200 run 110: fp32 16384^2 0.98 of copy against GROUP 64's 0.95).
 //
 // Macros (all injected with -D): ELEM_BYTES, TILE_M, TILE_N, THREADS, VEC, PAD, SW_VEC, SW_PER_PHASE,
-// SW_MAX_PHASE, READOUT, SCALAR_EDGE, MISALIGNED, MIN_BLOCKS (and RT_SHIFT, an A/B switch).
+// SW_MAX_PHASE, READOUT, SCALAR_EDGE, MISALIGNED, MIN_BLOCKS (and RT_SHIFT, RT_STATIC, A/B switches).
 #include "common.cuh"
 
 #ifndef ELEM_BYTES
@@ -242,7 +246,14 @@ union VecU {
 // in HPASS passes of LY rows (two where a tile row has more vectors than the block has threads over VEC:
 // 32 x 128 int8 with 64 threads loads LY = 8 rows a pass)
 #define HALO (MISALIGNED && VEC > 1 && READOUT != 2)
-#define HPASS (HALO ? (VEC + LY - 1) / LY : 0)
+// RT_STATIC (1-byte READOUT 1, an A/B switch, on by default): the halo read-out by a window of word loads
+// at a shift known at compile time per M % 16 (ap_rt_window below), which needs up to VEC + 12 halo rows
+#ifndef RT_STATIC
+#define RT_STATIC 1
+#endif
+#define RT_WINDOW (HALO && READOUT == 1 && ELEM_BYTES == 1 && RT_STATIC)
+#define HROWS (RT_WINDOW ? VEC + 12 : HALO ? VEC : 0)  // halo rows the tile holds past TILE_M
+#define HPASS (HALO ? (HROWS + LY - 1) / LY : 0)
 
 #if READOUT == 2
 #define RM2 (TILE_M / 32)           // 32-row blocks per tile column
@@ -441,6 +452,80 @@ __device__ __forceinline__ void ap_rt(VecU& o, const ap_u32* w, int g) {
 }
 #endif
 
+#if RT_WINDOW
+// The 1-byte halo read-out without shuffles or funnel shifts. Output row n's aligned 16-byte vectors begin
+// at tile rows s(n) (mod 16), s(n) = -(address of row n at m0) mod 16, and s(n + g) = s(n) - g R (mod 16)
+// for R = M mod 16. A lane's four output rows nn + g (one 4-byte word of the tile holds their columns)
+// take their vectors at tile rows sx * VEC + t + d_g, where d_g = (-g R - C) mod 16 and t = (s(n) + C) mod
+// 16 (so t + d_g = s(n + g) mod 16): C, the residue the four start from, is chosen per R at compile time so
+// that the d_g span the fewest rows (S = max d_g: 3 for R = 1 or 15, at most 12). The lane loads VEC + S
+// words at tile rows sx * VEC + t .. and transposes bytes d_g .. d_g + 15 of them for row nn + g, at offsets
+// the compiler knows: VEC + S ld.shared a pass for four vectors, where the funnel-shifted read-out (RT_STATIC
+// 0) issued 2 VEC and four shuffles, selects and funnel shifts a vector. Row n's vectors start t + d_g rows
+// into every tile, so the tile of m0 writes [m0 + t + d_g, m0 + TILE_M + t + d_g): it reads up to 15 + S halo
+// rows past itself, and the first tile also writes the row's head [0, t + d_g).
+__host__ __device__ constexpr int ap_window_from(int r, int c) {  // max_g (-g r - c) mod 16
+    int s = 0;
+    for (int g = 0; g < 4; ++g) s = ((-g * r - c) & 15) > s ? ((-g * r - c) & 15) : s;
+    return s;
+}
+__host__ __device__ constexpr int ap_window_start(int r) {  // the residue C of the fewest rows
+    int best = 0;
+    for (int g = 1; g < 4; ++g)
+        if (ap_window_from(r, (-g * r) & 15) < ap_window_from(r, best)) best = (-g * r) & 15;
+    return best;
+}
+__host__ __device__ constexpr int ap_window_span(int r) { return ap_window_from(r, ap_window_start(r)); }
+static_assert(ap_window_span(1) == 3 && ap_window_span(15) == 3 && ap_window_span(5) == 11, "window spans");
+static_assert(HROWS >= 15 + ap_window_span(4) && ap_window_span(12) == 12, "halo rows of the window");
+
+template <int R>
+__device__ __forceinline__ void ap_rt_window(const T* tile, T* __restrict__ dst, unsigned dst_lo, int n0, int N,
+                                             int M, int m0, int sx, int sy) {
+    constexpr int C = ap_window_start(R), S = ap_window_span(R);
+    const int lim = M - m0;  // elements of an output row from m0 on
+#pragma unroll
+    for (int p = 0; p < RPASS; ++p) {
+        const int nn = (sy + p * SY) * G;
+        if (n0 + nn >= N) continue;
+        T* row0 = dst + (long long)(n0 + nn) * M + m0;
+        // the row's address mod 16 from integers (dst_lo: dst's), not from the row pointer's low word: taken
+        // from (unsigned)(size_t)row0, some builds (the 128 x 64 tile on M % 16 == 0 at an odd output
+        // pointer) stored to the row's address less the output pointer's low 32 bits (H200 runs 141-142)
+        const unsigned lo = (dst_lo + (unsigned)(n0 + nn) * (unsigned)M + (unsigned)m0) & 15u;
+        const int t = (int)((16u - lo + (unsigned)C) & 15u);
+        const int rb = sx * VEC + t;  // the window's first tile row
+        ap_u32 w[VEC + S];
+#pragma unroll
+        for (int j = 0; j < VEC + S; ++j) w[j] = *reinterpret_cast<const ap_u32*>(tile + SMEM_OFF(rb + j, nn));
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            if (n0 + nn + g >= N) break;
+            const int d = (-g * R - C) & 15;  // a constant once g is unrolled
+            VecU o;
+            ap_rt(o, w + d, g);
+            T* row = row0 + (long long)g * M;
+            const int e = rb + d;  // tile-relative: m0 + e is 16-byte aligned in output row nn + g
+            if (e + VEC <= lim) {
+                ap_store(row + e, o);
+            } else if (e < lim) {
+                // in line, each byte an asm store, no call: builds that stored these bytes through a
+                // __noinline__ call wrote wrong bytes or to wild addresses on some tiles and residues (H200 runs
+                // 138-144, cause not established); this form passed every check of runs 145-147
+#pragma unroll
+                for (int v = 0; v < VEC; ++v)
+                    if (e + v < lim)
+                        asm volatile("st.global.u8 [%0], %1;\n" ::"l"(row + e + v), "r"(o.u[v >> 2] >> (8 * (v & 3)))
+                                     : "memory");
+            }
+            if (m0 == 0 && sx == 0) {  // the row's head [0, t + d)
+                for (int v = 0; v < e && v < lim; ++v) row[v] = tile[SMEM_OFF(v, nn + g)];
+            }
+        }
+    }
+}
+#endif
+
 #if HALO
 // READOUT 1 builds take the shifted gather too where elements are 2 bytes (H200 run 28, 4097 x 8191 fp16:
 // 0.823 -> 0.844 of copy for 64 x 64 tiles, 0.759 -> 0.789 for 128 x 64), not for 1 byte (int8 64 x 128:
@@ -524,6 +609,18 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
             // tile rows TILE_M .. (one pass where LY >= VEC)
             const bool edge_lane = (lx == LX - 1) || (lane == 31);
             const int nend = min(N, n0 + TILE_N);
+#if RT_WINDOW  // the rows ap_rt_window reads past the tile for this M: 15 + its span
+            int hneed = 0;
+            switch (M & 15) {
+#define AP_HN(R) \
+    case R: hneed = 15 + ap_window_span(R); break;
+                AP_HN(0) AP_HN(1) AP_HN(2) AP_HN(3) AP_HN(4) AP_HN(5) AP_HN(6) AP_HN(7)
+                AP_HN(8) AP_HN(9) AP_HN(10) AP_HN(11) AP_HN(12) AP_HN(13) AP_HN(14) AP_HN(15)
+#undef AP_HN
+            }
+#else
+            const int hneed = VEC;
+#endif
             VecU cur[LPASS + HPASS], ext[LPASS + HPASS];
             int shs[LPASS + HPASS];
 #pragma unroll
@@ -531,7 +628,7 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
                 const int hr = ly + (p - LPASS) * LY;  // halo passes: halo row hr, tile row TILE_M + hr
                 const int r = p < LPASS ? ly + p * LY : TILE_M + hr;
                 const int m = m0 + r;
-                const bool rok = m < M && (p < LPASS || (halo && hr < VEC));
+                const bool rok = m < M && (p < LPASS || (halo && hr < hneed));
                 const unsigned char* rowp = reinterpret_cast<const unsigned char*>(src + (long long)(rok ? m : 0) * N);
                 const unsigned char* seg = rowp + (long long)n0 * ELEM_BYTES;
                 const int sh = (int)((size_t)seg & (VB - 1));
@@ -548,7 +645,7 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
                 VecU v;
                 ap_funnel(v, cur[p], nx, shs[p]);
                 const int hr = ly + (p - LPASS) * LY;
-                if (p < LPASS || hr < VEC)
+                if (p < LPASS || hr < HROWS)
                     *reinterpret_cast<W*>(tile + SMEM_OFF(p < LPASS ? ly + p * LY : TILE_M + hr, lx * VEC)) = v.w;
             }
         }
@@ -614,6 +711,22 @@ transpose_kernel(T* __restrict__ out, const T* __restrict__ in, int M, int N, in
 #if HALO && RT_SHIFT
         if (halo) {
             ap_gather_shifted(tile, dst, n0, N, M, m0, sx, sy);
+        } else
+#elif RT_WINDOW
+        if (halo) {
+            // dst mod 16 (the batch's output pointer): the pointer parameter's low bits plus an integer
+            const unsigned dst_lo = (unsigned)(((size_t)out + (unsigned long long)b * M * N) & 15);
+#ifdef RT_R  // (a test build: one residue only)
+            if ((M & 15) == RT_R) ap_rt_window<RT_R>(tile, dst, dst_lo, n0, N, M, m0, sx, sy);
+#else
+            switch (M & 15) {  // grid-uniform: one instance of the window read-out per residue
+#define AP_RW(R) \
+    case R: ap_rt_window<R>(tile, dst, dst_lo, n0, N, M, m0, sx, sy); break;
+                AP_RW(0) AP_RW(1) AP_RW(2) AP_RW(3) AP_RW(4) AP_RW(5) AP_RW(6) AP_RW(7)
+                AP_RW(8) AP_RW(9) AP_RW(10) AP_RW(11) AP_RW(12) AP_RW(13) AP_RW(14) AP_RW(15)
+#undef AP_RW
+            }
+#endif
         } else
 #elif HALO
         if (halo) {

@@ -176,9 +176,11 @@ class TransposeCuda(TransposeIO, CudaKernel):
         return _layout(*_lkey(constants, self._e(dtype)))
 
     def smem_bytes(self, constants: dict[str, int], dtype: str, misaligned: bool = False) -> int:
-        """The shared tile's bytes; the misaligned build's also holds VEC halo rows past the tile (output
-        rows off the vector grid are written as whole vectors, transpose.cu)."""
-        return _smem(_lkey(constants, self._e(dtype)), _halo(constants, misaligned))
+        """The shared tile's bytes; the misaligned build's also holds halo rows past the tile (output rows
+        off the vector grid are written as whole vectors, transpose.cu): VEC, or VEC + 12 for the 1-byte
+        register read-out's window."""
+        e = self._e(dtype)
+        return _smem(_lkey(constants, e), _halo(constants, misaligned, e))
 
     def legal(self, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
         """Can this candidate run? The layout's own check, then the kernel's thread and register arithmetic,

@@ -365,7 +365,7 @@ def _launch_arrays(
     # the best 4-byte-vector layout of a tile and thread count measured a median 1.54x the best 16-byte one
     # (23 configurations; 8-byte: 1.10x), where the DRAM-bound model said 1.00 (1.02); with this term 1.35
     halo = m % vec != 0
-    passes = lpass + np.where(halo, _hpass(vec, ly), 0)
+    passes = lpass + np.where(halo, _hpass(vec, ly, readout, e), 0)
     words = np.maximum(1, vec * e // 4)
     per_thread = passes * (_MIS_PASS_INSTR + _MIS_WORD_INSTR * words)
     shifted = ~scalar & misaligned & (vec > 1)

@@ -60,13 +60,13 @@ def min_blocks(spec: TransposeCuda, constants: dict[str, int], dtype: str, misal
         _ARCH.max_blocks_per_sm,
     )
     _, ly, lpass = _phases(c)[:3]
-    lpass += _hpass(c["VEC"], ly) if _halo(c, misaligned) else 0
+    lpass += _hpass(c["VEC"], ly, c.get("READOUT", 0), e) if _halo(c, misaligned, e) else 0
     words = lpass * max(1, c["VEC"] * e // 4)  # the loaded vectors, in 4-byte registers
     # misaligned: each pass's addresses and shift; READOUT 1 holds VEC words while permuting
     need = words + lpass * _REG_PER_PASS[int(misaligned)] + _REG_OVERHEAD[int(misaligned)]
     need += c["VEC"] if c.get("READOUT", 0) == 1 else 0
     need = min(255, -(-need // 8) * 8)
-    return max(1, min(fit, 65536 // (c["THREADS"] * need)))
+    return int(max(1, min(fit, 65536 // (c["THREADS"] * need))))
 
 
 def plan(spec: TransposeCuda, built: Built, shape: tuple[int, ...]) -> tuple[tuple, tuple, int]:

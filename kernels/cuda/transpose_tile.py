@@ -12,6 +12,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from autopad.arch import get_arch
 from autopad.layouts import Legality, Padded, Swizzled
 
@@ -50,14 +52,28 @@ def _lkey(c: dict[str, int], e: int) -> tuple[int, ...]:
     return (c["TILE_M"], c["TILE_N"], e, c["PAD"], c["SW_VEC"], c["SW_PER_PHASE"], c["SW_MAX_PHASE"])
 
 
-def _hpass(vec: Any, ly: Any) -> Any:
-    """Load passes of the halo rows: ceil(VEC / LY) (transpose.cu's HPASS; one in the tuned space)."""
-    return -(-vec // ly)
+# halo rows beyond VEC that the 1-byte register read-out's window takes (transpose.cu's RT_WINDOW: up to
+# 15 + 12 rows past the tile, the widest span of its four shifted rows being 12)
+WINDOW_EXTRA_ROWS = 12
 
 
-def _halo(c: dict[str, int], misaligned: bool) -> int:
-    """Halo rows of the misaligned build (transpose.cu's HALO): VEC on the vector path, but for ldmatrix's."""
-    return int(c["VEC"]) if misaligned and not _scalar(c) and c["VEC"] > 1 and c.get("READOUT", 0) != 2 else 0
+def _halo_rows(vec: Any, readout: Any, e: int) -> Any:
+    """Halo rows a misaligned build holds past its tile (transpose.cu's HROWS): VEC, or VEC + 12 for the
+    1-byte READOUT 1 window (scalars or arrays)."""
+    return vec + np.where((np.asarray(readout) == 1) & (e == 1), WINDOW_EXTRA_ROWS, 0)
+
+
+def _hpass(vec: Any, ly: Any, readout: Any = 0, e: int = 4) -> Any:
+    """Load passes of the halo rows: ceil(HROWS / LY) (transpose.cu's HPASS)."""
+    return -(-_halo_rows(vec, readout, e) // ly)
+
+
+def _halo(c: dict[str, int], misaligned: bool, e: int = 4) -> int:
+    """Halo rows of the misaligned build (transpose.cu's HALO, HROWS): on the vector path, but for
+    ldmatrix's; ``e`` the element bytes."""
+    if misaligned and not _scalar(c) and c["VEC"] > 1 and c.get("READOUT", 0) != 2:
+        return int(_halo_rows(int(c["VEC"]), c.get("READOUT", 0), e))
+    return 0
 
 
 @lru_cache(maxsize=1 << 12)
