@@ -17,6 +17,8 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --write-sample FILE   # draw the sample (no GPU; committed)
     python benchmarks/gpu_new_shapes.py --round 3 --out $OUT  # the misaligned transposes after the halo
                                                               # rework, with the picks tune/ops made there
+    python benchmarks/gpu_new_shapes.py --round 4 --out $OUT  # the 1-byte window read-out (three shapes)
+    python benchmarks/gpu_new_shapes.py --round 5 --out $OUT  # held out from the one-block register term
 """
 
 from __future__ import annotations
@@ -64,7 +66,15 @@ ROUND3: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("transpose", "cuda", "float16", None, (4097, 8191)),
     ("transpose", "cuda", "int8", None, (4097, 8191)),
 ]
-ROUNDS = {1: SHAPES, 2: ROUND2, 3: ROUND3}
+# round 4: the 1-byte window read-out (transpose.cu's ap_rt_window, landed d16f1dc after H200 runs 145-148)
+# on output rows off the 16-byte grid: M % 16 = 1 (the matrix's cell), 4 (the widest window) and a larger
+# odd shape; the sample holds the picks ops.transpose made there on that kernel
+ROUND4: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("transpose", "cuda", "int8", None, (4097, 8191)),
+    ("transpose", "cuda", "int8", None, (4100, 8192)),
+    ("transpose", "cuda", "int8", None, (8193, 16383)),
+]
+
 _RT = {"GROUP": 64, "PAD": 0, "READOUT": 1, "SCALAR_EDGE": 0, "SW_MAX_PHASE": 8, "SW_PER_PHASE": 8}
 # (kernel, dtype, shape) -> [(constants, why)]: picks made on the GPU that the sample must hold
 PICKS: dict[tuple[str, str, tuple[int, ...]], list[tuple[dict[str, int], str]]] = {
@@ -75,8 +85,70 @@ PICKS: dict[tuple[str, str, tuple[int, ...]], list[tuple[dict[str, int], str]]] 
     ],
     ("transpose", "int8", (4097, 8191)): [
         ({**_RT, "SW_VEC": 16, "THREADS": 128, "TILE_M": 64, "TILE_N": 128, "VEC": 16}, "tune_run29"),
+        ({**_RT, "SW_PER_PHASE": 16, "SW_VEC": 16, "THREADS": 256, "TILE_M": 128, "TILE_N": 128, "VEC": 16},
+         "ops_run146"),
+    ],
+    ("transpose", "int8", (4100, 8192)): [
+        ({**_RT, "SW_PER_PHASE": 16, "SW_VEC": 16, "THREADS": 256, "TILE_M": 128, "TILE_N": 128, "VEC": 16},
+         "ops_run148"),
+    ],
+    ("transpose", "int8", (8193, 16383)): [
+        ({**_RT, "GROUP": 4096, "SW_PER_PHASE": 16, "SW_VEC": 16, "THREADS": 128, "TILE_M": 128,
+          "TILE_N": 128, "VEC": 16}, "ops_run148"),
     ],
 }  # fmt: skip
+# round 5: held out from the single-resident-block register term (chosen on round 4's 8193 x 16383); the
+# sample also holds the top 10 of the model before that term (OLD_TOP: what it would have picked)
+ROUND5: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("transpose", "cuda", "int8", None, (6145, 20479)),
+    ("transpose", "cuda", "uint8", None, (12289, 12287)),
+    ("transpose", "cuda", "float16", None, (8193, 16383)),
+]
+_VEC_PATH = ("GROUP", "PAD", "READOUT", "SW_MAX_PHASE", "SW_PER_PHASE", "SW_VEC", "THREADS", "TILE_M",
+             "TILE_N", "VEC")  # fmt: skip
+OLD_TOP: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
+    ("transpose", "int8", (6145, 20479)): [
+        (64, 0, 1, 16, 16, 16, 256, 128, 256, 16),
+        (64, 0, 1, 8, 16, 16, 256, 128, 256, 16),
+        (64, 0, 1, 16, 8, 16, 256, 128, 256, 16),
+        (64, 0, 1, 4, 16, 16, 256, 128, 256, 16),
+        (64, 0, 1, 8, 8, 16, 256, 128, 256, 16),
+        (64, 0, 1, 16, 4, 16, 256, 128, 256, 16),
+        (64, 0, 1, 2, 16, 16, 256, 128, 256, 16),
+        (64, 0, 1, 4, 8, 16, 256, 128, 256, 16),
+        (64, 0, 1, 8, 4, 16, 256, 128, 256, 16),
+        (64, 0, 1, 8, 16, 16, 512, 256, 128, 16),
+    ],
+    ("transpose", "uint8", (12289, 12287)): [
+        (64, 0, 1, 8, 16, 16, 256, 256, 128, 16),
+        (64, 0, 1, 16, 16, 16, 512, 256, 256, 16),
+        (64, 0, 1, 8, 16, 16, 512, 256, 256, 16),
+        (64, 0, 1, 16, 16, 16, 256, 256, 256, 16),
+        (64, 0, 1, 8, 16, 16, 256, 256, 256, 16),
+        (4096, 0, 1, 8, 16, 16, 256, 128, 128, 16),
+        (64, 0, 1, 8, 16, 16, 256, 128, 128, 16),
+        (4096, 0, 1, 16, 16, 16, 256, 128, 256, 16),
+        (4096, 0, 1, 8, 16, 16, 256, 128, 256, 16),
+        (64, 0, 1, 16, 16, 16, 256, 128, 256, 16),
+    ],
+    ("transpose", "float16", (8193, 16383)): [
+        (4096, 0, 1, 8, 8, 8, 128, 64, 64, 8),
+        (64, 0, 1, 8, 8, 8, 128, 64, 64, 8),
+        (4096, 0, 1, 16, 8, 8, 256, 64, 128, 8),
+        (4096, 0, 1, 8, 8, 8, 256, 64, 128, 8),
+        (64, 0, 1, 16, 8, 8, 256, 64, 128, 8),
+        (64, 0, 1, 8, 8, 8, 256, 64, 128, 8),
+        (4096, 0, 1, 16, 4, 8, 128, 32, 128, 8),
+        (4096, 0, 1, 4, 8, 16, 128, 32, 128, 8),
+        (4096, 0, 1, 8, 4, 8, 128, 32, 128, 8),
+        (4096, 0, 1, 8, 8, 16, 128, 32, 128, 8),
+    ],
+}  # fmt: skip
+for _k, _tops in OLD_TOP.items():
+    PICKS.setdefault(_k, []).extend(
+        ({**dict(zip(_VEC_PATH, t)), "SCALAR_EDGE": 0}, f"old_top{i}") for i, t in enumerate(_tops)
+    )
+ROUNDS = {1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5}
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
 SAMPLE = _QUALITY / "model_only_new_shapes_sample.json"
@@ -84,6 +156,8 @@ SAMPLES = {
     1: SAMPLE,
     2: _QUALITY / "model_only_new_shapes2_sample.json",
     3: _QUALITY / "model_only_new_shapes3_sample.json",
+    4: _QUALITY / "model_only_new_shapes4_sample.json",
+    5: _QUALITY / "model_only_new_shapes5_sample.json",
 }
 RANDOM = 90
 

@@ -523,6 +523,38 @@ def test_vector_path_pays_seam_sectors_on_rows_of_whole_vectors_that_are_not_who
         transpose_cost._launch_info.cache_clear()
 
 
+def test_registers_are_stated_where_they_allow_one_resident_block():
+    """The vector path states its registers (``register_need``, what MIN_BLOCKS is built from) only where they
+    allow one block an SM: int8 8193 x 16383's misaligned 256 x 128 / 512-thread build (72 estimated, 80
+    compiled) holds one block where threads and shared memory would allow four, and measured 1.44x run 149's
+    best, which the model had first; a 128 x 128 / 256-thread tile (three blocks) and the aligned build of
+    the same 512-thread tile (48 estimated: two blocks) state none, nor does the original path change."""
+    from autopad.kernels.cuda import transpose_launch
+
+    big = dict(T.DEFAULTS, TILE_M=256, TILE_N=128, THREADS=512, VEC=16, READOUT=1, SCALAR_EDGE=0, GROUP=64,
+               SW_VEC=16, SW_PER_PHASE=16, SW_MAX_PHASE=8)  # fmt: skip
+    mid = dict(big, TILE_M=128, THREADS=256)
+    odd, even = (8193, 16383), (8192, 16384)
+    for c in (big, mid):
+        assert T.legal(c, odd, "int8") and T.legal(c, even, "int8")
+    need = T.launch_info(big, odd, "int8")["regs_per_thread"]
+    assert need == 72 and 65536 // (512 * need) == 1
+    # min_blocks is built from the same estimate: one block for the misaligned build, two for the aligned
+    assert T.min_blocks(big, "int8", True) == 1 and T.min_blocks(big, "int8", False) == 2
+    assert transpose_launch.register_need(16, 1, 5, 1, True) == 72
+    assert T.launch_info(mid, odd, "int8")["regs_per_thread"] == 0
+    assert T.launch_info(big, even, "int8")["regs_per_thread"] == 0
+    scalar = dict(T.DEFAULTS, TILE_M=32, TILE_N=32, THREADS=256)
+    assert T.launch_info(scalar, odd, "int8")["regs_per_thread"] > 0  # the original path's compiled count
+    # so the model now ranks the one-block tile behind the three-block one on the misaligned shape
+    from autopad.kernels_registry import builtin_spec
+    from autopad.search import predict
+
+    spec = builtin_spec("transpose", "cuda")
+    # (86 against 75 us predicted; run 149 measured 124 against 89 us)
+    assert predict(spec, big, odd, "int8").seconds > 1.1 * predict(spec, mid, odd, "int8").seconds
+
+
 def test_register_readout_on_shifted_output_rows_is_charged_the_gathers_wavefronts():
     """Where output rows are off the vector grid (M % VEC != 0) the misaligned build reads 2-byte READOUT 1
     out with READOUT 0's shifted gather (transpose.cu: ap_gather_shifted, RT_SHIFT), not the word loads its

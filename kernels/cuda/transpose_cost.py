@@ -32,6 +32,7 @@ import numpy as np
 
 from autopad.spec import DTYPE_BYTES, KernelSpec, distinct_combinations
 
+from .transpose_launch import register_need
 from .transpose_regs import REGS_ORIGINAL_SM90
 from .transpose_tile import _ARCH, _cdiv, _dims, _hpass, _layout, _lkey, _scalar
 
@@ -370,6 +371,17 @@ def _launch_arrays(
     per_thread = passes * (_MIS_PASS_INSTR + _MIS_WORD_INSTR * words)
     shifted = ~scalar & misaligned & (vec > 1)
     issue = np.where(shifted, threads // 32 * per_thread / _INT_WARP_INSTR_PER_CLK, 0.0)
+    # the vector path's registers, stated only where they allow one resident block an SM: the predictor
+    # otherwise takes the residency threads and shared memory allow (MIN_BLOCKS builds for it), but a
+    # block alone on its SM has no neighbour to overlap its load, barrier and store phases. H200 run 149
+    # (int8 8193 x 16383, the window read-out's misaligned build): 256 x 128 and 128 x 256 tiles of 512
+    # threads at 80 registers, one block an SM, measured 1.38-1.44x the best where the model had them
+    # first (four blocks an SM); stated wherever registers lower the residency, the term took run 46's
+    # fp16 model-only pick from 1.024 to 1.288 (its 93-register 64 x 128 tiles hold five blocks and are
+    # the fastest)
+    hbuild = shifted & (readout != 2)  # the misaligned build's halo passes are in its registers
+    need = register_need(vec, e, lpass + np.where(hbuild, _hpass(vec, ly, readout, e), 0), readout, shifted)
+    alone = ~scalar & (65536 // (threads * need) <= 1)
     return {
         "blocks": np.where(scalar, gx * gy * min(b, 65535), b * gx * gy),
         "threads": threads,
@@ -379,7 +391,9 @@ def _launch_arrays(
         "inflight_bytes": lpass * vec * e,
         "dram_efficiency": eff,
         "issue_cycles": issue,
-        "regs_per_thread": np.where(scalar, _regs_original(e, tm, tn, threads, vec, readout, swizzled), 0.0),
+        "regs_per_thread": np.where(
+            scalar, _regs_original(e, tm, tn, threads, vec, readout, swizzled), np.where(alone, need, 0.0)
+        ),
         "serial_phases": scalar.astype(np.float64),
     }
 
