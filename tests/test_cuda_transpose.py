@@ -464,7 +464,8 @@ def test_seam_sectors_cost_the_original_path_on_rows_that_are_not_whole_sectors(
     """Output rows of 4097 fp32 elements are not whole 32-byte sectors: each tile's output row segment ends
     inside a sector the next tile writes too, SEAM_SECTOR_BYTES of traffic per tile row; per byte that is
     four times as much at 32 rows as at 128 (H200 run 1: the best VEC 1 tile at 32 rows 1.3x the best at
-    128). Rows of whole sectors pay none, nor does the vector path on rows off the 16-byte grid (below)."""
+    128). Rows of whole sectors pay none. The vector path's aligned build pays on the share of rows that
+    start inside a sector (7/8 of 4097 fp32 rows: ``vector_seam_rows``), its halo tiles nothing more."""
     c = dict(T.DEFAULTS, TILE_N=64, THREADS=256)
     for tm in (32, 128):
         eff = T.launch_info(dict(c, TILE_M=tm), (4097, 8191), "float32")["dram_efficiency"]
@@ -472,7 +473,10 @@ def test_seam_sectors_cost_the_original_path_on_rows_that_are_not_whole_sectors(
     assert T.launch_info(dict(c, TILE_M=32), (8192, 8191), "float32")["dram_efficiency"] == 1.0
     assert T.launch_info(dict(c, TILE_M=32), (4104, 8191), "float32")["dram_efficiency"] == 1.0  # 16416 B
     vec = dict(c, TILE_M=32, SCALAR_EDGE=0, GROUP=64)
-    assert T.launch_info(vec, (4097, 8191), "float32")["dram_efficiency"] == 1.0
+    eff = T.launch_info(vec, (4097, 8191), "float32")["dram_efficiency"]
+    assert eff == pytest.approx(1 / (1 + 0.5 * 0.875 * T.SEAM_SECTOR_BYTES / (32 * 4)))
+    halo = dict(vec, VEC=4, SW_VEC=4, TILE_N=64)
+    assert T.launch_info(halo, (4097, 8191), "float32")["dram_efficiency"] == 1.0
     # the model-only ranking of the recorded fp32 4097 x 8191 space (run 1) with and without it
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import model_only_report as mo
@@ -492,7 +496,9 @@ def test_vector_path_pays_seam_sectors_on_rows_of_whole_vectors_that_are_not_who
     """Output rows of 4112 bytes (int8) start alternately on and half-way into a 32-byte sector: on the
     vector path every tile's row segment from m0 then starts inside a sector another block writes on half
     the rows, SEAM_SECTOR_BYTES on each (H200 runs 135-136, ``vector_seam_rows``). Rows of whole sectors
-    pay nothing; rows off the 16-byte grid (4097 x 8191) keep GROUP_GAIN[False] alone."""
+    pay nothing. Off the 16-byte grid the misaligned build's halo tiles (VEC 16 on 4097 or 4104 rows) keep
+    GROUP_GAIN[False] alone; the aligned build (M % VEC == 0) pays the same share of seams (H200 runs 149,
+    153), but not on 1- and 2-byte VEC 1 tiles, whose narrow-access cost holds it."""
     from autopad.kernels.cuda import transpose_cost
 
     assert T.vector_seam_rows(4112, 1) == 0.5 and T.vector_seam_rows(4096, 1) == 0.0
@@ -502,23 +508,30 @@ def test_vector_path_pays_seam_sectors_on_rows_of_whole_vectors_that_are_not_who
     c = dict(T.presets("int8")["rt_swizzled"], SCALAR_EDGE=0, GROUP=1, TILE_N=128)
     tiles = {tm: dict(c, TILE_M=tm, THREADS=threads) for tm, threads in ((64, 128), (128, 256))}
 
-    def eff(x: dict, shape: tuple) -> float:
-        return T.launch_info(x, shape, "int8")["dram_efficiency"]
+    def eff(x: dict, shape: tuple, dtype: str = "int8") -> float:
+        return T.launch_info(x, shape, dtype)["dram_efficiency"]
 
     with_term = {tm: eff(x, (4112, 8192)) for tm, x in tiles.items()}
     f = dict(T.DEFAULTS, TILE_M=32, TILE_N=64, THREADS=256, SCALAR_EDGE=0, GROUP=64)
+    assert f["VEC"] == 1
+    v4 = dict(tiles[64], VEC=4, READOUT=0, SW_VEC=4, SW_PER_PHASE=4, SW_MAX_PHASE=16)
     others = ((4128, 8192), (4097, 8191), (4104, 8192))  # whole sectors; off the 16-byte grid both ways, out
-    seamed = {s: eff(tiles[64], s) for s in others} | {"f32": eff(f, (4097, 8191))}
+    seamed = {s: eff(tiles[64], s) for s in others} | {"f32": eff(f, (4097, 8191), "float32")}
+    plain = {"v4": eff(v4, (4104, 8192)), "i8": eff(f, (4104, 8192)), "f16": eff(f, (4097, 8191), "float16")}
     transpose_cost._launch_info.cache_clear()
     monkeypatch.setattr(transpose_cost, "SEAM_SECTOR_BYTES", 0)
     try:
         for tm, x in tiles.items():
             assert T.legal(x, (4112, 8192), "int8")
             assert eff(x, (4112, 8192)) / with_term[tm] == pytest.approx(1 + 0.5 * 0.5 * 64 / tm)
-        # rows of whole sectors (4128 bytes) and rows off the 16-byte grid (4097, 4104): nothing from the term
+        # rows of whole sectors (4128 bytes) and the halo tiles off the 16-byte grid (4097, 4104): nothing
         for shape in others:
             assert eff(tiles[64], shape) == seamed[shape], shape
-        assert eff(f, (4097, 8191)) == seamed["f32"]
+        # the aligned build off that grid: int8 VEC 4 on 4104 rows (gcd 8: 3/4 of rows), fp32 VEC 1 on 4097
+        # (gcd 4: 7/8); not the 1- and 2-byte VEC 1 tiles
+        assert eff(v4, (4104, 8192)) / plain["v4"] == pytest.approx(1 + 0.5 * 0.75 * 64 / 64)
+        assert eff(f, (4097, 8191), "float32") / seamed["f32"] == pytest.approx(1 + 0.5 * 0.875 * 64 / 128)
+        assert eff(f, (4104, 8192)) == plain["i8"] and eff(f, (4097, 8191), "float16") == plain["f16"]
     finally:
         transpose_cost._launch_info.cache_clear()
 

@@ -317,10 +317,18 @@ def _launch_arrays(
         # the vector path on output rows of whole 16-byte blocks (M e % 16 == 0, where it was measured; input
         # rows may be off that grid: 4112 x 8191 takes it on top of GROUP_GAIN[False]) writes each tile's
         # row segment from m0, so it starts inside a sector on the rows n whose start n M e is not
-        # a multiple of 32 (vector_seam_rows). Rows off that grid keep GROUP_GAIN[False], measured with their
-        # seams inside: the term there took run 46's fp16 4097 x 8191 Spearman from 0.83 to 0.77
+        # a multiple of 32 (vector_seam_rows)
         if (m * e) % 16 == 0:
             eff = np.where(~scalar, eff / (1.0 + 0.5 * vector_seam_rows(m, e) * seam), eff)
+        else:
+            # rows off the 16-byte grid: the aligned build (M % VEC == 0: no halo, vectors from m0) pays
+            # the same (H200 run 149, int8 4100 x 8192: the model-only pick, a 4-byte-vector 32 x 128
+            # tile, 1.451 -> 1.047 of the best sampled; run 114's fp32 4097 x 8191 Spearman 0.69 -> 0.75,
+            # through its VEC 1 tiles). Not 1- and 2-byte VEC 1 tiles, whose narrow-access cost was fitted
+            # with it inside (there it took run 46's fp16 4097 x 8191 from 0.83 to 0.78), nor the
+            # misaligned build's halo tiles: they keep GROUP_GAIN[False], measured with their seams inside
+            plain = ~scalar & (m % vec == 0) & ((vec > 1) | (e >= 4))
+            eff = np.where(plain, eff / (1.0 + 0.5 * vector_seam_rows(m, e) * seam), eff)
     # short contiguous segments (SEGMENT_BYTES), on rows of whole 16-byte blocks: a block reads TILE_M
     # segments of TILE_N elements and writes TILE_N of TILE_M (clipped to the matrix), half the traffic
     # each way
