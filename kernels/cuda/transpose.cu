@@ -489,9 +489,9 @@ __device__ __forceinline__ void ap_rt_window(const T* tile, T* __restrict__ dst,
         const int nn = (sy + p * SY) * G;
         if (n0 + nn >= N) continue;
         T* row0 = dst + (long long)(n0 + nn) * M + m0;
-        // the row's address mod 16 from integers (dst_lo: dst's), not from the row pointer's low word: taken
-        // from (unsigned)(size_t)row0, some builds (the 128 x 64 tile on M % 16 == 0 at an odd output
-        // pointer) stored to the row's address less the output pointer's low 32 bits (H200 runs 141-142)
+        // the row's address mod 16 from integers (dst_lo: dst's). Builds that stored the partial vectors
+        // through a call failed with the shift taken from the row pointer's low word, from the 64-bit
+        // address and from these integers alike (H200 runs 141-144, cause not established)
         const unsigned lo = (dst_lo + (unsigned)(n0 + nn) * (unsigned)M + (unsigned)m0) & 15u;
         const int t = (int)((16u - lo + (unsigned)C) & 15u);
         const int rb = sx * VEC + t;  // the window's first tile row

@@ -69,8 +69,8 @@ def register_need(vec: Any, e: int, passes: Any, readout: Any, misaligned: Any) 
     """Registers a vector-path thread needs (scalars or arrays), rounded up to the allocation step of 8: its
     ``passes`` load passes' words, and in the misaligned build each pass's addresses and shift, plus the
     overhead and, for READOUT 1, the VEC words it permutes. The estimate ``min_blocks`` builds for; within a
-    few registers of ptxas's counts (93 against 96 for fp16 64 x 128 READOUT 1, 80 against 72 for int8
-    256 x 128 at 512 threads, both misaligned builds)."""
+    few registers of NVRTC 13.0's counts (93 against 96 for fp16 64 x 128 READOUT 1, 80 against 72 for
+    int8 256 x 128 at 512 threads, both misaligned builds; nvcc 13.0 builds the latter at 96)."""
     mis = np.asarray(misaligned, dtype=bool)
     words = passes * np.maximum(1, np.asarray(vec) * e // 4)  # the loaded vectors, in 4-byte registers
     need = words + passes * np.where(mis, _REG_PER_PASS[1], _REG_PER_PASS[0])
