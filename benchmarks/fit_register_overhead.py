@@ -291,7 +291,7 @@ def proposed_min_blocks(c: dict[str, int], dtype: str, misaligned: bool) -> int:
         ARCH.max_blocks_per_sm,
     )
     _, ly, lpass = T._phases(c)[:3]
-    lpass += -(-T._halo(c, True, e) // ly) if T._halo(c, True, e) else 0
+    lpass += T._hpass(c["VEC"], ly, c.get("READOUT", 0), e) if T._halo(c, True, e) else 0
     words = lpass * max(1, c["VEC"] * e // 4)
     need = words + PER_PASS * lpass + OVERHEAD + (c["VEC"] if c.get("READOUT", 0) == 1 else 0)
     need = min(255, -(-need // 8) * 8)

@@ -145,10 +145,6 @@ OLD_TOP: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
         (4096, 0, 1, 8, 8, 16, 128, 32, 128, 8),
     ],
 }  # fmt: skip
-for _k, _tops in OLD_TOP.items():
-    PICKS.setdefault(_k, []).extend(
-        ({**dict(zip(_VEC_PATH, t)), "SCALAR_EDGE": 0}, f"old_top{i}") for i, t in enumerate(_tops)
-    )
 # round 6: held out from the seam charge on the aligned build's rows off the 16-byte grid (chosen on
 # round 4's 4100 x 8192); OLD_TOP6: the top 10 of the model before that charge
 ROUND6: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
@@ -194,7 +190,8 @@ OLD_TOP6: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
         (64, 2, 0, 1, 1, 1, 512, 128, 128, 2),
     ],
 }  # fmt: skip
-for _k, _tops in OLD_TOP6.items():
+# the earlier models' top 10s enter the samples as picks (rounds 5 and 6)
+for _k, _tops in {**OLD_TOP, **OLD_TOP6}.items():
     PICKS.setdefault(_k, []).extend(
         ({**dict(zip(_VEC_PATH, t)), "SCALAR_EDGE": 0}, f"old_top{i}") for i, t in enumerate(_tops)
     )

@@ -318,17 +318,17 @@ def _launch_arrays(
         # rows may be off that grid: 4112 x 8191 takes it on top of GROUP_GAIN[False]) writes each tile's
         # row segment from m0, so it starts inside a sector on the rows n whose start n M e is not
         # a multiple of 32 (vector_seam_rows)
+        # Rows off the 16-byte grid: only the aligned build (M % VEC == 0: no halo, vectors from m0) pays
+        # the same (H200 run 149, int8 4100 x 8192: the model-only pick, a 4-byte-vector 32 x 128 tile,
+        # 1.451 -> 1.047 of the best sampled; run 114's fp32 4097 x 8191 Spearman 0.69 -> 0.75, through its
+        # VEC 1 tiles). Not 1- and 2-byte VEC 1 tiles, whose narrow-access cost was fitted with it inside
+        # (there it took run 46's fp16 4097 x 8191 from 0.83 to 0.78), nor the misaligned build's halo
+        # tiles: they keep GROUP_GAIN[False], measured with their seams inside
         if (m * e) % 16 == 0:
-            eff = np.where(~scalar, eff / (1.0 + 0.5 * vector_seam_rows(m, e) * seam), eff)
+            pays = ~scalar
         else:
-            # rows off the 16-byte grid: the aligned build (M % VEC == 0: no halo, vectors from m0) pays
-            # the same (H200 run 149, int8 4100 x 8192: the model-only pick, a 4-byte-vector 32 x 128
-            # tile, 1.451 -> 1.047 of the best sampled; run 114's fp32 4097 x 8191 Spearman 0.69 -> 0.75,
-            # through its VEC 1 tiles). Not 1- and 2-byte VEC 1 tiles, whose narrow-access cost was fitted
-            # with it inside (there it took run 46's fp16 4097 x 8191 from 0.83 to 0.78), nor the
-            # misaligned build's halo tiles: they keep GROUP_GAIN[False], measured with their seams inside
-            plain = ~scalar & (m % vec == 0) & ((vec > 1) | (e >= 4))
-            eff = np.where(plain, eff / (1.0 + 0.5 * vector_seam_rows(m, e) * seam), eff)
+            pays = ~scalar & (m % vec == 0) & ((vec > 1) | (e >= 4))
+        eff = np.where(pays, eff / (1.0 + 0.5 * vector_seam_rows(m, e) * seam), eff)
     # short contiguous segments (SEGMENT_BYTES), on rows of whole 16-byte blocks: a block reads TILE_M
     # segments of TILE_N elements and writes TILE_N of TILE_M (clipped to the matrix), half the traffic
     # each way
@@ -374,7 +374,8 @@ def _launch_arrays(
     # the best 4-byte-vector layout of a tile and thread count measured a median 1.54x the best 16-byte one
     # (23 configurations; 8-byte: 1.10x), where the DRAM-bound model said 1.00 (1.02); with this term 1.35
     halo = m % vec != 0
-    passes = lpass + np.where(halo, _hpass(vec, ly, readout, e), 0)
+    hpass = _hpass(vec, ly, readout, e)
+    passes = lpass + np.where(halo, hpass, 0)
     words = np.maximum(1, vec * e // 4)
     per_thread = passes * (_MIS_PASS_INSTR + _MIS_WORD_INSTR * words)
     shifted = ~scalar & misaligned & (vec > 1)
@@ -388,7 +389,7 @@ def _launch_arrays(
     # fp16 model-only pick from 1.024 to 1.288 (its 93-register 64 x 128 tiles hold five blocks and are
     # the fastest)
     hbuild = shifted & (readout != 2)  # the misaligned build's halo passes are in its registers
-    need = register_need(vec, e, lpass + np.where(hbuild, _hpass(vec, ly, readout, e), 0), readout, shifted)
+    need = register_need(vec, e, lpass + np.where(hbuild, hpass, 0), readout, shifted)
     alone = ~scalar & (65536 // (threads * need) <= 1)
     return {
         "blocks": np.where(scalar, gx * gy * min(b, 65535), b * gx * gy),
