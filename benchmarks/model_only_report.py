@@ -444,8 +444,15 @@ def family_table(rows: Sequence[dict[str, Any]]) -> str:
     return head + "\n".join(out) + "\n"
 
 
-# new-shape rows that a fit has seen: not held out, so not in the trust file's sampled figures
-FITTED_ON = {("run8", "histogram [cuda] int32", "1048576x1000")}  # the histogram's flush term
+# new-shape rows that a fit has seen or a term was chosen on: not held out, so not in the trust file's
+# sampled figures (which it calls held-out)
+FITTED_ON = {
+    ("run8", "histogram [cuda] int32", "1048576x1000"),  # the histogram's flush term
+    # 2026-12-04, nineteenth session: the transpose's one-block register term (chosen on 8193 x 16383)
+    # and the aligned build's seam charge off the 16-byte grid (chosen on 4100 x 8192)
+    ("run149", "transpose [cuda] int8", "8193x16383"),
+    ("run149", "transpose [cuda] int8", "4100x8192"),
+}
 # today's studies that a model term was read off or chosen on, so not held out (the trust file says how
 # many): the transpose's misaligned-build instructions and ORIGINAL_PATH_EFFICIENCY (runs 46, 67, 69), the
 # histogram's grid-stride tail (run 41's 10000019 x 100), the Gluon GEMM's async L2 rate with PATH 1's
@@ -754,6 +761,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "run8" in runs
             else ""
         )
+        if "run149" in runs:
+            fitted += (
+                "; run149's int8 transposes 4100x8192 and 8193x16383 then chose two transpose terms "
+                "(the aligned build's seam charge off the 16-byte grid, the registers of a block alone on "
+                "its SM), and run152's and run153's shapes were drawn after them; the rows a fit or a term "
+                "choice saw (``FITTED_ON``) are left out of the trust file's held-out figures"
+            )
         md.append(
             "\n## New shapes measured for the purpose\n\nHeld out from the fits of the predictor's "
             f"constants{fitted}.\n\n" + table(extra)

@@ -197,3 +197,39 @@ def test_the_reports_answer_is_the_one_tune_gives():
     seconds = np.array([c.prediction.seconds for c in ranked])
     got = mor.answer(s, seconds, list(range(len(ranked))))
     assert keys[got] == model_pick(mm, ranked).key != keys[0]
+
+
+def test_rows_a_fit_or_a_term_choice_saw_are_not_counted_as_held_out():
+    import model_only_report as mor
+
+    def row(run, family, shape, pick):
+        return {"run": run, "family": family, "shape": shape, "pick_over_best": pick, "spearman": 0.9}
+
+    seen = sorted(mor.FITTED_ON)
+    assert ("run149", "transpose [cuda] int8", "4100x8192") in mor.FITTED_ON  # the seam charge's shape
+    sampled = [row(*key, 1.5) for key in seen] + [
+        row("run152", "transpose [cuda] int8", "6145x20479", 1.04),
+        row("run10", "histogram [cuda] int32", "300000x300", 1.06),
+    ]
+    recorded = [row("run1", "histogram [cuda] int32", "67108864x256", 1.01)]
+    out = mor.trust_json(recorded, "src", sampled)
+    # a family with a recorded study: its held-out sample figures leave out run 8's fitted histogram
+    hist = out["families"]["histogram/cuda/int32"]["sampled"]
+    assert hist["shapes_list"] == ["300000x300"] and hist["worst"] == 1.06
+    # a family only samples measured: the shapes a term was chosen on are not in its held-out figures
+    int8 = out["sampled_only"]["transpose/cuda/int8"]
+    assert int8["shapes_list"] == ["6145x20479"] and int8["worst"] == 1.04
+
+
+def test_the_shipped_trust_file_counts_no_row_a_fit_saw_as_held_out():
+    import json
+
+    import model_only_report as mor
+
+    from autopad import trust
+
+    data = json.loads(trust.TRUST_FILE.read_text())
+    for _, family, shape in mor.FITTED_ON:
+        key = mor._family_key(family)
+        held = data.get("families", {}).get(key, {}).get("sampled") or data.get("sampled_only", {}).get(key)
+        assert held is None or shape not in held["shapes_list"], (family, shape)
