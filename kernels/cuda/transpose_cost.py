@@ -394,7 +394,11 @@ def _launch_arrays(
     return {
         "blocks": np.where(scalar, gx * gy * min(b, 65535), b * gx * gy),
         "threads": threads,
-        "smem_bytes": tm * (tn + pad) * e,  # the layout's footprint (layouts.py: rows x row stride)
+        # the layout's footprint (layouts.py: rows x row stride). The misaligned build also holds its halo
+        # rows (transpose_tile._smem, which MIN_BLOCKS counts); stated here they lowered Spearman by up to
+        # 0.009 (fp32 4097 x 8191 0.749 -> 0.743) and moved no pick (transpose_model_gaps.md, eleventh
+        # pass): the residency and bytes-in-flight constants were fitted without them
+        "smem_bytes": tm * (tn + pad) * e,
         "tiles_per_block": np.where(scalar, _cdiv(b, min(b, 65535)), 1),
         # the load loop issues all its passes before the first use: bytes each thread has in flight
         "inflight_bytes": lpass * vec * e,
