@@ -59,6 +59,10 @@ CONFIGS: list[tuple[str, str, str, str | None, tuple[tuple[int, ...], ...]]] = [
     ("transpose", "cuda", "float64", None, ((16384, 16384), (8192, 8192), (4097, 8191))),
     # added 2026-12-04: the Triton histogram's space since its persistent grid (GRID), 600 candidates
     ("histogram", "triton", "int32", "uniform", ((1 << 26, 256), (1 << 26, 4096), (10_000_019, 1000))),
+    # added 2026-12-04 (twentieth session): the 1-byte space since the window read-out (d16f1dc), which only
+    # samples have measured (runs 149, 152-153): the kernel issue's 4097x8191 cell, the two shapes run 149's
+    # model terms were chosen on, then rows 8 bytes off the 16-byte grid
+    ("transpose", "cuda", "int8", None, ((4097, 8191), (8193, 16383), (4100, 8192), (4104, 8192))),
 ]
 
 FINAL_FIELDS = [
