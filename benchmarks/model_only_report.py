@@ -453,6 +453,7 @@ FITTED_ON = {
     ("run149", "transpose [cuda] int8", "8193x16383"),
     ("run149", "transpose [cuda] int8", "4100x8192"),
 }
+# (an exhaustive study of those two shapes, given as --current, belongs in INFORMED under its own run name)
 # today's studies that a model term was read off or chosen on, so not held out (the trust file says how
 # many): the transpose's misaligned-build instructions and ORIGINAL_PATH_EFFICIENCY (runs 46, 67, 69), the
 # histogram's grid-stride tail (run 41's 10000019 x 100), the Gluon GEMM's async L2 rate with PATH 1's
@@ -516,7 +517,7 @@ def trust_json(
             out["families"][_family_key(name)]["current"] = entry
         else:  # a family only today's studies measured has no recorded entry to stand beside: kept apart
             out.setdefault("current_only", {})[_family_key(name)] = entry
-    # families only the held-out samples measured (bf16 and int8 transposes): their own figures, apart
+    # families only the held-out samples measured (bf16, int8 and uint8 transposes): their own figures, apart
     for name, xs in sorted(extra.items()):
         if name not in fam:
             out.setdefault("sampled_only", {})[_family_key(name)] = _sampled_entry(xs)

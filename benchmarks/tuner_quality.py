@@ -46,7 +46,8 @@ TOP_K = 6  # autopad.tune's default
 FINAL_TOP = 10  # fastest of the exhaustive pass re-timed beside the shortlist
 PARTIAL_ROWS = "quality_partial.csv.gz"  # the unfinished shape's rows so far (removed when it ends)
 
-# (kernel, backend, dtype, dist, shapes): three shapes each, powers of two and odd sizes
+# (kernel, backend, dtype, dist, shapes): three shapes each (the int8 transpose four), powers of two and odd
+# sizes
 CONFIGS: list[tuple[str, str, str, str | None, tuple[tuple[int, ...], ...]]] = [
     ("transpose", "cuda", "float32", None, ((8192, 8192), (4096, 4096), (4097, 8191))),
     ("transpose", "cuda", "float16", None, ((16384, 16384), (8192, 8192), (4097, 8191))),
@@ -504,7 +505,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="benchmarks/results/h200")
     ap.add_argument("--configs", help="comma-separated indices into CONFIGS (default: all)")
-    ap.add_argument("--shapes", type=int, default=3, help="shapes per config (the first N)")
+    ap.add_argument("--shapes", type=int, default=None, help="shapes per config (the first N; default: all)")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 1, help="compile processes")
     ap.add_argument("--precompile-only", action="store_true", help="fill the compile caches and stop")
     ap.add_argument("--time-budget-s", type=float, default=None, help="start no new shape after this")
