@@ -503,7 +503,11 @@ def verify(ids: Sequence[str], rows_paths: Sequence[Path], out: Path) -> list[di
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="benchmarks/results/h200")
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="results folder (default benchmarks/results/h200; --precompile-only logs to it only when given)",
+    )
     ap.add_argument("--configs", help="comma-separated indices into CONFIGS (default: all)")
     ap.add_argument("--shapes", type=int, default=None, help="shapes per config (the first N; default: all)")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 1, help="compile processes")
@@ -525,8 +529,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--rows", nargs="*", default=[], help="study rows (.csv.gz) that --verify reads the best from"
     )
     args = ap.parse_args(argv)
-    out = Path(args.out)
+    out = Path(args.out or "benchmarks/results/h200")
     out.mkdir(parents=True, exist_ok=True)
+    # a compile-only pass (often on a machine with no GPU) keeps out of the H200 log unless --out is given
+    log_out = None if args.precompile_only and args.out is None else out
     if args.verify:
         verify(args.verify.split(","), [Path(p) for p in args.rows], out)
         return 0
@@ -563,12 +569,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 union.setdefault(json.dumps(c, sort_keys=True), c)
         n, errs, secs = precompile(kernel, backend, dtype, list(union.values()), args.procs, shapes)
         log(f"compiled {kernel}/{backend}/{dtype}: {len(union)} candidates, {n} compiles, "
-            f"{len(errs)} errors, {secs:.0f} s", out)  # fmt: skip
+            f"{len(errs)} errors, {secs:.0f} s", log_out)  # fmt: skip
         # the distinct messages, so that a failure's cause is in the log (958 compiles of the fp32 transpose
         # failed on the 2-core machine under load on 2026-12-02 and every one built when retried; which
         # error it was went unrecorded)
         for msg, count in Counter(errs).most_common(3):
-            log(f"  {count} x {msg}", out)
+            log(f"  {count} x {msg}", log_out)
 
     if args.precompile_only:  # Gluon kernels compile by running: that needs the GPU
         for kernel, backend, dtype, _dist, shapes in configs:

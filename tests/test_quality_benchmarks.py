@@ -270,3 +270,14 @@ def test_replay_counts_what_the_tuner_asked_for_that_the_study_never_measured():
     assert "not in study" not in qr.markdown([base])
     table = qr.markdown([{**base, "unanswered": 6}])
     assert table.splitlines()[0].endswith("not in study |") and table.splitlines()[2].endswith(" 6 |")
+
+
+def test_a_compile_only_pass_logs_to_the_results_folder_only_when_given(tmp_path, monkeypatch):
+    # the compile-only pass runs on the CPU machine; its line belongs in the H200 log only when asked for
+    monkeypatch.setattr(tq, "precompile", lambda *a, **k: (7, [], 0.0))
+    monkeypatch.chdir(tmp_path)
+    i = next(k for k, c in enumerate(tq.CONFIGS) if c[:3] == ("transpose", "cuda", "int8"))
+    assert tq.main(["--precompile-only", "--configs", str(i), "--shapes", "1"]) == 0
+    assert not (tmp_path / "benchmarks" / "results" / "h200" / "quality_log.txt").exists()
+    assert tq.main(["--precompile-only", "--configs", str(i), "--shapes", "1", "--out", "given"]) == 0
+    assert "7 compiles" in (tmp_path / "given" / "quality_log.txt").read_text()
