@@ -983,6 +983,12 @@ FEW_ROWS = dict(
     SW_PER_PHASE=8,
     SW_MAX_PHASE=8,
 )
+# the 1-byte window read-out's tiles (RT_WINDOW: 16 + S words a pass, up to 28 halo rows; H200 run 137's)
+WINDOW_TILES = [
+    dict(FEW_ROWS, TILE_M=64, THREADS=128),
+    dict(FEW_ROWS, TILE_M=128, THREADS=128, SW_PER_PHASE=16),
+    dict(FEW_ROWS, TILE_M=128, TILE_N=64, THREADS=128, SW_PER_PHASE=16, SW_MAX_PHASE=4),
+]
 
 
 # the configurations the GPU check times, and the extremes of the space
@@ -1004,10 +1010,7 @@ BUDGET = [
     # the 256-row tiles of 1-byte elements (H200 run 65): 64 KB tiles, 2 blocks an SM (1 misaligned)
     ("int8", dict(T.DEFAULTS, TILE_M=256, TILE_N=256, THREADS=256, VEC=16, READOUT=1, SCALAR_EDGE=0, PAD=16)),
     ("int8", dict(T.DEFAULTS, TILE_M=256, TILE_N=128, THREADS=512, VEC=16, READOUT=1, SCALAR_EDGE=0, PAD=16)),
-    # the 1-byte window read-out (RT_WINDOW): 16 + S words a pass, up to 28 halo rows (H200 run 137 tiles)
-    ("int8", dict(FEW_ROWS, TILE_M=64, THREADS=128)),
-    ("int8", dict(FEW_ROWS, TILE_M=128, THREADS=128, SW_PER_PHASE=16)),
-    ("int8", dict(FEW_ROWS, TILE_M=128, TILE_N=64, THREADS=128, SW_PER_PHASE=16, SW_MAX_PHASE=4)),
+    *(("int8", c) for c in WINDOW_TILES),  # the 1-byte window read-out
 ]
 
 
@@ -1195,12 +1198,7 @@ def test_gpu_edge1_misaligned_rows_pointers_and_groups(dtype):
 def test_gpu_window_readout_every_residue(dtype):
     """The 1-byte window read-out (one instance per M % 16) on every residue, at odd pointers, batched,
     under both block orders, on three tile geometries."""
-    tiles = [
-        dict(FEW_ROWS, TILE_M=64, THREADS=128),
-        dict(FEW_ROWS, TILE_M=128, THREADS=128, SW_PER_PHASE=16),
-        dict(FEW_ROWS, TILE_M=128, TILE_N=64, THREADS=128, SW_PER_PHASE=16, SW_MAX_PHASE=4),
-    ]
-    for i, c in enumerate(tiles):
+    for i, c in enumerate(WINDOW_TILES):
         for m in range(4097, 4113):
             shape = (m, 300 + i) if m % 2 else (2, m - 4000, 257)  # M % 16: every residue
             _run_check(f"tile{i}", c, shape, dtype, m, offset=m % 5, group=(1, T.COLUMN_GROUP)[m % 2])
