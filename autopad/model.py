@@ -23,8 +23,9 @@ Where each part lives (model.py was split, one concern a module; every name it d
 from here):
 
 * model_rules.py: the op vocabulary (``OPS``, ``WIDTHS``, ``OP_STATUS``) and ``_Rule``, how an (op, width,
-  arch) is costed; its docstring has the derived rules for **ldmatrix, stmatrix and cp.async**
-  (``OP_STATUS``: ldmatrix/stmatrix measured on the H200, cp.async derived and disagreeing with the probes);
+  arch) is costed; its docstring has the rules for **ldmatrix, stmatrix and cp.async** (``OP_STATUS``:
+  ldmatrix/stmatrix measured on the H200, cp.async.ca fitted to H200 probes, cp.async.cg not measured);
+* model_cp_async.py: cp.async with ``global_addresses``: lanes grouped by the global line they copy from;
 * model_addresses.py: caller input -> an int64 (n, warp) array, and the errors that name a bad row and lane;
 * model_numpy.py: the numpy backend's per-phase costs;
 * model_backend.py: numba or numpy (``backend``, ``NUMPY_FIRST``), and the drivers that run either on
@@ -83,6 +84,7 @@ from .model_backend import (  # noqa: F401
     _threads,
     backend,
 )
+from .model_cp_async import as_global_array, check_global, line_costs
 from .model_numpy import _COUNT_ROWS, _count_costs, _numpy_costs, _phase_cost, _phase_lanes  # noqa: F401
 from .model_rules import (  # noqa: F401
     _MATRIX,
@@ -142,6 +144,7 @@ def analyze_batch(
     arch: str | Arch = "sm_90",
     *,
     validate: bool = True,
+    global_addresses: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Wavefronts and ideal wavefronts for many instructions at once.
 
@@ -154,6 +157,10 @@ def analyze_batch(
     or width-aligned addresses below 2**32 (for ldmatrix/stmatrix: no -1 in the lanes that take part).
     Op, width and arch are still checked; the addresses are not. Input outside that contract gives
     meaningless numbers, never a crash.
+
+    ``global_addresses`` (op "cp.async" only): each lane's global source, shaped like ``addresses``; the
+    lanes are then grouped by 128-byte global line, as the H200 groups them (model_cp_async.py). Without
+    it a lane-ordered source is assumed (lane ``l`` copies ``base + l * access_bytes``).
     """
     a = get_arch(arch)
     rule = _rule(op, access_bytes, a)
@@ -164,6 +171,8 @@ def analyze_batch(
         arr = arr[None, :] if arr.ndim == 1 else arr
         if arr.ndim != 2 or arr.shape[1] != a.warp_size:  # the one check kept: the kernel reads 32 lanes
             raise ValueError(f"addresses: expected shape (n, {a.warp_size}), got {arr.shape}")
+    if global_addresses is not None:
+        return _cp_async_lines(arr, global_addresses, rule)[:2]
     if arr.shape[0] == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     wave, ideal, _ = _run(arr, rule, a, validate, False)
@@ -175,12 +184,18 @@ def analyze(
     access_bytes: int = 4,
     op: str = "load",
     arch: str | Arch = "sm_90",
+    *,
+    global_addresses: Sequence[int | None] | np.ndarray | None = None,
 ) -> Analysis:
     """Cost of one warp instruction: per-lane byte addresses (None = inactive lane) -> Analysis.
 
     ``op`` is one of ``OPS``: "load", "store", "atomic" (measured), "cp.async", "ldmatrix[.x1|.x2|.x4]"
     or "stmatrix[...]" (derived, not yet probed; ``op_status``). For ldmatrix/stmatrix ``access_bytes``
     is 16 (a matrix row) and ``phase_costs`` has one entry per matrix.
+
+    ``global_addresses`` (op "cp.async" only): each lane's global source byte address. The lanes are then
+    grouped by 128-byte global line and ``phase_costs`` has one entry per line, lowest line first; without
+    it lane ``l`` is taken to copy ``base + l * access_bytes`` (model_cp_async.py has the measured rule).
 
     >>> analyze([lane * 4 * 32 for lane in range(32)]).wavefronts   # column of a 32x32 fp32 tile
     32
@@ -192,12 +207,27 @@ def analyze(
     arr = _as_address_array(addresses, a.warp_size)
     if arr.shape[0] != 1:
         raise ValueError(f"addresses: analyze takes one instruction; got {arr.shape[0]}, use analyze_batch")
+    if global_addresses is not None:
+        wave, ideal, lines = _cp_async_lines(arr, global_addresses, rule)
+        w, i = int(wave[0]), int(ideal[0])
+        return Analysis(wavefronts=w, ideal=i, conflicts=w - i, phase_costs=lines[0])
     _, _, cost = _run(arr, rule, a, True, True)
     lanes = int(_phase_lanes(arr[:, : rule.used], rule)[0])
     costs = tuple(int(c) for c in cost[0, : max(1, rule.used // lanes)])
     wavefronts = sum(costs)
     ideal = sum(1 for c in costs if c)
     return Analysis(wavefronts=wavefronts, ideal=ideal, conflicts=wavefronts - ideal, phase_costs=costs)
+
+
+def _cp_async_lines(arr: np.ndarray, global_addresses: object, rule: _Rule):
+    """``line_costs`` of a converted batch, after checking that the op takes a global side and that both
+    sides are well formed."""
+    if rule.op != "cp.async":
+        raise ValueError(f"global_addresses: only op 'cp.async' copies from global memory; op is {rule.op!r}")
+    _check_numpy(arr, rule)
+    glob = as_global_array(global_addresses, arr)
+    check_global(glob, arr, rule.width)
+    return line_costs(arr, glob, rule)
 
 
 def shift_period(access_bytes: int = 4, op: str = "load", arch: str | Arch = "sm_90") -> int:

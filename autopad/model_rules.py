@@ -4,10 +4,11 @@ Split from model.py (one concern a module): both backends (model_numpy.py, _mode
 ``_Rule`` built here, so the vocabulary (``OPS``, ``WIDTHS``), each op's status (``OP_STATUS``) and the
 checks of op, width and arch live in one place. The load/store/atomic rules are in model.py's docstring.
 
-**ldmatrix, stmatrix: measured; cp.async: derived, and the probes disagree** (``OP_STATUS``; ``autopad
-validate --ops ldmatrix,stmatrix,cp.async`` measured 728 probes on the H200 on 2026-12-01: all 536
-ldmatrix/stmatrix ones agree with the rules below, 118 of the 192 cp.async ones do not: the LSU wavefront
-counters read 0 for cp.async.cg, so the rule below stays a derivation). What the rules rest on:
+**ldmatrix, stmatrix: measured; cp.async.ca: measured, 126 of 144 probes; cp.async.cg: not measured**
+(``OP_STATUS``; ``autopad validate --ops ldmatrix,stmatrix,cp.async`` measured 728 probes on the H200 on
+2026-12-01: all 536 ldmatrix/stmatrix ones agree with the rules below; the cp.async rule below was fitted
+to the 144 ``.ca`` ones afterwards and agrees with 126, model_cp_async.py; the run read the ``.ca``
+counter for the 48 ``.cg`` ones, which is zero, so ``.cg`` is unmeasured). What the rules rest on:
 
 * ``ldmatrix.sync.aligned.m8n8.xK[.trans].shared.b16`` (op ``"ldmatrix.xK"``, ``"ldmatrix"`` = x4,
   ``access_bytes=16``): lanes 8i..8i+7 give the start addresses of the eight 16-byte rows of matrix i,
@@ -23,10 +24,10 @@ counters read 0 for cp.async.cg, so the rule below stays a derivation). What the
   ("Shared Load Matrix", metrics ``*_mem_shared_op_ldsm``).
 * ``stmatrix`` (sm_90): the same addressing and phases, a store (``*_op_stsm``).
 * ``cp.async.{ca,cg}.shared.global`` of 4, 8 or 16 bytes (op ``"cp.async"``): the shared side is costed
-  as a store of that width (phases of 32, 16, 8 lanes, inactive lanes allowed). Caveat, unmeasured here:
-  NVIDIA/cutlass issue #2212 reports different conflict counts for ``.ca`` and ``.cg`` with one shared
-  layout, and forum t/245066 conflicts under cp.async where ld/st of the same shared pattern had none,
-  so the global side may group the writes; the probes vary it (``*_op_ldgsts``).
+  as a store of that width (phases of 32, 16, 8 lanes, inactive lanes allowed) **without broadcast**:
+  every lane's write counts, so 32 lanes copying into one word cost 32 (measured, ``.ca``). The phases are
+  the 128-byte global lines of a lane-ordered source; ``analyze(..., global_addresses=...)`` groups the
+  lanes by their real lines instead (model_cp_async.py, with where the rule falls short).
 """
 
 from __future__ import annotations
@@ -53,10 +54,16 @@ OP_STATUS = {
     "load": "measured",
     "store": "measured",
     "atomic": "measured (4-byte adds; 8-byte assumed to follow the 8-byte store phases)",
-    # H200, 2026-12-01 (benchmarks/results/h200/validate_matrix): Nsight Compute's LSU wavefront counters
-    # read 0 for every cp.async.cg probe and disagree on 70 of 144 cp.async.ca ones, so its shared-memory
-    # writes are not counted (or not counted as stores) there; no autopad kernel issues cp.async
-    "cp.async": "derived; disagrees with Nsight Compute on 118 of 192 H200 probes (do not rely on it)",
+    # H200, 2026-12-01 (benchmarks/results/h200/validate_matrix, tests/fixtures/h200_cp_async_probes.json):
+    # the .ca rule (no broadcast, lanes grouped by global line) agrees with 126 of 144 probes; the 18 misses
+    # are 8- and 16-byte copies from a permuted global source into scattered shared words, 1-8 wavefronts
+    # over. The .cg probes were read from the .ca counter (zero): not measured. Triton's pipelined matmul
+    # (kernels/triton/matmul_model.py) issues cp.async.cg from lane-ordered rows.
+    "cp.async": (
+        "fitted to H200 probes of cp.async.ca (2026-12-01): 126 of 144 agree, every one of the 113 copying "
+        "from a lane-ordered global source; the 18 misses copy 8 or 16 bytes from a permuted source "
+        "(pass global_addresses) and cost 1-8 wavefronts more; cp.async.cg not yet measured"
+    ),
     "ldmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
     "stmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
 }
@@ -125,7 +132,7 @@ def _rule_cached(op: str, width: int, arch: Arch) -> _Rule:
         unit_banks=arch.banks * arch.bank_bytes // unit,
         lanes=arch.phase_lanes(width),
         merge=op == "load" and arch.merge_paired_loads and width > arch.bank_bytes,
-        broadcast=op != "atomic",
+        broadcast=op not in ("atomic", "cp.async"),  # cp.async: every lane's write counts (measured)
         used=8 * matrices if matrices else arch.warp_size,
         need_all=bool(matrices),
     )

@@ -10,10 +10,11 @@ as a one-instruction kernel (validate_cuda.py) and:
 * without it: times the seeds' stride micro-benchmark and reports how the measured slowdowns rank against
   the model's predicted degrees (Spearman), next to the seeds' table.
 
-``--ops ldmatrix,stmatrix,cp.async`` probes the model's derived rules instead (model_rules.py: ldmatrix and
+``--ops ldmatrix,stmatrix,cp.async`` probes the model's newer rules instead (model_rules.py: ldmatrix and
 stmatrix x1/x2/x4 with and without .trans, cp.async.ca of 4, 8, 16 bytes and cp.async.cg of 16): per form
 a structured set (conflict-free, 2-, 4-, 8-way, broadcast rows, repeated rows, lanes the instruction
-ignores; for cp.async also the global side permuted under a conflict-free shared side) and ``--random``
+ignores; for cp.async also the global side permuted, under conflict-free and scattered shared sides; the
+prediction groups the lanes by global line, model_cp_async.py) and ``--random``
 random ones. ``--ops all`` does both. Their report says which ncu counter each number came from.
 
 Importing this module needs numpy only; torch, cuda.core and ncu are reached inside functions.
@@ -150,7 +151,7 @@ def validate(
             misaligned = f"launch {ln['id']} ran {ln['kernel']}, expected {name}"
             print(f"validate: {misaligned}; the launches after it are left unmeasured", file=sys.stderr)
             break  # ncu's rows no longer line up with the launch order: trust none of the rest
-        wave, conf, metric = counted_by(ln, p["op"])
+        wave, conf, metric = counted_by(ln, p["op"], p.get("form"))
         measured[i] = (wave, conf)
         if "form" in p:
             p["metric"] = metric

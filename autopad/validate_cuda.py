@@ -14,14 +14,15 @@ once; ``parse_ncu_csv`` reads ncu's CSV back into per-launch counters, in launch
 The stride timing mode (for machines without ncu) is the seeds' micro-benchmark: every lane of every warp
 reads ``tile[(lane * stride + i) & 2047]`` in a loop, timed with CUDA events, relative to stride 1.
 
-ldmatrix, stmatrix and cp.async (the model's derived rules, model_rules.py) have probes of their own, one
+ldmatrix, stmatrix and cp.async (the model's newer rules, model_rules.py) have probes of their own, one
 instruction each: ``ldmatrix/stmatrix.sync.aligned.m8n8.xK[.trans].shared.b16`` (no predicate: the
 instruction is warp-wide, every lane gives a row address) and a predicated ``cp.async.{ca,cg}.shared.global``
 of 4, 8 or 16 bytes from a global buffer at per-lane offsets, then ``cp.async.wait_all``. Nsight Compute
 counts them apart from plain loads and stores (``*_mem_shared_op_ldsm``, ``_op_stsm``, ``_op_ldgsts``;
 public profiling scripts use both ``l1tex__`` and ``sm__sass_l1tex_`` spellings), so ``extra_metrics``
 asks ncu which of the candidates this GPU has and ``measured_counts`` takes the first pair present, the
-shared-memory totals last (a probe issues no other shared-memory instruction).
+shared-memory totals last (a probe issues no other shared-memory instruction); a cp.async form skips the
+other form's ``_cache_access`` / ``_cache_bypass`` pair (the H200's ``.ca`` pair reads 0 for ``.cg``).
 
 Nothing here is imported by ``import autopad``; torch and cuda.core load inside the functions.
 

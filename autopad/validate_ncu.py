@@ -162,16 +162,18 @@ def parse_ncu_csv(text: str, kernel_prefix: str = "probe") -> list[dict]:
     return [launches[k] for k in sorted(launches)]
 
 
-def measured_counts(launch: dict, op: str) -> tuple[int | None, int | None]:
-    """(wavefronts, bank conflicts) of one parsed launch for the probe's op."""
-    return counted_by(launch, op)[:2]
+def measured_counts(launch: dict, op: str, form: str | None = None) -> tuple[int | None, int | None]:
+    """(wavefronts, bank conflicts) of one parsed launch for the probe's op (and cp.async form)."""
+    return counted_by(launch, op, form)[:2]
 
 
-def counted_by(launch: dict, op: str) -> tuple[int | None, int | None, str | None]:
+def counted_by(launch: dict, op: str, form: str | None = None) -> tuple[int | None, int | None, str | None]:
     """(wavefronts, bank conflicts, the wavefront metric they came from) of one parsed launch.
 
     ld/st/atom: their own pair. ldmatrix/stmatrix/cp.async: the first candidate pair with both values,
-    else the shared-memory totals (the probe issues no other shared-memory instruction)."""
+    else the shared-memory totals (the probe issues no other shared-memory instruction). cp.async's
+    ``_cache_access`` pair counts only ``.ca`` and its ``_cache_bypass`` pair only ``.cg`` (H200,
+    2026-12-01: the ``.cg`` probes read 0 in the ``.ca`` pair), so a form skips the other form's pair."""
     fam = _family(op)
     if fam is None:
         o = _SHORT[op]
@@ -183,6 +185,9 @@ def counted_by(launch: dict, op: str) -> tuple[int | None, int | None, str | Non
         ]
     else:
         pairs = [(w + ".sum", c + ".sum") for w, c in _CANDIDATES[fam]] + [TOTALS]
+        other = {"cp.async.ca": "_cache_bypass", "cp.async.cg": "_cache_access"}.get(form or "")
+        if other:
+            pairs = [(w, c) for w, c in pairs if not w.endswith(other + ".sum")]
     got = launch["metrics"]
     for w, c in pairs:
         if got.get(w) is not None and got.get(c) is not None:

@@ -177,6 +177,20 @@ def _cp_async_cases(w: int, rng: np.random.Generator, n_random: int) -> list[tup
     out.append(("gperm-stride128", contiguous, [n * 128 for n in lanes]))
     out.append(("gperm-random", contiguous, [int(g) * w for g in rng.permutation(32)]))
     out.append(("stride32-gperm-reverse", [n * 32 * w for n in lanes], [(31 - n) * w for n in lanes]))
+    # the rule's misses (model_cp_async.py) copy from a permuted source into scattered words: does the order
+    # inside a line matter (same lines as lane order, reversed inside), or only which lanes share a line?
+    # (added after the 2026-12-01 run; no random draws, so a seed's random probes are unchanged)
+    per = 128 // w
+    inline = [((n // per) * per + per - 1 - n % per) * w for n in lanes]
+    halves = [((n & 15) * 2 + (n >> 4)) * w for n in lanes]
+    for gname, glob in (
+        ("inline-reverse", inline),
+        ("gperm-halves", halves),
+        ("gperm-reverse", contiguous[::-1]),
+    ):
+        out.append((f"{gname}-stride2", [n * 2 * w for n in lanes], glob))
+        out.append((f"{gname}-pair", [(n >> 1) * w for n in lanes], glob))
+        out.append((f"{gname}-mod7", [(n * 7 % 32) // 2 * 2 * w for n in lanes], glob))
     for k in range(n_random):
         span = int(rng.choice((128, 512, 2048, 8192, SMEM_BYTES)))
         addr = rng.integers(0, span // w, size=32) * w
@@ -231,7 +245,13 @@ def predict(probes: Sequence[dict], arch: str = "sm_90") -> list[tuple[int, int]
         arr = np.array(
             [[-1 if a is None else a for a in probes[i]["addresses"]] for i in idx], dtype=np.int64
         )
-        wave, ideal = analyze_batch(arr, w, op, arch)
+        # cp.async: the lanes group by the global line they copy from (model_cp_async.py)
+        glob = None
+        if all("global" in probes[i] for i in idx):
+            glob = np.array(
+                [[-1 if g is None else g for g in probes[i]["global"]] for i in idx], dtype=np.int64
+            )
+        wave, ideal = analyze_batch(arr, w, op, arch, global_addresses=glob)
         for i, wv, ide in zip(idx, wave.tolist(), ideal.tolist()):
             result[i] = (int(wv), int(wv - ide))
     return result

@@ -37,7 +37,8 @@ def test_op_status_says_what_was_measured():
     assert autopad.model.op_status("load") == "measured"
     for op in ("ldmatrix", "ldmatrix.x2.trans", "stmatrix.x1"):  # 536 H200 probes agree (test_model_matrix)
         assert autopad.model.op_status(op).startswith("measured")
-    assert "disagrees" in autopad.model.op_status("cp.async")
+    status = autopad.model.op_status("cp.async")  # fitted to .ca probes (test_model_cp_async), .cg unmeasured
+    assert status.startswith("fitted") and "cp.async.cg not yet measured" in status
     with pytest.raises(ValueError, match=r"^op:"):
         autopad.model.op_status("ldmatrix.x8")
 
@@ -120,9 +121,20 @@ def test_missing_matrix_row_message_names_the_rule():
 
 @given(instructions(ops=("store",), widths=(4, 8, 16)))
 @SETTINGS
-def test_cp_async_is_costed_as_a_store_of_its_width(instr):
+def test_cp_async_is_costed_as_a_store_of_its_width_without_broadcast(instr):
     addresses, width, _ = instr
-    assert analyze(addresses, width, "cp.async") == analyze(addresses, width, "store")
+    got = analyze(addresses, width, "cp.async")
+    store = analyze(addresses, width, "store")
+    assert got.ideal == store.ideal and len(got.phase_costs) == len(store.phase_costs)
+    assert all(c >= s for c, s in zip(got.phase_costs, store.phase_costs))  # every lane's write counts
+    active = [a for a in addresses if a is not None]
+    if len(set(active)) == len(active):  # no two lanes on one address: nothing to broadcast
+        assert got == store
+    # and by hand: each phase costs its most lanes in one bank of ``width``-byte units
+    lanes = 128 // width
+    for k, cost in enumerate(got.phase_costs):
+        units = [a // width % (128 // width) for a in addresses[k * lanes : (k + 1) * lanes] if a is not None]
+        assert cost == max((units.count(u) for u in set(units)), default=0)
 
 
 def test_access_vocabulary_accepts_the_new_ops():

@@ -189,3 +189,22 @@ def test_extra_metrics_asks_only_for_counters_the_gpu_lists():
         "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum",
         *vn.TOTALS,
     ]
+
+
+def test_counted_by_reads_each_cp_async_form_from_its_own_counter():
+    """H200, 2026-12-01: the .cg probes were read from the ``_cache_access`` pair, which counts only .ca and
+    read 0; a form now skips the other form's pair (and with neither pair falls back on the totals)."""
+    pre = "sm__sass_l1tex_data_{}_mem_shared_op_ldgsts_cache_{}.sum"
+    access = (pre.format("pipe_lsu_wavefronts", "access"), pre.format("bank_conflicts_pipe_lsu", "access"))
+    bypass = (pre.format("pipe_lsu_wavefronts", "bypass"), pre.format("bank_conflicts_pipe_lsu", "bypass"))
+    total, total_c = vn.TOTALS
+    launch = {
+        "metrics": {access[0]: 0.0, access[1]: 0.0, bypass[0]: 8.0, bypass[1]: 4.0, total: 8.0, total_c: 4.0}
+    }
+    assert vn.counted_by(launch, "cp.async", "cp.async.cg") == (8, 4, bypass[0])
+    assert vn.counted_by(launch, "cp.async") == (0, 0, access[0]), "no form: the first pair, as before"
+    launch = {"metrics": {access[0]: 5.0, access[1]: 1.0, bypass[0]: 0.0, bypass[1]: 0.0}}
+    assert vn.counted_by(launch, "cp.async", "cp.async.ca") == (5, 1, access[0])
+    assert vn.measured_counts(
+        {"metrics": {access[0]: 0.0, access[1]: 0.0, total: 3.0, total_c: 1.0}}, "cp.async", "cp.async.cg"
+    ) == (3, 1)

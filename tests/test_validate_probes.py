@@ -59,7 +59,7 @@ def test_predict_matches_analyze():
 
     probes = vp.generate_probes(seed=1, n_random=33)
     for p, (wave, conf) in zip(probes, vp.predict(probes)):
-        a = analyze(p["addresses"], p["access_bytes"], p["op"])
+        a = analyze(p["addresses"], p["access_bytes"], p["op"], global_addresses=p.get("global"))
         assert (wave, conf) == (a.wavefronts, a.conflicts), p["name"]
 
 
@@ -119,6 +119,9 @@ def test_new_probes_structured_cases_predict_what_the_derived_rules_say():
     assert pred[("cp.async.cg", "stride32")] == (32, 28), "16 bytes: 4 phases of 8 lanes, each 8-way"
     assert pred[("cp.async.cg", "gperm-reverse")] == (4, 0)
     assert pred4[("cp.async.ca", "gperm-halves")] == pred4[("cp.async.ca", "stride1")] == (1, 0)
+    # cp.async groups the lanes by global line and never broadcasts (model_cp_async.py; H200-measured)
+    assert pred4[("cp.async.ca", "gperm-stride128")] == (32, 31), "32 lines of one lane each"
+    assert pred4[("cp.async.ca", "stride0")] == (32, 31), "32 lanes into one word: no broadcast"
 
 
 def test_predict_matches_analyze_for_new_probes():
@@ -126,5 +129,27 @@ def test_predict_matches_analyze_for_new_probes():
 
     probes = vp.generate_new_probes(seed=2, n_random=2)
     for p, (wave, conf) in zip(probes, vp.predict(probes)):
-        a = analyze(p["addresses"], p["access_bytes"], p["op"])
+        a = analyze(p["addresses"], p["access_bytes"], p["op"], global_addresses=p.get("global"))
         assert (wave, conf) == (a.wavefronts, a.conflicts), p["name"]
+
+
+def test_seed_0_still_generates_every_recorded_cp_async_probe():
+    """The cases added after the 2026-12-01 H200 run draw nothing from the generator, so seed 0 (the run's,
+    every family) still gives each of the 144 recorded .ca probes (tests/fixtures/h200_cp_async_probes.json)
+    with the same shared and global addresses."""
+    import json
+    from pathlib import Path
+
+    fixture = json.loads((Path(__file__).parent / "fixtures" / "h200_cp_async_probes.json").read_text())
+    made = {
+        (p["access_bytes"], p["name"]): p for p in vp.generate_new_probes(0, 30) if p["form"] == "cp.async.ca"
+    }
+    for f in fixture["probes"]:
+        p = made[(f["access_bytes"], f["name"])]
+        assert (p["addresses"], p["global"]) == (f["addresses"], f["global"]), f["name"]
+    new = {name for (_, name) in made} - {f["name"] for f in fixture["probes"]}
+    assert new == {
+        f"{g}-{s}"
+        for g in ("inline-reverse", "gperm-halves", "gperm-reverse")
+        for s in ("stride2", "pair", "mod7")
+    }

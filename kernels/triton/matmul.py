@@ -36,9 +36,11 @@ Constants: ``BM, BN, BK, STAGES, WARPS, SWIZZLE, GROUP_M, SPLIT_K, PERSIST, PATH
 * ``PATH`` (0, 1): 0 is the Gluon TMA kernel; 1 the plain ``tl.dot`` kernel with masked pointer loads
   (Triton stages them with cp.async into NVMMA 128-byte-swizzled tiles), legal for every shape: TMA needs
   row strides that are multiples of 16 bytes, so a 16-bit N or K that is not a multiple of 8 has PATH 1
-  alone. Its pattern is the cp.async stores of each k-step (the model has no cp.async op: they are scored
-  as 16-byte shared stores, which is what they write), charged per k-step, so it ranks below PATH 0
-  wherever both are legal. SWIZZLE, SPLIT_K and PERSIST are not its knobs (held at 128, 1, 0).
+  alone. Its pattern is the cp.async stores of each k-step, scored as 16-byte shared stores (Triton
+  issues ``cp.async.cg``, which the H200 probes have not measured; for lanes copying into distinct words
+  from a lane-ordered source the model's ``cp.async`` rule costs exactly a store), charged per k-step, so
+  it ranks below PATH 0 wherever both are legal. SWIZZLE, SPLIT_K and PERSIST are not its knobs (held at
+  128, 1, 0).
 
 Where each part lives (matmul.py was split, one concern a module; every name it defined is still
 importable from here): matmul_tiles.py (the tile arithmetic: ``smem_bytes``, ``tma_wgmma_rows``,

@@ -1,0 +1,161 @@
+"""cp.async against Nsight Compute (autopad/model_cp_async.py, the rule in model_rules.py).
+
+144 single-instruction ``cp.async.ca`` probes of 4, 8 and 16 bytes, measured by ``autopad validate --ops
+cp.async`` on the H200 on 2026-12-01 (tests/fixtures/h200_cp_async_probes.json). The rule was fitted to
+these probes, so the fixture checks that it says what they say; it is not a held-out test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import autopad
+from autopad import analyze, analyze_batch
+
+FIXTURE = Path(__file__).parent / "fixtures" / "h200_cp_async_probes.json"
+PROBES = json.loads(FIXTURE.read_text())["probes"]
+
+
+def _lane_ordered(p: dict) -> bool:
+    """Whether each copying lane l reads from line l // (128 / width) of the source: the plain rule's case."""
+    per_line = 128 // p["access_bytes"]
+    return all(
+        s is None or g // 128 == lane // per_line
+        for lane, (s, g) in enumerate(zip(p["addresses"], p["global"]))
+    )
+
+
+def test_the_fixture_is_the_recorded_ca_run():
+    assert len(PROBES) == 144
+    assert {(p["form"], p["access_bytes"]) for p in PROBES} == {("cp.async.ca", w) for w in (4, 8, 16)}
+    assert sum(_lane_ordered(p) for p in PROBES) == 113
+
+
+def test_every_probe_from_a_lane_ordered_source_agrees_without_global_addresses():
+    wrong = []
+    for p in filter(_lane_ordered, PROBES):
+        a = analyze(p["addresses"], p["access_bytes"], "cp.async")
+        if (a.wavefronts, a.conflicts) != (p["wavefronts"], p["conflicts"]):
+            wrong.append((p["access_bytes"], p["name"], a.wavefronts, p["wavefronts"]))
+    assert not wrong, wrong[:5]
+
+
+def test_with_global_addresses_126_of_144_agree_and_every_miss_is_a_permuted_wide_copy_under_predicted():
+    misses = []
+    for p in PROBES:
+        a = analyze(p["addresses"], p["access_bytes"], "cp.async", global_addresses=p["global"])
+        # the ideal rule (store phases with an active lane) matches Nsight Compute's conflict counter on all
+        assert p["wavefronts"] - a.ideal == p["conflicts"], p["name"]
+        if a.wavefronts != p["wavefronts"]:
+            misses.append((p, a.wavefronts))
+    assert len(misses) == 18  # if the rule improves, lower this and the figures in model_rules.OP_STATUS
+    for p, got in misses:
+        assert p["access_bytes"] in (8, 16) and not _lane_ordered(p) and "gperm" in p["name"]
+        assert 1 <= p["wavefronts"] - got <= 8, (p["name"], got, p["wavefronts"])
+
+
+def test_by_hand_no_broadcast_and_one_group_per_global_line():
+    one_word = [0] * 32
+    assert analyze(one_word, 4, "store").wavefronts == 1
+    assert analyze(one_word, 4, "cp.async").wavefronts == 32  # every lane's write counts
+    row = [4 * lane for lane in range(32)]
+    a = analyze(row, 4, "cp.async", global_addresses=[128 * lane for lane in range(32)])
+    assert (a.wavefronts, a.ideal, a.conflicts) == (32, 1, 31) and a.phase_costs == (1,) * 32
+    assert analyze(row, 4, "cp.async", global_addresses=row[::-1]).wavefronts == 1  # one line, any order
+    # 16 bytes: two lines of 16 lanes each, lanes 0-7 and 16-23 in one of them, writing banks 0-31 twice
+    glob = [32 * (lane % 16) + 16 * (lane // 16) for lane in range(32)]
+    a = analyze([16 * lane for lane in range(32)], 16, "cp.async", global_addresses=glob)
+    assert a.phase_costs == (2, 2, 2, 2) and (a.wavefronts, a.ideal) == (8, 4)
+
+
+def test_inactive_lanes_need_no_source_and_an_empty_batch_is_empty():
+    shared = [None if lane % 2 else 4 * lane for lane in range(32)]
+    glob = [None if lane % 2 else 4 * lane for lane in range(32)]
+    a = analyze(shared, 4, "cp.async", global_addresses=glob)
+    assert (a.wavefronts, a.ideal) == (1, 1)
+    wave, ideal = analyze_batch(
+        np.zeros((0, 32), dtype=np.int64), 4, "cp.async", global_addresses=np.zeros((0, 32), dtype=np.int64)
+    )
+    assert wave.shape == ideal.shape == (0,)
+    wave, ideal = analyze_batch(np.full((2, 32), -1), 8, "cp.async", global_addresses=np.full((2, 32), -1))
+    assert wave.tolist() == ideal.tolist() == [0, 0]
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: analyze([0] * 32, 4, "store", global_addresses=[0] * 32), "only op 'cp.async'"),
+        (lambda: analyze([0] * 32, 4, "cp.async", global_addresses=[0] * 31), "shape"),
+        (
+            lambda: analyze([0] * 32, 8, "cp.async", global_addresses=[4] + [0] * 31),
+            "lane 0 source 4 is not aligned",
+        ),
+        (
+            lambda: analyze([0] * 32, 4, "cp.async", global_addresses=[None] + [0] * 31),
+            "lane 0 source -1 is negative",
+        ),
+        (lambda: analyze([0] * 32, 4, "cp.async", global_addresses="0"), "global_addresses"),
+        (lambda: analyze([0] * 32, 4, "cp.async", global_addresses=[0.5] * 32), "lane 0 is 0.5"),
+        (lambda: analyze([2] * 32, 4, "cp.async", global_addresses=[0] * 32), "not aligned to the 4-byte"),
+        (
+            lambda: analyze_batch(
+                np.zeros((2, 32), dtype=np.int64),
+                4,
+                "cp.async",
+                global_addresses=np.zeros((3, 32), dtype=np.int64),
+            ),
+            "does not match",
+        ),
+        (
+            lambda: analyze_batch(
+                np.zeros((2, 32), dtype=np.int64),
+                4,
+                "cp.async",
+                global_addresses=np.full((2, 32), 2**64 - 1, dtype=np.uint64),
+            ),
+            "past 2\\*\\*63",
+        ),
+    ],
+)
+def test_bad_global_addresses_say_what_is_wrong(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_a_batch_error_names_the_row():
+    glob = np.zeros((3, 32), dtype=np.int64)
+    glob[2, 5] = 6
+    with pytest.raises(ValueError, match="row 2 lane 5 source 6"):
+        analyze_batch(np.zeros((3, 32), dtype=np.int64), 4, "cp.async", global_addresses=glob)
+
+
+@given(
+    st.sampled_from([4, 8, 16]),
+    st.lists(st.one_of(st.none(), st.integers(0, 511)), min_size=32, max_size=32),
+    st.integers(0, 1000),
+)
+@settings(max_examples=150, deadline=None)
+def test_a_lane_ordered_source_is_the_plain_rule_and_batch_equals_single(width, slots, base_line):
+    shared = [None if s is None else s * width for s in slots]
+    ordered = [base_line * 128 + lane * width for lane in range(32)]
+    plain = analyze(shared, width, "cp.async")
+    lined = analyze(shared, width, "cp.async", global_addresses=ordered)
+    assert (lined.wavefronts, lined.ideal) == (plain.wavefronts, plain.ideal)
+    assert lined.phase_costs == tuple(c for c in plain.phase_costs if c)  # lines with a copying lane only
+    shuffled = list(reversed(ordered))
+    rows = np.array([[-1 if s is None else s for s in shared]] * 2, dtype=np.int64)
+    wave, ideal = analyze_batch(rows, width, "cp.async", global_addresses=np.array([ordered, shuffled]))
+    assert wave[0] == plain.wavefronts
+    assert wave[1] == analyze(shared, width, "cp.async", global_addresses=shuffled).wavefronts
+    assert wave[1] >= max(plain.phase_costs)  # a permutation can regroup the lanes, not cost nothing
+
+
+def test_the_status_names_what_is_and_is_not_measured():
+    status = autopad.model.op_status("cp.async")
+    assert "126 of 144" in status and "cp.async.cg not yet measured" in status
