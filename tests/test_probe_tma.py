@@ -104,4 +104,4 @@ def test_the_source_builds_for_sm_90(tmp_path):
         text=True,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert pt.SOURCE.count("\"cp.async.bulk.tensor.2d") == 2, "one copy in each kernel"
+    assert pt.SOURCE.count('"cp.async.bulk.tensor.2d') == 2, "one copy in each kernel"
