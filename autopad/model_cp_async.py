@@ -16,73 +16,82 @@ and 16 bytes, benchmarks/results/h200/validate_matrix, tests/fixtures/h200_cp_as
   the cost: 32 lanes writing 32 consecutive shared words cost 1 wavefront from one line, 32 from 32 lines.
   A lane-ordered source (lane ``l`` reads ``base + l * w``, ``base`` line-aligned) puts lanes ``128/w * k
   ...`` in line ``k``: exactly the store phases, which is why the plain rule needs no global addresses.
+  So does any source that keeps those lanes in one line each, in any order inside it ("line-ordered"
+  below; the 4-byte probes that permute their lanes inside one line agree).
 * **Ideal** is what Nsight Compute's conflict counter subtracts: the number of store phases (runs of
   ``128 / w`` lanes) with an active lane, whatever the lines; wavefronts - ideal matched its conflicts on
   all 144 probes.
 * **Where it is short:** the rule was fitted to these probes (not held out). 4 bytes agree on 48 of 48,
-  8 and 16 bytes on 78 of 96, 126 of 144 in all, and every one of the 113 probes whose source is
-  lane-ordered agrees (without ``global_addresses`` too). Every miss copies 8 or 16 bytes from a source
-  permuted across the lanes into scattered shared words, and costs 1-8 wavefronts more than the sum above
-  (never fewer); a permuted source into conflict-free words agrees. validate_probes.py has cases for the
-  next run that ask whether the order inside a line matters. ``cp.async.cg`` was not measured: the run
-  read the ``.ca`` counter for it (zero); validate_ncu.py now reads the ``_cache_bypass`` one for ``.cg``.
+  8 and 16 bytes on 78 of 96, 126 of 144 in all. Every one of the 113 probes with a line-ordered source
+  agrees, without ``global_addresses`` too (99 of them lane-ordered, 14 four-byte copies permuted inside
+  their one line). Every miss copies 8 or 16 bytes from a source permuted across the lanes into scattered
+  shared words, and measured 1-8 wavefronts above the prediction (never below); a permuted source into
+  conflict-free words agrees. validate_probes.py has 8- and 16-byte cases for the next run that ask
+  whether the order inside a line matters there. ``cp.async.cg`` was not measured: the run read the
+  ``.ca`` counter for it (zero); validate_ncu.py now skips that pair for ``.cg``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from .model_numpy import _count_costs
 from .model_rules import _Rule
 
 LINE_BYTES = 128  # the global line the lanes are grouped by
 GLOBAL_LIMIT = 1 << 63  # global byte addresses: any non-negative int64
 
 
+def _lane_value(a: object, where: str) -> int:
+    """One lane of a list: None -> -1 (no source), an int as it is; anything else is an error."""
+    if a is None:
+        return -1
+    if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+        raise ValueError(f"global_addresses: {where} is {a!r}; each lane is an int byte address or None")
+    if not -1 <= int(a) < GLOBAL_LIMIT:
+        raise ValueError(f"global_addresses: {where} address {int(a)} is outside 0 .. 2**63 - 1")
+    return int(a)
+
+
 def as_global_array(glob: object, shared: np.ndarray) -> np.ndarray:
     """The callers' global byte addresses as int64 (n, warp), checked against the shared batch: the same
-    shape; a non-negative address, aligned to the copy's width, on every lane that copies (a lane inactive
-    on the shared side may give anything, -1 or None included)."""
+    shape, integers or None. Lanes inactive on the shared side may give anything (-1, None, a uint64 -1);
+    ``check_global`` then checks the copying lanes' values."""
     n, warp = shared.shape
-    if isinstance(glob, np.ndarray):
-        arr = glob
-    else:
+    want = f"integer byte addresses (None for no source) shaped like addresses, ({n}, {warp})"
+    arr = glob
+    if not isinstance(glob, np.ndarray) or glob.dtype.kind == "O":
+        if isinstance(glob, (str, bytes, int, float)) or glob is None:
+            raise ValueError(f"global_addresses: expected {want}; got {glob!r}")
         try:
-            rows = list(glob)  # type: ignore[call-overload]
+            rows = glob.tolist() if isinstance(glob, np.ndarray) else list(glob)  # type: ignore[call-overload]
         except TypeError:
-            raise ValueError(
-                f"global_addresses: expected integer byte addresses shaped like addresses ({n}, {warp}); "
-                f"got {glob!r}"
-            ) from None
-        flat = rows if not any(isinstance(r, (list, tuple, np.ndarray)) for r in rows) else None
-        if flat is not None:
-            bad = [
-                i
-                for i, a in enumerate(flat)
-                if a is not None and (isinstance(a, bool) or not isinstance(a, (int, np.integer)))
-            ]
-            if bad:
-                raise ValueError(
-                    f"global_addresses: lane {bad[0]} is {flat[bad[0]]!r}; each lane is an int or None"
-                )
-            rows = [[-1 if a is None else int(a) for a in flat]]
-        try:
-            arr = np.asarray(rows)
-        except (ValueError, OverflowError):
-            raise ValueError("global_addresses: rows of unequal length or values past int64") from None
+            raise ValueError(f"global_addresses: expected {want}; got {glob!r}") from None
+        nested = any(isinstance(r, (list, tuple, np.ndarray)) for r in rows)
+        rows = rows if nested else ([rows] if rows or n else [])
+        table = []
+        for r, row in enumerate(rows):
+            lanes = list(row) if isinstance(row, (list, tuple, np.ndarray)) else None
+            if lanes is None or len(lanes) != warp:
+                got = "is not a row" if lanes is None else f"has {len(lanes)} entries"
+                what = f"row {r} {got}" if nested else f"the instruction {got}"
+                raise ValueError(f"global_addresses: {what}; each row needs one entry per lane ({warp})")
+            head = f"row {r} " if nested else ""
+            table.append([_lane_value(a, f"{head}lane {lane}") for lane, a in enumerate(lanes)])
+        arr = np.array(table, dtype=np.int64).reshape(len(table), warp)
     if arr.dtype.kind not in "iu" or arr.ndim not in (1, 2):
-        raise ValueError(
-            f"global_addresses: expected integer byte addresses shaped like addresses ({n}, {warp}); "
-            f"got dtype {arr.dtype} and shape {arr.shape}"
-        )
-    if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= GLOBAL_LIMIT:
-        raise ValueError("global_addresses: an address is past 2**63")
-    arr = np.ascontiguousarray(arr.reshape(1, -1) if arr.ndim == 1 else arr, dtype=np.int64)
+        raise ValueError(f"global_addresses: expected {want}; got dtype {arr.dtype} and shape {arr.shape}")
+    arr = arr.reshape(1, -1) if arr.ndim == 1 else arr
     if arr.shape != shared.shape:
         raise ValueError(f"global_addresses: shape {arr.shape} does not match the addresses' {shared.shape}")
-    return arr
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= GLOBAL_LIMIT:
+        big = arr >= GLOBAL_LIMIT  # past int64: an error on a copying lane, "no source" elsewhere
+        if (big & (shared >= 0)).any():
+            r, lane = np.unravel_index(int(np.argmax(big & (shared >= 0))), arr.shape)
+            raise ValueError(
+                f"global_addresses: row {r} lane {lane} address {int(arr[r, lane])} is past 2**63 - 1"
+            )
+        arr = np.where(big, np.uint64(0), arr)
+    return np.ascontiguousarray(arr, dtype=np.int64)
 
 
 def check_global(glob: np.ndarray, shared: np.ndarray, width: int) -> None:
@@ -103,28 +112,44 @@ def check_global(glob: np.ndarray, shared: np.ndarray, width: int) -> None:
     raise ValueError(f"global_addresses: {where} source {a} {why}")
 
 
-def line_costs(shared: np.ndarray, glob: np.ndarray, rule: _Rule) -> tuple[np.ndarray, np.ndarray, list]:
-    """(wavefronts, ideal, per-row tuples of line costs in order of line address) of a checked batch.
+_ROWS = 8192  # instructions costed at a time: the per-bank counts stay small (8192 x 32 lines x 32 banks)
 
-    Each (instruction, global line) pair becomes one row holding only that line's lanes, costed as one
-    phase of the whole warp without broadcast (``_count_costs``: the most lanes in one unit-bank).
+
+def line_costs(
+    shared: np.ndarray, glob: np.ndarray, rule: _Rule, per_line: bool = False
+) -> tuple[np.ndarray, np.ndarray, list]:
+    """(wavefronts, ideal, per-row tuples of line costs lowest line first, or [] unless ``per_line``) of a
+    checked batch.
+
+    Each instruction's lanes are sorted by global line (a row of 32: numpy's small sorts are fast); the
+    k-th distinct line of instruction i is group 32 i + k, and a group costs its most lanes in one unit-bank
+    (a ``width``-byte unit over ``unit_banks`` of them: ``_count_costs``'s count, without broadcast),
+    counted with one ``np.bincount`` over (group, unit-bank) per chunk of instructions.
     """
     n, warp = shared.shape
-    active = shared >= 0
-    rows_i, lanes_i = np.nonzero(active)
-    lines = glob[rows_i, lanes_i] // LINE_BYTES
-    # dense id of each (row, line) pair, pairs sorted by row then line
-    pairs = np.stack([rows_i, lines], axis=1)
-    uniq, group = np.unique(pairs, axis=0, return_inverse=True)
-    group = group.reshape(-1)
-    spread = np.full((len(uniq), warp), -1, dtype=np.int64)
-    spread[group, lanes_i] = shared[rows_i, lanes_i]
-    whole = dataclasses.replace(rule, lanes=warp, broadcast=False, merge=False)
-    cost = _count_costs(spread, whole).reshape(-1) if len(uniq) else np.zeros(0, dtype=np.int64)
-    owner = uniq[:, 0] if len(uniq) else np.zeros(0, dtype=np.int64)
-    wave = np.bincount(owner, weights=cost, minlength=n).astype(np.int64)
+    wave = np.zeros(n, dtype=np.int64)
     per = shared.reshape(n, warp // rule.lanes, rule.lanes)
     ideal = (per >= 0).any(axis=2).sum(axis=1).astype(np.int64)
-    splits = np.searchsorted(owner, np.arange(1, n))
-    costs = [tuple(int(c) for c in part) for part in np.split(cost, splits)]
+    costs: list = []
+    shift = rule.unit.bit_length() - 1  # unit is a power of two (4, 8 or 16 bytes)
+    ub = rule.unit_banks
+    never = np.iinfo(np.int64).max  # the line of a lane that does not copy: sorts last
+    for s in range(0, n, _ROWS):
+        part, gpart = shared[s : s + _ROWS], glob[s : s + _ROWS]
+        m = len(part)
+        active = part >= 0
+        lines = np.where(active, gpart // LINE_BYTES, never)
+        order = np.argsort(lines, axis=1, kind="stable")
+        sorted_lines = np.take_along_axis(lines, order, axis=1)
+        new = np.ones((m, warp), dtype=bool)
+        new[:, 1:] = sorted_lines[:, 1:] != sorted_lines[:, :-1]
+        rank = np.cumsum(new, axis=1) - 1  # the line's rank in its instruction, per sorted lane
+        sorted_active = np.take_along_axis(active, order, axis=1)
+        bank = (np.take_along_axis(part, order, axis=1) >> shift) & (ub - 1)
+        key = (np.arange(m)[:, None] * warp + rank) * ub + bank
+        counts = np.bincount(key[sorted_active], minlength=m * warp * ub)
+        cost = counts.reshape(m, warp, ub).max(axis=2)  # (instruction, line rank); 0 past its lines
+        wave[s : s + m] = cost.sum(axis=1)
+        if per_line:
+            costs += [tuple(int(c) for c in row[row > 0]) for row in cost]
     return wave, ideal, costs

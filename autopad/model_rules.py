@@ -4,7 +4,7 @@ Split from model.py (one concern a module): both backends (model_numpy.py, _mode
 ``_Rule`` built here, so the vocabulary (``OPS``, ``WIDTHS``), each op's status (``OP_STATUS``) and the
 checks of op, width and arch live in one place. The load/store/atomic rules are in model.py's docstring.
 
-**ldmatrix, stmatrix: measured; cp.async.ca: measured, 126 of 144 probes; cp.async.cg: not measured**
+**ldmatrix, stmatrix: measured; cp.async.ca: fitted, 126 of 144 probes; cp.async.cg: not measured**
 (``OP_STATUS``; ``autopad validate --ops ldmatrix,stmatrix,cp.async`` measured 728 probes on the H200 on
 2026-12-01: all 536 ldmatrix/stmatrix ones agree with the rules below; the cp.async rule below was fitted
 to the 144 ``.ca`` ones afterwards and agrees with 126, model_cp_async.py; the run read the ``.ca``
@@ -56,13 +56,14 @@ OP_STATUS = {
     "atomic": "measured (4-byte adds; 8-byte assumed to follow the 8-byte store phases)",
     # H200, 2026-12-01 (benchmarks/results/h200/validate_matrix, tests/fixtures/h200_cp_async_probes.json):
     # the .ca rule (no broadcast, lanes grouped by global line) agrees with 126 of 144 probes; the 18 misses
-    # are 8- and 16-byte copies from a permuted global source into scattered shared words, 1-8 wavefronts
-    # over. The .cg probes were read from the .ca counter (zero): not measured. Triton's pipelined matmul
-    # (kernels/triton/matmul_model.py) issues cp.async.cg from lane-ordered rows.
+    # are 8- and 16-byte copies from a permuted global source into scattered shared words, measured 1-8
+    # wavefronts above the prediction. The .cg probes were read from the .ca counter (zero): not measured.
+    # Triton's pipelined matmul issues cp.async.cg; kernels/triton/matmul_model.py scores it as a store.
     "cp.async": (
-        "fitted to H200 probes of cp.async.ca (2026-12-01): 126 of 144 agree, every one of the 113 copying "
-        "from a lane-ordered global source; the 18 misses copy 8 or 16 bytes from a permuted source "
-        "(pass global_addresses) and cost 1-8 wavefronts more; cp.async.cg not yet measured"
+        "fitted to H200 probes of cp.async.ca (2026-12-01): 126 of 144 agree, among them all 113 whose "
+        "global lines hold the lanes of a lane-ordered source; the 18 misses copy 8 or 16 bytes from a "
+        "source permuted across lines, and measured 1-8 wavefronts above the prediction even with "
+        "global_addresses; cp.async.cg not yet measured"
     ),
     "ldmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
     "stmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",

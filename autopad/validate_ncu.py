@@ -171,9 +171,10 @@ def counted_by(launch: dict, op: str, form: str | None = None) -> tuple[int | No
     """(wavefronts, bank conflicts, the wavefront metric they came from) of one parsed launch.
 
     ld/st/atom: their own pair. ldmatrix/stmatrix/cp.async: the first candidate pair with both values,
-    else the shared-memory totals (the probe issues no other shared-memory instruction). cp.async's
-    ``_cache_access`` pair counts only ``.ca`` and its ``_cache_bypass`` pair only ``.cg`` (H200,
-    2026-12-01: the ``.cg`` probes read 0 in the ``.ca`` pair), so a form skips the other form's pair."""
+    else the shared-memory totals (the probe issues no other shared-memory instruction). A cp.async form
+    skips the other form's pair: the ``.cg`` probes read 0 in the ``_cache_access`` pair (H200,
+    2026-12-01), so presumably ``.cg`` is counted in ``_cache_bypass`` (not yet seen: that run kept no
+    bypass values) and ``.ca`` in ``_cache_access``."""
     fam = _family(op)
     if fam is None:
         o = _SHORT[op]

@@ -60,6 +60,56 @@ def test_with_global_addresses_126_of_144_agree_and_every_miss_is_a_permuted_wid
         assert 1 <= p["wavefronts"] - got <= 8, (p["name"], got, p["wavefronts"])
 
 
+def test_per_width_and_against_the_old_rule():
+    """The replay's table (benchmarks/results/h200/validate_matrix/CP_ASYNC_REPLAY.md)."""
+    new, old = {4: 0, 8: 0, 16: 0}, {4: 0, 8: 0, 16: 0}
+    for p in PROBES:
+        a = analyze(p["addresses"], p["access_bytes"], "cp.async", global_addresses=p["global"])
+        new[p["access_bytes"]] += (a.wavefronts, a.conflicts) == (p["wavefronts"], p["conflicts"])
+        s = analyze(p["addresses"], p["access_bytes"], "store")  # the rule before: a store of that width
+        old[p["access_bytes"]] += (s.wavefronts, s.conflicts) == (p["wavefronts"], p["conflicts"])
+    assert new == {4: 48, 8: 40, 16: 38} and old == {4: 31, 8: 18, 16: 25}
+    strict = [p for p in PROBES if all(g == lane * p["access_bytes"] for lane, g in enumerate(p["global"]))]
+    assert len(strict) == 99  # lane l copies l * width exactly; the other 14 of the 113 permute inside a line
+
+
+def _reference(shared: list, glob: list, width: int) -> int:
+    """The rule as words: per 128-byte global line, the most copying lanes in one ``width``-byte bank slot."""
+    lines: dict = {}
+    for s, g in zip(shared, glob):
+        if s is not None:
+            lines.setdefault(g // 128, []).append(s // width % (128 // width))
+    return sum(max(v.count(u) for u in set(v)) for v in lines.values())
+
+
+@given(st.sampled_from([4, 8, 16]), st.data())
+@settings(max_examples=200, deadline=None)
+def test_line_costs_equal_the_rule_written_out(width, data):
+    shared = data.draw(st.lists(st.one_of(st.none(), st.integers(0, 2047)), min_size=32, max_size=32))
+    shared = [None if a is None else a * width for a in shared]
+    glob = data.draw(st.lists(st.integers(0, 2**50), min_size=32, max_size=32))
+    glob = (
+        [g * width for g in glob]
+        if data.draw(st.booleans())
+        else [g % 4 * 128 + lane * width for lane, g in enumerate(glob)]
+    )
+    assert analyze(shared, width, "cp.async", global_addresses=glob).wavefronts == _reference(
+        shared, glob, width
+    )
+
+
+def test_a_large_batch_is_costed_in_chunks_like_single_rows():
+    rng = np.random.default_rng(5)
+    n = 20_000  # more than one chunk of model_cp_async._ROWS
+    shared = rng.integers(0, 512, size=(n, 32)) * 16
+    shared[rng.random((n, 32)) < 0.2] = -1
+    glob = rng.integers(0, 64, size=(n, 32)) * 16
+    wave, ideal = analyze_batch(shared, 16, "cp.async", global_addresses=glob)
+    for i in (0, 1, 8191, 8192, 16_385, n - 1):
+        a = analyze(shared[i], 16, "cp.async", global_addresses=glob[i])
+        assert (wave[i], ideal[i]) == (a.wavefronts, a.ideal)
+
+
 def test_by_hand_no_broadcast_and_one_group_per_global_line():
     one_word = [0] * 32
     assert analyze(one_word, 4, "store").wavefronts == 1
@@ -68,7 +118,8 @@ def test_by_hand_no_broadcast_and_one_group_per_global_line():
     a = analyze(row, 4, "cp.async", global_addresses=[128 * lane for lane in range(32)])
     assert (a.wavefronts, a.ideal, a.conflicts) == (32, 1, 31) and a.phase_costs == (1,) * 32
     assert analyze(row, 4, "cp.async", global_addresses=row[::-1]).wavefronts == 1  # one line, any order
-    # 16 bytes: two lines of 16 lanes each, lanes 0-7 and 16-23 in one of them, writing banks 0-31 twice
+    # 16 bytes from 4 lines of 8 lanes: lanes 0-3 and 16-19 share line 0, and lane l writes unit-bank l % 8,
+    # so each line writes 4 unit-banks twice
     glob = [32 * (lane % 16) + 16 * (lane // 16) for lane in range(32)]
     a = analyze([16 * lane for lane in range(32)], 16, "cp.async", global_addresses=glob)
     assert a.phase_costs == (2, 2, 2, 2) and (a.wavefronts, a.ideal) == (8, 4)
@@ -91,7 +142,10 @@ def test_inactive_lanes_need_no_source_and_an_empty_batch_is_empty():
     ("call", "match"),
     [
         (lambda: analyze([0] * 32, 4, "store", global_addresses=[0] * 32), "only op 'cp.async'"),
-        (lambda: analyze([0] * 32, 4, "cp.async", global_addresses=[0] * 31), "shape"),
+        (
+            lambda: analyze([0] * 32, 4, "cp.async", global_addresses=[0] * 31),
+            "has 31 entries; each row needs one entry per lane",
+        ),
         (
             lambda: analyze([0] * 32, 8, "cp.async", global_addresses=[4] + [0] * 31),
             "lane 0 source 4 is not aligned",
@@ -119,13 +173,32 @@ def test_inactive_lanes_need_no_source_and_an_empty_batch_is_empty():
                 "cp.async",
                 global_addresses=np.full((2, 32), 2**64 - 1, dtype=np.uint64),
             ),
-            "past 2\\*\\*63",
+            "lane 0 address 18446744073709551615 is past 2",
         ),
     ],
 )
 def test_bad_global_addresses_say_what_is_wrong(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_lists_and_wide_integers_are_read_as_the_docstring_says():
+    shared = np.full((2, 32), -1, dtype=np.int64)
+    shared[:, 0] = 0
+    nested = [[0] + [None] * 31, [128] + [None] * 31]  # None: no source, in a 2-D list too
+    assert analyze_batch(shared, 4, "cp.async", global_addresses=nested)[0].tolist() == [1, 1]
+    empty = np.zeros((0, 32), dtype=np.int64)
+    assert analyze_batch(empty, 4, "cp.async", global_addresses=[])[0].shape == (0,)
+    wide = np.full((2, 32), 2**64 - 1, dtype=np.uint64)  # a uint64 -1 on lanes that do not copy
+    wide[:, 0] = 256
+    assert analyze_batch(shared, 4, "cp.async", global_addresses=wide)[0].tolist() == [1, 1]
+    wide[1, 0] = 2**63
+    with pytest.raises(ValueError, match="row 1 lane 0 address 9223372036854775808 is past 2"):
+        analyze_batch(shared, 4, "cp.async", global_addresses=wide)
+    with pytest.raises(ValueError, match="lane 3 address 18446744073709551616 is outside"):
+        analyze([0] * 32, 4, "cp.async", global_addresses=[0, 0, 0, 2**64] + [0] * 28)
+    with pytest.raises(ValueError, match="row 1 is not a row"):
+        analyze_batch(shared, 4, "cp.async", global_addresses=[[0] * 32, 5])
 
 
 def test_a_batch_error_names_the_row():

@@ -147,9 +147,10 @@ def test_seed_0_still_generates_every_recorded_cp_async_probe():
     for f in fixture["probes"]:
         p = made[(f["access_bytes"], f["name"])]
         assert (p["addresses"], p["global"]) == (f["addresses"], f["global"]), f["name"]
-    new = {name for (_, name) in made} - {f["name"] for f in fixture["probes"]}
-    assert new == {
+    new = {(w, name) for (w, name) in made} - {(f["access_bytes"], f["name"]) for f in fixture["probes"]}
+    names = {
         f"{g}-{s}"
         for g in ("inline-reverse", "gperm-halves", "gperm-reverse")
         for s in ("stride2", "pair", "mod7")
     }
+    assert new == {(w, n) for w in (8, 16) for n in names}, "9 new cases at 8 and 16 bytes, none at 4"
