@@ -32,12 +32,17 @@ def nvrtc_cuobjdump(monkeypatch: pytest.MonkeyPatch) -> Path:
     return tool
 
 
-def registers(c: dict[str, int], tool: Path, tmp: Path) -> int:
+def registers(c: dict[str, int], tool: Path, tmp: Path, fresh: bool = False) -> int:
     """Registers per thread of matmul_kernel built from today's matmul.cu with ``c`` (the runtime's
-    compiler, sm_90), read back with ``tool`` (``nvrtc_cuobjdump``'s cuobjdump)."""
+    compiler, sm_90), read back with ``tool`` (``nvrtc_cuobjdump``'s cuobjdump). ``fresh``: compile with
+    NVRTC now, past the cubin cache (a second, independent build)."""
+    from autopad import cuda_compile
     from autopad import cuda_runtime as rt
 
-    blob = rt.compile_cubin(G.source(), G.defines(c), "sm_90", "matmul_kernel")
+    if fresh:
+        blob = cuda_compile._compile_nvrtc(G.source(), G.defines(c), "sm_90", "matmul_kernel")
+    else:
+        blob = rt.compile_cubin(G.source(), G.defines(c), "sm_90", "matmul_kernel")
     path = tmp / ("_".join(f"{k}{v}" for k, v in sorted(c.items())) + ".cubin")
     path.write_bytes(blob[blob.index(b"\x7fELF") :])
     out = subprocess.run([str(tool), "--dump-resource-usage", str(path)], capture_output=True, text=True)

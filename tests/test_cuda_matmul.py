@@ -434,18 +434,24 @@ def test_register_table_matches_the_compiler(monkeypatch, tmp_path):
     the registers fails here, not silently in the model."""
     tool = nvrtc_cuobjdump(monkeypatch)
 
-    def regs(tile: tuple[int, int, int, int, int]) -> int:
+    def regs(tile: tuple[int, int, int, int, int], fresh: bool = False) -> int:
         bm, bn, bk, tm, tn = tile
-        return registers(
-            dict(G.DEFAULTS, BM=bm, BN=bn, BK=bk, TM=tm, TN=tn, MIN_BLOCKS=1, SPLIT_K=1), tool, tmp_path
-        )
+        c = dict(G.DEFAULTS, BM=bm, BN=bn, BK=bk, TM=tm, TN=tn, MIN_BLOCKS=1, SPLIT_K=1)
+        return registers(c, tool, tmp_path, fresh)
 
     # sequential, and within 2 registers: a helper's full-suite run of 2026-12-02 (two NVRTC compiles at once
     # in this process, as the test then did) read 64x64x8 4x8 at 107 where every sequential build here, in
     # fresh caches and in 1-4 processes at once, reads the table's 109 (the swizzle table's test below saw the
     # same 2-register flake); a source change that moves a tile by more, as the clamp moved two by 7-9, fails
+    # A CI run of 2026-12-05 read 128x128x16 8x8 at 161 (table 153) in the full suite, in this test's own
+    # fresh cache, and 153 when the test ran alone, twice: the same NVRTC build is not always the same
+    # when other work shares the process (the flakes above). A tile off by more is rebuilt once, past the
+    # cache, and that count decides; a source change that moves it fails both reads.
     got = {tile: regs(tile) for tile in G.REGS_SM90}
     print("registers read:", got)
+    for t in [t for t in got if abs(got[t] - G.REGS_SM90[t]) > 2]:
+        got[t] = regs(t, fresh=True)
+        print("rebuilt past the cache:", t, got[t])
     off = {t: (got[t], G.REGS_SM90[t]) for t in got if abs(got[t] - G.REGS_SM90[t]) > 2}
     assert not off, off
 
