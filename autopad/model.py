@@ -161,7 +161,7 @@ def analyze_batch(
     ``global_addresses`` (op "cp.async" only): each lane's global source, shaped like ``addresses``; the
     lanes are then grouped by 128-byte global line, as the H200 groups them (model_cp_async.py). Without
     it a lane-ordered source is assumed (lane ``l`` copies ``base + l * access_bytes``). This path runs
-    on numpy (0.15-0.4 M random instructions a second on 2 cores, against tens of millions for the
+    on numpy (0.15-0.55 M random instructions a second on 2 cores, against tens of millions for the
     plain rule's numba kernel) and always checks both sides, ``validate=False`` or not.
     """
     a = get_arch(arch)
@@ -191,9 +191,10 @@ def analyze(
 ) -> Analysis:
     """Cost of one warp instruction: per-lane byte addresses (None = inactive lane) -> Analysis.
 
-    ``op`` is one of ``OPS``: "load", "store", "atomic" (measured), "cp.async", "ldmatrix[.x1|.x2|.x4]"
-    or "stmatrix[...]" (derived, not yet probed; ``op_status``). For ldmatrix/stmatrix ``access_bytes``
-    is 16 (a matrix row) and ``phase_costs`` has one entry per matrix.
+    ``op`` is one of ``OPS``: "load", "store", "atomic", "ldmatrix[.x1|.x2|.x4][.trans]" and
+    "stmatrix[...]" (measured on the H200), or "cp.async" (fitted to H200 probes of cp.async.ca; ``op_status``
+    says how far each is checked). For ldmatrix/stmatrix ``access_bytes`` is 16 (a matrix row) and
+    ``phase_costs`` has one entry per matrix.
 
     ``global_addresses`` (op "cp.async" only): each lane's global source byte address. The lanes are then
     grouped by 128-byte global line and ``phase_costs`` has one entry per line, lowest line first; without

@@ -16,19 +16,20 @@ and 16 bytes, benchmarks/results/h200/validate_matrix, tests/fixtures/h200_cp_as
   the cost: 32 lanes writing 32 consecutive shared words cost 1 wavefront from one line, 32 from 32 lines.
   A lane-ordered source (lane ``l`` reads ``base + l * w``, ``base`` line-aligned) puts lanes ``128/w * k
   ...`` in line ``k``: exactly the store phases, which is why the plain rule needs no global addresses.
-  So does any source that keeps those lanes in one line each, in any order inside it ("line-ordered"
-  below; the 4-byte probes that permute their lanes inside one line agree).
+  So does any source whose store phases each copy from a global line of their own, in any order inside
+  it ("line-ordered" below; the 4-byte probes that permute their lanes inside one line agree).
 * **Ideal** is what Nsight Compute's conflict counter subtracts: the number of store phases (runs of
   ``128 / w`` lanes) with an active lane, whatever the lines; wavefronts - ideal matched its conflicts on
   all 144 probes.
 * **Where it is short:** the rule was fitted to these probes (not held out). 4 bytes agree on 48 of 48,
-  8 and 16 bytes on 78 of 96, 126 of 144 in all. Every one of the 113 probes with a line-ordered source
+  8 and 16 bytes on 78 of 96, 126 of 144 in all. Every one of the 117 probes with a line-ordered source
   agrees, without ``global_addresses`` too (99 of them lane-ordered, 14 four-byte copies permuted inside
-  their one line). Every miss copies 8 or 16 bytes from a source permuted across the lanes into scattered
-  shared words, and measured 1-8 wavefronts above the prediction (never below); a permuted source into
-  conflict-free words agrees. validate_probes.py has 8- and 16-byte cases for the next run that ask
-  whether the order inside a line matters there. ``cp.async.cg`` was not measured: the run read the
-  ``.ca`` counter for it (zero); validate_ncu.py now skips that pair for ``.cg``.
+  their one line, 4 eight- and 16-byte copies whose lines are reversed). Every miss copies 8 or 16 bytes
+  from a source permuted across lines into scattered shared words, and measured 1-8 wavefronts above the
+  prediction (never below); a permuted source into conflict-free words agrees. validate_probes.py has 8-
+  and 16-byte cases for the next run that ask whether the order inside a line matters there.
+  ``cp.async.cg`` was not measured: the run read the ``.ca`` counter for it (zero); validate_ncu.py now
+  skips that pair for ``.cg``.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def as_global_array(glob: object, shared: np.ndarray) -> np.ndarray:
     want = f"integer byte addresses (None for no source) shaped like addresses, ({n}, {warp})"
     arr = glob
     if not isinstance(glob, np.ndarray) or glob.dtype.kind == "O":
-        if isinstance(glob, (str, bytes, int, float)) or glob is None:
+        if isinstance(glob, (str, bytes, int, float, dict, set, frozenset)) or glob is None:
             raise ValueError(f"global_addresses: expected {want}; got {glob!r}")
         try:
             rows = glob.tolist() if isinstance(glob, np.ndarray) else list(glob)  # type: ignore[call-overload]
@@ -104,12 +105,13 @@ def check_global(glob: np.ndarray, shared: np.ndarray, width: int) -> None:
     r, lane = np.unravel_index(int(np.argmax(bad)), bad.shape)
     where = f"row {r} lane {lane}" if shared.shape[0] > 1 else f"lane {lane}"
     a = int(glob[r, lane])
-    why = (
-        "is negative (every copying lane needs a source)"
-        if a < 0
-        else f"is not aligned to the {width}-byte copy"
-    )
-    raise ValueError(f"global_addresses: {where} source {a} {why}")
+    if a < 0:
+        s = int(shared[r, lane])
+        raise ValueError(
+            f"global_addresses: {where} has no source ({'None or -1' if a == -1 else a}) but copies to "
+            f"shared address {s}; every lane with a shared address needs a global one"
+        )
+    raise ValueError(f"global_addresses: {where} source {a} is not aligned to the {width}-byte copy")
 
 
 _ROWS = 8192  # instructions costed at a time: the per-bank counts stay small (8192 x 32 lines x 32 banks)

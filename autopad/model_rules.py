@@ -56,14 +56,14 @@ OP_STATUS = {
     "atomic": "measured (4-byte adds; 8-byte assumed to follow the 8-byte store phases)",
     # H200, 2026-12-01 (benchmarks/results/h200/validate_matrix, tests/fixtures/h200_cp_async_probes.json):
     # the .ca rule (no broadcast, lanes grouped by global line) agrees with 126 of 144 probes; the 18 misses
-    # are 8- and 16-byte copies from a permuted global source into scattered shared words, measured 1-8
+    # are 8- and 16-byte copies from a source permuted across lines into scattered shared words, measured 1-8
     # wavefronts above the prediction. The .cg probes were read from the .ca counter (zero): not measured.
     # Triton's pipelined matmul issues cp.async.cg; kernels/triton/matmul_model.py scores it as a store.
     "cp.async": (
-        "fitted to H200 probes of cp.async.ca (2026-12-01): 126 of 144 agree, among them all 113 whose "
-        "global lines hold the lanes of a lane-ordered source; the 18 misses copy 8 or 16 bytes from a "
-        "source permuted across lines, and measured 1-8 wavefronts above the prediction even with "
-        "global_addresses; cp.async.cg not yet measured"
+        "fitted to H200 probes of cp.async.ca (2026-12-01): 126 of 144 agree, among them all 117 whose "
+        "store phases each copy from a global line of their own; the 18 misses copy 8 or 16 bytes from a "
+        "source permuted across lines into scattered shared words, and measured 1-8 wavefronts above the "
+        "prediction even with global_addresses; cp.async.cg not yet measured"
     ),
     "ldmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
     "stmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
@@ -94,7 +94,10 @@ def _family(op: str) -> tuple[str, int]:
 
 
 def op_status(op: str) -> str:
-    """The status of an op's rule ("measured", or "derived, not yet probed"), any spelling in ``OPS``."""
+    """How far an op's rule is checked against the hardware, any spelling in ``OPS``: "measured" (with the
+    probe count for ldmatrix/stmatrix), or for cp.async what it was fitted to and where it falls short."""
+    if isinstance(op, str) and op.startswith("cp.async."):
+        raise ValueError(f"op: {op!r}: use 'cp.async'; its status covers .ca and .cg")
     if not isinstance(op, str) or op not in OPS:
         raise ValueError(f"op: {op!r} is not one of {_OPS_TEXT}")
     return OP_STATUS[_family(op)[0]]
