@@ -114,6 +114,20 @@ def check_global(glob: np.ndarray, shared: np.ndarray, width: int) -> None:
     raise ValueError(f"global_addresses: {where} source {a} is not aligned to the {width}-byte copy")
 
 
+def line_ordered(shared: list, glob: list, width: int) -> bool:
+    """Whether each store phase's copying lanes (runs of ``128 / width``) read one global line, a line of
+    its own: the case where the lines group the lanes as the phases do, so the plain rule (no
+    ``global_addresses``) gives the same cost. Lists of one instruction, None = inactive."""
+    per = LINE_BYTES // width
+    lines: dict[int, set[int]] = {}
+    for lane, (s, g) in enumerate(zip(shared, glob)):
+        if s is not None and s >= 0:
+            lines.setdefault(lane // per, set()).add(int(g) // LINE_BYTES)
+    if any(len(v) > 1 for v in lines.values()):
+        return False
+    return len({min(v) for v in lines.values()}) == len(lines)
+
+
 _ROWS = 8192  # instructions costed at a time: the per-bank counts stay small (8192 x 32 lines x 32 banks)
 
 

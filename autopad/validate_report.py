@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from .model_cp_async import line_ordered
 from .validate_probes import predict
 
 __all__ = ["compare", "print_report", "write_report"]
@@ -39,6 +40,14 @@ def compare(
     for p, m, (pw, pc) in zip(probes, measured, pred):
         src = p.get("source", "generated")
         form = p.get("form", p["op"])
+        order = None
+        if "global" in p:  # cp.async: is the source line-ordered (the plain rule's case) or permuted?
+            order = (
+                "line-ordered"
+                if line_ordered(p["addresses"], p["global"], int(p["access_bytes"]))
+                else "permuted"
+            )
+            form = f"{form} {order}"
         g = groups.setdefault((src, form, int(p["access_bytes"])), {"probes": 0, "agree": 0, "disagree": 0})
         mw, mc = (None, None) if m is None else m
         agree = None if mw is None else (mw == pw and mc == pc)
@@ -63,6 +72,7 @@ def compare(
             row["metric"] = p.get("metric")
         if "global" in p:
             row["global"] = list(p["global"])
+            row["source_order"] = order
         if "wavefronts" in p:  # a fixture probe: is the new measurement the old one?
             row["fixture_wavefronts"] = p["wavefronts"]
             row["fixture_conflicts"] = p.get("bank_conflicts")

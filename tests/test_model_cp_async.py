@@ -17,22 +17,14 @@ from hypothesis import strategies as st
 
 import autopad
 from autopad import analyze, analyze_batch
+from autopad.model_cp_async import line_ordered
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h200_cp_async_probes.json"
 PROBES = json.loads(FIXTURE.read_text())["probes"]
 
 
 def _line_ordered(p: dict) -> bool:
-    """Whether each store phase's copying lanes (runs of 128 / width) read one global line, a line of its
-    own: the plain rule's case, where the lines group the lanes as the phases do."""
-    per_line = 128 // p["access_bytes"]
-    lines: dict[int, set[int]] = {}
-    for lane, (s, g) in enumerate(zip(p["addresses"], p["global"])):
-        if s is not None:
-            lines.setdefault(lane // per_line, set()).add(g // 128)
-    if any(len(v) > 1 for v in lines.values()):
-        return False
-    return len({min(v) for v in lines.values()}) == len(lines)
+    return line_ordered(p["addresses"], p["global"], p["access_bytes"])
 
 
 def test_the_fixture_is_the_recorded_ca_run():
@@ -249,3 +241,32 @@ def test_a_line_ordered_source_is_the_plain_rule_and_batch_equals_single(width, 
 def test_the_status_names_what_is_and_is_not_measured():
     status = autopad.model.op_status("cp.async")
     assert "126 of 144" in status and "cp.async.cg not yet measured" in status
+
+
+def test_line_ordered_by_hand():
+    lanes = range(32)
+    assert line_ordered([4 * n for n in lanes], [4 * n for n in lanes], 4)
+    assert line_ordered([4 * n for n in lanes], [4 * (31 - n) for n in lanes], 4)  # inside one line
+    assert line_ordered([16 * n for n in lanes], [16 * (31 - n) for n in lanes], 16)  # lines reversed
+    assert not line_ordered([16 * n for n in lanes], [128 * n for n in lanes], 16)  # a phase over 8 lines
+    assert not line_ordered([16 * n for n in lanes], [16 * (n % 8) for n in lanes], 16)  # 4 phases, 1 line
+    assert line_ordered([None] * 32, [None] * 32, 8)
+
+
+def test_the_validate_report_splits_cp_async_by_source_order():
+    from autopad.validate_report import compare
+
+    probes = [
+        {
+            "op": "cp.async",
+            "form": "cp.async.ca",
+            **{k: p[k] for k in ("access_bytes", "name", "addresses", "global")},
+        }
+        for p in PROBES
+    ]
+    report = compare(probes, [(p["wavefronts"], p["conflicts"]) for p in PROBES])
+    groups = {(g["op"], g["access_bytes"]): (g["agree"], g["probes"]) for g in report["groups"]}
+    assert groups[("cp.async.ca line-ordered", 16)][0] == groups[("cp.async.ca line-ordered", 16)][1]
+    assert sum(a for a, _ in groups.values()) == 126 and sum(n for _, n in groups.values()) == 144
+    assert sum(n for (o, _), (_, n) in groups.items() if o.endswith("line-ordered")) == 117
+    assert {r["source_order"] for r in report["disagreements"]} == {"permuted"}
