@@ -184,13 +184,8 @@ def _cp_async_cases(w: int, rng: np.random.Generator, n_random: int) -> list[tup
     per = 128 // w
     inline = [((n // per) * per + per - 1 - n % per) * w for n in lanes]
     halves = [((n & 15) * 2 + (n >> 4)) * w for n in lanes]
-    for gname, glob in (
-        ("inline-reverse", inline),
-        ("gperm-halves", halves),
-        ("gperm-reverse", contiguous[::-1]),
-    ):
-        if w == 4:
-            break
+    sources = (("inline-reverse", inline), ("gperm-halves", halves), ("gperm-reverse", contiguous[::-1]))
+    for gname, glob in sources if w > 4 else ():
         out.append((f"{gname}-stride2", [n * 2 * w for n in lanes], glob))
         out.append((f"{gname}-pair", [(n >> 1) * w for n in lanes], glob))
         out.append((f"{gname}-mod7", [(n * 7 % 32) // 2 * 2 * w for n in lanes], glob))
@@ -249,11 +244,7 @@ def predict(probes: Sequence[dict], arch: str = "sm_90") -> list[tuple[int, int]
             [[-1 if a is None else a for a in probes[i]["addresses"]] for i in idx], dtype=np.int64
         )
         # cp.async: the lanes group by the global line they copy from (model_cp_async.py)
-        glob = None
-        if all("global" in probes[i] for i in idx):
-            glob = np.array(
-                [[-1 if g is None else g for g in probes[i]["global"]] for i in idx], dtype=np.int64
-            )
+        glob = [probes[i]["global"] for i in idx] if all("global" in probes[i] for i in idx) else None
         wave, ideal = analyze_batch(arr, w, op, arch, global_addresses=glob)
         for i, wv, ide in zip(idx, wave.tolist(), ideal.tolist()):
             result[i] = (int(wv), int(wv - ide))
