@@ -63,7 +63,8 @@ OP_STATUS = {
         "fitted to H200 probes of cp.async.ca (2026-12-01): 126 of 144 agree, among them all 117 whose "
         "store phases each copy from a global line of their own; the 18 misses copy 8 or 16 bytes from a "
         "source permuted across lines into scattered shared words, and measured 1-8 wavefronts above the "
-        "prediction even with global_addresses; cp.async.cg not yet measured"
+        "prediction even with global_addresses; held out (2026-12-05, 180 random probes): all 199 "
+        "line-ordered probes agree, 12 of 53 permuted; cp.async.cg follows another rule, not modelled"
     ),
     "ldmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
     "stmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
