@@ -275,21 +275,16 @@ def test_the_validate_report_splits_cp_async_by_source_order():
 def test_held_out_probes_of_2026_12_05_agree_wherever_each_store_phase_copies_from_a_line_of_its_own():
     """Run 157's seed 1 (benchmarks/results/h200/2026-12-05): 60 random probes per form, drawn after the
     rule was fitted. Every line-ordered ``.ca`` probe agrees (199); the permuted ones mostly cost more."""
-    import csv
-
-    path = Path(__file__).parent.parent / "benchmarks/results/h200/2026-12-05/run157/seed1/validate_ncu.csv"
+    path = Path(__file__).parent.parent / "benchmarks/results/h200/2026-12-05/run157/seed1/validate_ncu.json"
     held, agree, below = 0, 0, 0
-    for r in csv.DictReader(path.open()):
+    for r in json.loads(path.read_text())["rows"]:
         if r["form"] != "cp.async.ca":
             continue
-        shared = [None if a == "-" else int(a) for a in r["addresses"].split()]
-        glob = [None if a == "-" else int(a) for a in r["global"].split()]
-        width = int(r["access_bytes"])
-        a = analyze(shared, width, "cp.async", global_addresses=glob)
-        assert int(r["measured_wavefronts"]) - a.ideal == int(r["measured_conflicts"])
-        if line_ordered(shared, glob, width):
+        a = analyze(r["addresses"], r["access_bytes"], "cp.async", global_addresses=r["global"])
+        assert r["measured_wavefronts"] - a.ideal == r["measured_conflicts"]
+        if line_ordered(r["addresses"], r["global"], r["access_bytes"]):
             held += 1
-            agree += a.wavefronts == int(r["measured_wavefronts"])
+            agree += a.wavefronts == r["measured_wavefronts"]
         else:  # permuted across lines: 12 of 53 agree; 37 cost more than predicted and, held out, 4 less
-            below += a.wavefronts > int(r["measured_wavefronts"])
+            below += a.wavefronts > r["measured_wavefronts"]
     assert (held, agree, below) == (199, 199, 4)
