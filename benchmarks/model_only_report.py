@@ -479,6 +479,9 @@ INFORMED = {
     # 2026-12-04, seventeenth session: the fp64 study of today's space completed (run 117's 7,500 rows and
     # runs 126-127's other 11,840, merged); the shape WIDE_PITCH_ORDER_TIME was read off (runs 87 and 110)
     ("run127/merged", "transpose [cuda] float64", "16384x16384"),
+    # 2026-12-05: the int8 exhaustive study (run 155) at the shape the seam charge was chosen on (run 149's
+    # sample of 4100 x 8192); its 4097x8191 (run 155) and 4104x8192 (run 156, drawn after the term) are not
+    ("run155/study", "transpose [cuda] int8", "4100x8192"),
 }
 
 
