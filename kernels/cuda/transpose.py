@@ -76,7 +76,6 @@ from .transpose_cost import (  # noqa: F401
     _gathered,
     _launch_arrays,
     _launch_info,
-    _scored,
     segment_efficiency,
     vector_seam_rows,
     wide_pitch,

@@ -6,15 +6,17 @@ batch in z). Beyond the pattern: the global side's efficiency (``dram_efficiency
 ``NARROW_ACCESS_COST``; the scalar path on rows that are not whole vectors, ``SCALAR_PATH_COST``; the
 block order, ``GROUP_GAIN``, and at 8-byte elements on 128 KiB rows ``WIDE_PITCH_ORDER_TIME``), the
 misaligned build's extra integer instructions (``issue_cycles``,
-``_MIS_*_INSTR``) and, where output rows are off the vector grid, the shifted gather's wavefronts over
-READOUT 1's word loads (``extra_wavefronts``, ``_gather_extra``). On the original path it also states
+``_MIS_*_INSTR``) and, where output rows are off the vector grid, the shifted gather's wavefronts at the
+shape's row shifts over those of the read-out the shape-free pattern lists (``extra_wavefronts``,
+``_gather_extra``). On the original path it also states
 the registers its builds take (``regs_per_thread``, ``REGS_ORIGINAL_SM90`` in transpose_regs.py), that its
 blocks run their phases in turn (``serial_phases``: the predictor queues the resident blocks), that with 1-
 and 2-byte elements it streams about 5% worse than the vector path (``ORIGINAL_PATH_EFFICIENCY``), that with
 4- and 8-byte elements on rows of whole 32-byte sectors it walks GROUP 1's block order (``ORIGINAL_ORDER``, a
 comment) and, on output rows that are not whole 32-byte sectors, the sectors two tiles write
 (``SEAM_SECTOR_BYTES``); the vector path pays those too on output rows of whole 16-byte blocks, on the share
-of rows that start inside a sector (``vector_seam_rows``).
+of rows that start inside a sector (``vector_seam_rows``), and its 1- and 2-byte VEC 1 tiles, which pay no
+seam off that grid, the short segments' cost (``SEGMENT_BYTES``) there instead.
 
 Why a module of its own: these are the measured and read-off constants of the predictor's transpose terms,
 apart from the pattern the bank model scores (transpose_pattern.py) and the build and launch
@@ -23,16 +25,16 @@ apart from the pattern the bank model scores (transpose_pattern.py) and the buil
 
 from __future__ import annotations
 
-import importlib
 import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autopad.spec import DTYPE_BYTES, KernelSpec, distinct_combinations
+from autopad.spec import distinct_combinations
 
 from .transpose_launch import register_need
+from .transpose_pattern import _pattern, shifted_gather
 from .transpose_regs import REGS_ORIGINAL_SM90
 from .transpose_tile import _ARCH, _cdiv, _dims, _hpass, _layout, _lkey, _scalar
 
@@ -145,15 +147,22 @@ _MIS_WORD_INSTR = 8
 # those instructions are integer ALU (IMAD, LOP3, SHF, SEL, ISETP) and shuffles: sm_90 executes 64 integer
 # lanes per clock per SM, two warp instructions a cycle, half the four schedulers' issue rate
 _INT_WARP_INSTR_PER_CLK = 2
-# The misaligned build's read-out where output rows are off the vector grid (M % VEC != 0): READOUT 1 of
-# 2-byte elements does not run its register transpose there but READOUT 0's shifted gather (transpose.cu,
-# ap_gather_shifted with RT_SHIFT): VEC 2-byte ld.shared down one tile column per output vector, not VEC
-# 4-byte words of two columns. ``smem_pattern`` has no shape (PATTERN_KEYS), so it lists READOUT 1's word
-# loads; the launch info states the difference as ``extra_wavefronts``: the wavefronts of the READOUT 0
-# pattern of the same tile, threads and layout minus READOUT 1's (``_gather_extra``). The gather's row
-# offset u is left at 0, as the model scores READOUT 0 itself. H200 run 46 (fp16 4097 x 8191): swizzled
-# VEC 8 READOUT 1 tiles of 128 rows were measured 1.41x their prediction (padded 1.50x) without this term.
-_GATHER_EXTRA: dict[tuple[str, tuple[int, ...]], float] = {}
+# The misaligned build's read-out where output rows are off the vector grid (M % VEC != 0): READOUT 0, and
+# READOUT 1 of 2-byte elements, run the shifted gather (transpose.cu, ap_gather_shifted; RT_SHIFT): VEC
+# single-element ld.shared down one tile column per output vector, each column's rows shifted by its output
+# row's offset u from the vector grid (transpose_pattern.gather_shifts: u depends on nn M mod VEC). The
+# pattern ``smem_pattern`` lists has no shape (PATTERN_KEYS): READOUT 0's walk at u = 0, READOUT 1's word
+# loads. The launch info states the difference as ``extra_wavefronts``: the wavefronts of the gather the
+# kernel issues at this shape's shifts minus those of the listed read-out (``_gather_extra``), negative
+# where the shifts spread the lanes over more banks than u = 0 does. H200 run 46 (fp16 4097 x 8191):
+# swizzled VEC 8 READOUT 1 tiles of 128 rows were measured 1.41x their prediction (padded 1.50x) without
+# the term. Runs 155-156 (2026-12-05, int8, every candidate of today's space): READOUT 0 halo tiles of
+# VEC 16 measured a median 1.4-3.1x their prediction by layout at 4100 x 8192 but 1.1-1.7x at 4097 x 8191,
+# which scoring the gather at u = 0 (the same wavefronts at both shapes) could not tell apart: at 4100 the
+# four lanes of one 4-byte word (columns nn .. nn + 3) read rows u = 0, 12, 8, 4 apart, four words where
+# u = 0 reads one, and a 16-byte padded row stride sends all of them to one bank (16 wavefronts an
+# instruction, 8 at 4097 and at u = 0). Cached per (element bytes, constants, M mod VEC).
+_GATHER_EXTRA: dict[tuple[int, tuple[int, ...]], float] = {}
 # A partial 32-byte sector that two blocks write (a tile's output row segment starts or ends inside it, on
 # rows that are not whole sectors) costs L2 a fetch of the sector to merge the bytes and DRAM a second write:
 # 64 bytes of traffic per output row of a tile beyond its data. Chosen over 32 (the second write alone) on
@@ -237,7 +246,8 @@ def launch_info(spec: TransposeCuda, constants: dict[str, int], shape: tuple[int
     info = dict(_launch_info(key, tuple(shape), int(c.get("GROUP", 1)), int(c.get("READOUT", 0))))
     info["extra_wavefronts"] = 0.0
     if _gathered(c.get("READOUT", 0), _scalar(c), c["VEC"], tuple(shape), e):
-        info["extra_wavefronts"] = _gather_extra([tuple(int(c[k]) for k in _GATHER_KEYS)], dtype)[0]
+        key = (*(int(c[k]) for k in _GATHER_KEYS), int(c.get("READOUT", 0)))
+        info["extra_wavefronts"] = _gather_extra([key], _dims(tuple(shape))[1], e)[0]
     return info
 
 
@@ -265,10 +275,10 @@ def launch_info_batch(
     extra = np.zeros(n)
     sel = np.flatnonzero(_gathered(readout, scalar, np.asarray(c["VEC"]), tuple(shape), spec._e(dtype)))
     if len(sel):
-        cols = [np.asarray(c[k])[sel] for k in _GATHER_KEYS]
+        cols = [np.asarray(c[k])[sel] for k in _GATHER_KEYS] + [readout[sel]]
         first, at = distinct_combinations(cols, len(sel))
         keys = list(zip(*(col[first].tolist() for col in cols)))
-        extra[sel] = np.array(_gather_extra(keys, dtype))[at]
+        extra[sel] = np.array(_gather_extra(keys, _dims(tuple(shape))[1], spec._e(dtype)))[at]
     out["extra_wavefronts"] = extra
     return out
 
@@ -337,6 +347,18 @@ def _launch_arrays(
         seg = segment_efficiency(np.minimum(tn, n) * e, np.minimum(tm, m) * e)
         sectors = (m * e) % 32 == 0 and (n * e) % 32 == 0
         eff = eff * (seg if sectors else np.where(scalar, 1.0, seg))
+    elif e < 4:
+        # ... and on other rows the vector path's VEC 1 tiles of 1- and 2-byte elements, which take no seam
+        # charge (above): the exhaustive int8 studies (H200 runs 155-156, 2026-12-05: 4097 x 8191, 4100 x
+        # 8192, 4104 x 8192, every candidate) measured their best tiles 1.64-1.84x the best of all where the
+        # model said 1.08-1.12, and scoring the halo build's gather at its row shifts (``_gather_extra``)
+        # had let run 46's fp16 4097 x 8191 model-only answer fall to such a tile (1.024 -> 1.174 of the
+        # best, predicted 1.3% ahead of the 16-byte READOUT 1 tile it had picked). With this term: int8
+        # Spearman 0.852 / 0.802 / 0.801 -> 0.834 / 0.818 / 0.818, run 46 back to 1.024 (Spearman 0.842 ->
+        # 0.826); read off those four studies (not held out). Not 4- and 8-byte VEC 1 tiles: they pay the
+        # seam, and this on top took run 153's fp32 4098 x 8192 sample from 1.045 to 1.138 of its best
+        seg = segment_efficiency(np.minimum(tn, n) * e, np.minimum(tm, m) * e)
+        eff = np.where(~scalar & (vec == 1), eff * seg, eff)
     # a band of at least the matrix's tile rows walks whole columns whatever GROUP says (the kernel clamps
     # it): priced as the column walk, as GROUP 64 on 64 or fewer tile rows is; GROUP 4096 on more than 4096
     # tile rows is a band, priced as GROUP 64's (unmeasured; run 110's half-column bands lost most of the
@@ -427,39 +449,60 @@ def _regs_original(e: int, *cols: np.ndarray) -> np.ndarray:
 
 
 def _gathered(readout: Any, scalar: Any, vec: Any, shape: tuple[int, ...], e: int) -> Any:
-    """Is the read-out READOUT 1's pattern but the kernel's the shifted gather (``_GATHER_EXTRA``)? 2-byte
-    elements on the vector path whose output rows are off the vector grid (M % VEC != 0; an output pointer
-    off the grid does the same, which a shape cannot say)."""
-    off_grid = _dims(shape)[1] % np.asarray(vec) != 0
-    return (np.asarray(readout) == 1) & ~np.asarray(scalar, dtype=bool) & off_grid & (e == 2)
+    """Does the kernel read out by the shifted gather (``_GATHER_EXTRA``)? The vector path's halo build
+    (VEC > 1, output rows off the vector grid: M % VEC != 0; an output pointer off the grid does the same,
+    which a shape cannot say) with READOUT 0, or READOUT 1 of 2-byte elements (1-byte READOUT 1 runs its
+    register window instead)."""
+    readout = np.asarray(readout)
+    vec = np.asarray(vec)
+    off_grid = (_dims(shape)[1] % vec != 0) & (vec > 1) & ~np.asarray(scalar, dtype=bool)
+    return off_grid & ((readout == 0) | ((readout == 1) & (e == 2)))
 
 
-def _gather_extra(keys: list[tuple[int, ...]], dtype: str) -> list[float]:
-    """``extra_wavefronts`` of READOUT 1 candidates read out by the shifted gather, one per key (constants in
-    ``_GATHER_KEYS`` order): the wavefronts a block's READOUT 0 read-out costs under the same layout, minus
-    those of READOUT 1's pattern. Both are units a ranking has already scored (READOUT 0 is legal wherever
-    READOUT 1 is), so ``score_candidates`` finds them in its cache; kept here per dtype as well."""
-    todo = [k for k in dict.fromkeys(keys) if (dtype, k) not in _GATHER_EXTRA]
+def _gather_extra(keys: list[tuple[int, ...]], m: int, e: int) -> list[float]:
+    """``extra_wavefronts`` of candidates read out by the shifted gather at M = ``m``, one per key (the
+    constants in ``_GATHER_KEYS`` order, then READOUT): the wavefronts of a block's gather at this shape's
+    row shifts (``transpose_pattern.shifted_gather``) minus those of the read-out its pattern lists, under
+    the candidate's layout. The store phase is the same in both and left out. The keys not yet cached are
+    scored together: one ``analyze_batch`` call per access width, the sums split per key."""
+    from autopad.model import analyze_batch
+
+    memo = [(e, tuple(k), m % k[_GATHER_KEYS.index("VEC")]) for k in keys]
+    todo = list(dict.fromkeys(x for x in memo if x not in _GATHER_EXTRA))
     if todo:
-        from autopad.score import score_candidates
-
-        e, consts, lays = DTYPE_BYTES[dtype], [], []
-        for k in todo:
-            c = dict(zip(_GATHER_KEYS, k))
-            lay = _layout(*_lkey(c, e))
-            consts += [dict(c, READOUT=1), dict(c, READOUT=0)]
-            lays += [lay, lay]
-        wave = score_candidates(_scored(), consts, lays, dtype, None, _ARCH)[0].reshape(-1, 2)
-        # each 4-byte word load of READOUT 1 covers two columns' elements that the gather loads one by one:
-        # the gather never takes fewer wavefronts (asserted over the fp16 space in the tests)
-        for k, (own, gather) in zip(todo, wave.tolist()):
-            _GATHER_EXTRA[(dtype, k)] = float(max(0, gather - own))
-    return [_GATHER_EXTRA[(dtype, k)] for k in keys]
-
-
-@lru_cache(maxsize=1)
-def _scored() -> KernelSpec:
-    """The spec as a ranking holds it (``KernelSpec`` of the spec module, transpose.py, as the registry
-    loads it, imported under this module's package): ``_gather_extra`` scores under its identity, so the
-    units the ranking scored are found in ``autopad.score``'s cache."""
-    return KernelSpec(importlib.import_module(".transpose", __package__))
+        # per access width: the byte offsets of every key's instructions, stacked, and each key's share
+        # (+1 for the gather, -1 for the listed read-out, repeated by the instruction's count); the keys of
+        # one layout take their offsets in one call
+        offs: dict[int, list[np.ndarray]] = {}
+        sign: dict[int, list[np.ndarray]] = {}
+        owner: dict[int, list[np.ndarray]] = {}
+        by_layout: dict[tuple[int, ...], list[int]] = {}
+        for j, (_, k, _) in enumerate(todo):
+            by_layout.setdefault(_lkey(dict(zip(_GATHER_KEYS, k[:-1])), e), []).append(j)
+        for lk, js in by_layout.items():
+            parts = []
+            for j in js:
+                _, k, m_mod = todo[j]
+                c = dict(zip(_GATHER_KEYS, k[:-1]))
+                rows, cols = shifted_gather(c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"], m_mod)
+                parts.append((j, e, rows, cols, np.ones(len(rows))))
+                listed = _pattern(c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"], k[-1], e)
+                parts += [
+                    (j, w, r, cc, -n.astype(np.float64)) for op, w, r, cc, n in listed.groups if op == "load"
+                ]
+            every = _layout(*lk).offsets(
+                np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts])
+            )
+            at = 0
+            for j, w, r, _, weight in parts:
+                offs.setdefault(w, []).append(every[at : at + len(r)])
+                sign.setdefault(w, []).append(weight)
+                owner.setdefault(w, []).append(np.full(len(r), j))
+                at += len(r)
+        total = np.zeros(len(todo))
+        for w in offs:
+            wave = analyze_batch(np.concatenate(offs[w]), w, "load", _ARCH)[0]
+            np.add.at(total, np.concatenate(owner[w]), wave * np.concatenate(sign[w]))
+        for x, t in zip(todo, total.tolist()):
+            _GATHER_EXTRA[x] = float(t)
+    return [_GATHER_EXTRA[x] for x in memo]

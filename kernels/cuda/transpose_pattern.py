@@ -24,7 +24,7 @@ from autopad.access import Instruction
 
 from .transpose_tile import _phases
 
-__all__ = ["SmemPattern"]
+__all__ = ["SmemPattern", "gather_shifts", "shifted_gather"]
 
 _LANES = np.arange(32, dtype=np.int64)
 _Names = Callable[[], tuple[str, ...]]  # a phase's loop names, made only when its instructions are asked for
@@ -110,3 +110,29 @@ def _pattern(tm: int, tn: int, threads: int, vec: int, readout: int, e: int) -> 
 
         phases.append(("ld4" if readout == 1 else "ld", "load", 4 if readout == 1 else e, rows, cols, names))
     return SmemPattern(phases)
+
+
+def gather_shifts(tn: int, vec: int, m: int) -> np.ndarray:
+    """The row shift u of each tile column nn in the halo build's shifted gather (transpose.cu,
+    ap_gather_shifted): output row n0 + nn starts sh = (n0 + nn) M mod VEC elements past a vector boundary
+    (n0 a multiple of TILE_N, so of VEC: only nn M mod VEC counts; the output pointer taken aligned), and
+    its first aligned vector u = VEC - sh elements into the tile's segment (0 where sh is 0)."""
+    sh = (np.arange(tn, dtype=np.int64) * m) % vec
+    return np.where(sh > 0, vec - sh, 0)
+
+
+@lru_cache(maxsize=4096)
+def shifted_gather(tm: int, tn: int, threads: int, vec: int, m_mod: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns [n, 32] of the shifted gather's loads in one tile (one element each): READOUT 0's
+    column walk, pass p and element v of lane (sx, sy) at tile row sx VEC + u(nn) + v of column nn = sy +
+    p SY, where output rows are off the vector grid (``m_mod`` = M mod VEC, not 0). The shift moves each
+    column's lanes by rows of their own, so the banks the lanes of one instruction meet depend on M: READOUT
+    0's pattern (u = 0) is what ``_pattern`` lists, this is what the kernel issues."""
+    c = {"TILE_M": tm, "TILE_N": tn, "THREADS": threads, "VEC": vec}
+    _, _, _, sx, sy, spass = _phases(c)
+    t = np.arange(threads // 32, dtype=np.int64)[:, None, None] * 32 + _LANES  # [warp, 1, lane]
+    p = np.repeat(np.arange(0, spass * sy, sy, dtype=np.int64), vec)[:, None]
+    v = np.tile(np.arange(vec, dtype=np.int64), spass)[:, None]
+    cols = t // sx + p
+    rows = (t % sx) * vec + gather_shifts(tn, vec, m_mod)[cols] + v
+    return rows.reshape(-1, 32), cols.reshape(-1, 32)
