@@ -190,12 +190,72 @@ OLD_TOP6: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
         (64, 2, 0, 1, 1, 1, 512, 128, 128, 2),
     ],
 }  # fmt: skip
-# the earlier models' top 10s enter the samples as picks (rounds 5 and 6)
-for _k, _tops in {**OLD_TOP, **OLD_TOP6}.items():
+# round 7 (2026-12-05, twenty-third session): shapes with output rows off the vector grid, drawn after the
+# shifted gather was scored at the shape's row shifts and the 1- and 2-byte VEC 1 tiles took the segment term
+# off the 16-byte grid (both read off runs 46 and 155-156): held out from both; the model before them (git
+# 476f3e0) gives OLD_TOP7
+ROUND7: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("transpose", "cuda", "int8", None, (4102, 8190)),
+    ("transpose", "cuda", "uint8", None, (6150, 4097)),
+    ("transpose", "cuda", "float16", None, (4100, 6002)),
+    ("transpose", "cuda", "bfloat16", None, (2, 3074, 2050)),
+]
+OLD_TOP7: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
+    ("transpose", "int8", (4102, 8190)): [
+        (64, 0, 1, 8, 16, 16, 256, 128, 128, 16),
+        (64, 0, 1, 4, 16, 16, 128, 128, 64, 16),
+        (64, 0, 1, 4, 16, 16, 256, 128, 128, 16),
+        (64, 0, 1, 8, 8, 16, 256, 128, 128, 16),
+        (64, 0, 1, 2, 16, 16, 128, 128, 64, 16),
+        (64, 0, 1, 4, 8, 16, 128, 128, 64, 16),
+        (64, 0, 1, 2, 16, 16, 256, 128, 128, 16),
+        (64, 0, 1, 4, 8, 16, 256, 128, 128, 16),
+        (64, 0, 1, 8, 4, 16, 256, 128, 128, 16),
+        (4096, 0, 1, 8, 8, 16, 128, 64, 128, 16),
+    ],
+    ("transpose", "uint8", (6150, 4097)): [
+        (64, 0, 1, 8, 16, 16, 128, 128, 128, 16),
+        (64, 0, 1, 4, 16, 16, 128, 128, 128, 16),
+        (64, 0, 1, 8, 8, 16, 128, 128, 128, 16),
+        (4096, 0, 0, 4, 16, 16, 128, 64, 64, 16),
+        (64, 0, 0, 4, 16, 16, 128, 64, 64, 16),
+        (64, 4, 0, 1, 1, 1, 128, 128, 32, 1),
+        (4096, 4, 0, 1, 1, 1, 128, 64, 64, 1),
+        (64, 4, 0, 1, 1, 1, 128, 64, 64, 1),
+        (64, 0, 1, 2, 16, 16, 128, 128, 128, 16),
+        (64, 0, 1, 4, 8, 16, 128, 128, 128, 16),
+    ],
+    ("transpose", "float16", (4100, 6002)): [
+        (64, 0, 0, 32, 2, 2, 256, 128, 128, 2),
+        (64, 0, 0, 32, 2, 2, 128, 128, 128, 2),
+        (64, 0, 0, 32, 2, 2, 256, 128, 64, 2),
+        (64, 0, 0, 32, 2, 2, 512, 128, 128, 2),
+        (64, 2, 0, 1, 1, 1, 256, 128, 128, 2),
+        (64, 2, 0, 1, 1, 1, 128, 128, 128, 2),
+        (64, 2, 0, 1, 1, 1, 256, 128, 64, 2),
+        (64, 2, 0, 1, 1, 1, 512, 128, 128, 2),
+        (64, 2, 0, 1, 1, 1, 128, 128, 32, 2),
+        (64, 0, 0, 32, 2, 2, 512, 128, 64, 2),
+    ],
+    ("transpose", "bfloat16", (2, 3074, 2050)): [
+        (64, 0, 1, 16, 8, 8, 128, 64, 128, 8),
+        (64, 0, 1, 8, 8, 8, 128, 64, 128, 8),
+        (64, 0, 0, 16, 8, 8, 128, 64, 128, 8),
+        (64, 0, 0, 8, 8, 8, 128, 64, 128, 8),
+        (64, 0, 0, 32, 2, 2, 128, 128, 64, 2),
+        (64, 2, 0, 1, 1, 1, 128, 128, 64, 2),
+        (64, 0, 1, 16, 16, 8, 128, 64, 128, 8),
+        (64, 0, 1, 16, 4, 8, 128, 64, 128, 8),
+        (64, 0, 1, 4, 16, 16, 128, 64, 128, 8),
+        (64, 0, 1, 4, 16, 8, 128, 64, 128, 8),
+    ],
+}  # fmt: skip
+# the earlier models' top 10s enter the samples as picks (rounds 5, 6 and 7)
+for _k, _tops in {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}.items():
     PICKS.setdefault(_k, []).extend(
         ({**dict(zip(_VEC_PATH, t)), "SCALAR_EDGE": 0}, f"old_top{i}") for i, t in enumerate(_tops)
     )
-ROUNDS = {1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6}
+ROUNDS = {1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7}
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
 SAMPLE = _QUALITY / "model_only_new_shapes_sample.json"
@@ -206,6 +266,7 @@ SAMPLES = {
     4: _QUALITY / "model_only_new_shapes4_sample.json",
     5: _QUALITY / "model_only_new_shapes5_sample.json",
     6: _QUALITY / "model_only_new_shapes6_sample.json",
+    7: _QUALITY / "model_only_new_shapes7_sample.json",
 }
 RANDOM = 90
 

@@ -480,8 +480,12 @@ INFORMED = {
     # runs 126-127's other 11,840, merged); the shape WIDE_PITCH_ORDER_TIME was read off (runs 87 and 110)
     ("run127/merged", "transpose [cuda] float64", "16384x16384"),
     # 2026-12-05: the int8 exhaustive study (run 155) at the shape the seam charge was chosen on (run 149's
-    # sample of 4100 x 8192); its 4097x8191 (run 155) and 4104x8192 (run 156, drawn after the term) are not
+    # sample of 4100 x 8192)
     ("run155/study", "transpose [cuda] int8", "4100x8192"),
+    # 2026-12-05, twenty-third session: the shifted gather at its row shifts and the VEC 1 narrow tiles'
+    # segment term off the 16-byte grid were read off all three int8 studies (and checked on run 46's)
+    ("run155/study", "transpose [cuda] int8", "4097x8191"),
+    ("run156/study", "transpose [cuda] int8", "4104x8192"),
 }
 
 

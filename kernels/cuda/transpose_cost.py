@@ -463,46 +463,46 @@ def _gather_extra(keys: list[tuple[int, ...]], m: int, e: int) -> list[float]:
     """``extra_wavefronts`` of candidates read out by the shifted gather at M = ``m``, one per key (the
     constants in ``_GATHER_KEYS`` order, then READOUT): the wavefronts of a block's gather at this shape's
     row shifts (``transpose_pattern.shifted_gather``) minus those of the read-out its pattern lists, under
-    the candidate's layout. The store phase is the same in both and left out. The keys not yet cached are
-    scored together: one ``analyze_batch`` call per access width, the sums split per key."""
-    from autopad.model import analyze_batch
+    the candidate's layout; the store phase is the same in both and left out. The read-outs not yet
+    scored go through the ranking's unit scorer together (``autopad.score_chunk``: each distinct
+    instruction worked out once, each distinct address row scored once), a gather shared by READOUT 0 and
+    1 and READOUT 0's listed read-out being the gather at shift 0."""
+    from autopad.score_chunk import _score_chunk
 
     memo = [(e, tuple(k), m % k[_GATHER_KEYS.index("VEC")]) for k in keys]
     todo = list(dict.fromkeys(x for x in memo if x not in _GATHER_EXTRA))
     if todo:
-        # per access width: the byte offsets of every key's instructions, stacked, and each key's share
-        # (+1 for the gather, -1 for the listed read-out, repeated by the instruction's count); the keys of
-        # one layout take their offsets in one call
-        offs: dict[int, list[np.ndarray]] = {}
-        sign: dict[int, list[np.ndarray]] = {}
-        owner: dict[int, list[np.ndarray]] = {}
-        by_layout: dict[tuple[int, ...], list[int]] = {}
-        for j, (_, k, _) in enumerate(todo):
-            by_layout.setdefault(_lkey(dict(zip(_GATHER_KEYS, k[:-1])), e), []).append(j)
-        for lk, js in by_layout.items():
-            parts = []
-            for j in js:
-                _, k, m_mod = todo[j]
-                c = dict(zip(_GATHER_KEYS, k[:-1]))
-                rows, cols = shifted_gather(c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"], m_mod)
-                parts.append((j, e, rows, cols, np.ones(len(rows))))
-                listed = _pattern(c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"], k[-1], e)
-                parts += [
-                    (j, w, r, cc, -n.astype(np.float64)) for op, w, r, cc, n in listed.groups if op == "load"
-                ]
-            every = _layout(*lk).offsets(
-                np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts])
-            )
-            at = 0
-            for j, w, r, _, weight in parts:
-                offs.setdefault(w, []).append(every[at : at + len(r)])
-                sign.setdefault(w, []).append(weight)
-                owner.setdefault(w, []).append(np.full(len(r), j))
-                at += len(r)
-        total = np.zeros(len(todo))
-        for w in offs:
-            wave = analyze_batch(np.concatenate(offs[w]), w, "load", _ARCH)[0]
-            np.add.at(total, np.concatenate(owner[w]), wave * np.concatenate(sign[w]))
-        for x, t in zip(todo, total.tolist()):
-            _GATHER_EXTRA[x] = float(t)
+        pats: list[list[tuple]] = []
+        pat_of: dict[tuple, int] = {}
+        unit_of: dict[tuple, int] = {}
+        which: list[int] = []
+        lays: list[Any] = []
+        plan = []
+        for _, k, m_mod in todo:
+            c = dict(zip(_GATHER_KEYS, k[:-1]))
+            tm, tn, threads, vec = c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"]
+            # the tile's layout grown by the gather's reach past it (2 VEC - 2 rows): the same formula
+            lkey = _lkey(c, e)
+            lay = _layout(tm + 2 * vec, *lkey[1:])
+            mine = []
+            for part in (("gather", m_mod), ("gather", 0) if k[-1] == 0 else ("listed", k[-1])):
+                pk = (tm, tn, threads, vec, *part)
+                if pk not in pat_of:
+                    pat_of[pk] = len(pats)
+                    if part[0] == "gather":
+                        rows, cols = shifted_gather(tm, tn, threads, vec, part[1])
+                        pats.append([("load", e, rows, cols, np.ones(len(rows), dtype=np.int64))])
+                    else:
+                        listed = _pattern(tm, tn, threads, vec, part[1], e)
+                        pats.append([g for g in listed.groups if g[0] == "load"])
+                uk = (pat_of[pk], lkey)
+                if uk not in unit_of:
+                    unit_of[uk] = len(which)
+                    which.append(pat_of[pk])
+                    lays.append(lay)
+                mine.append(unit_of[uk])
+            plan.append(mine)
+        wave = _score_chunk(pats, which, lays, [id(x) for x in lays], _ARCH)[0]
+        for x, (gather, listed) in zip(todo, plan):
+            _GATHER_EXTRA[x] = float(wave[gather] - wave[listed])
     return [_GATHER_EXTRA[x] for x in memo]
