@@ -272,6 +272,15 @@ def test_short_segments_stream_worse_on_aligned_rows_only():
     fp32 = T.launch_info(v1, (4097, 8191), "float32")["dram_efficiency"]
     seam = T.SEAM_SECTOR_BYTES / (128 * 4)
     assert fp32 == pytest.approx(order / (1 + 0.5 * T.vector_seam_rows(4097, 4) * seam))
+    # only where the output rows are off the 16-byte grid: input rows off it alone (4096 x 8191) leave the
+    # order and the narrow-access cost, and output rows of whole 16-byte blocks off the sector grid (int8
+    # 4112) pay the seam instead
+    narrow = order / (1 + T.NARROW_ACCESS_COST)
+    for shape, dtype in (((4096, 8191), "int8"), ((4096, 8191), "float16"), ((4112, 8191), "float16")):
+        assert T.launch_info(v1, shape, dtype)["dram_efficiency"] == pytest.approx(narrow), (shape, dtype)
+    seam = T.SEAM_SECTOR_BYTES / 128
+    got = T.launch_info(v1, (4112, 8191), "int8")["dram_efficiency"]
+    assert got == pytest.approx(narrow / (1 + 0.5 * T.vector_seam_rows(4112, 1) * seam))
 
 
 def test_the_original_path_streams_worse_than_the_vector_path():
@@ -580,11 +589,12 @@ def test_registers_are_stated_where_they_allow_one_resident_block():
     assert predict(spec, big, odd, "int8").seconds > 1.1 * predict(spec, mid, odd, "int8").seconds
 
 
-def _gather_by_hand(c: dict, m: int, dtype: str) -> int:
+def _gather_by_hand(c: dict, m: int, dtype: str, base: int = 0) -> int:
     """Wavefronts of one tile's shifted gather (transpose.cu, ap_gather_shifted), built here lane by lane
     from the kernel's index arithmetic rather than from the spec's pattern code: lane t of pass p reads
     element v of its output vector at tile row sx VEC + u + v, column nn = t / SX + p SY, where output row nn
-    starts (nn M) mod VEC elements past a vector boundary and u = VEC minus that (0 on the boundary)."""
+    starts (base + nn M) mod VEC elements past a vector boundary (``base``: the batch entry's offset b N M)
+    and u = VEC minus that (0 on the boundary)."""
     from autopad.access import Instruction
 
     tm, tn, threads, vec = c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"]
@@ -596,7 +606,7 @@ def _gather_by_hand(c: dict, m: int, dtype: str) -> int:
         t = np.arange(32) + 32 * w
         for p in range(tn // sy):
             nn = t // sx + p * sy
-            u = (vec - (nn * m) % vec) % vec
+            u = (vec - (base + nn * m) % vec) % vec
             for v in range(vec):
                 out.append(Instruction(f"w{w} p{p} v{v}", "load", e, (t % sx) * vec + u + v, nn))
     return score(out, T.layout(c, dtype)).wavefronts
@@ -658,6 +668,43 @@ def test_shifted_gather_is_scored_at_the_shapes_row_shifts():
         got = T.launch_info_batch(cols, shape, dtype)["extra_wavefronts"]
         assert (got != 0).mean() > 0.05  # (VEC 1, 1-byte READOUT 1 and builds on the grid gather nothing)
         assert [T.launch_info(c, shape, dtype)["extra_wavefronts"] for c in cands[::97]] == got[::97].tolist()
+
+
+def test_every_gathering_candidate_matches_the_gather_built_by_hand():
+    """The whole space, sampled: over every candidate that reads out by the shifted gather (the ranking's
+    batch hook decides which), the hook's ``extra_wavefronts`` are the gather built lane by lane here minus
+    the read-out the candidate's pattern lists, and every other candidate has none. Batched shapes whose
+    plane is off the vector grid (bf16 3074 x 2050: 4 mod 8; int8 4100 x 8190: 8 mod 16) shift each entry's
+    rows by its offset b N M too: the gather at each entry's shifts costs what entry 0's does, which the
+    model scores for all."""
+    spec = builtin_spec("transpose", "cuda")
+    rng = random.Random(14)
+    shapes = (
+        ((4097, 8191), "float16"),
+        ((4100, 8192), "int8"),
+        ((2, 3074, 2050), "bfloat16"),
+        ((3, 4100, 8190), "int8"),
+    )
+    for shape, dtype in shapes:
+        b, m, n = (1, *shape) if len(shape) == 2 else shape
+        e = T.DTYPE_BYTES[dtype]
+        cands = enumerate_candidates(spec, shape, dtype)
+        cols = {k: np.array([c[k] for c in cands]) for k in T.SPACE}
+        got = T.launch_info_batch(cols, shape, dtype)["extra_wavefronts"]
+        gathers = [
+            i
+            for i, c in enumerate(cands)
+            if not c["SCALAR_EDGE"] and c["VEC"] > 1 and m % c["VEC"]
+            and (c["READOUT"] == 0 or (c["READOUT"] == 1 and e == 2))
+        ]  # fmt: skip
+        assert len(gathers) > 100 and not np.any(np.delete(got, gathers)), (shape, dtype)
+        for i in rng.sample(gathers, 10):
+            c = cands[i]
+            lay = T.layout(c, dtype)
+            own = sum(w * k for name, k, w, _ in score(T.smem_pattern(c, dtype), lay).per_instruction
+                      if name.split()[0] in ("ld", "ld4"))  # fmt: skip
+            entries = [_gather_by_hand(c, m, dtype, j * m * n) for j in range(b)]
+            assert got[i] == entries[0] - own and len(set(entries)) == 1, (shape, dtype, c)
 
 
 def test_group_is_a_measured_launch_constant_of_the_vector_path():

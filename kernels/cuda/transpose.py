@@ -24,9 +24,10 @@ shapes; the vector path states neither (its launch bounds hold the model's occup
 the vector path's shuffles, funnel shifts and shifted read-out cost instructions the aligned build does not
 run; the spec states them as issue time
 (``issue_cycles``, read off the SASS): narrow vectors there are instruction-bound (H200 run 46). Where output
-rows are off the vector grid, the 2-byte READOUT 1 build reads out as READOUT 0 does (the shifted gather);
-its pattern cannot say so (it has no shape), so its launch info adds the gather's wavefronts over the word
-loads (``extra_wavefronts``).
+rows are off the vector grid, READOUT 0 and the 2-byte READOUT 1 build read out by the shifted gather, whose
+banks depend on each output row's shift from the vector grid (M, and batched N too); the patterns have no
+shape (READOUT 0's lists the gather at shift 0, READOUT 1's its word loads), so launch info adds the gather
+at the shape's shifts minus the listed read-out (``extra_wavefronts``).
 
 Where each part lives (transpose.py was split, one concern a module; every name it defined is still importable
 from here): transpose_tile.py (the tile's geometry: dims, phases, layout, footprint, halo, the path),

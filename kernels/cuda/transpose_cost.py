@@ -158,11 +158,13 @@ _INT_WARP_INSTR_PER_CLK = 2
 # swizzled VEC 8 READOUT 1 tiles of 128 rows were measured 1.41x their prediction (padded 1.50x) without
 # the term. Runs 155-156 (2026-12-05, int8, every candidate of today's space): READOUT 0 halo tiles of
 # VEC 16 measured a median 1.4-3.1x their prediction by layout at 4100 x 8192 but 1.1-1.7x at 4097 x 8191,
-# which scoring the gather at u = 0 (the same wavefronts at both shapes) could not tell apart: at 4100 the
-# four lanes of one 4-byte word (columns nn .. nn + 3) read rows u = 0, 12, 8, 4 apart, four words where
-# u = 0 reads one, and a 16-byte padded row stride sends all of them to one bank (16 wavefronts an
-# instruction, 8 at 4097 and at u = 0). Cached per (element bytes, constants, M mod VEC).
-_GATHER_EXTRA: dict[tuple[int, tuple[int, ...]], float] = {}
+# which scoring the gather at u = 0 (the same wavefronts at both shapes) could not tell apart. With rows
+# padded by 16 bytes (144 bytes, 36 words: a row is 4 banks on from the one before) the 8 lanes of a column
+# read rows 16 apart, all in one bank; at u = 0 the four columns of a 4-byte word (nn .. nn + 3) share it, 8
+# words in one bank: 8 wavefronts an instruction. At 4100 they take u = 0, 12, 8, 4: four words where u = 0
+# reads one, in two banks (4 u mod 32 = 0, 16, 0, 16), 16 words each: 16 wavefronts. At 4097 (u = 0, 15,
+# 14, 13) four banks, 8 words each: 8. Cached per (element bytes, constants, M mod VEC).
+_GATHER_EXTRA: dict[tuple[int, tuple[int, ...], int], float] = {}
 # A partial 32-byte sector that two blocks write (a tile's output row segment starts or ends inside it, on
 # rows that are not whole sectors) costs L2 a fetch of the sector to merge the bytes and DRAM a second write:
 # 64 bytes of traffic per output row of a tile beyond its data. Chosen over 32 (the second write alone) on
@@ -247,7 +249,7 @@ def launch_info(spec: TransposeCuda, constants: dict[str, int], shape: tuple[int
     info["extra_wavefronts"] = 0.0
     if _gathered(c.get("READOUT", 0), _scalar(c), c["VEC"], tuple(shape), e):
         key = (*(int(c[k]) for k in _GATHER_KEYS), int(c.get("READOUT", 0)))
-        info["extra_wavefronts"] = _gather_extra([key], _dims(tuple(shape))[1], e)[0]
+        info["extra_wavefronts"] = _gather_extra([key], tuple(shape), e)[0]
     return info
 
 
@@ -278,7 +280,7 @@ def launch_info_batch(
         cols = [np.asarray(c[k])[sel] for k in _GATHER_KEYS] + [readout[sel]]
         first, at = distinct_combinations(cols, len(sel))
         keys = list(zip(*(col[first].tolist() for col in cols)))
-        extra[sel] = np.array(_gather_extra(keys, _dims(tuple(shape))[1], spec._e(dtype)))[at]
+        extra[sel] = np.array(_gather_extra(keys, tuple(shape), spec._e(dtype)))[at]
     out["extra_wavefronts"] = extra
     return out
 
@@ -347,16 +349,18 @@ def _launch_arrays(
         seg = segment_efficiency(np.minimum(tn, n) * e, np.minimum(tm, m) * e)
         sectors = (m * e) % 32 == 0 and (n * e) % 32 == 0
         eff = eff * (seg if sectors else np.where(scalar, 1.0, seg))
-    elif e < 4:
-        # ... and on other rows the vector path's VEC 1 tiles of 1- and 2-byte elements, which take no seam
-        # charge (above): the exhaustive int8 studies (H200 runs 155-156, 2026-12-05: 4097 x 8191, 4100 x
-        # 8192, 4104 x 8192, every candidate) measured their best tiles 1.64-1.84x the best of all where the
-        # model said 1.08-1.12, and scoring the halo build's gather at its row shifts (``_gather_extra``)
-        # had let run 46's fp16 4097 x 8191 model-only answer fall to such a tile (1.024 -> 1.174 of the
-        # best, predicted 1.3% ahead of the 16-byte READOUT 1 tile it had picked). With this term: int8
-        # Spearman 0.852 / 0.802 / 0.801 -> 0.834 / 0.818 / 0.818, run 46 back to 1.024 (Spearman 0.842 ->
-        # 0.826); read off those four studies (not held out). Not 4- and 8-byte VEC 1 tiles: they pay the
-        # seam, and this on top took run 153's fp32 4098 x 8192 sample from 1.045 to 1.138 of its best
+    elif e < 4 and (m * e) % 16:
+        # ... and, on output rows off the 16-byte grid, the vector path's VEC 1 tiles of 1- and 2-byte
+        # elements, which take no seam charge there (above; on output rows of whole 16-byte blocks they pay
+        # it, and input rows off the grid alone leave them to GROUP_GAIN[False]). The exhaustive int8
+        # studies (H200 runs 155-156, 2026-12-05: 4097 x 8191, 4100 x 8192, 4104 x 8192, every candidate)
+        # measured their best tiles 1.64-1.84x the best of all where the model said 1.08-1.12, and scoring
+        # the halo build's gather at its row shifts (``_gather_extra``) had let run 46's fp16 4097 x 8191
+        # model-only answer fall to such a tile (1.024 -> 1.174 of the best, predicted 1.3% ahead of the
+        # 16-byte READOUT 1 tile it had picked). With this term: int8 Spearman 0.852 / 0.802 / 0.801 ->
+        # 0.834 / 0.818 / 0.818, run 46 back to 1.024 (Spearman 0.842 -> 0.826); read off those four studies
+        # (not held out). Not 4- and 8-byte VEC 1 tiles: they pay the seam, and this on top took run 153's
+        # fp32 4098 x 8192 sample from 1.045 to 1.138 of its best
         seg = segment_efficiency(np.minimum(tn, n) * e, np.minimum(tm, m) * e)
         eff = np.where(~scalar & (vec == 1), eff * seg, eff)
     # a band of at least the matrix's tile rows walks whole columns whatever GROUP says (the kernel clamps
@@ -459,16 +463,22 @@ def _gathered(readout: Any, scalar: Any, vec: Any, shape: tuple[int, ...], e: in
     return off_grid & ((readout == 0) | ((readout == 1) & (e == 2)))
 
 
-def _gather_extra(keys: list[tuple[int, ...]], m: int, e: int) -> list[float]:
-    """``extra_wavefronts`` of candidates read out by the shifted gather at M = ``m``, one per key (the
+def _gather_extra(keys: list[tuple[int, ...]], shape: tuple[int, ...], e: int) -> list[float]:
+    """``extra_wavefronts`` of candidates read out by the shifted gather at ``shape``, one per key (the
     constants in ``_GATHER_KEYS`` order, then READOUT): the wavefronts of a block's gather at this shape's
     row shifts (``transpose_pattern.shifted_gather``) minus those of the read-out its pattern lists, under
-    the candidate's layout; the store phase is the same in both and left out. The read-outs not yet
-    scored go through the ranking's unit scorer together (``autopad.score_chunk``: each distinct
-    instruction worked out once, each distinct address row scored once), a gather shared by READOUT 0 and
-    1 and READOUT 0's listed read-out being the gather at shift 0."""
+    the candidate's layout; the store phase is the same in both and left out. The read-outs not yet scored
+    go through the ranking's unit scorer together (``autopad.score_chunk``: each distinct instruction
+    worked out once, each distinct address row scored once), a gather shared by READOUT 0 and 1 and
+    READOUT 0's listed read-out being the gather at shift 0."""
     from autopad.score_chunk import _score_chunk
 
+    m = _dims(shape)[1]
+    # one memo entry a (key, M mod VEC): the shifts depend on nothing else. Batched, entry b's rows start b
+    # N M elements further on, which moves the shifts along the columns (sh(nn) -> sh(nn + b N)); that left
+    # each tile's wavefronts unchanged on every gathering candidate of six batched shapes tried (fp16 3 x
+    # 1001 x 63 and 65, 3 x 97 x 130; bf16 2 x 3074 x 2050; int8 3 x 4100 x 8190, 4 x 1001 x 999; a test
+    # checks a sample), so entry 0's gather stands for all
     memo = [(e, tuple(k), m % k[_GATHER_KEYS.index("VEC")]) for k in keys]
     todo = list(dict.fromkeys(x for x in memo if x not in _GATHER_EXTRA))
     if todo:
@@ -481,7 +491,8 @@ def _gather_extra(keys: list[tuple[int, ...]], m: int, e: int) -> list[float]:
         for _, k, m_mod in todo:
             c = dict(zip(_GATHER_KEYS, k[:-1]))
             tm, tn, threads, vec = c["TILE_M"], c["TILE_N"], c["THREADS"], c["VEC"]
-            # the tile's layout grown by the gather's reach past it (2 VEC - 2 rows): the same formula
+            # the tile's layout grown past the gather's reach (VEC - 1 rows past TILE_M; a layout's banks do
+            # not depend on its row count)
             lkey = _lkey(c, e)
             lay = _layout(tm + 2 * vec, *lkey[1:])
             mine = []

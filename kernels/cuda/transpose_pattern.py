@@ -125,7 +125,8 @@ def gather_shifts(tn: int, vec: int, m: int) -> np.ndarray:
 def shifted_gather(tm: int, tn: int, threads: int, vec: int, m_mod: int) -> tuple[np.ndarray, np.ndarray]:
     """Rows and columns [n, 32] of the shifted gather's loads in one tile (one element each): READOUT 0's
     column walk, pass p and element v of lane (sx, sy) at tile row sx VEC + u(nn) + v of column nn = sy +
-    p SY, where output rows are off the vector grid (``m_mod`` = M mod VEC, not 0). The shift moves each
+    p SY, where output rows are off the vector grid (``m_mod`` = M mod VEC; 0 gives READOUT 0's walk at u =
+    0, the read-out ``_pattern`` lists). The shift moves each
     column's lanes by rows of their own, so the banks the lanes of one instruction meet depend on M: READOUT
     0's pattern (u = 0) is what ``_pattern`` lists, this is what the kernel issues."""
     c = {"TILE_M": tm, "TILE_N": tn, "THREADS": threads, "VEC": vec}
