@@ -307,6 +307,23 @@ def predict_arrays(
         # states serial_phases; the partial round was not tried there)
         queued = _queued(quantised, knee_x, wave_factor, resident, blocks * tiles / a.sm_count, a)
         combined = np.where(phased, queued, combined)
+    lat = (cols["latency_phases"] > 0) & ~phased
+    if lat.any():
+        # ... or in turn with the loads in flight together and the stores draining behind the block
+        # (``latency_phases``): the queue's stations without the bandwidth (DRAM and L2 demand 0: a tile
+        # costs the DRAM round trip, then its shared-memory, arithmetic and issue time), and the bandwidth
+        # streams, overlapped as above, still bound it. The transpose's vector path states it where
+        # registers leave a block alone on its SM: H200 run 114 (fp32 4097 x 8191, every candidate)
+        # measured those tiles a median +0.25 in log over the overlapped streams; queued with the DRAM
+        # bandwidth in the loop as ``serial_phases`` does, -0.41 (-0.22 with the reads alone in it); so,
+        # -0.02 (Spearman 0.749 -> 0.797). quality/NOTES.md, twenty-fourth session
+        i = np.flatnonzero(lat)  # (those rows only: the queue's loop runs to their most resident blocks)
+        free = quantised[:, i].copy()
+        free[:2] = 0.0
+        per_sm = (blocks * tiles / a.sm_count)[i]
+        own = _queued(free, knee_x[i], wave_factor[i], resident[i], per_sm, a)
+        combined = combined.copy()
+        combined[i] = np.maximum(combined[i], own)
     # what overlaps no stream: work each block does once after its tiles (``block_cycles``: a histogram's
     # flush of 32 private replicas, a shuffle tree and a global atomic per bin, ran 18-22 cycles of an SM
     # per bin, 99 us where the reading took 2; H200 run 8), summed over the blocks an SM runs, and every

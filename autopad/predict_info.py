@@ -45,6 +45,10 @@ KEYS = {
     "serial_phases": "1 if each block runs its tile's global loads, shared-memory passes and stores in turn "
     "(barriers between): the resident blocks then queue for DRAM, shared memory and issue (mean value "
     "analysis) instead of the streams overlapping as independent ones (default 0)",
+    "latency_phases": "1 if each block runs its phases in turn but keeps its global loads in flight together "
+    "and leaves its stores to drain behind it (a block alone on its SM): the resident blocks queue for the "
+    "DRAM round trip, shared memory, arithmetic and issue, and the bandwidth streams still bound the time "
+    "from below (default 0; serial_phases, where stated, takes precedence)",
 }
 _OPTIONAL = tuple(k for k in KEYS)
 # what a candidate's launch info means where it leaves a key out (nan: the term's own default applies)
@@ -66,6 +70,7 @@ INFO_DEFAULTS = {
     "passes": 1.0,
     "swizzle_accesses": np.nan,
     "serial_phases": 0.0,
+    "latency_phases": 0.0,
 }
 
 

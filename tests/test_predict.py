@@ -506,6 +506,36 @@ def test_blocks_that_run_their_phases_in_turn_queue_for_the_streams():
     assert free.seconds == pytest.approx(alone.seconds)
 
 
+def test_a_block_alone_with_latency_phases_pays_its_round_trip_and_shared_memory_in_turn():
+    # ``latency_phases``: the blocks run their phases in turn but issue their loads together and leave their
+    # stores to drain, so the queue holds the DRAM round trip, shared memory and issue, not the bandwidth;
+    # the bandwidth streams, overlapped as usual, still bound the time from below
+    tile = {"blocks": 132 * 64, "threads": 512, "smem_bytes": 33 * 1024, "inflight_bytes": 64.0}
+    one = {**tile, "regs_per_thread": 113}  # 65536 // (512 x 113): one block an SM
+    traffic = {"bytes": 132 * 64 * 16384.0}  # a small tile: shared memory and latency dominate
+    wave = np.full(3, 8192.0)
+    plain, lat, serial = predict_batch(
+        [one, {**one, "latency_phases": 1}, {**one, "serial_phases": 1}], traffic, wave, np.full(3, 512.0), A
+    )
+    assert dict(lat.terms)["resident_blocks"] == 1
+    smem_tile = 8192 / A.clock_hz
+    issue_tile = dict(lat.terms)["issue_s"] / 64
+    dram_tile = 16384 / (A.dram_bytes_per_s / A.sm_count)
+    turn = 64 * (A.dram_latency_s + smem_tile + issue_tile)
+    assert lat.seconds == pytest.approx(max(plain.seconds, turn), rel=1e-6)
+    assert plain.seconds < lat.seconds < serial.seconds
+    assert serial.seconds == pytest.approx(turn + 64 * dram_tile, rel=1e-6)
+    # bandwidth-bound (a 1 MB tile): the streams' bound holds, the key changes nothing
+    big = {"bytes": 132 * 64 * 1048576.0}
+    p_big, l_big = predict_batch([one, {**one, "latency_phases": 1}], big, wave[:2], np.full(2, 512.0), A)
+    assert l_big.seconds == pytest.approx(p_big.seconds)
+    # serial_phases, where stated too, takes precedence
+    both = {**one, "serial_phases": 1, "latency_phases": 1}
+    assert predict_batch([both], traffic, wave[:1], np.full(1, 512.0), A)[0].seconds == serial.seconds
+    info = check_launch_info({"blocks": 1, "threads": 32, "latency_phases": 1}, "launch_info")
+    assert info["latency_phases"] == 1
+
+
 def test_the_original_transposes_phases_in_turn_rank_it_as_measured():
     # fp32 8192^2, the original path (run 1): registers leave swizzled tiles 1-2 blocks an SM, where a
     # conflict costs its whole shared-memory time on top of the block's DRAM time (64 x 128, 512 threads,

@@ -434,6 +434,13 @@ def _launch_arrays(
             scalar, _regs_original(e, tm, tn, threads, vec, readout, swizzled), np.where(alone, need, 0.0)
         ),
         "serial_phases": scalar.astype(np.float64),
+        # ... and a vector-path block alone on its SM runs its load, barrier and read-out in turn, with no
+        # neighbour to hide them: its loads are issued together and its stores drain behind it, so the
+        # predictor queues it for the DRAM round trip and its shared-memory and issue time, bounded by the
+        # streams (``latency_phases``; predict.py). Run 114's one-block fp32 4097 x 8191 tiles (254
+        # registers at 128 x 128 / 256 threads with VEC 2, compiled for sm_90 with nvcc 13.0) measured a
+        # median +0.25 in log over their prediction without it, -0.02 with it
+        "latency_phases": alone.astype(np.float64),
     }
 
 
