@@ -12,7 +12,10 @@ costs the memory streams a whole wave and the arithmetic ones a round at its own
 overhead. Among candidates free of conflicts, those terms are what separate a fast kernel from a slow one.
 A spec whose blocks run their phases in turn (``serial_phases``: load a tile, barrier, read it out) has its
 streams combined by a closed queue of the resident blocks instead (``_queued``): with few blocks an SM, a
-block's shared-memory time adds to its DRAM time rather than hiding under other blocks' loads.
+block's shared-memory time adds to its DRAM time rather than hiding under other blocks' loads. With
+``latency_phases`` (loads in flight together, stores draining behind the block: a block alone on its SM) the
+queue holds the DRAM round trip, shared memory and issue but not the bandwidth, and bounds the streams'
+time from below.
 
 Every term is derived from what a spec already states (``launch_info``, ``traffic``, the layout), with
 optional keys a spec may add where it knows more (``KEYS``). The constants that are fitted rather than
@@ -28,9 +31,9 @@ Where each part lives (predict.py was split, one concern a module; every name it
 importable from here): predict_info.py (``KEYS``, ``INFO_DEFAULTS``, the checks of ``launch_info`` and
 ``traffic``, ``info_columns``), predict_layouts.py (what the model reads off the layouts: swizzled share,
 data bytes, once per distinct layout object), predict_queue.py (``_queued``: the closed queue of resident
-blocks for ``serial_phases``), predict_result.py (``Prediction``, ``predictions``: the arrays as shared
-objects); here, ``Constants``, the streams' times and how they combine (``predict_arrays``) and
-``predict_batch``.
+blocks for ``serial_phases`` and ``latency_phases``), predict_result.py (``Prediction``, ``predictions``:
+the arrays as shared objects); here, ``Constants``, the streams' times and how they combine
+(``predict_arrays``) and ``predict_batch``.
 """
 
 from __future__ import annotations
@@ -307,7 +310,7 @@ def predict_arrays(
         # states serial_phases; the partial round was not tried there)
         queued = _queued(quantised, knee_x, wave_factor, resident, blocks * tiles / a.sm_count, a)
         combined = np.where(phased, queued, combined)
-    lat = (cols["latency_phases"] > 0) & ~phased
+    lat = np.broadcast_to((cols["latency_phases"] > 0) & ~phased, combined.shape)  # (0-d columns too)
     if lat.any():
         # ... or in turn with the loads in flight together and the stores draining behind the block
         # (``latency_phases``): the queue's stations without the bandwidth (DRAM and L2 demand 0: a tile
@@ -316,14 +319,16 @@ def predict_arrays(
         # registers leave a block alone on its SM: H200 run 114 (fp32 4097 x 8191, every candidate)
         # measured those tiles a median +0.25 in log over the overlapped streams; queued with the DRAM
         # bandwidth in the loop as ``serial_phases`` does, -0.41 (-0.22 with the reads alone in it); so,
-        # -0.02 (Spearman 0.749 -> 0.797). quality/NOTES.md, twenty-fourth session
+        # -0.02 (Spearman 0.749 -> 0.797). quality/NOTES.md, twenty-fourth session. The reported terms
+        # stay the overlapped streams' and the bound their largest (as the serial rows keep theirs): where
+        # the queue is the larger, the report marks the candidate "queued" (report._queued)
         i = np.flatnonzero(lat)  # (those rows only: the queue's loop runs to their most resident blocks)
         free = quantised[:, i].copy()
         free[:2] = 0.0
-        per_sm = (blocks * tiles / a.sm_count)[i]
-        own = _queued(free, knee_x[i], wave_factor[i], resident[i], per_sm, a)
-        combined = combined.copy()
-        combined[i] = np.maximum(combined[i], own)
+        tiles_sm = (blocks * tiles / a.sm_count)[i]
+        combined[i] = np.maximum(
+            combined[i], _queued(free, knee_x[i], wave_factor[i], resident[i], tiles_sm, a)
+        )
     # what overlaps no stream: work each block does once after its tiles (``block_cycles``: a histogram's
     # flush of 32 private replicas, a shuffle tree and a global atomic per bin, ran 18-22 cycles of an SM
     # per bin, 99 us where the reading took 2; H200 run 8), summed over the blocks an SM runs, and every

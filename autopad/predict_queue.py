@@ -6,7 +6,8 @@ blocks' loads; the overlap of independent streams (predict.py) cannot see that, 
 combines those specs' streams by this queue instead.
 
 Why a module of its own: it is a second rule for combining the streams (a queueing network, with its own
-loop over customers) that only specs stating ``serial_phases`` use, apart from the streams' times
+loop over customers) that only specs stating ``serial_phases`` or ``latency_phases`` use (the latter with
+the DRAM and L2 stations empty), apart from the streams' times
 (predict.py).
 """
 
@@ -39,7 +40,8 @@ def _queued(
     The queue's stations are the first five streams: DRAM and L2 (both scaled back to their streaming rate by
     the DRAM knee ``knee_x``; an asynchronous L2 stream's own knee, ``l2_async``, is not applied), shared
     memory, arithmetic and issue. The per-tile overhead stream (``tiles_s``) is left out: the one spec that
-    states ``serial_phases`` today, the transpose's original path, runs one tile a block. A spec with many
+    states ``serial_phases`` or ``latency_phases`` today, the transpose (its original path; its vector path
+    where a block is alone on its SM), runs one tile a block. A spec with many
     tiles a block or asynchronous L2 copies that sets the key would need both added here."""
     per_tile = np.maximum(tiles_per_sm, 1e-30) * wave_factor  # the streams were scaled by the waves
     demand = (

@@ -83,7 +83,8 @@ def format_terms(prediction: Any) -> str:
 
 
 def _queued(seconds: float, t: dict[str, float]) -> bool:
-    """Did the predictor combine these streams as a queue of resident blocks (a spec's ``serial_phases``)?
+    """Did the predictor combine these streams as a queue of resident blocks (a spec's ``serial_phases``, or
+    ``latency_phases`` where the queue outweighed the streams)?
     The terms do not record it; the sum rule's answer from them differs from the prediction where it did."""
     streams = [t[k] for k in TERMS if k in t and k != "serial_s"]
     if not streams:

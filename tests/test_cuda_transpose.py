@@ -608,20 +608,23 @@ def test_a_vector_block_alone_on_its_sm_runs_its_phases_in_turn():
     import model_only_report as mo
 
     path = Path(__file__).resolve().parents[1] / "benchmarks/results/h200/2026-12-04/run114/study"
-    s = next(x for x in mo.load_shapes({"run114": path / "quality_rows.csv.gz"}) if x.shape == "4097x8191")
+    group = ("transpose", "cuda", "float32", "4097x8191")
+    s = mo._features(*group, mo.load_rows(path / "quality_rows.csv.gz")[group], "run114")
     ok = ~np.isnan(s.ms)
     alone = np.array([i.get("latency_phases", 0) == 1 for i in s.infos]) & ok
     assert alone.sum() > 1000
 
-    def spread(pred: np.ndarray) -> tuple[float, float]:
+    def spread(pred: np.ndarray) -> tuple[float, float, float]:
         r = np.log(s.ms / pred)
-        return float(np.median(r[alone]) - np.median(r[ok])), mo.figures(s, pred)["spearman"]
+        f = mo.figures(s, pred)
+        return float(np.median(r[alone]) - np.median(r[ok])), f["spearman"], f["pick_over_best"]
 
     with_term = spread(mo.predicted(s))
     s.infos = [{k: v for k, v in i.items() if k != "latency_phases"} for i in s.infos]
     without = spread(mo.predicted(s))
     assert without[0] > 0.2 and abs(with_term[0]) < 0.1
     assert without[1] < 0.76 < 0.79 < with_term[1]
+    assert with_term[2] == without[2]  # the pick did not move (1.073 of the best)
 
 
 def _gather_by_hand(c: dict, m: int, dtype: str, base: int = 0) -> int:

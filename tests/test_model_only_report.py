@@ -126,6 +126,9 @@ def test_todays_studies_replace_only_each_other_and_stand_apart_in_the_trust_fil
         "8192x8192 (run67/study)",
         "4097x8191 (run46/study)",
     }
+    # the minimum rank correlation is rounded down, so that one under the 0.8 bar stays under it
+    low = mor.trust_json(recorded, "src", (), [dict(current[0], spearman=0.797)])
+    assert low["families"]["transpose/cuda/float16"]["current"]["spearman_min"] == 0.79
     # a family only today's studies measured: kept apart, not mixed into a recorded family's figures
     other = mor.trust_json(recorded, "src", (), [dict(current[0], family="histogram [cuda] int64")])
     assert "histogram/cuda/int64" not in other["families"]

@@ -532,8 +532,16 @@ def test_a_block_alone_with_latency_phases_pays_its_round_trip_and_shared_memory
     # serial_phases, where stated too, takes precedence
     both = {**one, "serial_phases": 1, "latency_phases": 1}
     assert predict_batch([both], traffic, wave[:1], np.full(1, 512.0), A)[0].seconds == serial.seconds
-    info = check_launch_info({"blocks": 1, "threads": 32, "latency_phases": 1}, "launch_info")
-    assert info["latency_phases"] == 1
+    from autopad.predict_info import INFO_DEFAULTS, KEYS
+
+    assert "latency_phases" in KEYS and INFO_DEFAULTS["latency_phases"] == 0
+    # in a mixed batch each row is what it is alone, a latency row of several resident blocks included
+    few = {**tile, "regs_per_thread": 40, "latency_phases": 1}  # 65536 // (512 x 40): three blocks an SM
+    rows = [one, {**one, "latency_phases": 1}, few, {**one, "serial_phases": 1}]
+    mixed = predict_batch(rows, traffic, np.full(4, 8192.0), np.full(4, 512.0), A)
+    alone = [predict_batch([r], traffic, wave[:1], np.full(1, 512.0), A)[0].seconds for r in rows]
+    assert [p.seconds for p in mixed] == pytest.approx(alone, rel=1e-12)
+    assert dict(mixed[2].terms)["resident_blocks"] == 3
 
 
 def test_the_original_transposes_phases_in_turn_rank_it_as_measured():

@@ -19,15 +19,16 @@ per SM), the vector path 40 to 48. The original path states the registers its bu
 (``REGS_ORIGINAL_SM90``, compiled) and that its blocks run load, shared-memory passes and stores in turn
 (``serial_phases``: the predictor queues its resident blocks for DRAM and shared memory), which together
 rank the recorded studies' spaces (runs 1 and 2: all original path) at Spearman 0.92-0.94 on aligned
-shapes; the vector path states neither (its launch bounds hold the model's occupancy; under the queue run
-46's pick went from 1.02 to 1.13 of the best: transpose_model_gaps.md, fifth pass). On misaligned rows
-the vector path's shuffles, funnel shifts and shifted read-out cost instructions the aligned build does not
-run; the spec states them as issue time
-(``issue_cycles``, read off the SASS): narrow vectors there are instruction-bound (H200 run 46). Where output
-rows are off the vector grid, READOUT 0 and the 2-byte READOUT 1 build read out by the shifted gather, whose
-banks depend on each output row's shift from the vector grid (M, and batched N too); the patterns have no
-shape (READOUT 0's lists the gather at shift 0, READOUT 1's its word loads), so launch info adds the gather
-at the shape's shifts minus the listed read-out (``extra_wavefronts``).
+shapes; the vector path states neither where its launch bounds hold the model's occupancy (under the queue
+run 46's pick went from 1.02 to 1.13 of the best: transpose_model_gaps.md, fifth pass), but where its
+registers leave a block alone on its SM it states them and ``latency_phases`` (its loads, barrier and read-out
+in turn, with the DRAM round trip but not the bandwidth in the queue: H200 run 114). On misaligned rows the
+vector path's shuffles, funnel shifts and shifted read-out cost instructions the aligned build does not run;
+the spec states them as issue time (``issue_cycles``, read off the SASS): narrow vectors there are
+instruction-bound (H200 run 46). Where output rows are off the vector grid, READOUT 0 and the 2-byte READOUT 1
+build read out by the shifted gather, whose banks depend on each output row's shift from the vector grid (M,
+and batched N too); the patterns have no shape (READOUT 0's lists the gather at shift 0, READOUT 1's its word
+loads), so launch info adds the gather at the shape's shifts minus the listed read-out (``extra_wavefronts``).
 
 Where each part lives (transpose.py was split, one concern a module; every name it defined is still importable
 from here): transpose_tile.py (the tile's geometry: dims, phases, layout, footprint, halo, the path),

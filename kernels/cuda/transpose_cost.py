@@ -310,8 +310,9 @@ def _launch_arrays(
 ) -> dict[str, np.ndarray]:
     """The launch info of candidates given as arrays (one entry each; ``pad`` is the tile's padding, 0 for
     a swizzled tile): blocks, threads, the tile's footprint, tiles per block, bytes in flight, the
-    global side's efficiency, the misaligned build's extra instructions (``issue_cycles``) and, on the
-    original path, its compiled registers and its phases in turn (``serial_phases``)."""
+    global side's efficiency, the misaligned build's extra instructions (``issue_cycles``), on the
+    original path its compiled registers and its phases in turn (``serial_phases``), and on the vector path,
+    where registers leave a block alone on its SM, its estimated registers and ``latency_phases``."""
     b, m, n = _dims(shape)
     gx, gy = -(-n // tn), -(-m // tm)
     ly = threads // (tn // vec)  # rows a load pass covers
