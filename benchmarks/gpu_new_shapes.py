@@ -352,15 +352,12 @@ ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
         (1, 0, 0, 16, 16, 8, 512, 128, 128, 4),
     ],
 }  # fmt: skip
-for _k, _tops in ALONE8.items():
-    PICKS.setdefault(_k, []).extend(
-        ({**dict(zip(_VEC_PATH, t)), "SCALAR_EDGE": 0}, f"alone{i}") for i, t in enumerate(_tops)
-    )
-# the earlier models' top 10s enter the samples as picks (rounds 5, 6 and 7)
-for _k, _tops in {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}.items():
-    PICKS.setdefault(_k, []).extend(
-        ({**dict(zip(_VEC_PATH, t)), "SCALAR_EDGE": 0}, f"old_top{i}") for i, t in enumerate(_tops)
-    )
+# the earlier models' top 10s (rounds 5, 6 and 7) and round 8's one-block tiles enter the samples as picks
+for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone", ALONE8)):
+    for _k, _tops in _table.items():
+        PICKS.setdefault(_k, []).extend(
+            ({**dict(zip(_VEC_PATH, t)), "SCALAR_EDGE": 0}, f"{_why}{i}") for i, t in enumerate(_tops)
+        )
 ROUNDS = {1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8}
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
