@@ -21,6 +21,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 5 --out $OUT  # held out from the one-block register term
     python benchmarks/gpu_new_shapes.py --round 6 --out $OUT  # held out from the aligned build's seam charge
     python benchmarks/gpu_new_shapes.py --round 8 --out $OUT  # held out from the one-block latency_phases
+    python benchmarks/gpu_new_shapes.py --round 9 --out $OUT  # the SIMT GEMM on today's source
 """
 
 from __future__ import annotations
@@ -260,6 +261,17 @@ ROUND8: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("transpose", "cuda", "float64", None, (4097, 3073)),
     ("transpose", "cuda", "float16", None, (6149, 4097)),
 ]
+# round 9 (2026-12-05, twenty-fifth session): the fp32 SIMT GEMM under today's source. Its held-out samples so
+# far are run 20's (1000^3 and 768x1536x1024, measured before the warp barrier and the uniform unchecked
+# k-loop of 2026-12-02 changed the kernel) and run 100's three near-square shapes; 1000^3 again on today's
+# kernel (a later run replaces run 20's rows in the report), an odd large shape, a small one with a long K
+# (split-K ground) and a wide flat one, drawn before any change to the GEMM's model this session
+ROUND9: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("matmul", "cuda", "float32", None, (1000, 1000, 1000)),
+    ("matmul", "cuda", "float32", None, (3001, 2047, 1536)),
+    ("matmul", "cuda", "float32", None, (384, 768, 4096)),
+    ("matmul", "cuda", "float32", None, (1200, 3000, 800)),
+]
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -358,7 +370,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
         PICKS.setdefault(_k, []).extend(
             ({**dict(zip(_VEC_PATH, t)), "SCALAR_EDGE": 0}, f"{_why}{i}") for i, t in enumerate(_tops)
         )
-ROUNDS = {1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8}
+ROUNDS = {1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9}
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
 SAMPLE = _QUALITY / "model_only_new_shapes_sample.json"
@@ -371,6 +383,7 @@ SAMPLES = {
     6: _QUALITY / "model_only_new_shapes6_sample.json",
     7: _QUALITY / "model_only_new_shapes7_sample.json",
     8: _QUALITY / "model_only_new_shapes8_sample.json",
+    9: _QUALITY / "model_only_new_shapes9_sample.json",
 }
 RANDOM = 90
 
