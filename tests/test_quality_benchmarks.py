@@ -281,3 +281,24 @@ def test_a_compile_only_pass_logs_to_the_results_folder_only_when_given(tmp_path
     assert not (tmp_path / "benchmarks" / "results" / "h200" / "quality_log.txt").exists()
     assert tq.main(["--precompile-only", "--configs", str(i), "--shapes", "1", "--out", "given"]) == 0
     assert "7 compiles" in (tmp_path / "given" / "quality_log.txt").read_text()
+
+
+def test_every_rounds_committed_sample_holds_its_shapes_with_legal_candidates_of_todays_spec():
+    # a device run reads these samples as they are; a stale one (a constant renamed, a candidate no longer
+    # legal, a shape dropped from its round) would waste device time or be refused there
+    import json
+
+    import gpu_new_shapes as gn
+
+    assert sorted(gn.SAMPLES) == sorted(gn.ROUNDS)
+    for r, path in gn.SAMPLES.items():
+        drawn = {d["id"]: d for d in json.loads(path.read_text())}
+        want = {f"{k}/{b}/{t}/{tq.shape_text(s)}": (k, b, t, s) for k, b, t, _, s in gn.ROUNDS[r]}
+        assert set(drawn) == set(want), r
+        for sid, (kernel, backend, dtype, shape) in want.items():
+            spec = builtin_spec(kernel, backend)
+            rows = drawn[sid]["rows"]
+            assert len(rows) >= 100 and len({x["key"] for x in rows}) == len(rows), sid
+            for x in rows:
+                assert set(x["params"]) == set(spec.SPACE), (sid, x["key"])
+                assert spec.legal(x["params"], shape, dtype), (sid, x["key"])
