@@ -427,6 +427,18 @@ def sample(kernel: str, backend: str, dtype: str, dist: str | None, shape: tuple
     return ranked, why
 
 
+def sample_id(cfg: tuple) -> str:
+    """A shape's key in a committed sample: kernel/backend/dtype/shape."""
+    kernel, backend, dtype, _, shape = cfg
+    return f"{kernel}/{backend}/{dtype}/{shape_text(shape)}"
+
+
+def stale_constants(rows: Sequence[dict[str, Any]], spec: Any) -> list[str]:
+    """Constants a sample's rows and the spec's space do not share (a constant since renamed or added)."""
+    names = set(spec.SPACE)
+    return sorted({k for r in rows for k in set(r["params"]) ^ names})
+
+
 def draw(cfg: tuple) -> dict[str, Any]:
     """One shape's sample as plain records (what --write-sample commits and the GPU run reads)."""
     kernel, backend, dtype, dist, shape = cfg
@@ -438,7 +450,7 @@ def draw(cfg: tuple) -> dict[str, Any]:
             rows.append({"key": c.key, "params": c.params, "why": why[c.key], "model_rank": i,
                          "predicted_us": p.seconds * 1e6, "bound": p.bound,
                          "conflict_degree": p.conflict_degree, "footprint": p.footprint})  # fmt: skip
-    return {"id": f"{kernel}/{backend}/{dtype}/{shape_text(shape)}", "legal": len(ranked), "rows": rows}
+    return {"id": sample_id(cfg), "legal": len(ranked), "rows": rows}
 
 
 def _peer(kernel: str, dtype: str, shape: tuple[int, ...]) -> tuple[str, float | None, str]:
@@ -481,8 +493,7 @@ def measure_shape(cfg: tuple, writer: Any, deadline: float, drawn: dict[str, Any
     rows = drawn["rows"]
     # a sample drawn for an older version of the spec (a constant since renamed or added) would run every
     # candidate with the new constant at its default under the old label: refuse it
-    names = set(spec.SPACE)
-    stale = sorted({k for r in rows for k in set(r["params"]) ^ names})
+    stale = stale_constants(rows, spec)
     if stale:
         raise SystemExit(
             f"{drawn['id']}: the sample's constants differ from the spec's ({', '.join(stale)}); "
@@ -571,8 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             deadline = started + per_shape * (i + 1)  # a shape may use what the ones before it left
             try:
-                sid = f"{cfg[0]}/{cfg[1]}/{cfg[2]}/{shape_text(cfg[4])}"
-                s = measure_shape(cfg, writer, deadline, samples.get(sid))
+                s = measure_shape(cfg, writer, deadline, samples.get(sample_id(cfg)))
             except Exception as exc:  # one shape failing never stops the others
                 s = {
                     "shape": f"{cfg[0]} {cfg[2]} {shape_text(cfg[4])}",
