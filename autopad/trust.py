@@ -199,6 +199,7 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
     if pooled is None:
         return "model-only pick: no recorded study to say how far to trust it; measure it on a GPU"
     cur = data.get("current_only", {}).get(f"{kernel}/{backend}/{dtype}")
+    smp = data.get("sampled_only", {}).get(f"{kernel}/{backend}/{dtype}")
     if cur:  # exhaustive studies of today's kernel only (no recorded study of runs 1-2 to stand beside)
         n = int(cur["shapes"])
         # as the sentence of a family with recorded studies says them: the picks slower than the unpadded
@@ -210,15 +211,23 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
             slower = f", slower than the unpadded default in {slow} ({noise})"
         low = float(cur["spearman_min"]) if "spearman_min" in cur else None
         rho = f"; rank correlation min {low:.2f}" if low is not None else ""
+        # ... and the held-out shapes timed on a sample of their space, where the family has them too
+        held = ""
+        if smp:
+            k = int(smp["shapes"])
+            held = (
+                f"; on {k} held-out shape{'s' if k != 1 else ''} timed on a sample of "
+                f"{'their' if k != 1 else 'its'} space, within 10% of the sample's best in "
+                f"{smp['within_10pct']} (worst {float(smp['worst']):.2f}x)"
+            )
         return (
             f"on today's kernel, model-only picks for {kernel} [{backend}] {dtype} were within 2% of the "
             f"measured best in {cur['within_2pct']} and within 10% in {cur['within_10pct']} of {n} "
             f"shape{'s' if n != 1 else ''} whose every candidate was timed on an {pooled.gpu} (worst "
             f"{float(cur['worst']):.2f}x{slower}{rho}; the model's terms were read off "
-            f"{int(cur.get('informed', 0))} of these shapes)"
+            f"{int(cur.get('informed', 0))} of these shapes){held}"
             f"{_rough(low) if low is not None else ''}"
         )
-    smp = data.get("sampled_only", {}).get(f"{kernel}/{backend}/{dtype}")
     if smp:  # no exhaustive study, but held-out shapes timed on a sample of their space
         n = int(smp["shapes"])
         return (

@@ -452,6 +452,9 @@ FITTED_ON = {
     # and the aligned build's seam charge off the 16-byte grid (chosen on 4100 x 8192)
     ("run149", "transpose [cuda] int8", "8193x16383"),
     ("run149", "transpose [cuda] int8", "4100x8192"),
+    # 2026-12-05, twenty-sixth session: run 8's histogram shape again on today's kernel (the flush term
+    # was fitted on that shape; its later measurement replaces run 8's in the report)
+    ("run165/round1", "histogram [cuda] int32", "1048576x1000"),
 }
 # (an exhaustive study of those two shapes, given as --current, belongs in INFORMED under its own run name)
 # today's studies that a model term was read off or chosen on, so not held out (the trust file says how
@@ -771,9 +774,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         fitted = (
             "; run8's histogram (2^20 x 1000 bins) was then used to fit the histogram's flush term "
             "(``kernels/cuda/histogram.py``), and run10's shapes were drawn after that fit"
-            if "run8" in runs
+            if runs & {"run8", "run165/round1"}
             else ""
         )
+        if "run165/round1" in runs:  # round 1 again on today's kernels: its histogram is the fitted shape
+            fitted += (
+                " (run165/round1 measured round 1's shapes again on today's kernels, that histogram too)"
+            )
         if "run149" in runs:
             fitted += (
                 "; run149's int8 transposes 4100x8192 and 8193x16383 then chose two transpose terms "
