@@ -302,3 +302,18 @@ def test_every_rounds_committed_sample_holds_its_shapes_with_legal_candidates_of
             assert gn.stale_constants(rows, spec) == [], sid  # what measure_shape refuses
             for x in rows:
                 assert spec.legal(x["params"], shape, dtype), (sid, x["key"])
+
+
+def test_the_transpose_profile_configurations_are_legal_distinct_and_cover_the_slow_vec1_tiles():
+    import profile_transpose_tiles as ptt
+
+    spec = builtin_spec("transpose", "cuda")
+    configs = ptt.configurations()
+    assert len({ptt.key(c) for c in configs}) == len(configs) == len(ptt.TILES) + len(ptt.VECTOR)
+    for shape in ptt.SHAPES:
+        for c in configs:
+            assert spec.legal(c, shape, "float32"), (shape, c)
+    # the tiles run 165 measured slow at the model's floor (128 x 128 VEC 1, 64 x 32 at 256 threads) and
+    # the fast ones they are read against (128 x 64 at 512 threads)
+    tiles = {(c["TILE_M"], c["TILE_N"], c["THREADS"]) for c in configs if c["VEC"] == 1}
+    assert {(128, 128, 256), (64, 32, 256), (128, 64, 512)} <= tiles
