@@ -221,7 +221,17 @@ def predict_arrays(
     staged = k.default_inflight_share * data / np.maximum(threads, 1)
     per_thread = np.where(np.isnan(inflight), staged, inflight)
     in_flight = resident * threads * np.nan_to_num(per_thread)  # bytes an SM keeps in flight
-    x = np.where(per_thread > 0, in_flight / need, occupancy / 0.25)
+    by_warps = occupancy / 0.25
+    x = np.where(per_thread > 0, in_flight / need, by_warps)
+    # ... and a block that issues its loads in one phase before a barrier (``phased_loads``: load, barrier,
+    # read out) keeps them in flight only while its warps are in that phase: the bytes stated need warps
+    # too, so the warp bound applies as well. H100 run 166 (ncu, fp32 6144 x 3072): every VEC 1 tile read
+    # the same 75.5 MB from DRAM with ample bytes in flight, and those at a third of the SM's warps (128 x
+    # 128 of 256 threads, 128 x 64 and 64 x 128 of 128) ran 54.4-55.4 us where those at 57-93% ran
+    # 49.8-52.0; on H200 run 114's fp32 8192^2 the vector-path tiles of three 8-warp blocks an SM measured
+    # +0.058 in log over the model, +0.029 with this bound (Spearman 0.888 -> 0.902). The 0.25 is the
+    # bound's own (above), not fitted
+    x = np.where((cols["phased_loads"] > 0) & (per_thread > 0), np.minimum(x, by_warps), x)
     # a spec may know its global accesses stream worse than a copy (a guarded scalar path for misaligned
     # rows, say): ``dram_efficiency`` scales the bandwidth it can reach
     knee_x = _knee(x)  # (the L2 term below reads the same knee)

@@ -49,6 +49,10 @@ KEYS = {
     "and leaves its stores to drain behind it (a block alone on its SM): the resident blocks queue for the "
     "DRAM round trip, shared memory, arithmetic and issue, and the bandwidth streams still bound the time "
     "from below (default 0; serial_phases, where stated, takes precedence)",
+    "phased_loads": "1 if each block issues its global loads in one phase before a barrier (load, barrier, "
+    "read out) rather than streaming them through a loop: its bytes in flight then need resident warps "
+    "too, and the share of the bandwidth they reach is also bounded by occupancy / 0.25, the bound taken "
+    "where no bytes in flight are stated (default 0)",
 }
 _OPTIONAL = tuple(k for k in KEYS)
 # what a candidate's launch info means where it leaves a key out (nan: the term's own default applies)
@@ -71,6 +75,7 @@ INFO_DEFAULTS = {
     "swizzle_accesses": np.nan,
     "serial_phases": 0.0,
     "latency_phases": 0.0,
+    "phased_loads": 0.0,
 }
 
 

@@ -22,6 +22,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 6 --out $OUT  # held out from the aligned build's seam charge
     python benchmarks/gpu_new_shapes.py --round 8 --out $OUT  # held out from the one-block latency_phases
     python benchmarks/gpu_new_shapes.py --round 9 --out $OUT  # the SIMT GEMM on today's source
+    python benchmarks/gpu_new_shapes.py --round 10 --out $OUT  # transposes held out from phased_loads
 """
 
 from __future__ import annotations
@@ -272,6 +273,16 @@ ROUND9: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("matmul", "cuda", "float32", None, (384, 768, 4096)),
     ("matmul", "cuda", "float32", None, (1200, 3000, 800)),
 ]
+# round 10 (2026-12-05, twenty-sixth session): transposes drawn after ``phased_loads`` (the warp bound on a
+# block's bytes in flight, read off H100 run 166's profile of run 165's fp32 shapes): held out from it, two
+# fp32 (aligned and misaligned), fp64, a batched bf16 and an fp16 of odd rows
+ROUND10: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("transpose", "cuda", "float32", None, (5120, 2560)),
+    ("transpose", "cuda", "float32", None, (3000, 7001)),
+    ("transpose", "cuda", "float64", None, (6000, 2000)),
+    ("transpose", "cuda", "bfloat16", None, (2, 3000, 4100)),
+    ("transpose", "cuda", "float16", None, (10000, 3001)),
+]
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -371,6 +382,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
             ({**dict(zip(_VEC_PATH, t)), "SCALAR_EDGE": 0}, f"{_why}{i}") for i, t in enumerate(_tops)
         )
 ROUNDS = {1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9}
+ROUNDS[10] = ROUND10
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
 SAMPLE = _QUALITY / "model_only_new_shapes_sample.json"
@@ -384,6 +396,7 @@ SAMPLES = {
     7: _QUALITY / "model_only_new_shapes7_sample.json",
     8: _QUALITY / "model_only_new_shapes8_sample.json",
     9: _QUALITY / "model_only_new_shapes9_sample.json",
+    10: _QUALITY / "model_only_new_shapes10_sample.json",
 }
 RANDOM = 90
 

@@ -73,14 +73,15 @@ def test_a_swizzles_index_arithmetic_costs_more_than_a_pads_on_an_element_wise_r
     # against 2), with or without the layouts
     assert mo.predicted(s, layouts=False)[swz] > 1.3 * mo.predicted(s, layouts=False)[pad]
     assert mo.figures(s, mo.predicted(s))["pick_over_best"] < 1.10  # the whole model's pick
-    # the swizzle's issue term alone: the registers and the phases in turn held out, the segment term (it
+    # the swizzle's issue term alone: the registers, the phases in turn and the phased loads' warp bound
+    # held out, the segment term (it
     # favours the long-segment tiles whose registers, held out here, make them slow) and the original path's
     # streaming factor (every run-2 candidate takes it: it only weighs DRAM time against the issue terms)
     from autopad.kernels.cuda.transpose import ORIGINAL_PATH_EFFICIENCY, segment_efficiency
 
     def alone(i: dict, c: dict) -> dict:
         seg = segment_efficiency(c["TILE_N"] * 2, c["TILE_M"] * 2) * ORIGINAL_PATH_EFFICIENCY
-        out = {k: v for k, v in i.items() if k not in ("regs_per_thread", "serial_phases")}
+        out = {k: v for k, v in i.items() if k not in ("regs_per_thread", "serial_phases", "phased_loads")}
         return dict(out, dram_efficiency=i["dram_efficiency"] / seg)
 
     s.infos = [alone(i, c) for i, c in zip(s.infos, s.consts)]
@@ -542,6 +543,30 @@ def test_a_block_alone_with_latency_phases_pays_its_round_trip_and_shared_memory
     alone = [predict_batch([r], traffic, wave[:1], np.full(1, 512.0), A)[0].seconds for r in rows]
     assert [p.seconds for p in mixed] == pytest.approx(alone, rel=1e-12)
     assert dict(mixed[2].terms)["resident_blocks"] == 3
+
+
+def test_phased_loads_need_warps_as_well_as_bytes_in_flight():
+    # ``phased_loads``: the loads are issued in one phase before a barrier, so the bytes stated in flight
+    # reach the bandwidth only with warps to issue them: the share is also bounded by occupancy / 0.25
+    from autopad.predict_info import INFO_DEFAULTS, KEYS
+
+    assert "phased_loads" in KEYS and INFO_DEFAULTS["phased_loads"] == 0
+    traffic = {"bytes": 132 * 3 * 8 * 131072.0}  # DRAM-bound: 128 KB a block
+    few = {"blocks": 132 * 3 * 8, "threads": 128, "smem_bytes": 64 * 1024, "inflight_bytes": 256.0}
+    # 3 blocks of 4 warps an SM: occupancy 0.1875 -> x = 0.75, on the knee 0.70 of the bandwidth, where
+    # 3 x 128 x 256 bytes in flight alone say enough (x = 3.07 on a 32 KB need: knee 0.997)
+    wave, ideal = np.full(2, 512.0), np.full(2, 512.0)
+    plain, phased = predict_batch([few, {**few, "phased_loads": 1}], traffic, wave, ideal, A)
+    assert dict(phased.terms)["resident_blocks"] == 3
+    need = A.dram_latency_s * A.dram_bytes_per_s / A.sm_count
+    want = float(_knee(np.array(3 * 128 * 256 / need)) / _knee(np.array(0.1875 / 0.25)))
+    assert dict(phased.terms)["dram_s"] / dict(plain.terms)["dram_s"] == pytest.approx(want, rel=1e-9)
+    assert 1.35 < want < 1.5 and phased.seconds > 1.3 * plain.seconds
+    # enough warps (8 blocks of 256 threads an SM, occupancy 1: x up to 4) for the bytes in flight (x =
+    # 2.05): the key changes nothing
+    many = {"blocks": 132 * 8 * 8, "threads": 256, "smem_bytes": 16 * 1024, "inflight_bytes": 32.0}
+    a, b = predict_batch([many, {**many, "phased_loads": 1}], traffic, wave, ideal, A)
+    assert b.seconds == pytest.approx(a.seconds, rel=1e-12)
 
 
 def test_the_original_transposes_phases_in_turn_rank_it_as_measured():

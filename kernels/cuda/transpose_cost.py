@@ -442,6 +442,10 @@ def _launch_arrays(
         # registers at 128 x 128 / 256 threads with VEC 2, compiled for sm_90 with nvcc 13.0) measured a
         # median +0.25 in log over their prediction without it, -0.02 with it
         "latency_phases": alone.astype(np.float64),
+        # every block loads its tile in one phase (all passes issued, then the barrier, then the read-out):
+        # its bytes in flight need resident warps too (``phased_loads``; predict.py: H100 run 166's profile,
+        # fp32 VEC 1 tiles at a third of the SM's warps ~9% slower at the same DRAM bytes; H200 run 114)
+        "phased_loads": np.ones(len(threads), dtype=np.float64),
     }
 
 
