@@ -15,7 +15,9 @@ streams combined by a closed queue of the resident blocks instead (``_queued``):
 block's shared-memory time adds to its DRAM time rather than hiding under other blocks' loads. With
 ``latency_phases`` (loads in flight together, stores draining behind the block: a block alone on its SM) the
 queue holds the DRAM round trip, shared memory and issue but not the bandwidth, and bounds the streams'
-time from below.
+time from below. With ``phased_loads`` (a block issues its tile's loads in one phase before a barrier) the
+bytes in flight reach the bandwidth only with warps to issue them: the DRAM knee also takes the occupancy
+bound.
 
 Every term is derived from what a spec already states (``launch_info``, ``traffic``, the layout), with
 optional keys a spec may add where it knows more (``KEYS``). The constants that are fitted rather than

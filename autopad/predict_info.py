@@ -52,7 +52,7 @@ KEYS = {
     "phased_loads": "1 if each block issues its global loads in one phase before a barrier (load, barrier, "
     "read out) rather than streaming them through a loop: its bytes in flight then need resident warps "
     "too, and the share of the bandwidth they reach is also bounded by occupancy / 0.25, the bound taken "
-    "where no bytes in flight are stated (default 0)",
+    "where neither inflight_bytes nor a staged tile gives any (default 0)",
 }
 _OPTIONAL = tuple(k for k in KEYS)
 # what a candidate's launch info means where it leaves a key out (nan: the term's own default applies)

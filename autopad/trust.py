@@ -17,7 +17,8 @@ the sentence that model-only output prints.
 A kernel the studies did not cover (a user's own spec, or a built-in one in another dtype) gets the
 figures over every recorded family and the plain advice to measure: a model that ranks the built-in
 kernels well has not been shown to rank a new one. A built-in family that only held-out samples measured
-(``sampled_only`` in the file: the bf16, int8 and uint8 transposes) gets those figures first.
+(``sampled_only`` in the file: the bf16, fp64, int8 and uint8 transposes) gets those figures first; sampled
+shapes that a fit or a term choice saw (``sampled_seen``, ``seen``) are stated apart, not as held out.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ class Trust:
     current_slower_beyond_noise: int = 0  # ... by more than twice the two medians' standard error
     current_spearman_min: float = 0.0
     current_informed: int = 0  # of those, shapes a model term was read off or chosen on (not held out)
+    # sampled new shapes a fit or a term choice saw (not held out, so apart from ``sampled_*``)
+    seen_shapes: int = 0
+    seen_within_10pct: int = 0
+    seen_worst: float = 0.0
 
 
 @lru_cache(maxsize=4)
@@ -72,6 +77,7 @@ def _load(path: str) -> dict[str, Any]:
 def _trust(family: str, d: dict[str, Any], gpu: str) -> Trust:
     smp = d.get("sampled") or {}
     cur = d.get("current") or {}
+    seen = d.get("sampled_seen") or {}
     return Trust(
         family,
         int(d["shapes"]),
@@ -94,6 +100,9 @@ def _trust(family: str, d: dict[str, Any], gpu: str) -> Trust:
         int(cur.get("slower_beyond_noise", 0)),
         float(cur.get("spearman_min", 0.0)),
         int(cur.get("informed", 0)),
+        int(seen.get("shapes", 0)),
+        int(seen.get("within_10pct", 0)),
+        float(seen.get("worst", 0.0)),
     )
 
 
@@ -132,8 +141,18 @@ def lookup(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE)
 
 
 # below this rank correlation a family's sentence says what it means for a user: the pick held up, the order
-# of the rest is rough (the issue's bar for every family; fp32 4097x8191 is under it today, 0.797)
+# of the rest is rough (the issue's bar for every family; fp32 4097x8191 was under it until 2026-12-05, 0.797)
 ROUGH_ORDER = 0.8
+
+
+def _seen(n: int, within: int, worst: float) -> str:
+    """The clause of sampled shapes a fit or a term choice saw: not held out, but not left unsaid."""
+    if not n:
+        return ""
+    return (
+        f"; on {n} more sampled shape{'s' if n != 1 else ''} that a fit or a term choice saw (not held "
+        f"out), within 10% of the sample's best in {within} (worst {worst:.2f}x)"
+    )
 
 
 def _rough(rho: float) -> str:
@@ -144,6 +163,11 @@ def _rough(rho: float) -> str:
         f"; a rank correlation under {ROUGH_ORDER:g} means the model's order past its first candidates is "
         "rough: to choose between particular candidates, measure them"
     )
+
+
+def _seen_entry(seen: dict[str, Any]) -> str:
+    """``_seen`` of a file entry (``sampled_only``'s ``seen``), or nothing where it has none."""
+    return _seen(int(seen.get("shapes", 0)), int(seen.get("within_10pct", 0)), float(seen.get("worst", 0)))
 
 
 def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE) -> str:
@@ -192,7 +216,8 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
             f"{lead}within 10% of the measured best in "
             f"{t.within_10pct} of {t.shapes} recorded {t.gpu} shapes (median {t.median:.2f}x, worst "
             f"{t.worst:.2f}x{worse}; rank correlation of predicted with measured time: min "
-            f"{t.spearman_min:.2f}, median {t.spearman_median:.2f}){held}{_rough(rho)}"
+            f"{t.spearman_min:.2f}, median {t.spearman_median:.2f}){held}"
+            f"{_seen(t.seen_shapes, t.seen_within_10pct, t.seen_worst)}{_rough(rho)}"
         )
     data = _load(str(path))
     pooled = _pooled(data.get("families", {}), data.get("gpu", "NVIDIA H200"))
@@ -213,13 +238,17 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
         rho = f"; rank correlation min {low:.2f}" if low is not None else ""
         # ... and the held-out shapes timed on a sample of their space, where the family has them too
         held = ""
-        if smp:
+        if smp and int(smp["shapes"]):
             k = int(smp["shapes"])
             held = (
                 f"; on {k} held-out shape{'s' if k != 1 else ''} timed on a sample of "
                 f"{'their' if k != 1 else 'its'} space, within 10% of the sample's best in "
                 f"{smp['within_10pct']} (worst {float(smp['worst']):.2f}x)"
             )
+        seen = (smp or {}).get("seen") or {}
+        held += _seen(
+            int(seen.get("shapes", 0)), int(seen.get("within_10pct", 0)), float(seen.get("worst", 0))
+        )
         return (
             f"on today's kernel, model-only picks for {kernel} [{backend}] {dtype} were within 2% of the "
             f"measured best in {cur['within_2pct']} and within 10% in {cur['within_10pct']} of {n} "
@@ -228,13 +257,18 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
             f"{int(cur.get('informed', 0))} of these shapes){held}"
             f"{_rough(low) if low is not None else ''}"
         )
-    if smp:  # no exhaustive study, but held-out shapes timed on a sample of their space
+    if smp and int(
+        smp["shapes"]
+    ):  # no exhaustive study, but held-out shapes timed on a sample of their space
         n = int(smp["shapes"])
+        seen = smp.get("seen") or {}
         return (
             f"model-only pick: no exhaustive study covers {kernel} [{backend}] {dtype}; on {n} held-out "
             f"{pooled.gpu} shape{'s' if n != 1 else ''} timed on a sample of {'their' if n != 1 else 'its'} "
             f"space the pick was within 10% of the sample's best in {smp['within_10pct']} (worst "
-            f"{float(smp['worst']):.2f}x); on the built-in kernels' exhaustive studies, within 10% of the "
+            f"{float(smp['worst']):.2f}x)"
+            f"{_seen_entry(seen)}"
+            f"; on the built-in kernels' exhaustive studies, within 10% of the "
             f"measured best in {pooled.within_10pct} of {pooled.shapes} (worst {pooled.worst:.2f}x): measure "
             f"it on a GPU before relying on it"
         )

@@ -275,7 +275,7 @@ ROUND9: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
 ]
 # round 10 (2026-12-05, twenty-sixth session): transposes drawn after ``phased_loads`` (the warp bound on a
 # block's bytes in flight, read off H100 run 166's profile of run 165's fp32 shapes): held out from it, two
-# fp32 (aligned and misaligned), fp64, a batched bf16 and an fp16 of odd rows
+# fp32 (aligned and misaligned), fp64, a batched bf16 and an fp16 of odd row length
 ROUND10: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("transpose", "cuda", "float32", None, (5120, 2560)),
     ("transpose", "cuda", "float32", None, (3000, 7001)),

@@ -445,7 +445,8 @@ def family_table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 # new-shape rows that a fit has seen or a term was chosen on: not held out, so not in the trust file's
-# sampled figures (which it calls held-out)
+# sampled figures (which it calls held-out); the file states them apart (``sampled_seen``, ``seen``), so
+# that a family's misses among them still reach its sentence
 FITTED_ON = {
     ("run8", "histogram [cuda] int32", "1048576x1000"),  # the histogram's flush term
     # 2026-12-04, nineteenth session: the transpose's one-block register term (chosen on 8193 x 16383)
@@ -455,6 +456,11 @@ FITTED_ON = {
     # 2026-12-05, twenty-sixth session: run 8's histogram shape again on today's kernel (the flush term
     # was fitted on that shape; its later measurement replaces run 8's in the report)
     ("run165/round1", "histogram [cuda] int32", "1048576x1000"),
+    # ... and ``phased_loads`` (the predictor's warp bound on phased loads) was read off H100 run 166's
+    # profile of run 165's three fp32 transposes; their figures stay in the trust file, stated apart
+    ("run165/round1", "transpose [cuda] float32", "6144x3072"),
+    ("run165/round8", "transpose [cuda] float32", "6145x3073"),
+    ("run165/round8", "transpose [cuda] float32", "3x2049x4095"),
 }
 # (an exhaustive study of those two shapes, given as --current, belongs in INFORMED under its own run name)
 # today's studies that a model term was read off or chosen on, so not held out (the trust file says how
@@ -508,14 +514,16 @@ def trust_json(
     for x in rows:
         fam[x["family"]].append(x)
     extra: dict[str, list] = defaultdict(list)
+    seen: dict[str, list] = defaultdict(list)  # sampled rows a fit or a term choice saw: stated apart
     for x in sampled:
-        if (x["run"], x["family"], x["shape"]) not in FITTED_ON:
-            extra[x["family"]].append(x)
+        (seen if (x["run"], x["family"], x["shape"]) in FITTED_ON else extra)[x["family"]].append(x)
     out: dict[str, Any] = {"arch": "sm_90", "gpu": "NVIDIA H200", "source": source, "families": {}}
     for name, xs in sorted(fam.items()):
         entry = out["families"][_family_key(name)] = _exhaustive_entry(xs, [x["shape"] for x in xs])
         if extra.get(name):
             entry["sampled"] = _sampled_entry(extra[name])
+        if seen.get(name):
+            entry["sampled_seen"] = _sampled_entry(seen[name])
     now: dict[str, list] = defaultdict(list)
     for x in current:
         now[x["family"]].append(x)
@@ -531,9 +539,12 @@ def trust_json(
         else:  # a family only today's studies measured has no recorded entry to stand beside: kept apart
             out.setdefault("current_only", {})[_family_key(name)] = entry
     # families only the held-out samples measured (bf16, int8 and uint8 transposes): their own figures, apart
-    for name, xs in sorted(extra.items()):
+    for name in sorted(set(extra) | set(seen)):
         if name not in fam:
-            out.setdefault("sampled_only", {})[_family_key(name)] = _sampled_entry(xs)
+            entry = _sampled_entry(extra[name]) if extra.get(name) else {"shapes": 0, "within_10pct": 0}
+            if seen.get(name):
+                entry["seen"] = _sampled_entry(seen[name])
+            out.setdefault("sampled_only", {})[_family_key(name)] = entry
     return out
 
 
@@ -785,8 +796,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             fitted += (
                 "; run149's int8 transposes 4100x8192 and 8193x16383 then chose two transpose terms "
                 "(the aligned build's seam charge off the 16-byte grid, the registers of a block alone on "
-                "its SM), and run152's and run153's shapes were drawn after them; the rows a fit or a term "
-                "choice saw (``FITTED_ON``) are left out of the trust file's held-out figures"
+                "its SM), and run152's and run153's shapes were drawn after them"
+            )
+        if runs & {"run165/round1", "run165/round8"}:
+            fitted += (
+                "; run165's three fp32 transposes then chose ``phased_loads`` (the warp bound on a block's "
+                "loads in flight, through an H100 profile of them)"
+            )
+        if fitted:
+            fitted += (
+                "; the rows a fit or a term choice saw (``FITTED_ON``) are left out of the trust file's "
+                "held-out figures and stated apart"
             )
         md.append(
             "\n## New shapes measured for the purpose\n\nHeld out from the fits of the predictor's "

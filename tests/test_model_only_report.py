@@ -224,6 +224,12 @@ def test_rows_a_fit_or_a_term_choice_saw_are_not_counted_as_held_out():
     # a family only samples measured: the shapes a term was chosen on are not in its held-out figures
     int8 = out["sampled_only"]["transpose/cuda/int8"]
     assert int8["shapes_list"] == ["6145x20479"] and int8["worst"] == 1.04
+    # ... and they are stated apart, not dropped: a family's misses among them still reach its sentence
+    assert "1048576x1000" in out["families"]["histogram/cuda/int32"]["sampled_seen"]["shapes_list"]
+    assert out["families"]["histogram/cuda/int32"]["sampled_seen"]["worst"] == 1.5
+    assert {"4100x8192", "8193x16383"} <= set(int8["seen"]["shapes_list"])
+    f32 = out.get("sampled_only", {}).get("transpose/cuda/float32", {})
+    assert f32.get("shapes") == 0 and f32["seen"]["shapes"] == 3  # only term-choice rows: no held-out ones
 
 
 def test_the_shipped_trust_file_counts_no_row_a_fit_saw_as_held_out():

@@ -22,7 +22,9 @@ rank the recorded studies' spaces (runs 1 and 2: all original path) at Spearman 
 shapes; the vector path states neither where its launch bounds hold the model's occupancy (under the queue
 run 46's pick went from 1.02 to 1.13 of the best: transpose_model_gaps.md, fifth pass), but where its
 registers leave a block alone on its SM it states them and ``latency_phases`` (its loads, barrier and read-out
-in turn, with the DRAM round trip but not the bandwidth in the queue: H200 run 114). On misaligned rows the
+in turn, with the DRAM round trip but not the bandwidth in the queue: H200 run 114). Both paths state
+``phased_loads`` (every pass of the tile's loads is issued before the barrier, so its bytes in flight need
+resident warps too: H100 run 166's profile). On misaligned rows the
 vector path's shuffles, funnel shifts and shifted read-out cost instructions the aligned build does not run;
 the spec states them as issue time (``issue_cycles``, read off the SASS): narrow vectors there are
 instruction-bound (H200 run 46). Where output rows are off the vector grid, READOUT 0 and the 2-byte READOUT 1

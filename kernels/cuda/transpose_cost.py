@@ -312,7 +312,8 @@ def _launch_arrays(
     a swizzled tile): blocks, threads, the tile's footprint, tiles per block, bytes in flight, the
     global side's efficiency, the misaligned build's extra instructions (``issue_cycles``), on the
     original path its compiled registers and its phases in turn (``serial_phases``), and on the vector path,
-    where registers leave a block alone on its SM, its estimated registers and ``latency_phases``."""
+    where registers leave a block alone on its SM, its estimated registers and ``latency_phases``; on both,
+    ``phased_loads`` (the tile's loads issued in one phase before the barrier)."""
     b, m, n = _dims(shape)
     gx, gy = -(-n // tn), -(-m // tm)
     ly = threads // (tn // vec)  # rows a load pass covers
