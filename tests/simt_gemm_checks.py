@@ -40,7 +40,8 @@ def registers(c: dict[str, int], tool: Path, tmp: Path, fresh: bool = False) -> 
     from autopad import cuda_runtime as rt
 
     if fresh:
-        blob = cuda_compile._compile_nvrtc(G.source(), G.defines(c), "sm_90", "matmul_kernel")
+        src = cuda_compile.expand_includes(G.source())  # as compile_cubin hands it to the compiler
+        blob = cuda_compile._compile_nvrtc(src, G.defines(c), "sm_90", "matmul_kernel")
     else:
         blob = rt.compile_cubin(G.source(), G.defines(c), "sm_90", "matmul_kernel")
     path = tmp / ("_".join(f"{k}{v}" for k, v in sorted(c.items())) + ".cubin")

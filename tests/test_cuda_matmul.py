@@ -530,7 +530,10 @@ def test_swizzle_register_table_matches_the_compiler(monkeypatch, tmp_path, tile
     base = dict(G.DEFAULTS, **dict(zip(("BM", "BN", "BK", "TM", "TN"), tile)), MIN_BLOCKS=1, SPLIT_K=1)
 
     def regs(extra: dict[str, int]) -> int:
-        return registers(dict(base, **extra), tool, tmp_path)
+        # compiled now, past the cubin cache: the table is the compiler's, and a full-suite run (CI,
+        # 2026-12-05) once read 149 for 128x64x8 8x8 with PAD_A 4, which no isolated or in-order rerun
+        # reproduced (155)
+        return registers(dict(base, **extra), tool, tmp_path, fresh=True)
 
     swz = [(pp, mp) for pp in (1, 2, 4) for mp in (2, 4, 8)]
     jobs = [{"PAD_A": 4}, {"PAD_B": 4}]
@@ -539,6 +542,9 @@ def test_swizzle_register_table_matches_the_compiler(monkeypatch, tmp_path, tile
     ]
     got = [regs(j) for j in jobs]
     unpadded = G.REGS_SM90[tile]
+    # a pad read off the table is built once more (the test above: the same NVRTC build is not always the
+    # same when other work shares the process); a source change that moves it fails both reads
+    got[:2] = [g if g == unpadded else regs(j) for g, j in zip(got[:2], jobs[:2])]
     assert got[:2] == [unpadded, unpadded], got
     da, db = (int(np.median(got[2 + 9 * n : 11 + 9 * n])) - unpadded for n in (0, 1))
     # within 2 registers: twice (full-suite runs of 2026-12-02, one in CI's order, one a helper's) the
