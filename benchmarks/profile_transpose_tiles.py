@@ -64,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--once", action="store_true", help="launch each legal configuration once (for ncu)")
     args = ap.parse_args(argv)
+    if args.reps < 2:
+        ap.error(f"--reps {args.reps}: the spread needs at least 2 timings")
 
     import torch
 

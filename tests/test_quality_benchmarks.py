@@ -317,3 +317,6 @@ def test_the_transpose_profile_configurations_are_legal_distinct_and_cover_the_s
     # the fast ones they are read against (128 x 64 at 512 threads)
     tiles = {(c["TILE_M"], c["TILE_N"], c["THREADS"]) for c in configs if c["VEC"] == 1}
     assert {(128, 128, 256), (64, 32, 256), (128, 64, 512)} <= tiles
+    # one timing has no spread: refused before torch or a GPU is touched
+    with pytest.raises(SystemExit):
+        ptt.main(["--reps", "1"])
