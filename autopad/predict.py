@@ -233,7 +233,7 @@ def predict_arrays(
     # 49.8-52.0; on H200 run 114's fp32 8192^2 the vector-path tiles of three 8-warp blocks an SM measured
     # +0.058 in log over the model, +0.029 with this bound (Spearman 0.888 -> 0.902). The 0.25 is the
     # bound's own (above), not fitted
-    x = np.where((cols["phased_loads"] > 0) & (per_thread > 0), np.minimum(x, by_warps), x)
+    x = np.where(cols["phased_loads"] > 0, np.minimum(x, by_warps), x)  # (no bytes stated: x is by_warps)
     # a spec may know its global accesses stream worse than a copy (a guarded scalar path for misaligned
     # rows, say): ``dram_efficiency`` scales the bandwidth it can reach
     knee_x = _knee(x)  # (the L2 term below reads the same knee)

@@ -145,6 +145,16 @@ def lookup(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE)
 ROUGH_ORDER = 0.8
 
 
+def _held(n: int, within: int, worst: float) -> str:
+    """The clause of held-out shapes timed on a sample of their space, or nothing where there are none."""
+    if not n:
+        return ""
+    return (
+        f"; on {n} held-out shape{'s' if n != 1 else ''} timed on a sample of {'their' if n != 1 else 'its'} "
+        f"space, within 10% of the sample's best in {within} (worst {worst:.2f}x)"
+    )
+
+
 def _seen(n: int, within: int, worst: float) -> str:
     """The clause of sampled shapes a fit or a term choice saw: not held out, but not left unsaid."""
     if not n:
@@ -182,13 +192,7 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
             if t.slower_than_default
             else "; never slower than the unpadded default"
         )
-        held = (
-            f"; on {t.sampled_shapes} held-out shape{'s' if t.sampled_shapes != 1 else ''} timed on a sample "
-            f"of {'their' if t.sampled_shapes != 1 else 'its'} space, within 10% of the sample's best in "
-            f"{t.sampled_within_10pct} (worst {t.sampled_worst:.2f}x)"
-            if t.sampled_shapes
-            else ""
-        )
+        held = _held(t.sampled_shapes, t.sampled_within_10pct, t.sampled_worst)
         now = ""
         if t.current_shapes:  # today's kernel first: the answer printed is ranked in today's space
             n = t.current_shapes
@@ -224,7 +228,7 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
     if pooled is None:
         return "model-only pick: no recorded study to say how far to trust it; measure it on a GPU"
     cur = data.get("current_only", {}).get(f"{kernel}/{backend}/{dtype}")
-    smp = data.get("sampled_only", {}).get(f"{kernel}/{backend}/{dtype}")
+    smp = data.get("sampled_only", {}).get(f"{kernel}/{backend}/{dtype}") or {}
     if cur:  # exhaustive studies of today's kernel only (no recorded study of runs 1-2 to stand beside)
         n = int(cur["shapes"])
         # as the sentence of a family with recorded studies says them: the picks slower than the unpadded
@@ -237,18 +241,8 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
         low = float(cur["spearman_min"]) if "spearman_min" in cur else None
         rho = f"; rank correlation min {low:.2f}" if low is not None else ""
         # ... and the held-out shapes timed on a sample of their space, where the family has them too
-        held = ""
-        if smp and int(smp["shapes"]):
-            k = int(smp["shapes"])
-            held = (
-                f"; on {k} held-out shape{'s' if k != 1 else ''} timed on a sample of "
-                f"{'their' if k != 1 else 'its'} space, within 10% of the sample's best in "
-                f"{smp['within_10pct']} (worst {float(smp['worst']):.2f}x)"
-            )
-        seen = (smp or {}).get("seen") or {}
-        held += _seen(
-            int(seen.get("shapes", 0)), int(seen.get("within_10pct", 0)), float(seen.get("worst", 0))
-        )
+        held = _held(int(smp.get("shapes", 0)), int(smp.get("within_10pct", 0)), float(smp.get("worst", 0)))
+        held += _seen_entry(smp.get("seen") or {})
         return (
             f"on today's kernel, model-only picks for {kernel} [{backend}] {dtype} were within 2% of the "
             f"measured best in {cur['within_2pct']} and within 10% in {cur['within_10pct']} of {n} "
@@ -257,17 +251,14 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
             f"{int(cur.get('informed', 0))} of these shapes){held}"
             f"{_rough(low) if low is not None else ''}"
         )
-    if smp and int(
-        smp["shapes"]
-    ):  # no exhaustive study, but held-out shapes timed on a sample of their space
+    if int(smp.get("shapes", 0)):  # no exhaustive study, but held-out shapes timed on a sample of theirs
         n = int(smp["shapes"])
-        seen = smp.get("seen") or {}
         return (
             f"model-only pick: no exhaustive study covers {kernel} [{backend}] {dtype}; on {n} held-out "
             f"{pooled.gpu} shape{'s' if n != 1 else ''} timed on a sample of {'their' if n != 1 else 'its'} "
             f"space the pick was within 10% of the sample's best in {smp['within_10pct']} (worst "
             f"{float(smp['worst']):.2f}x)"
-            f"{_seen_entry(seen)}"
+            f"{_seen_entry(smp.get('seen') or {})}"
             f"; on the built-in kernels' exhaustive studies, within 10% of the "
             f"measured best in {pooled.within_10pct} of {pooled.shapes} (worst {pooled.worst:.2f}x): measure "
             f"it on a GPU before relying on it"

@@ -381,8 +381,10 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
         PICKS.setdefault(_k, []).extend(
             ({**dict(zip(_VEC_PATH, t)), "SCALAR_EDGE": 0}, f"{_why}{i}") for i, t in enumerate(_tops)
         )
-ROUNDS = {1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9}
-ROUNDS[10] = ROUND10
+ROUNDS = {
+    1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9,
+    10: ROUND10,
+}  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
 SAMPLE = _QUALITY / "model_only_new_shapes_sample.json"

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -589,6 +590,16 @@ def test_registers_are_stated_where_they_allow_one_resident_block():
     assert predict(spec, big, odd, "int8").seconds > 1.1 * predict(spec, mid, odd, "int8").seconds
 
 
+def _run114_study(shape: str) -> tuple[Any, Any]:
+    """(model_only_report, its scored Shape) of H200 run 114's fp32 study of ``shape``: every candidate."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import model_only_report as mo
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks/results/h200/2026-12-04/run114/study"
+    group = ("transpose", "cuda", "float32", shape)
+    return mo, mo._features(*group, mo.load_rows(path / "quality_rows.csv.gz")[group], "run114")
+
+
 def test_a_vector_block_alone_on_its_sm_runs_its_phases_in_turn():
     """Where registers leave a vector-path block alone on its SM (where it states them), it also states
     ``latency_phases``: nothing overlaps its load, barrier and read-out. fp32 4097 x 8191's misaligned VEC 2
@@ -604,12 +615,7 @@ def test_a_vector_block_alone_on_its_sm_runs_its_phases_in_turn():
     assert info["regs_per_thread"] == 240 and info["latency_phases"] == 1
     assert T.launch_info(two, odd, "float32")["latency_phases"] == 0
     assert T.launch_info(dict(one, SCALAR_EDGE=1, GROUP=1), odd, "float32")["latency_phases"] == 0
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import model_only_report as mo
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks/results/h200/2026-12-04/run114/study"
-    group = ("transpose", "cuda", "float32", "4097x8191")
-    s = mo._features(*group, mo.load_rows(path / "quality_rows.csv.gz")[group], "run114")
+    mo, s = _run114_study("4097x8191")
     ok = ~np.isnan(s.ms)
     alone = np.array([i.get("latency_phases", 0) == 1 for i in s.infos]) & ok
     assert alone.sum() > 1000
@@ -646,15 +652,10 @@ def test_a_tile_loaded_in_one_phase_needs_warps_as_well_as_bytes_in_flight():
     for shape in ((8192, 8192), (4097, 8191)):
         assert T.launch_info(c, shape, "float32")["phased_loads"] == 1
         assert T.launch_info(dict(c, SCALAR_EDGE=1, GROUP=1), shape, "float32")["phased_loads"] == 1
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import model_only_report as mo
-
     from autopad.arch import get_arch
     from autopad.predict import predict_arrays
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks/results/h200/2026-12-04/run114/study"
-    group = ("transpose", "cuda", "float32", "8192x8192")
-    s = mo._features(*group, mo.load_rows(path / "quality_rows.csv.gz")[group], "run114")
+    mo, s = _run114_study("8192x8192")
     ok = ~np.isnan(s.ms)
     occupancy = predict_arrays(s.infos, s.traffic, s.wave, s.ideal, get_arch("sm_90"), s.layouts)[3]
     vector = np.array([not k["SCALAR_EDGE"] for k in s.consts])
