@@ -320,3 +320,32 @@ def test_the_transpose_profile_configurations_are_legal_distinct_and_cover_the_s
     # one timing has no spread: refused before torch or a GPU is touched
     with pytest.raises(SystemExit):
         ptt.main(["--reps", "1"])
+
+
+def test_the_simt_gemm_profile_configurations_are_legal_twins_and_the_model_rows_match_run_100():
+    import profile_simt_gemm as psg
+
+    spec = builtin_spec("matmul", "cuda")
+    configs = psg.configurations()
+    assert len({psg.key(c) for c in configs}) == len(configs) == len(psg.TILES)
+    for shape in psg.SHAPES:
+        for c in configs:
+            assert spec.legal(c, shape, "float32"), (shape, c)
+    # every THREAD_MAP 0 tile has its THREAD_MAP 1 twin (the pair the profile reads against each other)
+    maps = {}
+    for c in configs:
+        maps.setdefault(tuple(c[k] for k in ("BM", "BN", "BK", "TM", "TN")), set()).add(c["THREAD_MAP"])
+    assert sum(m == {0, 1} for m in maps.values()) == 7
+    # the model's rows: one per shape and configuration, each predicted time the ranking's
+    from simt_gemm_checks import predicted
+
+    rows = psg.model_rows()
+    assert len(rows) == len(configs) * len(psg.SHAPES)
+    by = {(r["shape"], r["key"]): r for r in rows}
+    for shape in psg.SHAPES:
+        for c in configs:
+            got = by[("x".join(map(str, shape)), psg.key(c))]["pred_us"]
+            assert got == pytest.approx(predicted(c, shape) * 1e6, rel=1e-9)
+    assert all(r["wavefronts"] >= r["ideal"] > 0 for r in rows)
+    with pytest.raises(SystemExit):
+        psg.main(["--reps", "1"])
