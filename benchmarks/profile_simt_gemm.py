@@ -6,13 +6,14 @@ H200 run 100 (2026-12-04) timed the current kernel's 76 launch configurations wi
 2304x2304x2048, 2560x2560x1536 and 1792x1792x2048 (model-only Spearman 0.86 / 0.68 / 0.81). The largest
 misses are THREAD_MAP 0 tiles that measured up to 1.34x the model's time relative to the space (64x128x16
 and 128x64x16 with 8x4 thread tiles, 64x64x8 with 4x8) where the same tiles with THREAD_MAP 1 sit on the
-model, and the two maps compile to the same instructions (NVRTC 13.0 sm_90 SASS: the same counts of every
-opcode). Either the kernel's shared-memory accesses cost more wavefronts than the model counts for them
-(the spec's pattern or the model's rule would be wrong: ``ncu`` counts them), or the same wavefronts cost
-more time (the stall reasons say which). This script times each configuration (CUDA events around 10
-back-to-back launches through the launcher users' calls take, median of ``--reps``, the output checked
-against a float64 product), prints the model's wavefronts and time for each (``--model``, no GPU needed),
-and with ``--once`` launches each exactly once so that ``ncu`` can count it::
+model, and the two maps compile to the same FFMA, shared-memory and global instructions (NVRTC 13.0 sm_90
+SASS of 64x128x16 8x4: 2,432 and 2,472 instructions in all, the difference in address arithmetic).
+Either the kernel's shared-memory accesses cost more wavefronts than the model counts for them (the spec's
+pattern or the model's rule would be wrong: ``ncu`` counts them), or the same wavefronts cost more time
+(the stall reasons say which; H100 run 171: the latter). This script times each configuration (CUDA
+events around 10 back-to-back launches through the launcher users' calls take, median of ``--reps``, the
+output checked against a float64 product), prints the model's wavefronts and time for each (``--model``,
+no GPU needed), and with ``--once`` launches each exactly once so that ``ncu`` can count it::
 
     python benchmarks/profile_simt_gemm.py --model --out model.csv
     python benchmarks/profile_simt_gemm.py --out times.csv
