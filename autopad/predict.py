@@ -94,6 +94,11 @@ class Constants:
     tile_cycles: float = 18.75  # fixed cycles per tile a block walks through (barrier, loop, refill)
     default_inflight_share: float = 0.8  # bytes in flight per thread = share x footprint / threads
     launch_s: float = 9.5e-6  # each launch after the first (a pass over the input): ramp, drain, gap
+    # not fitted, read off hardware counters: the issue slots each shared-memory instruction of a SIMT
+    # kernel takes from its FFMAs, itself and the address and loop arithmetic that comes with it
+    # (``smem_instructions``). H100 run 171 (ncu, the SIMT GEMM's own launches, 34 of them): the
+    # instructions beyond the FFMAs over the pattern's shared-memory instructions, median 2.2 (1.9-3.5)
+    smem_issue: float = 2.2
     # not fitted, a switch: 1 = a grid's last partial round of arithmetic at its own occupancy
     # (``_tail_rounds``), 0 = charged as a whole round (the wave factor: the predictor the studies recorded)
     partial_round: float = 1.0
@@ -265,6 +270,17 @@ def predict_arrays(
     kinds, which = np.unique(mma, return_inverse=True)
     rate = np.array([a.mma_rate(int(m)) if m else a.fp32_flops for m in kinds.tolist()])[which.ravel()]
     t_flops = traffic.get("flops", 0.0) / (rate * _knee(w) * cols["flops_efficiency"])
+    # SIMT arithmetic issues from the warps that issue its shared-memory instructions, and an FFMA's rate is
+    # the issue rate (one warp instruction a scheduler a cycle): each shared instruction, with its address
+    # and loop arithmetic, takes ``smem_issue`` slots an FFMA needed (``smem_instructions``; a warp FFMA is
+    # 64 flops). The SIMT GEMM is issue-bound (H100 run 171: issue slots busy 66-82% of cycles, FFMAs
+    # 72-88% of the instructions): a 4x4 thread tile issues a fragment load for every 8 FFMAs where 8x8
+    # issues one for 32. On today's kernel's samples the model-only Spearman of run 100's 2560x2560x1536
+    # rose 0.68 -> 0.80 with it (quality/simt_gemm_model_notes.md)
+    simt = (mma == 0) & (cols["smem_instructions"] > 0)
+    if simt.any():
+        slots = k.smem_issue * cols["smem_instructions"] * tiles * blocks
+        t_flops = t_flops + np.where(simt, slots * 64.0 / (rate * _knee(w) * cols["flops_efficiency"]), 0.0)
     # instruction issue: every shared access costs its address arithmetic (one instruction per phase of
     # 32 lanes, ``ideal``, on four schedulers per SM); an XOR swizzle's per-access shift-mask-XOR more.
     # Conflict-free swizzled transposes measured a median 1.17x (fp32) and 1.37x (fp16) the time of the

@@ -42,6 +42,9 @@ KEYS = {
     "flops_efficiency": "share of the arithmetic peak its inner loop reaches, <= 1 (register-cap spills)",
     "swizzle_accesses": "warp accesses per block per tile that compute a swizzled address (default: the "
     "pattern's phases x the layout's swizzled share; a 16-byte access computes one address for 4 phases)",
+    "smem_instructions": "warp instructions per block per tile that access shared memory, issued by the "
+    "warps that do SIMT arithmetic ('flops' with mma_bytes 0): each takes Constants.smem_issue issue slots "
+    "(itself and its address arithmetic) from the FFMAs (default 0: not charged)",
     "serial_phases": "1 if each block runs its tile's global loads, shared-memory passes and stores in turn "
     "(barriers between): the resident blocks then queue for DRAM, shared memory and issue (mean value "
     "analysis) instead of the streams overlapping as independent ones (default 0)",
@@ -73,6 +76,7 @@ INFO_DEFAULTS = {
     "regs_per_thread": 0.0,
     "passes": 1.0,
     "swizzle_accesses": np.nan,
+    "smem_instructions": 0.0,
     "serial_phases": 0.0,
     "latency_phases": 0.0,
     "phased_loads": 0.0,

@@ -144,6 +144,9 @@ def test_launch_info_and_traffic():
         "l2_bytes": 4 * (1000 * 5 * 1 + 5 * 37 * 8 + 1000 * 37),  # A per column of tiles, B per row
         "regs_per_thread": G.REGS_SM90[(128, 128, 8, 8, 8)],  # under the 128 its launch bounds allow
         "swizzle_accesses": 0,  # neither operand swizzled
+        # the shared-memory instructions a block issues per k-step: 32 + 8 staging stores (As, Bs), 8 warps
+        # x 8 k x 4 fragment loads
+        "smem_instructions": 32 + 8 + 8 * 8 * 4,
     }
     assert G.traffic((2, 3, 4))["flops"] == 48
     m, n, k = 128, 8192, 8192
@@ -164,6 +167,37 @@ def test_swizzle_accesses_count_the_patterns_instructions_on_swizzled_operands()
         assert G.swizzle_accesses(a) + G.swizzle_accesses(b) == G.swizzle_accesses(both) > 0
         assert G.swizzle_accesses(c) == 0
         assert G.launch_info(a, SHAPE)["swizzle_accesses"] == G.swizzle_accesses(a)
+
+
+def test_smem_instructions_count_the_patterns_instructions_and_their_issue_is_run_171s():
+    # smem_instructions is the pattern's instruction count (each Instruction one warp instruction), for
+    # every tile shape of the space and either thread map
+    seen = set()
+    for c in enumerate_candidates(G.SPEC, SHAPE, "float32"):
+        t = tuple(c[k] for k in ("BM", "BN", "BK", "TM", "TN", "THREAD_MAP"))
+        if t in seen:
+            continue
+        seen.add(t)
+        assert G.smem_instructions(c) == len(G.smem_pattern(c)), t
+        assert G.launch_info(c, SHAPE)["smem_instructions"] == G.smem_instructions(c)
+    assert len(seen) >= 20
+    # the issue slots each takes (Constants.smem_issue): over H100 run 171's 34 launches counted by ncu, the
+    # warp instructions beyond the FFMAs (M N K / 32) per shared-memory instruction of the pattern; the
+    # constant is their median, read off counts, not fitted to times
+    import json
+
+    from autopad.predict import CONSTANTS
+
+    doc = json.loads((Path(__file__).parent / "fixtures" / "h100_simt_gemm_ncu.json").read_text())
+    ratios = []
+    for r in doc["rows"]:
+        c = dict(G.DEFAULTS, SPLIT_K=1, **r["constants"])
+        info = G.launch_info(c, tuple(r["shape"]))
+        m, n, k = r["shape"]
+        shared = G.smem_instructions(c) * info["blocks"] * info["tiles_per_block"]
+        ratios.append((r["instructions"] - m * n * k / 32) / shared)
+    assert 1.8 < min(ratios) and max(ratios) < 3.6
+    assert CONSTANTS.smem_issue == pytest.approx(float(np.median(ratios)), abs=0.05)
 
 
 def test_inputs_from_copies_nothing():

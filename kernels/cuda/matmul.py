@@ -53,6 +53,7 @@ from .matmul_cost import (  # noqa: F401
     flops_efficiency,
     register_cap,
     register_need,
+    smem_instructions,
     swizzle_accesses,
 )
 from .matmul_regs import REGS_SM90, REGS_SWIZZLE_SM90  # noqa: F401

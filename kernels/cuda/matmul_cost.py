@@ -7,7 +7,9 @@ once per row. Beyond the pattern: the registers a thread holds (``register_need`
 matmul_regs.py plus what a swizzle adds; ``register_cap``: what ``__launch_bounds__`` allows), which limit
 the blocks an SM holds; what a cap below the need costs the arithmetic (``flops_efficiency``,
 ``REG_CAP_COST``, fitted on run 2); the swizzled address arithmetic, once per instruction
-(``swizzle_accesses``); and split-K's workspace, written and read back once (``dram_efficiency``).
+(``swizzle_accesses``); the warp instructions a block issues to shared memory, which take issue slots its
+FFMAs need (``smem_instructions``); and split-K's workspace, written and read back once
+(``dram_efficiency``).
 
 Why a module of its own: this is the model's side of the spec, apart from what the tuner enumerates
 (matmul_space.py) and from the build and launch (matmul.py); each term is one place to read with the
@@ -97,6 +99,17 @@ def swizzle_accesses(c: Any) -> Any:
     return a * (c["SW_MAX_PHASE_A"] > 1) + b * (c["SW_MAX_PHASE_B"] > 1)
 
 
+def smem_instructions(c: Any) -> Any:
+    """Warp instructions per block per k-step that access shared memory (``smem_pattern``'s, counted):
+    As's 4 single-word stores per A vector (BM BK / 32 in all), Bs's 16-byte stores (BN BK / 128) and the
+    fragment loads, TM / 4 + TN / 4 per k a warp. The predictor charges them issue slots at the FFMA rate
+    (``Constants.smem_issue`` each, what the k-loop issues for each: H100 run 171's ncu counts), since the
+    warps that issue them issue the FFMAs too. Scalars (a candidate's dict) or int arrays (columns)."""
+    warps = (c["BN"] // c["TN"]) * (c["BM"] // c["TM"]) // 32
+    bk = c["BK"]
+    return c["BM"] * bk // 32 + c["BN"] * bk // 128 + warps * bk * (c["TM"] // 4 + c["TN"] // 4)
+
+
 _SWIZZLE_READS = ("BM", "BN", "BK", "TM", "TN", "SW_MAX_PHASE_A", "SW_MAX_PHASE_B")
 
 
@@ -119,6 +132,7 @@ def launch_info(
     # limit the blocks an SM holds
     info["regs_per_thread"] = min(register_cap(c), register_need(c))
     info["swizzle_accesses"] = int(swizzle_accesses(c))
+    info["smem_instructions"] = int(smem_instructions(c))
     # launch bounds that cap the registers below the tile's need (REG_CAP_COST)
     eff = flops_efficiency(c)
     if eff < 1.0:
