@@ -461,6 +461,12 @@ FITTED_ON = {
     ("run165/round1", "transpose [cuda] float32", "6144x3072"),
     ("run165/round8", "transpose [cuda] float32", "6145x3073"),
     ("run165/round8", "transpose [cuda] float32", "3x2049x4095"),
+    # 2026-12-05, twenty-seventh session: ``smem_issue`` (the SIMT GEMM's shared instructions' issue slots)
+    # was read off H100 run 171's ncu counts of launches at two of run 100's shapes, chosen after run 100's
+    # 2560x2560x1536 misses: run 100's three shapes are stated apart
+    ("run100", "matmul [cuda] float32", "2304x2304x2048"),
+    ("run100", "matmul [cuda] float32", "2560x2560x1536"),
+    ("run100", "matmul [cuda] float32", "1792x1792x2048"),
 }
 # (an exhaustive study of those two shapes, given as --current, belongs in INFORMED under its own run name)
 # today's studies that a model term was read off or chosen on, so not held out (the trust file says how
@@ -802,6 +808,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             fitted += (
                 "; run165's three fp32 transposes then chose ``phased_loads`` (the warp bound on a block's "
                 "loads in flight, through an H100 profile of them)"
+            )
+        if "run100" in runs:
+            fitted += (
+                "; run100's three SIMT GEMM shapes then chose ``smem_issue`` (the issue slots a shared "
+                "instruction takes from the FFMAs, read off H100 ncu counts at two of them)"
             )
         if fitted:
             fitted += (
