@@ -23,6 +23,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 8 --out $OUT  # held out from the one-block latency_phases
     python benchmarks/gpu_new_shapes.py --round 9 --out $OUT  # the SIMT GEMM on today's source
     python benchmarks/gpu_new_shapes.py --round 10 --out $OUT  # transposes held out from phased_loads
+    python benchmarks/gpu_new_shapes.py --round 11 --out $OUT  # SIMT GEMMs held out from smem_issue
 """
 
 from __future__ import annotations
@@ -283,6 +284,15 @@ ROUND10: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("transpose", "cuda", "bfloat16", None, (2, 3000, 4100)),
     ("transpose", "cuda", "float16", None, (10000, 3001)),
 ]
+# round 11 (2026-12-05, twenty-seventh session): SIMT GEMM shapes drawn after ``smem_issue`` (the issue slots
+# a shared instruction takes from the FFMAs, read off H100 run 171's counts at run 100's shapes): held out
+# from it, a wide and a tall operand, an odd size and a short K
+ROUND11: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("matmul", "cuda", "float32", None, (2048, 1024, 3072)),
+    ("matmul", "cuda", "float32", None, (1536, 2560, 1024)),
+    ("matmul", "cuda", "float32", None, (5000, 600, 2000)),
+    ("matmul", "cuda", "float32", None, (700, 1900, 2500)),
+]
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -383,7 +393,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
         )
 ROUNDS = {
     1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9,
-    10: ROUND10,
+    10: ROUND10, 11: ROUND11,
 }  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
@@ -399,6 +409,7 @@ SAMPLES = {
     8: _QUALITY / "model_only_new_shapes8_sample.json",
     9: _QUALITY / "model_only_new_shapes9_sample.json",
     10: _QUALITY / "model_only_new_shapes10_sample.json",
+    11: _QUALITY / "model_only_new_shapes11_sample.json",
 }
 RANDOM = 90
 
