@@ -814,6 +814,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "; run100's three SIMT GEMM shapes then chose ``smem_issue`` (the issue slots a shared "
                 "instruction takes from the FFMAs, read off H100 ncu counts at two of them)"
             )
+        if runs & {"run175/round10", "run175/round11"}:
+            fitted += (
+                "; run175's round 10 (transposes) and round 11 (SIMT GEMMs) were drawn after "
+                "``phased_loads`` and ``smem_issue``, held out from both"
+            )
         if fitted:
             fitted += (
                 "; the rows a fit or a term choice saw (``FITTED_ON``) are left out of the trust file's "
