@@ -270,13 +270,17 @@ def predict_arrays(
     kinds, which = np.unique(mma, return_inverse=True)
     rate = np.array([a.mma_rate(int(m)) if m else a.fp32_flops for m in kinds.tolist()])[which.ravel()]
     t_flops = traffic.get("flops", 0.0) / (rate * _knee(w) * cols["flops_efficiency"])
-    # SIMT arithmetic issues from the warps that issue its shared-memory instructions, and an FFMA's rate is
-    # the issue rate (one warp instruction a scheduler a cycle): each shared instruction, with its address
-    # and loop arithmetic, takes ``smem_issue`` slots an FFMA needed (``smem_instructions``; a warp FFMA is
-    # 64 flops). The SIMT GEMM is issue-bound (H100 run 171: issue slots busy 66-82% of cycles, FFMAs
-    # 72-88% of the instructions): a 4x4 thread tile issues a fragment load for every 8 FFMAs where 8x8
-    # issues one for 32. On today's kernel's samples the model-only Spearman of run 100's 2560x2560x1536
-    # rose 0.68 -> 0.80 with it (quality/simt_gemm_model_notes.md)
+    # SIMT arithmetic issues from the warps that issue its shared-memory instructions, and an FFMA's peak
+    # rate is the issue rate (one warp instruction a scheduler a cycle): each shared instruction, with its
+    # address and loop arithmetic, takes ``smem_issue`` slots an FFMA needed (``smem_instructions``; a warp
+    # FFMA is 64 flops). The slots are charged at the FFMAs' rate here, the measured fp32 ceiling (cuBLAS's,
+    # 0.76 of the issue peak, so a slot costs ~1.3 issue cycles), kept over the peak after both were scored
+    # on the SIMT GEMM's samples. The SIMT GEMM is issue-bound (H100 run 171: issue slots busy 66-82% of
+    # cycles, FFMAs 72-88% of the instructions): a 4x4 thread tile issues a fragment load for every 8
+    # FFMAs, 8x8 one for every 16. Run 100's 2560x2560x1536 (not held out) rose 0.68 -> 0.80 in model-only
+    # Spearman with it; held out it is about neutral (quality/simt_gemm_model_notes.md). The issue stream
+    # below still charges the same accesses' address arithmetic (``issue_cycles``), overlapped: a small
+    # double count, left as measured
     simt = (mma == 0) & (cols["smem_instructions"] > 0)
     if simt.any():
         slots = k.smem_issue * cols["smem_instructions"] * tiles * blocks

@@ -467,6 +467,13 @@ FITTED_ON = {
     ("run100", "matmul [cuda] float32", "2304x2304x2048"),
     ("run100", "matmul [cuda] float32", "2560x2560x1536"),
     ("run100", "matmul [cuda] float32", "1792x1792x2048"),
+    # ... and its rate (the FFMAs' measured one, kept over the issue peak) was chosen after both were scored
+    # on run 165's SIMT GEMM samples: those are stated apart too (round 11, drawn after, is held out)
+    ("run165/round9", "matmul [cuda] float32", "1000x1000x1000"),
+    ("run165/round9", "matmul [cuda] float32", "3001x2047x1536"),
+    ("run165/round9", "matmul [cuda] float32", "384x768x4096"),
+    ("run165/round9", "matmul [cuda] float32", "1200x3000x800"),
+    ("run165/round1", "matmul [cuda] float32", "768x1536x1024"),
 }
 # (an exhaustive study of those two shapes, given as --current, belongs in INFORMED under its own run name)
 # today's studies that a model term was read off or chosen on, so not held out (the trust file says how
@@ -812,7 +819,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "run100" in runs:
             fitted += (
                 "; run100's three SIMT GEMM shapes then chose ``smem_issue`` (the issue slots a shared "
-                "instruction takes from the FFMAs, read off H100 ncu counts at two of them)"
+                "instruction takes from the FFMAs, read off H100 ncu counts at two of them), and run165's "
+                "five SIMT GEMM samples its rate"
             )
         if runs & {"run175/round10", "run175/round11"}:
             fitted += (
