@@ -27,13 +27,15 @@ from __future__ import annotations
 
 import argparse
 import csv
-import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from profile_transpose_tiles import timed, write_times  # noqa: E402  (the timing both profiles share)
 
 SHAPES: list[tuple[int, int, int]] = [(1792, 1792, 2048), (2560, 2560, 1536)]
 # (BM, BN, BK, TM, TN, THREAD_MAP, MIN_BLOCKS): run 100's largest misses and their THREAD_MAP twins, a tile
@@ -148,26 +150,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             err = float(((out.double() - ref).abs().max() / ref.abs().max()).item())
             correct = err < 1e-4
             go = spec.launcher(built, shape, "float32")
-            times = []
-            for _ in range(args.reps):
-                t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                t0.record()
-                for _ in range(BATCH):
-                    go((a, b), out)
-                t1.record()
-                t1.synchronize()
-                times.append(t0.elapsed_time(t1) / BATCH)
-            q = statistics.quantiles(times, n=4)
-            ms, spread = f"{statistics.median(times):.6f}", f"{q[2] - q[0]:.6f}"
+            ms, spread = timed(go, ((a, b), out), args.reps, BATCH)
             rows.append({"shape": name, "key": key(c), "legal": 1, "correct": int(correct), "ms": ms,
                          "spread_ms": spread})  # fmt: skip
             print(f"{name:16s} {rows[-1]['ms']} ok={correct} {key(c)}", flush=True)
     if args.out and not args.once:
-        fields = ["shape", "key", "legal", "correct", "ms", "spread_ms", "why"]
-        with open(args.out, "w", newline="") as f:
-            w = csv.DictWriter(f, fields)
-            w.writeheader()
-            w.writerows(rows)
+        write_times(args.out, rows)
     return 0
 
 

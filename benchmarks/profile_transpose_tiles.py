@@ -24,8 +24,9 @@ import argparse
 import csv
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
@@ -56,6 +57,34 @@ def configurations() -> list[dict[str, int]]:
 
 def key(c: dict[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(c.items()))
+
+
+def timed(go: Callable[..., None], call: tuple, reps: int, batch: int = BATCH) -> tuple[str, str]:
+    """(median, interquartile range) in ms, as text, of ``reps`` timings of ``go(*call)``: each the mean of
+    ``batch`` back-to-back calls between two CUDA events. One launch between two events would also time
+    the host's work before it (H100 run 166 read 95 us where ncu read 55). Both profile scripts use it."""
+    import torch
+
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(batch):
+            go(*call)
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / batch)
+    q = statistics.quantiles(times, n=4)
+    return f"{statistics.median(times):.6f}", f"{q[2] - q[0]:.6f}"
+
+
+def write_times(path: str, rows: Sequence[dict[str, Any]]) -> None:
+    """The timing rows as CSV (shape, key, legal, correct, ms, spread_ms, why)."""
+    fields = ["shape", "key", "legal", "correct", "ms", "spread_ms", "why"]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fields)
+        w.writeheader()
+        w.writerows(rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -95,30 +124,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             torch.cuda.synchronize()
             correct = bool(torch.equal(out, ref))
             # each timing is the mean of BATCH back-to-back launches through the launcher users' calls take
-            # (fixed grid and arguments): one launch between two events would also time the host's work
-            # before it (H100 run 166 read 95 us where ncu read 55)
+            # (fixed grid and arguments; ``timed``)
             go = spec.launcher(built, shape, "float32")
-            times = []
-            for _ in range(args.reps):
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                for _ in range(BATCH):
-                    go((x,), out)
-                b.record()
-                b.synchronize()
-                times.append(a.elapsed_time(b) / BATCH)
-            q = statistics.quantiles(times, n=4)
+            ms, spread = timed(go, ((x,), out), args.reps)
             name = "x".join(map(str, shape))
-            ms, spread = f"{statistics.median(times):.6f}", f"{q[2] - q[0]:.6f}"
             rows.append({"shape": name, "key": key(c), "legal": 1, "correct": int(correct), "ms": ms,
                          "spread_ms": spread})  # fmt: skip
             print(f"{rows[-1]['shape']:12s} {rows[-1]['ms']} ok={correct} {key(c)}", flush=True)
     if args.out and not args.once:
-        fields = ["shape", "key", "legal", "correct", "ms", "spread_ms", "why"]
-        with open(args.out, "w", newline="") as f:
-            w = csv.DictWriter(f, fields)
-            w.writeheader()
-            w.writerows(rows)
+        write_times(args.out, rows)
     return 0
 
 

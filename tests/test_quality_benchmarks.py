@@ -349,3 +349,45 @@ def test_the_simt_gemm_profile_configurations_are_legal_twins_and_the_model_rows
     assert all(r["wavefronts"] >= r["ideal"] > 0 for r in rows)
     with pytest.raises(SystemExit):
         psg.main(["--reps", "1"])
+
+
+def test_the_profiles_time_batches_of_launches_between_two_events(monkeypatch, tmp_path):
+    # ``timed`` (both profile scripts): each timing is the mean of ``batch`` back-to-back calls between two
+    # CUDA events, the median and interquartile range over ``reps`` of them; here with fake events whose
+    # clock advances 2 ms a call (and the CSV the scripts write)
+    import csv as _csv
+
+    import profile_transpose_tiles as ptt
+    import torch
+
+    clock = {"ms": 0.0}
+
+    class Event:
+        def __init__(self, enable_timing: bool = False) -> None:
+            assert enable_timing
+            self.at = None
+
+        def record(self) -> None:
+            self.at = clock["ms"]
+
+        def synchronize(self) -> None:
+            pass
+
+        def elapsed_time(self, end: Event) -> float:
+            return end.at - self.at
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    calls = []
+
+    def go(*args):
+        calls.append(args)
+        clock["ms"] += 2.0
+
+    ms, spread = ptt.timed(go, ("in", "out"), reps=5, batch=3)
+    assert len(calls) == 15 and set(calls) == {("in", "out")}
+    assert (ms, spread) == ("2.000000", "0.000000")
+    path = tmp_path / "t.csv"
+    ptt.write_times(str(path), [{"shape": "8x8", "key": "A=1", "legal": 1, "correct": 1, "ms": ms,
+                                 "spread_ms": spread}])  # fmt: skip
+    rows = list(_csv.DictReader(path.open()))
+    assert rows[0]["ms"] == "2.000000" and rows[0]["why"] == "" and list(rows[0])[-1] == "why"
