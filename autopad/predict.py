@@ -269,7 +269,6 @@ def predict_arrays(
     w = resident * threads / 32 / 4
     kinds, which = np.unique(mma, return_inverse=True)
     rate = np.array([a.mma_rate(int(m)) if m else a.fp32_flops for m in kinds.tolist()])[which.ravel()]
-    t_flops = traffic.get("flops", 0.0) / (rate * _knee(w) * cols["flops_efficiency"])
     # SIMT arithmetic issues from the warps that issue its shared-memory instructions, and an FFMA's peak
     # rate is the issue rate (one warp instruction a scheduler a cycle): each shared instruction, with its
     # address and loop arithmetic, takes ``smem_issue`` slots an FFMA needed (``smem_instructions``; a warp
@@ -278,13 +277,11 @@ def predict_arrays(
     # on the SIMT GEMM's samples. The SIMT GEMM is issue-bound (H100 run 171: issue slots busy 66-82% of
     # cycles, FFMAs 72-88% of the instructions): a 4x4 thread tile issues a fragment load for every 8
     # FFMAs, 8x8 one for every 16. Run 100's 2560x2560x1536 (not held out) rose 0.68 -> 0.80 in model-only
-    # Spearman with it; held out it is about neutral (quality/simt_gemm_model_notes.md). The issue stream
-    # below still charges the same accesses' address arithmetic (``issue_cycles``), overlapped: a small
-    # double count, left as measured
-    simt = (mma == 0) & (cols["smem_instructions"] > 0)
-    if simt.any():
-        slots = k.smem_issue * cols["smem_instructions"] * tiles * blocks
-        t_flops = t_flops + np.where(simt, slots * 64.0 / (rate * _knee(w) * cols["flops_efficiency"]), 0.0)
+    # Spearman with it; on the four shapes held out from it, slightly less (quality/simt_gemm_model_notes.md).
+    # The issue stream below still charges the same accesses' address arithmetic (``issue_cycles``),
+    # overlapped: a small double count, left as measured
+    slots = np.where(mma == 0, k.smem_issue * cols["smem_instructions"] * tiles * blocks, 0.0)
+    t_flops = (traffic.get("flops", 0.0) + 64.0 * slots) / (rate * _knee(w) * cols["flops_efficiency"])
     # instruction issue: every shared access costs its address arithmetic (one instruction per phase of
     # 32 lanes, ``ideal``, on four schedulers per SM); an XOR swizzle's per-access shift-mask-XOR more.
     # Conflict-free swizzled transposes measured a median 1.17x (fp32) and 1.37x (fp16) the time of the

@@ -145,24 +145,24 @@ def lookup(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE)
 ROUGH_ORDER = 0.8
 
 
-def _held(n: int, within: int, worst: float) -> str:
-    """The clause of held-out shapes timed on a sample of their space, or nothing where there are none."""
+def _sampled(n: int, within: int, worst: float, seen: bool = False) -> str:
+    """The clause of sampled new shapes: held out (timed on a sample of their space), or, with ``seen``, those
+    a fit or a term choice saw (not held out, but not left unsaid); nothing where there are none."""
     if not n:
         return ""
-    return (
-        f"; on {n} held-out shape{'s' if n != 1 else ''} timed on a sample of {'their' if n != 1 else 'its'} "
-        f"space, within 10% of the sample's best in {within} (worst {worst:.2f}x)"
+    s = "s" if n != 1 else ""
+    what = (
+        f"{n} more sampled shape{s} that a fit or a term choice saw (not held out)"
+        if seen
+        else f"{n} held-out shape{s} timed on a sample of {'their' if n != 1 else 'its'} space"
     )
+    return f"; on {what}, within 10% of the sample's best in {within} (worst {worst:.2f}x)"
 
 
-def _seen(n: int, within: int, worst: float) -> str:
-    """The clause of sampled shapes a fit or a term choice saw: not held out, but not left unsaid."""
-    if not n:
-        return ""
-    return (
-        f"; on {n} more sampled shape{'s' if n != 1 else ''} that a fit or a term choice saw (not held "
-        f"out), within 10% of the sample's best in {within} (worst {worst:.2f}x)"
-    )
+def _sampled_entry(entry: dict[str, Any], seen: bool = False) -> str:
+    """``_sampled`` of a file entry (``sampled_only``'s, or its ``seen``), or nothing where it has none."""
+    n, within = int(entry.get("shapes", 0)), int(entry.get("within_10pct", 0))
+    return _sampled(n, within, float(entry.get("worst", 0)), seen)
 
 
 def _rough(rho: float) -> str:
@@ -173,11 +173,6 @@ def _rough(rho: float) -> str:
         f"; a rank correlation under {ROUGH_ORDER:g} means the model's order past its first candidates is "
         "rough: to choose between particular candidates, measure them"
     )
-
-
-def _seen_entry(seen: dict[str, Any]) -> str:
-    """``_seen`` of a file entry (``sampled_only``'s ``seen``), or nothing where it has none."""
-    return _seen(int(seen.get("shapes", 0)), int(seen.get("within_10pct", 0)), float(seen.get("worst", 0)))
 
 
 def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE) -> str:
@@ -192,7 +187,7 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
             if t.slower_than_default
             else "; never slower than the unpadded default"
         )
-        held = _held(t.sampled_shapes, t.sampled_within_10pct, t.sampled_worst)
+        held = _sampled(t.sampled_shapes, t.sampled_within_10pct, t.sampled_worst)
         now = ""
         if t.current_shapes:  # today's kernel first: the answer printed is ranked in today's space
             n = t.current_shapes
@@ -221,7 +216,7 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
             f"{t.within_10pct} of {t.shapes} recorded {t.gpu} shapes (median {t.median:.2f}x, worst "
             f"{t.worst:.2f}x{worse}; rank correlation of predicted with measured time: min "
             f"{t.spearman_min:.2f}, median {t.spearman_median:.2f}){held}"
-            f"{_seen(t.seen_shapes, t.seen_within_10pct, t.seen_worst)}{_rough(rho)}"
+            f"{_sampled(t.seen_shapes, t.seen_within_10pct, t.seen_worst, seen=True)}{_rough(rho)}"
         )
     data = _load(str(path))
     pooled = _pooled(data.get("families", {}), data.get("gpu", "NVIDIA H200"))
@@ -241,8 +236,7 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
         low = float(cur["spearman_min"]) if "spearman_min" in cur else None
         rho = f"; rank correlation min {low:.2f}" if low is not None else ""
         # ... and the held-out shapes timed on a sample of their space, where the family has them too
-        held = _held(int(smp.get("shapes", 0)), int(smp.get("within_10pct", 0)), float(smp.get("worst", 0)))
-        held += _seen_entry(smp.get("seen") or {})
+        held = _sampled_entry(smp) + _sampled_entry(smp.get("seen") or {}, seen=True)
         return (
             f"on today's kernel, model-only picks for {kernel} [{backend}] {dtype} were within 2% of the "
             f"measured best in {cur['within_2pct']} and within 10% in {cur['within_10pct']} of {n} "
@@ -258,7 +252,7 @@ def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FI
             f"{pooled.gpu} shape{'s' if n != 1 else ''} timed on a sample of {'their' if n != 1 else 'its'} "
             f"space the pick was within 10% of the sample's best in {smp['within_10pct']} (worst "
             f"{float(smp['worst']):.2f}x)"
-            f"{_seen_entry(smp.get('seen') or {})}"
+            f"{_sampled_entry(smp.get('seen') or {}, seen=True)}"
             f"; on the built-in kernels' exhaustive studies, within 10% of the "
             f"measured best in {pooled.within_10pct} of {pooled.shapes} (worst {pooled.worst:.2f}x): measure "
             f"it on a GPU before relying on it"

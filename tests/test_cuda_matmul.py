@@ -169,6 +169,13 @@ def test_swizzle_accesses_count_the_patterns_instructions_on_swizzled_operands()
         assert G.launch_info(a, SHAPE)["swizzle_accesses"] == G.swizzle_accesses(a)
 
 
+def _run171_counts() -> list[dict]:
+    """H100 run 171's ncu counts of the kernel's own launches (tests/fixtures/h100_simt_gemm_ncu.json)."""
+    import json
+
+    return json.loads((Path(__file__).parent / "fixtures" / "h100_simt_gemm_ncu.json").read_text())["rows"]
+
+
 def test_smem_instructions_count_the_patterns_instructions_and_their_issue_is_run_171s():
     # smem_instructions is the pattern's instruction count (each Instruction one warp instruction), for
     # every tile shape of the space and either thread map
@@ -184,13 +191,10 @@ def test_smem_instructions_count_the_patterns_instructions_and_their_issue_is_ru
     # the issue slots each takes (Constants.smem_issue): over H100 run 171's 34 launches counted by ncu, the
     # warp instructions beyond the FFMAs (M N K / 32) per shared-memory instruction of the pattern; the
     # constant is their median, read off counts, not fitted to times
-    import json
-
     from autopad.predict import CONSTANTS
 
-    doc = json.loads((Path(__file__).parent / "fixtures" / "h100_simt_gemm_ncu.json").read_text())
     ratios = []
-    for r in doc["rows"]:
+    for r in _run171_counts():
         c = dict(G.DEFAULTS, SPLIT_K=1, **r["constants"])
         info = G.launch_info(c, tuple(r["shape"]))
         m, n, k = r["shape"]
@@ -462,12 +466,10 @@ def test_shared_wavefronts_match_ncu_on_the_kernels_own_launches():
     # and the stores 0-1.2% more (none more on nine launches: not a per-step count the pattern misses).
     # That the counts agree is also what rules the pattern out as the cause of run 100's THREAD_MAP 0
     # misses (the same wavefronts cost those launches more time; quality/simt_gemm_model_notes.md)
-    import json
-
-    doc = json.loads((Path(__file__).parent / "fixtures" / "h100_simt_gemm_ncu.json").read_text())
-    assert len(doc["rows"]) == 34
+    rows = _run171_counts()
+    assert len(rows) == 34
     worst = {"ld": 0.0, "st": 0.0}
-    for r in doc["rows"]:
+    for r in rows:
         c = dict(G.DEFAULTS, SPLIT_K=1, **r["constants"])
         shape = tuple(r["shape"])
         info = G.launch_info(c, shape)
@@ -483,7 +485,7 @@ def test_shared_wavefronts_match_ncu_on_the_kernels_own_launches():
     assert worst["ld"] < 0.0005 and worst["st"] < 0.015, worst
     # ... and THREAD_MAP 0's extra wavefronts are the loads' (its twin: the same instructions)
     maps = {}
-    for r in doc["rows"]:
+    for r in rows:
         key = (tuple(r["shape"]), *(r["constants"][k] for k in ("BM", "BN", "BK", "TM", "TN")))
         maps.setdefault(key, {})[r["constants"]["THREAD_MAP"]] = r
     twins = [m for m in maps.values() if len(m) == 2]
