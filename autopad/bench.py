@@ -74,6 +74,7 @@ def measure(
     """Check and time ``candidates`` of ``kernel`` (a spec or a built-in name) as ``tune`` does: build,
     run once on fresh input into a poisoned output, compare with the reference, then time. ``isolated``
     runs them in a worker process (a faulting candidate cannot take this process's CUDA context with it).
+    Without a GPU it raises at once (``autopad.tune`` ranks by the model alone there; this measures only).
     """
     from .request import normalize_dtype, normalize_shape, resolve
 
@@ -86,6 +87,11 @@ def measure(
                 f"{getattr(spec, 'NAME', 'kernel')}: {', '.join(bad)} not among the spec's constants "
                 f"({', '.join(sorted(spec.SPACE))}); were these candidates written for another version of it?"
             )
+    if not gpu_available():  # after the checks of the request, which need no GPU
+        raise RuntimeError(
+            "autopad.bench.measure: no GPU to measure on (no CUDA device, torch without CUDA, or "
+            "AUTOPAD_NO_BENCH=1); autopad.tune ranks candidates by the model alone without one"
+        )
     items = tuple((",".join(f"{k}={v}" for k, v in sorted(c.items())), dict(c)) for c in candidates)
     job = BenchJob(
         spec_ref(spec), items, normalize_shape(shape), dtype, dist, seed=seed, reps=reps, device=device

@@ -76,6 +76,8 @@ def resolve(kernel: str | ModuleType | Any, backend: str = "auto", dtype: str | 
         raise ValueError(f"backend: {backend!r} is not one of {', '.join(BACKENDS)}")
     if isinstance(kernel, str):
         return builtin_spec(kernel, backend, dtype)
+    if isinstance(kernel, KernelSpec):  # already checked (what resolve or builtin_spec returned): not twice
+        return kernel
     if kernel is None or isinstance(kernel, (int, float, bytes, list, tuple, dict)):
         raise ValueError(
             f"kernel: {kernel!r} is not a kernel; give 'transpose', 'matmul', 'histogram' or a kernel spec "

@@ -175,6 +175,11 @@ class KernelSpec:
         _check_static(self.impl)
 
     def __getattr__(self, name: str) -> Any:
+        # only for names the wrapper lacks; ``impl`` itself and the dunders pickle and copy probe for
+        # (``__setstate__``, ``__reduce_ex__``...) on an instance whose ``impl`` is not set yet must fail
+        # here, not ask ``self.impl`` again and recurse until the interpreter gives up
+        if name == "impl" or (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(name)
         return getattr(self.impl, name)
 
     def expected(self, inputs: Any) -> Any:

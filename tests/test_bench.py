@@ -42,3 +42,13 @@ def test_candidates_naming_a_constant_the_spec_does_not_have_are_refused_before_
     assert unknown_constants(spec, good) == [] and unknown_constants(spec, stale) == ["EDGE"]
     with pytest.raises(ValueError, match="EDGE not among the spec's constants"):
         measure("transpose", [good, stale], (64, 64), "float32")
+
+
+def test_measure_without_a_gpu_says_so_instead_of_failing_inside_torch(monkeypatch):
+    from autopad.bench import measure
+
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    with pytest.raises(RuntimeError, match="no GPU to measure on"):
+        measure("transpose", [{}], (64, 64), "float32", isolated=False)
+    with pytest.raises(RuntimeError, match="no GPU to measure on"):
+        measure("transpose", [{}], (64, 64), "float32")

@@ -41,3 +41,22 @@ def test_a_job_pickles_and_an_exception_is_one_short_line():
     assert _short(ValueError("bad")) == "ValueError: bad"
     long = _short(RuntimeError("x" * 5000))
     assert len(long) == 2004 and long.endswith(" ...")
+
+
+def test_a_spec_wrapped_twice_still_travels_and_resolve_does_not_wrap_again():
+    import pytest
+
+    from autopad.request import resolve
+    from autopad.spec import KernelSpec
+
+    spec = builtin_spec("transpose", "cuda")
+    assert resolve(spec) is spec  # what resolve or builtin_spec returned is used as it is
+    # a wrapper around a wrapper goes by value; unpickling it asked the unset ``impl`` for ``__setstate__``
+    # and recursed until RecursionError (seen through autopad.bench.measure on a resolved spec)
+    back = load_spec(spec_ref(KernelSpec(spec)))
+    assert back.NAME == "transpose" and back.SPACE == spec.SPACE
+    bare = KernelSpec.__new__(KernelSpec)  # as unpickling makes it, before its state is set
+    with pytest.raises(AttributeError):
+        getattr(bare, "impl")  # noqa: B009
+    with pytest.raises(AttributeError):
+        getattr(bare, "__setstate__")  # noqa: B009

@@ -1,0 +1,137 @@
+"""The tuner with the predictor's constants as committed against a variant, on the same GPU in one job.
+
+Why: a model term changes the order the tuner measures in, and so possibly its pick. Replays on recorded
+studies answer that only where the study measured what the tuner asks for; this script answers it on the
+GPU. For each shape it runs ``autopad.tune`` twice without a cache (``cache=False``), once with
+``autopad.predict.CONSTANTS`` as committed ("head") and once with the fields given by ``--set`` changed
+("variant"; e.g. ``--set smem_issue=0``: the SIMT GEMM ranked without the shared instructions' issue slots),
+in alternating order by shape, then re-times both picks and the spec's unpadded default with
+``autopad.bench.measure`` in ``--rounds`` rounds of alternating order, beside ``torch.mm`` for a GEMM.
+
+    python benchmarks/ab_tune_constants.py --kernel matmul --backend cuda --dtype float32 \
+        --shapes 4096x4096x4096,8192x8192x8192 --set smem_issue=0 --out DIR
+
+Writes ``ab_tune.csv`` (one row per shape and side: the pick, what the tuner measured, its tuning time, the
+re-timed medians) and prints the pick over the faster side's pick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+
+
+def parse_set(text: str) -> dict[str, float]:
+    """'a=1,b=2.5' -> {'a': 1.0, 'b': 2.5}, each a field of ``autopad.predict.Constants``."""
+    from autopad.predict import Constants
+
+    names = {f.name for f in dataclasses.fields(Constants)}
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = part.partition("=")
+        if name not in names:
+            raise SystemExit(f"--set: {name!r} is not a field of Constants ({', '.join(sorted(names))})")
+        out[name] = float(value)
+    return out
+
+
+def short(constants: dict[str, int]) -> str:
+    """The constants, without the swizzle knobs at 1 (no swizzle)."""
+    return ",".join(f"{k}={v}" for k, v in sorted(constants.items()) if not (k.startswith("SW_") and v == 1))
+
+
+def torch_mm_ms(shape: tuple[int, ...], reps: int = 30) -> float:
+    """Median of ``reps`` CUDA-event timings of torch.mm in fp32 (TF32 off) on random [M, K] x [K, N]."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    m, n, k = shape
+    a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
+    for _ in range(3):
+        torch.mm(a, b)
+    times = []
+    for _ in range(reps):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        torch.mm(a, b)
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kernel", default="matmul")
+    ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--shapes", required=True, help="comma-separated, e.g. 4096x4096x4096,8192x8192x8192")
+    ap.add_argument("--set", required=True, help="the variant's Constants fields, e.g. smem_issue=0")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    import autopad
+    import autopad.predict as P
+    from autopad.bench import measure
+    from autopad.tune import resolve
+
+    head = P.CONSTANTS
+    variant = dataclasses.replace(head, **parse_set(a.set))
+    spec = resolve(a.kernel, a.backend)
+    default = dict(getattr(spec, "DEFAULTS", {}))
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i, text in enumerate(a.shapes.split(",")):
+        shape = tuple(int(x) for x in text.split("x"))
+        picks = {}
+        sides = [("head", head), ("variant", variant)]
+        for side, k in sides if i % 2 == 0 else sides[::-1]:  # who tunes first alternates by shape
+            P.CONSTANTS = k  # the predictor reads the module's constants at every call
+            t0 = time.time()
+            try:
+                res = autopad.tune(a.kernel, shape, a.dtype, backend=a.backend, cache=False, progress=False)
+            finally:
+                P.CONSTANTS = head
+            picks[side] = (dict(res.best.constants), res, time.time() - t0)
+            n = sum(c.measurement is not None for c in res.candidates)
+            print(f"{text} {side}: pick {short(res.best.constants)} ({n} measured, "
+                  f"{time.time() - t0:.0f} s)", flush=True)  # fmt: skip
+        cands = [picks["head"][0], picks["variant"][0], default]
+        timed: list[list[float | None]] = [[] for _ in cands]
+        for rnd in range(a.rounds):
+            order = list(range(len(cands))) if rnd % 2 == 0 else list(range(len(cands)))[::-1]
+            ms = measure(spec, [cands[j] for j in order], shape, a.dtype, seed=rnd, isolated=False)
+            for j, m in zip(order, ms):
+                timed[j].append(m.ms if m.correct else None)
+        med = [statistics.median(ok) if (ok := [t for t in ts if t is not None]) else None for ts in timed]
+        ref = torch_mm_ms(shape) if a.kernel == "matmul" else None
+        best = min(x for x in med[:2] if x is not None)
+        for j, side in enumerate(("head", "variant", "default")):
+            c = cands[j]
+            res = picks[side][1] if side in picks else None
+            n = sum(x.measurement is not None for x in res.candidates) if res else ""
+            rows.append({"shape": text, "side": side, "pick": short(c), "retimed_ms": med[j],
+                         "over_best_pick": med[j] / best if med[j] else None, "measured": n,
+                         "tune_s": round(picks[side][2], 1) if side in picks else "", "torch_mm_ms": ref,
+                         "of_torch_mm": ref / med[j] if ref and med[j] else None, "set": a.set})  # fmt: skip
+            print(
+                f"  {side}: {med[j]} ms, {rows[-1]['over_best_pick']}, of torch.mm {rows[-1]['of_torch_mm']}"
+            )
+    with open(out / "ab_tune.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
