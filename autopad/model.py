@@ -85,6 +85,7 @@ from .model_backend import (  # noqa: F401
     backend,
 )
 from .model_cp_async import as_global_array, check_global, line_costs
+from .model_cp_async_cg import cg_costs
 from .model_numpy import _COUNT_ROWS, _count_costs, _numpy_costs, _phase_cost, _phase_lanes  # noqa: F401
 from .model_rules import (  # noqa: F401
     _MATRIX,
@@ -173,7 +174,7 @@ def analyze_batch(
         arr = arr[None, :] if arr.ndim == 1 else arr
         if arr.ndim != 2 or arr.shape[1] != a.warp_size:  # the one check kept: the kernel reads 32 lanes
             raise ValueError(f"addresses: expected shape (n, {a.warp_size}), got {arr.shape}")
-    if global_addresses is not None:
+    if global_addresses is not None or rule.op == "cp.async.cg":
         return _cp_async_lines(arr, global_addresses, rule, False)[:2]
     if arr.shape[0] == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -210,7 +211,7 @@ def analyze(
     arr = _as_address_array(addresses, a.warp_size)
     if arr.shape[0] != 1:
         raise ValueError(f"addresses: analyze takes one instruction; got {arr.shape[0]}, use analyze_batch")
-    if global_addresses is not None:
+    if global_addresses is not None or rule.op == "cp.async.cg":
         wave, ideal, lines = _cp_async_lines(arr, global_addresses, rule, True)
         w, i = int(wave[0]), int(ideal[0])
         return Analysis(wavefronts=w, ideal=i, conflicts=w - i, phase_costs=lines[0])
@@ -223,13 +224,20 @@ def analyze(
 
 
 def _cp_async_lines(arr: np.ndarray, global_addresses: object, rule: _Rule, per_line: bool):
-    """``line_costs`` of a converted batch, after checking that the op takes a global side and that both
-    sides are well formed."""
-    if rule.op != "cp.async":
-        raise ValueError(f"global_addresses: only op 'cp.async' copies from global memory; op is {rule.op!r}")
+    """``line_costs`` (cp.async.ca) or ``cg_costs`` (cp.async.cg, whose source is lane-ordered where no
+    ``global_addresses`` are given) of a converted batch, after checking that the op takes a global side
+    and that both sides are well formed."""
+    if rule.op not in ("cp.async", "cp.async.cg"):
+        raise ValueError(
+            f"global_addresses: only ops 'cp.async' and 'cp.async.cg' copy from global memory; "
+            f"op is {rule.op!r}"
+        )
     _check_numpy(arr, rule)
-    glob = as_global_array(global_addresses, arr)
-    check_global(glob, arr, rule.width)
+    glob = None if global_addresses is None else as_global_array(global_addresses, arr)
+    if glob is not None:
+        check_global(glob, arr, rule.width)
+    if rule.op == "cp.async.cg":
+        return cg_costs(arr, glob, per_line)
     return line_costs(arr, glob, rule, per_line)
 
 
@@ -260,6 +268,8 @@ def analyze_distinct(
     a = get_arch(arch)
     rule = _rule(op, access_bytes, a)
     arr = addresses if isinstance(addresses, np.ndarray) else np.asarray(addresses)
+    if rule.op == "cp.async.cg":  # its lane-ordered source ties each lane to its chunk: no shift is free
+        return analyze_batch(arr, access_bytes, op, a)
     if arr.ndim != 2 or arr.dtype.kind != "i" or arr.shape[0] < 2 or arr.shape[1] > _HASH.shape[1]:
         return analyze_batch(arr, access_bytes, op, a)
     if not rule.broadcast and not rule.merge:  # atomics: counting every row costs less than hashing it

@@ -4,7 +4,7 @@ Split from model.py (one concern a module): both backends (model_numpy.py, _mode
 ``_Rule`` built here, so the vocabulary (``OPS``, ``WIDTHS``), each op's status (``OP_STATUS``) and the
 checks of op, width and arch live in one place. The load/store/atomic rules are in model.py's docstring.
 
-**ldmatrix, stmatrix: measured; cp.async.ca: fitted, 126 of 144 probes; cp.async.cg: not measured**
+**ldmatrix, stmatrix: measured; cp.async.ca: fitted, 126 of 144 probes; cp.async.cg: its own rule**
 (``OP_STATUS``; ``autopad validate --ops ldmatrix,stmatrix,cp.async`` measured 728 probes on the H200 on
 2026-12-01: all 536 ldmatrix/stmatrix ones agree with the rules below; the cp.async rule below was fitted
 to the 144 ``.ca`` ones afterwards and agrees with 126, model_cp_async.py; the run read the ``.ca``
@@ -23,11 +23,15 @@ counter for the 48 ``.cg`` ones, which is zero, so ``.cg`` is unmeasured). What 
   8-thread groups of at most 128 bytes, one per matrix; Nsight Compute counts them apart from plain loads
   ("Shared Load Matrix", metrics ``*_mem_shared_op_ldsm``).
 * ``stmatrix`` (sm_90): the same addressing and phases, a store (``*_op_stsm``).
-* ``cp.async.{ca,cg}.shared.global`` of 4, 8 or 16 bytes (op ``"cp.async"``): the shared side is costed
+* ``cp.async.ca.shared.global`` of 4, 8 or 16 bytes (op ``"cp.async"``): the shared side is costed
   as a store of that width (phases of 32, 16, 8 lanes, inactive lanes allowed) **without broadcast**:
   every lane's write counts, so 32 lanes copying into one word cost 32 (measured, ``.ca``). The phases are
   the 128-byte global lines of a lane-ordered source; ``analyze(..., global_addresses=...)`` groups the
   lanes by their real lines instead (model_cp_async.py, with where the rule falls short).
+* ``cp.async.cg.shared.global`` (op ``"cp.async.cg"``, 16 bytes only): another rule, read off its own
+  counter in 2026-12-05's probes (model_cp_async_cg.py): a word written twice counts once, and a wavefront
+  carries 32-byte sector moves of one global line into one shared row that agree in half set, half swap
+  and sector parity. It is costed on numpy (model_cp_async_cg.py), never by the store kernels.
 """
 
 from __future__ import annotations
@@ -46,10 +50,19 @@ WIDTHS = (1, 2, 4, 8, 16)
 _MATRIX = tuple(
     f"{b}{x}{t}" for b in ("ldmatrix", "stmatrix") for x in ("", ".x1", ".x2", ".x4") for t in ("", ".trans")
 )
-OPS = ("load", "store", "atomic", "cp.async", *_MATRIX)  # every spelling analyze accepts
-_OPS_TEXT = "load, store, atomic, cp.async, ldmatrix[.x1|.x2|.x4][.trans], stmatrix[.x1|.x2|.x4][.trans]"
-_OP_WIDTHS = {"atomic": (4, 8), "cp.async": (4, 8, 16), "ldmatrix": (16,), "stmatrix": (16,)}
-_MIN_SM = {"ldmatrix": 75, "cp.async": 80, "stmatrix": 90}
+OPS = ("load", "store", "atomic", "cp.async", "cp.async.cg", *_MATRIX)  # every spelling analyze accepts
+_OPS_TEXT = (
+    "load, store, atomic, cp.async (.ca), cp.async.cg, ldmatrix[.x1|.x2|.x4][.trans], "
+    "stmatrix[.x1|.x2|.x4][.trans]"
+)
+_OP_WIDTHS = {
+    "atomic": (4, 8),
+    "cp.async": (4, 8, 16),
+    "cp.async.cg": (16,),
+    "ldmatrix": (16,),
+    "stmatrix": (16,),
+}
+_MIN_SM = {"ldmatrix": 75, "cp.async": 80, "cp.async.cg": 80, "stmatrix": 90}
 OP_STATUS = {
     "load": "measured",
     "store": "measured",
@@ -64,7 +77,14 @@ OP_STATUS = {
         "store phases each copy from a global line of their own; the 18 misses copy 8 or 16 bytes from a "
         "source permuted across lines into scattered shared words, and measured 1-8 wavefronts above the "
         "prediction even with global_addresses; held out (2026-12-05, 180 random probes): all 199 "
-        "line-ordered probes agree, 12 of 53 permuted; cp.async.cg follows another rule, not modelled"
+        "line-ordered probes agree, 12 of 53 permuted; cp.async.cg has its own op, 'cp.async.cg'"
+    ),
+    # H100 run 179 (252 targeted probes, the rule read off them) and H200 run 157 (144 probes the rule was
+    # not read off): benchmarks/results/h100/2026-12-05/run179, tests/fixtures/cp_async_cg_probes.json
+    "cp.async.cg": (
+        "read off 252 targeted probes of its own counter (H100, 2026-12-05) and agrees with all of them and "
+        "with all 144 earlier H200 probes it was not read off; Nsight Compute counts no bank conflicts for "
+        "it, so ideal = wavefronts"
     ),
     "ldmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
     "stmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
@@ -97,8 +117,8 @@ def _family(op: str) -> tuple[str, int]:
 def op_status(op: str) -> str:
     """How far an op's rule is checked against the hardware, any spelling in ``OPS``: "measured" (with the
     probe count for ldmatrix/stmatrix), or for cp.async what it was fitted to and where it falls short."""
-    if isinstance(op, str) and op.startswith("cp.async."):
-        raise ValueError(f"op: {op!r}: use 'cp.async'; its status covers .ca and .cg")
+    if isinstance(op, str) and op.startswith("cp.async.") and op != "cp.async.cg":
+        raise ValueError(f"op: {op!r}: use 'cp.async' (the .ca rule) or 'cp.async.cg'")
     if not isinstance(op, str) or op not in OPS:
         raise ValueError(f"op: {op!r} is not one of {_OPS_TEXT}")
     return OP_STATUS[_family(op)[0]]
@@ -120,7 +140,11 @@ def _rule_cached(op: str, width: int, arch: Arch) -> _Rule:
     if width not in allowed:
         if family in ("load", "store"):
             raise ValueError(f"access_bytes: {width!r} is not one of {allowed}")
-        what = {"atomic": "atomics are", "cp.async": "cp.async copies are"}.get(family, f"{family} rows are")
+        what = {
+            "atomic": "atomics are",
+            "cp.async": "cp.async copies are",
+            "cp.async.cg": "cp.async.cg copies are",
+        }.get(family, f"{family} rows are")
         widths = ", ".join(map(str, allowed[:-1])) + (" or " if len(allowed) > 1 else "") + str(allowed[-1])
         raise ValueError(f"access_bytes: {what} {widths} bytes wide, got {width}")
     if family in _MIN_SM:
@@ -137,7 +161,8 @@ def _rule_cached(op: str, width: int, arch: Arch) -> _Rule:
         unit_banks=arch.banks * arch.bank_bytes // unit,
         lanes=arch.phase_lanes(width),
         merge=op == "load" and arch.merge_paired_loads and width > arch.bank_bytes,
-        broadcast=op not in ("atomic", "cp.async"),  # cp.async: every lane's write counts (measured)
+        # cp.async: every lane's write counts (measured); cp.async.cg is costed by its own rule, never here
+        broadcast=op not in ("atomic", "cp.async", "cp.async.cg"),
         used=8 * matrices if matrices else arch.warp_size,
         need_all=bool(matrices),
     )

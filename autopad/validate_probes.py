@@ -238,12 +238,14 @@ def predict(probes: Sequence[dict], arch: str = "sm_90") -> list[tuple[int, int]
     result: list[tuple[int, int]] = [(0, 0)] * len(probes)
     groups: dict[tuple[str, int], list[int]] = {}
     for i, p in enumerate(probes):
-        groups.setdefault((p["op"], int(p["access_bytes"])), []).append(i)
+        # a cp.async.cg probe is costed by its own rule (model_cp_async_cg.py), the other forms by their op's
+        op = "cp.async.cg" if p.get("form") == "cp.async.cg" else p["op"]
+        groups.setdefault((op, int(p["access_bytes"])), []).append(i)
     for (op, w), idx in groups.items():
         arr = np.array(
             [[-1 if a is None else a for a in probes[i]["addresses"]] for i in idx], dtype=np.int64
         )
-        # cp.async: the lanes group by the global line they copy from (model_cp_async.py)
+        # cp.async: the lanes group by the global line they copy from (model_cp_async.py, _cg.py)
         glob = [probes[i]["global"] for i in idx] if all("global" in probes[i] for i in idx) else None
         wave, ideal = analyze_batch(arr, w, op, arch, global_addresses=glob)
         for i, wv, ide in zip(idx, wave.tolist(), ideal.tolist()):

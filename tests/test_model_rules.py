@@ -38,7 +38,7 @@ def test_op_status_says_what_was_measured():
     for op in ("ldmatrix", "ldmatrix.x2.trans", "stmatrix.x1"):  # 536 H200 probes agree (test_model_matrix)
         assert autopad.model.op_status(op).startswith("measured")
     status = autopad.model.op_status("cp.async")  # fitted to .ca probes (test_model_cp_async); .cg unmodelled
-    assert status.startswith("fitted") and "cp.async.cg follows another rule" in status
+    assert status.startswith("fitted") and "cp.async.cg has its own op" in status
     with pytest.raises(ValueError, match=r"^op:"):
         autopad.model.op_status("ldmatrix.x8")
 
@@ -103,7 +103,8 @@ def test_matrix_ops_ignore_lanes_past_their_matrices():
         (lambda: analyze([16 * n for n in range(7)] + [None] * 25, 16, "ldmatrix.x1"), "addresses"),
         (lambda: analyze(GOOD, 2, "cp.async"), "access_bytes"),
         (lambda: analyze(GOOD, 4, "ldmatrix.x3"), "op"),
-        (lambda: analyze(GOOD, 4, "cp.async.cg"), "op"),
+        (lambda: analyze(GOOD, 4, "cp.async.cg"), "access_bytes"),  # .cg copies 16 bytes only
+        (lambda: analyze(GOOD, 16, "cp.async.ca"), "op"),  # the .ca rule is op "cp.async"
         (lambda: analyze([16 * n for n in range(32)], 16, "stmatrix.x4", "sm_80"), "op"),  # sm_90 only
         (lambda: analyze(GOOD, 4, "cp.async", "sm_75"), "op"),  # sm_80+
         (lambda: analyze([16 * n for n in range(64)], 16, "ldmatrix.x4", "cdna3"), "op"),

@@ -1,0 +1,138 @@
+"""autopad/model_cp_async_cg.py: cp.async.cg's wavefronts, against Nsight Compute and as worked examples.
+
+The fixture holds 396 measured probes: H200 run 157's 144 (the rule was not read off them) and H100 run
+179's 252 (it was); every one must agree. The worked examples spell the rule out: which pairs of 16-byte
+copies share a wavefront, a line under an XOR of its chunks, a rotation, words written twice.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autopad.model import analyze, analyze_batch, analyze_distinct, op_status, shift_period
+from autopad.model_cp_async_cg import cg_costs
+from autopad.validate_probes import predict
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "cp_async_cg_probes.json"
+C = 16  # one 16-byte chunk
+
+
+def _batch(probes: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    shared = np.array([[-1 if a is None else a for a in p["addresses"]] for p in probes], dtype=np.int64)
+    glob = np.array([[lane * C if g is None else g for lane, g in enumerate(p["global"])] for p in probes])
+    return shared, glob.astype(np.int64)
+
+
+def _one(copies: dict[int, tuple[int, int]]) -> int:
+    """Wavefronts of one instruction from {lane: (global byte, shared byte)}."""
+    shared = [None] * 32
+    glob = [lane * C for lane in range(32)]
+    for lane, (g, s) in copies.items():
+        shared[lane], glob[lane] = s, g
+    return analyze(shared, 16, "cp.async.cg", global_addresses=glob).wavefronts
+
+
+def test_every_measured_probe_agrees_on_both_gpus():
+    probes = json.loads(FIXTURE.read_text())["probes"]
+    assert len(probes) == 396
+    shared, glob = _batch(probes)
+    wave, ideal = analyze_batch(shared, 16, "cp.async.cg", global_addresses=glob)
+    measured = np.array([p["measured_wavefronts"] for p in probes])
+    bad = [(p["run"], p["name"], m, w) for p, m, w in zip(probes, measured, wave) if m != w]
+    assert not bad, bad[:10]
+    # Nsight Compute counts no bank conflicts for .cg: ideal is the wavefronts themselves
+    assert all(p["measured_conflicts"] == 0 for p in probes) and (ideal == wave).all()
+    held_out = [p for p in probes if "run157" in p["run"]]
+    assert len(held_out) == 144  # the probes the rule was not read off
+
+
+def test_which_pairs_of_copies_share_a_wavefront():
+    """Lane 0 copies chunk 0 of a line to chunk 0 of a row; lane 1 copies chunk gb to chunk sb. They share
+    a wavefront when they read the same half of their sectors and move them by the same parity, or when they
+    are the two halves of one sector kept together: exactly the six measured pairs (H100 run 179)."""
+    merged = {
+        (gb, sb) for gb in range(1, 8) for sb in range(1, 8) if _one({0: (0, 0), 1: (gb * C, sb * C)}) == 1
+    }
+    assert merged == {(1, 1), (2, 2), (2, 6), (4, 4), (6, 2), (6, 6)}
+    # lanes in two store phases (0 and 8) pair the same way: the phases play no part
+    assert _one({0: (0, 0), 8: (2 * C, 6 * C)}) == 1 and _one({0: (0, 0), 8: (3 * C, 3 * C)}) == 2
+    # two lines into one row, or one line into two rows: never together
+    assert _one({0: (0, 0), 1: (128 + C, C)}) == 2 and _one({0: (0, 0), 1: (C, 128 + C)}) == 2
+
+
+def test_a_line_under_an_xor_of_its_chunks_is_one_wavefront_and_a_rotation_by_one_chunk_two():
+    line = range(8)
+    for k in range(8):  # every XOR (the NVMMA swizzles' permutations)
+        assert _one({n: (n * C, (n ^ k) * C) for n in line}) == 1
+    rotations = [_one({n: (n * C, (n + r) % 8 * C) for n in line}) for r in range(8)]
+    assert rotations == [1, 2, 1, 2, 1, 2, 1, 2]  # measured: rot 2, 4, 6 one wavefront; odd ones two
+
+
+def test_a_word_written_twice_counts_once_unlike_cp_async_ca():
+    lanes = [0] * 32  # every lane into one 16-byte word, from four lines
+    assert analyze(lanes, 16, "cp.async.cg").wavefronts == 1
+    assert analyze(lanes, 16, "cp.async").wavefronts == 32  # .ca: every lane's write counts
+    # a contiguous copy is one wavefront a line under both
+    contiguous = [lane * C for lane in range(32)]
+    assert (
+        analyze(contiguous, 16, "cp.async.cg").wavefronts
+        == analyze(contiguous, 16, "cp.async").wavefronts
+        == 4
+    )
+    # but scattering one line's chunks costs a wavefront each under .cg (32-byte shared stride: .ca 8)
+    assert analyze([lane * 2 * C for lane in range(32)], 16, "cp.async.cg").wavefronts == 32
+
+
+def test_default_source_is_lane_ordered_and_a_whole_row_shift_changes_nothing():
+    rng = np.random.default_rng(5)
+    shared = rng.integers(0, 4096 // C, size=(300, 32)) * C
+    shared[rng.random((300, 32)) < 0.2] = -1
+    lane_ordered = np.broadcast_to(np.arange(32) * C, shared.shape)
+    a, _ = analyze_batch(shared, 16, "cp.async.cg")
+    b, _ = analyze_batch(shared, 16, "cp.async.cg", global_addresses=lane_ordered)
+    assert (a == b).all()
+    assert shift_period(16, "cp.async.cg") == 128
+    moved = np.where(shared >= 0, shared + 128 * 7, -1)
+    assert (analyze_batch(moved, 16, "cp.async.cg")[0] == a).all()
+    # a shift by one chunk is not free (the chunk a lane copies from stays): no dedup by unit shifts here
+    one = np.where(shared >= 0, shared + C, -1)
+    assert (analyze_batch(one, 16, "cp.async.cg")[0] != a).any()
+    assert (analyze_distinct(shared, 16, "cp.async.cg")[0] == a).all()
+
+
+def test_per_line_costs_sum_to_the_wavefronts():
+    shared = np.array([[lane * 2 * C for lane in range(32)]], dtype=np.int64)
+    wave, _, lines = cg_costs(shared, None, per_line=True)
+    assert lines == [(8, 8, 8, 8)] and wave[0] == 32
+    assert analyze(shared[0].tolist(), 16, "cp.async.cg").phase_costs == (8, 8, 8, 8)
+    empty = np.full((2, 32), -1, dtype=np.int64)
+    w, i, costs = cg_costs(empty, None, per_line=True)
+    assert w.tolist() == [0, 0] and i.tolist() == [0, 0] and costs == [(), ()]
+
+
+def test_bad_input_gets_a_clear_error():
+    with pytest.raises(ValueError, match="cp.async.cg copies are 16 bytes wide, got 8"):
+        analyze([0] * 32, 8, "cp.async.cg")
+    with pytest.raises(ValueError, match="not aligned to the 16-byte copy"):
+        analyze([0] * 32, 16, "cp.async.cg", global_addresses=[8] * 32)
+    with pytest.raises(ValueError, match="use 'cp.async' \\(the .ca rule\\) or 'cp.async.cg'"):
+        op_status("cp.async.ca")
+    with pytest.raises(ValueError, match="only ops 'cp.async' and 'cp.async.cg' copy from global memory"):
+        analyze([0] * 32, 4, "store", global_addresses=[0] * 32)
+    with pytest.raises(ValueError, match="sm_80"):
+        analyze([0] * 32, 16, "cp.async.cg", arch="sm_75")
+    assert "252 targeted probes" in op_status("cp.async.cg")
+
+
+def test_validate_costs_a_cg_probe_by_the_cg_rule():
+    probe = {
+        "op": "cp.async",
+        "access_bytes": 16,
+        "addresses": [0] * 32,
+        "global": [n * C for n in range(32)],
+    }
+    assert predict([{**probe, "form": "cp.async.cg"}, {**probe, "form": "cp.async.ca"}]) == [(1, 0), (32, 28)]
