@@ -24,8 +24,9 @@ from here):
 
 * model_rules.py: the op vocabulary (``OPS``, ``WIDTHS``, ``OP_STATUS``) and ``_Rule``, how an (op, width,
   arch) is costed; its docstring has the rules for **ldmatrix, stmatrix and cp.async** (``OP_STATUS``:
-  ldmatrix/stmatrix measured on the H200, cp.async.ca fitted to H200 probes, cp.async.cg not measured);
+  ldmatrix/stmatrix measured on the H200, cp.async.ca fitted to H200 probes, cp.async.cg read off its own);
 * model_cp_async.py: cp.async with ``global_addresses``: lanes grouped by the global line they copy from;
+* model_cp_async_cg.py: cp.async.cg (op "cp.async.cg"): 32-byte sector moves gathered into wavefronts;
 * model_addresses.py: caller input -> an int64 (n, warp) array, and the errors that name a bad row and lane;
 * model_numpy.py: the numpy backend's per-phase costs;
 * model_backend.py: numba or numpy (``backend``, ``NUMPY_FIRST``), and the drivers that run either on

@@ -28,8 +28,8 @@ and 16 bytes, benchmarks/results/h200/validate_matrix, tests/fixtures/h200_cp_as
   from a source permuted across lines into scattered shared words, and measured 1-8 wavefronts above the
   prediction (never below); a permuted source into conflict-free words agrees. validate_probes.py has 8-
   and 16-byte cases for the next run that ask whether the order inside a line matters there.
-  ``cp.async.cg`` was not measured: the run read the ``.ca`` counter for it (zero); validate_ncu.py now
-  skips that pair for ``.cg``.
+  ``cp.async.cg`` was not measured in that run (it read the ``.ca`` counter for it, zero); measured from
+  its own counter since, it follows another rule, op ``"cp.async.cg"`` (model_cp_async_cg.py).
 """
 
 from __future__ import annotations

@@ -24,6 +24,13 @@ Wavefronts = over the groups (line, row, parity, half swap, half set), the most 
 makes in the group, summed. Nsight Compute reports no bank conflicts for ``.cg`` (its conflict counter read
 0 on all 396 probes), so ``ideal`` here is the wavefronts themselves. Without ``global_addresses`` the
 source is lane-ordered: lane ``l`` copies ``16 l`` from a line-aligned base (8 lanes a line).
+
+Where the built-in kernels issue it: Triton's ``tl.dot`` path of the GEMM (kernels/triton/matmul.py, PATH
+1) copies each k-step with 8 lanes a 128-byte staging row under the NVMMA 128-byte swizzle, which the rule
+costs as a store does (one global line into one row under an XOR: 1 wavefront) where a tile row is 128
+bytes or more; with 64-byte tile rows (BK 32 at 16 bits) the 8 lanes copy two global lines into one row,
+2 wavefronts where the store pattern that spec scores counts 1. The spec's pattern has no global side, so
+that case is not charged (its time effect is unmeasured).
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ counts them apart from plain loads and stores (``*_mem_shared_op_ldsm``, ``_op_s
 public profiling scripts use both ``l1tex__`` and ``sm__sass_l1tex_`` spellings), so ``extra_metrics``
 asks ncu which of the candidates this GPU has and ``measured_counts`` takes the first pair present, the
 shared-memory totals last (a probe issues no other shared-memory instruction); a cp.async form skips the
-other form's ``_cache_access`` / ``_cache_bypass`` pair (the H200's ``.ca`` pair reads 0 for ``.cg``;
-that ``.cg`` lands in the bypass pair is presumed until a run shows it).
+other form's ``_cache_access`` / ``_cache_bypass`` pair (the ``.ca`` pair reads 0 for ``.cg``; ``.cg``
+lands in the bypass pair: H200 run 157, H100 run 179, 2026-12-05).
 
 Nothing here is imported by ``import autopad``; torch and cuda.core load inside the functions.
 
