@@ -136,3 +136,16 @@ def test_validate_costs_a_cg_probe_by_the_cg_rule():
         "global": [n * C for n in range(32)],
     }
     assert predict([{**probe, "form": "cp.async.cg"}, {**probe, "form": "cp.async.ca"}]) == [(1, 0), (32, 28)]
+
+
+def test_a_pattern_may_state_cg_copies_and_the_scoring_path_costs_them_by_the_rule():
+    from autopad.access import Instruction
+    from autopad.arch import get_arch
+    from autopad.score_distinct import _costs
+
+    ins = Instruction("cp", "cp.async.cg", 16, np.zeros(32, dtype=np.int64), np.arange(32) * 2)
+    assert ins.op == "cp.async.cg"
+    rng = np.random.default_rng(1)
+    addr = (rng.integers(0, 512, size=(64, 32)) * C).astype(np.int32)  # the scorer's int32 batches
+    got, _ = _costs(addr, 16, "cp.async.cg", get_arch("sm_90"))
+    assert (got == analyze_batch(addr.astype(np.int64), 16, "cp.async.cg")[0]).all()
