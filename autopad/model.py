@@ -164,7 +164,9 @@ def analyze_batch(
     lanes are then grouped by 128-byte global line, as the H200 groups them (model_cp_async.py). Without
     it a lane-ordered source is assumed (lane ``l`` copies ``base + l * access_bytes``). This path runs
     on numpy (0.15-0.55 M random instructions a second on 2 cores, against tens of millions for the
-    plain rule's numba kernel) and always checks both sides, ``validate=False`` or not.
+    plain rule's numba kernel) and always checks both sides, ``validate=False`` or not. Op "cp.async.cg"
+    always takes a numpy path of its own (model_cp_async_cg.py: about 0.2 M random instructions a second
+    on 2 cores), with or without ``global_addresses`` (lane-ordered without).
     """
     a = get_arch(arch)
     rule = _rule(op, access_bytes, a)

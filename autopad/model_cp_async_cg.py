@@ -57,6 +57,46 @@ def _first_writers(shared: np.ndarray) -> np.ndarray:
     return keep
 
 
+_ROWS = 8192  # instructions costed at a time: 13 bits of instruction in the packed keys below
+_ID = 18  # bits of a dense line or row id: a chunk holds at most 8192 x 32 = 2**18 distinct ones
+
+
+def _chunk(shared: np.ndarray, glob: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(instruction, dense line id, cost) of each wavefront group of a chunk of at most ``_ROWS`` rows.
+
+    Every key is one int64 (1-D sorts are what numpy does fast): the instruction (13 bits), the line and
+    the row as dense ids over the chunk (18 bits each), then the small fields."""
+    keep = _first_writers(shared)
+    inst = np.nonzero(keep)[0].astype(np.int64)
+    s, g = shared[keep], glob[keep]
+    if inst.size == 0:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e, e
+    _, line = np.unique(g >> 7, return_inverse=True)
+    _, row = np.unique(s >> 7, return_inverse=True)
+    line, row = line.ravel().astype(np.int64), row.ravel().astype(np.int64)
+    sec, half = (g >> 5) & 3, (g >> 4) & 1
+    dsec, swap = (s >> 5) & 3, ((g >> 4) ^ (s >> 4)) & 1
+    # a move: (instruction, line, source sector, row, destination sector, half swap) ...
+    key = ((((inst << _ID | line) << 2 | sec) << _ID | row) << 2 | dsec) << 1 | swap
+    moves, inv = np.unique(key, return_inverse=True)
+    halves = np.zeros(len(moves), dtype=np.int64)  # ... and the halves of its sector it carries
+    np.bitwise_or.at(halves, inv.ravel(), 1 << half)
+    mask = (1 << _ID) - 1
+    m_swap, m_dsec = moves & 1, (moves >> 1) & 3
+    m_row, m_sec = (moves >> 3) & mask, (moves >> (3 + _ID)) & 3
+    m_line, m_inst = (moves >> (5 + _ID)) & mask, moves >> (5 + 2 * _ID)
+    # a group: (instruction, line, row, sector parity, half swap, half set); a pair: a group and a source
+    # sector, counted in moves
+    group = (
+        (((m_inst << _ID | m_line) << _ID | m_row) << 1 | ((m_sec ^ m_dsec) & 1)) << 1 | m_swap
+    ) << 2 | halves
+    pairs, counts = np.unique(group << 2 | m_sec, return_counts=True)
+    groups, start = np.unique(pairs >> 2, return_index=True)
+    cost = np.maximum.reduceat(counts, start)  # the most moves one source sector makes in the group
+    return groups >> (2 * _ID + 4), (groups >> (_ID + 4)) & mask, cost
+
+
 def cg_costs(
     shared: np.ndarray, glob: np.ndarray | None = None, per_line: bool = False
 ) -> tuple[np.ndarray, np.ndarray, list]:
@@ -67,35 +107,13 @@ def cg_costs(
     wave = np.zeros(n, dtype=np.int64)
     if glob is None:
         glob = lane_ordered(n, warp)
-    keep = _first_writers(shared)
-    inst = np.nonzero(keep)[0]
-    s, g = shared[keep], glob[keep]
-    if inst.size == 0:
-        return wave, wave.copy(), [() for _ in range(n)] if per_line else []
-    line, sec, half = g >> 7, (g >> 5) & 3, (g >> 4) & 1
-    row, dsec, dhalf = s >> 7, (s >> 5) & 3, (s >> 4) & 1
-    # one move: (instruction, line, source sector, row, destination sector, half swap); its half set
-    moves, inv = np.unique(
-        np.stack([inst, line, sec, row, dsec, half ^ dhalf], axis=1), axis=0, return_inverse=True
-    )
-    halves = np.zeros(len(moves), dtype=np.int64)
-    np.bitwise_or.at(halves, inv.ravel(), 1 << half)
-    mi, ml, ms, mr, md, mx = moves.T
-    # one group: (instruction, line, row, sector parity, half swap, half set)
-    groups, ginv = np.unique(
-        np.stack([mi, ml, mr, (ms ^ md) & 1, mx, halves], axis=1), axis=0, return_inverse=True
-    )
-    ginv = ginv.ravel()
-    # a group costs the most moves one source sector makes in it
-    pairs, counts = np.unique(np.stack([ginv, ms], axis=1), axis=0, return_counts=True)
-    cost = np.zeros(len(groups), dtype=np.int64)
-    np.maximum.at(cost, pairs[:, 0], counts)
-    np.add.at(wave, groups[:, 0], cost)
     costs: list = []
-    if per_line:
-        by_line: dict[int, dict[int, int]] = {}
-        for (i, ln), c in zip(groups[:, :2].tolist(), cost.tolist()):
-            d = by_line.setdefault(i, {})
-            d[ln] = d.get(ln, 0) + c
-        costs = [tuple(c for _, c in sorted(by_line.get(i, {}).items())) for i in range(n)]
+    for lo in range(0, n, _ROWS):
+        inst, line, cost = _chunk(shared[lo : lo + _ROWS], glob[lo : lo + _ROWS])
+        np.add.at(wave, lo + inst, cost)
+        if per_line:  # dense line ids follow the lines' order, so sorting by them is lowest line first
+            rows: list[dict[int, int]] = [{} for _ in range(min(_ROWS, n - lo))]
+            for i, ln, c in zip(inst.tolist(), line.tolist(), cost.tolist()):
+                rows[i][ln] = rows[i].get(ln, 0) + c
+            costs += [tuple(c for _, c in sorted(r.items())) for r in rows]
     return wave, wave.copy(), costs
