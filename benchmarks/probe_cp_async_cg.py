@@ -20,8 +20,9 @@ global line or shared row, 0-7):
   chunks and 20 random permutations;
 - ``dup``: two lanes writing one shared chunk and a third lane elsewhere (which writer counts);
 - ``sub``: 2-8 lanes of one phase, one line into one row, random subsets and maps.
-Each row of the CSV: the probe, its active lanes' copies (``lane:line.chunk>row.chunk``) and the measured
-wavefronts and conflicts (``cp.async.cg``'s own counter, as ``autopad validate`` reads it).
+Each row of the CSV: the probe, its active lanes' copies (``lane:line.chunk>row.chunk``), the measured
+wavefronts and conflicts (``cp.async.cg``'s own counter, as ``autopad validate`` reads it) and what the rule
+read off the first run (``autopad/model_cp_async_cg.py``, op "cp.async.cg") predicts.
 
 Run on a GPU machine: ``python3 benchmarks/probe_cp_async_cg.py --out DIR``; ``--dry-run`` writes the probe
 list only (no GPU).
@@ -134,6 +135,17 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"name": p["name"], "active": sum(a is not None for a in p["addresses"]),
                      "copies": copies_text(p), "measured_wavefronts": wave, "measured_conflicts": conf,
                      "metric": metric})  # fmt: skip
+    if rows:  # the model's rule beside each measurement (autopad/model_cp_async_cg.py)
+        from autopad.model import analyze_batch
+
+        done = ps[: len(rows)]
+        shared = np.array([[-1 if a is None else a for a in p["addresses"]] for p in done], dtype=np.int64)
+        glob = np.array([p["global"] for p in done], dtype=np.int64)
+        pred, _ = analyze_batch(shared, W, "cp.async.cg", global_addresses=glob)
+        for r, w in zip(rows, pred.tolist()):
+            r["predicted_wavefronts"] = w
+        agree = sum(r["measured_wavefronts"] == r["predicted_wavefronts"] for r in rows)
+        print(f"the model's cp.async.cg rule agrees with {agree} of {len(rows)}")
     with open(out / "cg_probes.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["name"])
         w.writeheader()
