@@ -90,8 +90,9 @@ def _listed(n: int, chosen: int) -> list[int]:
 
 def _table(pattern: Sequence[Instruction], m: _Map) -> list[str]:
     width = max(len("total per tile"), *(len(ins.name) for ins in pattern))
-    out = [f"  {'#':>4}  {'instruction':<{width}}  {'op':<6} {'bytes':>5} {'count':>5}  {'wavefronts':>10} "
-           f"{'ideal':>6} {'degree':>7}"]  # fmt: skip
+    opw = max(6, *(len(ins.op) for ins in pattern))  # "ldmatrix.x4.trans", "cp.async.cg" are longer
+    out = [f"  {'#':>4}  {'instruction':<{width}}  {'op':<{opw}} {'bytes':>5} {'count':>5}  "
+           f"{'wavefronts':>10} {'ideal':>6} {'degree':>7}"]  # fmt: skip
     listed = _listed(len(pattern), m.index)
     for n, i in enumerate(listed):
         if n and i != listed[n - 1] + 1:
@@ -99,15 +100,15 @@ def _table(pattern: Sequence[Instruction], m: _Map) -> list[str]:
         ins, (_, count, wave, ideal) = pattern[i], m.cost.per_instruction[i]
         flag = " <" if i == m.index else ""
         out.append(
-            f"  {i:>4}  {ins.name:<{width}}  {ins.op:<6} {ins.access_bytes:>5} {count:>5}  {wave:>10} "
+            f"  {i:>4}  {ins.name:<{width}}  {ins.op:<{opw}} {ins.access_bytes:>5} {count:>5}  {wave:>10} "
             f"{ideal:>6} {_degree(wave, ideal):>7}{flag}"
         )
     if len(listed) < len(pattern):
         out.append(f"  ... {len(pattern) - len(listed)} more instructions, all counted in the total")
     c = m.cost
     out.append(
-        f"  {'':>4}  {'total per tile':<{width}}  {'':<6} {'':>5} {'':>5}  {c.wavefronts:>10} {c.ideal:>6} "
-        f"{_degree(c.wavefronts, c.ideal):>7}  ({c.conflicts} conflict wavefronts)"
+        f"  {'':>4}  {'total per tile':<{width}}  {'':<{opw}} {'':>5} {'':>5}  {c.wavefronts:>10} "
+        f"{c.ideal:>6} {_degree(c.wavefronts, c.ideal):>7}  ({c.conflicts} conflict wavefronts)"
     )
     return out
 

@@ -65,10 +65,37 @@ def _describe(layout: object, rows: int, cols: int) -> str:
     return f"{rows} replicas x {cols} bins, {what}"
 
 
+def _cg_lines(ins: Instruction, addr: np.ndarray, a: Arch) -> list[str]:
+    """cp.async.cg: one line per global line of its lane-ordered source (lanes 8k..8k+7 copy line k) with a
+    copy that counts; its cost is in sector moves, not in a busiest bank (model_cp_async_cg.py)."""
+    from .model_cp_async_cg import first_writers
+
+    result = analyze([int(x) if x >= 0 else None for x in addr], ins.access_bytes, ins.op, a)
+    kept = first_writers(np.asarray(addr, dtype=np.int64)[None, :])[0]
+    per = 128 // ins.access_bytes
+    lines_used = sorted({lane // per for lane in range(len(addr)) if kept[lane]})
+    out = [
+        f"  global line {k} (lanes {k * per}-{(k + 1) * per - 1}): "
+        f"{int(kept[k * per : (k + 1) * per].sum())} counted -> "
+        f"{_n(int(cost), 'wavefront')}"
+        for k, cost in zip(lines_used, result.phase_costs)
+    ]
+    active = _n(int((addr >= 0).sum()), "active lane")
+    head = (
+        f"instruction {{i}} {ins.name!r}: cp.async.cg of {ins.access_bytes} bytes per lane, {active} "
+        f"({int(kept.sum())} counted: a word written twice counts once), from "
+        f"{_n(len(lines_used), 'global line')}: {_n(result.wavefronts, 'wavefront')} (sector moves of one "
+        f"line into one row share a wavefront where they agree in half set, half swap and sector parity)"
+    )
+    return [head, *out]
+
+
 def _phase_lines(ins: Instruction, addr: np.ndarray, a: Arch) -> list[str]:
     """One line per non-empty phase: banks touched, the busiest bank and how many words it must serve."""
+    if ins.op == "cp.async.cg":
+        return _cg_lines(ins, addr, a)
     result = analyze([int(x) if x >= 0 else None for x in addr], ins.access_bytes, ins.op, a)
-    per = a.warp_size // len(result.phase_costs)
+    per = a.warp_size // max(1, len(result.phase_costs))
     nwords = max(1, ins.access_bytes // a.bank_bytes)
     lines = []
     for p, cost in enumerate(result.phase_costs):

@@ -160,13 +160,14 @@ def analyze_batch(
     Op, width and arch are still checked; the addresses are not. Input outside that contract gives
     meaningless numbers, never a crash.
 
-    ``global_addresses`` (op "cp.async" only): each lane's global source, shaped like ``addresses``; the
-    lanes are then grouped by 128-byte global line, as the H200 groups them (model_cp_async.py). Without
-    it a lane-ordered source is assumed (lane ``l`` copies ``base + l * access_bytes``). This path runs
-    on numpy (0.15-0.55 M random instructions a second on 2 cores, against tens of millions for the
-    plain rule's numba kernel) and always checks both sides, ``validate=False`` or not. Op "cp.async.cg"
-    always takes a numpy path of its own (model_cp_async_cg.py: about 0.2 M random instructions a second
-    on 2 cores), with or without ``global_addresses`` (lane-ordered without).
+    ``global_addresses`` (ops "cp.async" and "cp.async.cg"): each lane's global source, shaped like
+    ``addresses``; for "cp.async" the lanes are then grouped by 128-byte global line, as the H200 groups
+    them (model_cp_async.py). Without it a lane-ordered source is assumed (lane ``l`` copies
+    ``base + l * access_bytes``). This path runs on numpy (0.15-0.55 M random instructions a second on 2
+    cores, against tens of millions for the plain rule's numba kernel) and always checks both sides,
+    ``validate=False`` or not. Op "cp.async.cg" always takes a numpy path of its own (model_cp_async_cg.py:
+    about 0.2 M random instructions a second on 2 cores), with or without ``global_addresses``
+    (lane-ordered without).
     """
     a = get_arch(arch)
     rule = _rule(op, access_bytes, a)
@@ -196,13 +197,15 @@ def analyze(
     """Cost of one warp instruction: per-lane byte addresses (None = inactive lane) -> Analysis.
 
     ``op`` is one of ``OPS``: "load", "store", "atomic", "ldmatrix[.x1|.x2|.x4][.trans]" and
-    "stmatrix[...]" (measured on the H200), or "cp.async" (fitted to H200 probes of cp.async.ca; ``op_status``
-    says how far each is checked). For ldmatrix/stmatrix ``access_bytes`` is 16 (a matrix row) and
-    ``phase_costs`` has one entry per matrix.
+    "stmatrix[...]" (measured on the H200), "cp.async" (fitted to H200 probes of cp.async.ca) or
+    "cp.async.cg" (16 bytes; read off its own probes, model_cp_async_cg.py); ``op_status`` says how far each
+    is checked. For ldmatrix/stmatrix ``access_bytes`` is 16 (a matrix row) and ``phase_costs`` has one
+    entry per matrix; for "cp.async.cg" one per global line with a copy that counts, lowest line first.
 
-    ``global_addresses`` (op "cp.async" only): each lane's global source byte address. The lanes are then
-    grouped by 128-byte global line and ``phase_costs`` has one entry per line, lowest line first; without
-    it lane ``l`` is taken to copy ``base + l * access_bytes`` (model_cp_async.py has the measured rule).
+    ``global_addresses`` (ops "cp.async" and "cp.async.cg"): each lane's global source byte address. The
+    lanes are then grouped by 128-byte global line and ``phase_costs`` has one entry per line, lowest line
+    first; without it lane ``l`` is taken to copy ``base + l * access_bytes`` (model_cp_async.py and
+    model_cp_async_cg.py have the measured rules).
 
     >>> analyze([lane * 4 * 32 for lane in range(32)]).wavefronts   # column of a 32x32 fp32 tile
     32
@@ -271,7 +274,7 @@ def analyze_distinct(
     a = get_arch(arch)
     rule = _rule(op, access_bytes, a)
     arr = addresses if isinstance(addresses, np.ndarray) else np.asarray(addresses)
-    if rule.op == "cp.async.cg":  # its lane-ordered source ties each lane to its chunk: no shift is free
+    if rule.op == "cp.async.cg":  # only whole 128-byte rows move for free (its source fixes a lane's chunk)
         return analyze_batch(arr, access_bytes, op, a)
     if arr.ndim != 2 or arr.dtype.kind != "i" or arr.shape[0] < 2 or arr.shape[1] > _HASH.shape[1]:
         return analyze_batch(arr, access_bytes, op, a)

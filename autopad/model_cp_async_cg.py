@@ -45,7 +45,7 @@ def lane_ordered(n: int, warp: int) -> np.ndarray:
     return np.broadcast_to(np.arange(warp, dtype=np.int64) * WIDTH, (n, warp))
 
 
-def _first_writers(shared: np.ndarray) -> np.ndarray:
+def first_writers(shared: np.ndarray) -> np.ndarray:
     """Mask of the active lanes that are the lowest lane copying into their shared chunk."""
     n, warp = shared.shape
     order = np.argsort(shared, axis=1, kind="stable")  # equal addresses keep lane order
@@ -66,7 +66,7 @@ def _chunk(shared: np.ndarray, glob: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
     Every key is one int64 (1-D sorts are what numpy does fast): the instruction (13 bits), the line and
     the row as dense ids over the chunk (18 bits each), then the small fields."""
-    keep = _first_writers(shared)
+    keep = first_writers(shared)
     inst = np.nonzero(keep)[0].astype(np.int64)
     s, g = shared[keep], glob[keep]
     if inst.size == 0:

@@ -8,7 +8,8 @@ checks of op, width and arch live in one place. The load/store/atomic rules are 
 (``OP_STATUS``; ``autopad validate --ops ldmatrix,stmatrix,cp.async`` measured 728 probes on the H200 on
 2026-12-01: all 536 ldmatrix/stmatrix ones agree with the rules below; the cp.async rule below was fitted
 to the 144 ``.ca`` ones afterwards and agrees with 126, model_cp_async.py; the run read the ``.ca``
-counter for the 48 ``.cg`` ones, which is zero, so ``.cg`` is unmeasured). What the rules rest on:
+counter for the 48 ``.cg`` ones, which is zero; ``.cg`` was measured from its own counter on 2026-12-05 and
+has a rule of its own, op ``"cp.async.cg"``, model_cp_async_cg.py). What the rules rest on:
 
 * ``ldmatrix.sync.aligned.m8n8.xK[.trans].shared.b16`` (op ``"ldmatrix.xK"``, ``"ldmatrix"`` = x4,
   ``access_bytes=16``): lanes 8i..8i+7 give the start addresses of the eight 16-byte rows of matrix i,

@@ -7,7 +7,8 @@ Three observations make a space of thousands of units cheap:
 * A uniform shift of every lane by whole 4-byte words rotates the banks and moves every word alike, so it
   cannot change a conflict. A tile layout repeats up to such a shift every ``_periods`` rows and columns
   (one row for padding, ``per_phase * max_phase`` rows for an XOR swizzle, stretched until the shift is
-  whole words), so an instruction moved towards (0, 0) by whole periods costs what it did. Its *content*
+  whole words), so an instruction moved towards (0, 0) by whole periods costs what it did (not a
+  cp.async.cg copy, whose cost depends on each chunk's place in its 128-byte row: those stay). Its *content*
   is then its kind (op, width), its shape (lanes relative to its lowest row and column) and that lowest
   row and column within one period: the CUDA transpose in fp32 has 5,700 units of 290 instructions each,
   but 3,100 contents. Patterns repeat each other's instructions (one tile walk under other layouts'

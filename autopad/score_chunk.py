@@ -67,8 +67,11 @@ def _score_chunk(
     kinds: dict[tuple[str, int], int] = {}
     n_part = [len(p[2]) for p in parts]
     kind = np.repeat(np.array([kinds.setdefault((p[0], p[1]), len(kinds)) for p in parts], np.int64), n_part)
-    # a group of one instruction is left where it is (as a period of None leaves every instruction)
-    multi = np.repeat(np.array(n_part) > 1, n_part)
+    # a group of one instruction is left where it is (as a period of None leaves every instruction); so is
+    # every cp.async.cg instruction: its cost depends on where each lane's chunk sits in its 128-byte row
+    # against the chunk its (lane-ordered) source gives it, which a move by a layout's period can change
+    # (model_cp_async_cg.py; only whole 128-byte rows are free)
+    multi = np.repeat(np.array([len(p[2]) > 1 and p[0] != "cp.async.cg" for p in parts], dtype=bool), n_part)
     # the lanes in the patterns' own integer type (the CUDA transpose's: int32, half the bytes)
     rows = np.concatenate([p[2] for p in parts])
     cols = np.concatenate([p[3] for p in parts])  # (an inactive lane's column is never read below)

@@ -114,7 +114,11 @@ def main(argv: list[str] | None = None) -> int:
                 timed[j].append(m.ms if m.correct else None)
         med = [statistics.median(ok) if (ok := [t for t in ts if t is not None]) else None for ts in timed]
         ref = torch_mm_ms(shape) if a.kernel == "matmul" else None
-        best = min(x for x in med[:2] if x is not None)
+        timed_ok = [x for x in med[:2] if x is not None]
+        if not timed_ok:
+            print(f"{text}: neither pick re-timed correctly; skipped", flush=True)
+            continue
+        best = min(timed_ok)
         for j, side in enumerate(("head", "variant", "default")):
             c = cands[j]
             res = picks[side][1] if side in picks else None
@@ -126,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"  {side}: {med[j]} ms, {rows[-1]['over_best_pick']}, of torch.mm {rows[-1]['of_torch_mm']}"
             )
+    if not rows:
+        return 2
     with open(out / "ab_tune.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()

@@ -49,3 +49,28 @@ def test_the_chosen_instruction_must_exist_and_words_agree_in_number():
         "1x",
         "1x",
     )
+
+
+def test_a_cg_copy_is_explained_per_global_line_and_an_empty_one_does_not_crash():
+    from autopad.access import Instruction
+    from autopad.explain import explain_text
+    from autopad.layouts import Tile
+
+    lanes = np.arange(32)
+    tile = Tile(64, 64, 2)  # 128-byte rows: lanes 8k..8k+7 copy tile row k, one global line each
+    rows = lanes // 8
+    rows[:8] = -1  # line 0 copies nothing
+    m = _build(tile, [Instruction("cg", "cp.async.cg", 16, rows, (lanes % 8) * 8)], "sm_90", 0)
+    assert m.lines[0].startswith("instruction 0 'cg': cp.async.cg of 16 bytes per lane, 24 active lanes")
+    assert "from 3 global lines: 3 wavefronts" in m.lines[0]
+    assert [line.split(":")[0].strip() for line in m.lines[1:4]] == [
+        "global line 1 (lanes 8-15)",
+        "global line 2 (lanes 16-23)",
+        "global line 3 (lanes 24-31)",
+    ]
+    # a column copy: every lane its own row, a wavefront each; and an instruction that copies nothing
+    col = _build(tile, [Instruction("c", "cp.async.cg", 16, lanes, np.zeros(32, int))], "sm_90", 0)
+    assert col.cost.per_instruction[0][2] == 32
+    none = Instruction("none", "cp.async.cg", 16, np.full(32, -1), np.zeros(32, int))
+    text = explain_text(tile, [none])
+    assert "0 active lanes" in text and "cp.async.cg    16" in text

@@ -135,3 +135,24 @@ def test_a_row_moved_by_whole_units_costs_the_same(op, width):
         moved = np.where(base >= 0, base + k * unit, -1)
         got = analyze_batch(moved, width, op, A)
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+def test_cp_async_cg_copies_are_not_moved_by_a_period():
+    """A .cg copy's cost depends on each chunk's place in its 128-byte row (its lane-ordered source gives
+    lane l chunk l % 8), so moving an instruction by a layout's period (144 bytes here) may change it: the
+    chunk scorer leaves .cg instructions where they are and agrees with them scored one by one."""
+    lanes = np.arange(32)
+    rows = np.array([lanes // 8, 1 + lanes // 8])  # tile rows 0-3 and 1-4, 8 lanes x 16 bytes a row
+    cols = np.array([(lanes % 8) * 8] * 2)
+    pats, units = [], []
+    for shift in (0, 1, 2, 3):  # the same instructions moved by whole rows (144-byte periods)
+        pats.append([("cp.async.cg", 16, rows + shift, cols, np.ones(2, np.int64))])
+    lays = [Padded(64, 64, 2, pad=p) for p in (0, 8, 16)] + [
+        Swizzled(64, 64, 2, sw_vec=8, per_phase=1, max_phase=8)
+    ]
+    which = [m for m in range(len(pats)) for _ in lays]
+    units = [lay for _ in pats for lay in lays]
+    wave, _ = _score_chunk(pats, which, units, [id(x) for x in units], A)
+    want = [_reference(pats[m], lay)[0] for m, lay in zip(which, units)]
+    assert wave.tolist() == want
+    assert _reference(pats[0], lays[1])[0] == 21  # 10 + 11 at the 144-byte stride (20 if moved)
