@@ -4,7 +4,9 @@
 issues) does not write shared memory as a store does. Read off Nsight Compute's own counter for it
 (``..._op_ldgsts_cache_bypass``) on 252 targeted probes (H100 run 179, 2026-12-05,
 benchmarks/probe_cp_async_cg.py: pairs of copies, whole-line permutations, two writers of a word) and
-checked on 144 earlier ones it was not read off (H200 run 157: every one agrees):
+checked on 144 earlier ones it was not read off (H200 run 157: every one agrees) and on 379 drawn after it
+was committed, with its predictions (H100 runs 181-182: ``autopad validate`` seed 2's 127 random ``.cg``
+probes and the script's seed 1, 252; every one agrees):
 
 * **Words written twice count once**: of the lanes copying into the same 16-byte shared chunk, the lowest
   lane's copy is the one counted (32 lanes into one word cost 1 wavefront; ``.ca`` costs 32).

@@ -80,12 +80,14 @@ OP_STATUS = {
         "prediction even with global_addresses; held out (2026-12-05, 180 random probes): all 199 "
         "line-ordered probes agree, 12 of 53 permuted; cp.async.cg has its own op, 'cp.async.cg'"
     ),
-    # H100 run 179 (252 targeted probes, the rule read off them) and H200 run 157 (144 probes the rule was
-    # not read off): benchmarks/results/h100/2026-12-05/run179, tests/fixtures/cp_async_cg_probes.json
+    # H100 run 179 (252 targeted probes, the rule read off them), H200 run 157 (144 probes the rule was not
+    # read off) and H100 runs 181-182 (379 probes drawn after the rule and its predictions were committed):
+    # benchmarks/results/h100/2026-12-05/run179, run181, run182; tests/fixtures/cp_async_cg_probes.json
     "cp.async.cg": (
-        "read off 252 targeted probes of its own counter (H100, 2026-12-05) and agrees with all of them and "
-        "with all 144 earlier H200 probes it was not read off; Nsight Compute counts no bank conflicts for "
-        "it, so ideal = wavefronts"
+        "read off 252 targeted probes of its own counter (H100, 2026-12-05) and agrees with all of them, "
+        "with all 144 earlier H200 probes it was not read off, and with all 379 drawn after it was "
+        "committed (H100, 2026-12-05: 127 random, 252 targeted); Nsight Compute counts no bank conflicts "
+        "for it, so ideal = wavefronts"
     ),
     "ldmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
     "stmatrix": "measured (H200, 2026-12-01: 268 of 268 probes agree)",
