@@ -24,7 +24,7 @@ probes and the script's seed 1, 252; every one agrees):
 
 Wavefronts = over the groups (line, row, parity, half swap, half set), the most moves any one source sector
 makes in the group, summed. Nsight Compute reports no bank conflicts for ``.cg`` (its conflict counter read
-0 on all 396 probes), so ``ideal`` here is the wavefronts themselves. Without ``global_addresses`` the
+0 on all 775 probes), so ``ideal`` here is the wavefronts themselves. Without ``global_addresses`` the
 source is lane-ordered: lane ``l`` copies ``16 l`` from a line-aligned base (8 lanes a line).
 
 Where the built-in kernels issue it: Triton's ``tl.dot`` path of the GEMM (kernels/triton/matmul.py, PATH

@@ -1,7 +1,8 @@
 """autopad/model_cp_async_cg.py: cp.async.cg's wavefronts, against Nsight Compute and as worked examples.
 
-The fixture holds 396 measured probes: H200 run 157's 144 (the rule was not read off them) and H100 run
-179's 252 (it was); every one must agree. The worked examples spell the rule out: which pairs of 16-byte
+The fixture holds 775 measured probes: H200 run 157's 144 (the rule was not read off them), H100 run 179's
+252 (it was) and H100 runs 181-182's 379 (drawn after the rule and its predictions were committed); every
+one must agree. The worked examples spell the rule out: which pairs of 16-byte
 copies share a wavefront, a line under an XOR of its chunks, a rotation, words written twice.
 """
 
@@ -38,7 +39,7 @@ def _one(copies: dict[int, tuple[int, int]]) -> int:
 
 def test_every_measured_probe_agrees_on_both_gpus():
     probes = json.loads(FIXTURE.read_text())["probes"]
-    assert len(probes) == 396
+    assert len(probes) == 775
     shared, glob = _batch(probes)
     wave, ideal = analyze_batch(shared, 16, "cp.async.cg", global_addresses=glob)
     measured = np.array([p["measured_wavefronts"] for p in probes])
@@ -46,8 +47,8 @@ def test_every_measured_probe_agrees_on_both_gpus():
     assert not bad, bad[:10]
     # Nsight Compute counts no bank conflicts for .cg: ideal is the wavefronts themselves
     assert all(p["measured_conflicts"] == 0 for p in probes) and (ideal == wave).all()
-    held_out = [p for p in probes if "run157" in p["run"]]
-    assert len(held_out) == 144  # the probes the rule was not read off
+    not_read_off = [p for p in probes if "run179" not in p["run"]]
+    assert len(not_read_off) == 144 + 379  # run 157's, and the held-out runs 181-182's
 
 
 def test_which_pairs_of_copies_share_a_wavefront():
