@@ -12,7 +12,8 @@ in alternating order by shape, then re-times both picks and the spec's unpadded 
         --shapes 4096x4096x4096,8192x8192x8192 --set smem_issue=0 --out DIR
 
 Writes ``ab_tune.csv`` (one row per shape and side: the pick, what the tuner measured, its tuning time, the
-re-timed medians) and prints the pick over the faster side's pick.
+re-timed medians) and ``ab_tune_measured.csv`` (every candidate each side's tune measured, with its time and
+prediction: what a replay of either search needs), and prints the pick over the faster side's pick.
 """
 
 from __future__ import annotations
@@ -80,8 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     import autopad
     import autopad.predict as P
-    from autopad.bench import measure
+    from autopad.bench import gpu_available, measure
     from autopad.tune import resolve
+
+    if not gpu_available():  # without one both tunes would answer the model's pick and nothing could be timed
+        ap.error("needs a GPU: it tunes and times on one (autopad.tune ranks by the model alone without)")
 
     head = P.CONSTANTS
     variant = dataclasses.replace(head, **parse_set(a.set))
@@ -89,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     default = dict(getattr(spec, "DEFAULTS", {}))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows: list[dict] = []
+    measured: list[dict] = []  # every candidate each tune measured, in the tuner's order: a replay's data
     for i, text in enumerate(a.shapes.split(",")):
         shape = tuple(int(x) for x in text.split("x"))
         picks = {}
@@ -102,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
             finally:
                 P.CONSTANTS = head
             picks[side] = (dict(res.best.constants), res, time.time() - t0)
+            measured += [{"shape": text, "side": side, "key": c.key, "ms": c.measured_ms,
+                          "correct": c.correct, "predicted_s": c.prediction.seconds}
+                         for c in res.candidates if c.measurement is not None]  # fmt: skip
             n = sum(c.measurement is not None for c in res.candidates)
             print(f"{text} {side}: pick {short(res.best.constants)} ({n} measured, "
                   f"{time.time() - t0:.0f} s)", flush=True)  # fmt: skip
@@ -130,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"  {side}: {med[j]} ms, {rows[-1]['over_best_pick']}, of torch.mm {rows[-1]['of_torch_mm']}"
             )
+    if measured:
+        with open(out / "ab_tune_measured.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(measured[0]))
+            w.writeheader()
+            w.writerows(measured)
     if not rows:
         return 2
     with open(out / "ab_tune.csv", "w", newline="") as f:
