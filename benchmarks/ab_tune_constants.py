@@ -49,24 +49,17 @@ def short(constants: dict[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(constants.items()) if not (k.startswith("SW_") and v == 1))
 
 
-def torch_mm_ms(shape: tuple[int, ...], reps: int = 30) -> float:
-    """Median of ``reps`` CUDA-event timings of torch.mm in fp32 (TF32 off) on random [M, K] x [K, N]."""
+def torch_mm_ms(shape: tuple[int, ...]) -> float:
+    """torch.mm in fp32 (TF32 off) on random [M, K] x [K, N], timed as the tuner times a candidate
+    (``autopad.bench_timing.benchmark``: L2 flush, CUDA events, median), so the ratio is like for like."""
     import torch
+
+    from autopad.bench_timing import benchmark
 
     torch.backends.cuda.matmul.allow_tf32 = False
     m, n, k = shape
     a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
-    for _ in range(3):
-        torch.mm(a, b)
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        torch.mm(a, b)
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    return statistics.median(times)
+    return benchmark(lambda: torch.mm(a, b)).ms
 
 
 def main(argv: list[str] | None = None) -> int:
