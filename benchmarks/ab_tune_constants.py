@@ -5,7 +5,10 @@ studies answer that only where the study measured what the tuner asks for; this 
 GPU. For each shape it runs ``autopad.tune`` twice without a cache (``cache=False``), once with
 ``autopad.predict.CONSTANTS`` as committed ("head") and once with the fields given by ``--set`` changed
 ("variant"; e.g. ``--set smem_issue=0``: the SIMT GEMM ranked without the shared instructions' issue slots),
-in alternating order by shape, then re-times both picks and the spec's unpadded default with
+in alternating order by shape. ``--spec-set NAME=value`` changes a spec module's constant on the variant's
+side instead (or as well), e.g. ``--spec-set REG_CAP_SLACK=0.2,REG_CAP_COST=0.75``: every loaded module of
+the built-in kernels that defines NAME gets the value while the variant tunes (the specs read their
+constants at every call). Then it re-times both picks and the spec's unpadded default with
 ``autopad.bench.measure`` in ``--rounds`` rounds of alternating order, beside ``torch.mm`` for a GEMM.
 
     python benchmarks/ab_tune_constants.py --kernel matmul --backend cuda --dtype float32 \
@@ -44,6 +47,18 @@ def parse_set(text: str) -> dict[str, float]:
     return out
 
 
+def spec_modules(names: list[str]) -> list[tuple[object, str, object]]:
+    """(module, NAME, committed value) for every loaded module of the built-in kernels (``kernels.*``,
+    ``autopad.kernels.*``: one file may be loaded under both) that defines NAME."""
+    hits = [(m, n, getattr(m, n)) for key, m in list(sys.modules.items())
+            if m is not None and (key.startswith("kernels.") or key.startswith("autopad.kernels."))
+            for n in names if n in vars(m)]  # fmt: skip
+    missing = set(names) - {n for _, n, _ in hits}
+    if missing:
+        raise SystemExit(f"--spec-set: no loaded kernel module defines {', '.join(sorted(missing))}")
+    return hits
+
+
 def short(constants: dict[str, int]) -> str:
     """The constants, without the swizzle knobs at 1 (no swizzle)."""
     return ",".join(f"{k}={v}" for k, v in sorted(constants.items()) if not (k.startswith("SW_") and v == 1))
@@ -68,10 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--shapes", required=True, help="comma-separated, e.g. 4096x4096x4096,8192x8192x8192")
-    ap.add_argument("--set", required=True, help="the variant's Constants fields, e.g. smem_issue=0")
+    ap.add_argument("--set", default="", help="the variant's Constants fields, e.g. smem_issue=0")
+    ap.add_argument(
+        "--spec-set", default="", help="the variant's spec module constants, e.g. REG_CAP_SLACK=0.2"
+    )
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
+    if not a.set and not a.spec_set:
+        ap.error("give --set, --spec-set or both: what the variant changes")
     import autopad
     import autopad.predict as P
     from autopad.bench import gpu_available, measure
@@ -83,6 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     head = P.CONSTANTS
     variant = dataclasses.replace(head, **parse_set(a.set))
     spec = resolve(a.kernel, a.backend)
+    spec_values = {
+        n: float(v) for n, _, v in (p.strip().partition("=") for p in a.spec_set.split(",") if p.strip())
+    }
+    patched = spec_modules(list(spec_values))
+    label = ";".join(x for x in (a.set, a.spec_set) if x)
     default = dict(getattr(spec, "DEFAULTS", {}))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -94,11 +119,16 @@ def main(argv: list[str] | None = None) -> int:
         sides = [("head", head), ("variant", variant)]
         for side, k in sides if i % 2 == 0 else sides[::-1]:  # who tunes first alternates by shape
             P.CONSTANTS = k  # the predictor reads the module's constants at every call
+            if side == "variant":
+                for m, n, _ in patched:
+                    setattr(m, n, spec_values[n])
             t0 = time.time()
             try:
                 res = autopad.tune(a.kernel, shape, a.dtype, backend=a.backend, cache=False, progress=False)
             finally:
                 P.CONSTANTS = head
+                for m, n, v in patched:
+                    setattr(m, n, v)
             picks[side] = (dict(res.best.constants), res, time.time() - t0)
             measured += [{"shape": text, "side": side, "key": c.key, "ms": c.measured_ms,
                           "correct": c.correct, "predicted_s": c.prediction.seconds}
@@ -127,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"shape": text, "side": side, "pick": short(c), "retimed_ms": med[j],
                          "over_best_pick": med[j] / best if med[j] else None, "measured": n,
                          "tune_s": round(picks[side][2], 1) if side in picks else "", "torch_mm_ms": ref,
-                         "of_torch_mm": ref / med[j] if ref and med[j] else None, "set": a.set})  # fmt: skip
+                         "of_torch_mm": ref / med[j] if ref and med[j] else None, "set": label})  # fmt: skip
             print(
                 f"  {side}: {med[j]} ms, {rows[-1]['over_best_pick']}, of torch.mm {rows[-1]['of_torch_mm']}"
             )

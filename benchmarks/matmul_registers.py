@@ -10,6 +10,11 @@ tests/test_cuda_matmul.py compiles and compares. NVRTC (the tuner's compiler, th
 about 1 s each. Prints the two tables as Python, to paste into matmul_regs.py:
 
     AUTOPAD_CUDA_COMPILER=nvrtc python benchmarks/matmul_registers.py [--jobs 2]
+
+``--spills FILE``: instead, every build whose ``__launch_bounds__`` cap (MIN_BLOCKS 2) is below its need
+(``matmul_cost.register_need``), plain and with each of the 9 swizzles of A and of B, at both thread maps,
+compiled with the cap: its registers, stack bytes and the local-memory loads and stores (LDL / STL) in its
+SASS, as CSV. What ``REG_CAP_SLACK`` was read off: which capped builds spill at all.
 """
 
 from __future__ import annotations
@@ -43,19 +48,78 @@ def cuobjdump() -> str:
     return tool
 
 
-def registers(constants: dict[str, int], tool: str, tmp: Path) -> int:
-    """Registers per thread of matmul_kernel built with ``constants``."""
+def _cubin(constants: dict[str, int], tmp: Path) -> Path:
     blob = cuda_compile.compile_cubin(G.source(), G.defines(constants), "sm_90", "matmul_kernel")
     path = tmp / ("_".join(f"{k}{v}" for k, v in sorted(constants.items())) + ".cubin")
     path.write_bytes(blob[blob.index(b"\x7fELF") :])
+    return path
+
+
+def registers(constants: dict[str, int], tool: str, tmp: Path) -> int:
+    """Registers per thread of matmul_kernel built with ``constants``."""
+    path = _cubin(constants, tmp)
     out = subprocess.run([tool, "--dump-resource-usage", str(path)], capture_output=True, text=True).stdout
     return int(re.search(r"Function matmul_kernel:\s*REG:(\d+)", out).group(1))
+
+
+def spills(constants: dict[str, int], tool: str, tmp: Path) -> tuple[int, int, int, int]:
+    """(registers, stack bytes, LDL, STL) of matmul_kernel built with ``constants``: the local-memory
+    instructions in its SASS are the spills."""
+    path = _cubin(constants, tmp)
+    use = subprocess.run([tool, "--dump-resource-usage", str(path)], capture_output=True, text=True).stdout
+    sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True).stdout
+    m = re.search(r"Function matmul_kernel:\s*REG:(\d+)\s*STACK:(\d+)", use)
+    return int(m.group(1)), int(m.group(2)), len(re.findall(r"\bLDL", sass)), len(re.findall(r"\bSTL", sass))
+
+
+def spill_table(jobs: int, path: Path) -> None:
+    """``--spills``: the capped builds (MIN_BLOCKS 2, need over the cap) and their spills, as CSV."""
+    from autopad.kernels.cuda import matmul_cost as C
+
+    tool = cuobjdump()
+    builds = []
+    for tile in sorted(G.REGS_SM90):
+        for tmap in (0, 1):
+            base = dict(
+                G.DEFAULTS, **dict(zip(("BM", "BN", "BK", "TM", "TN"), tile)), SPLIT_K=1, MIN_BLOCKS=2
+            )
+            base["THREAD_MAP"] = tmap
+            variants = [("-", base)] + [
+                (
+                    f"{x}{pp}{mp}",
+                    dict(base, **{f"SW_VEC_{x}": 4, f"SW_PER_PHASE_{x}": pp, f"SW_MAX_PHASE_{x}": mp}),
+                )
+                for x in "AB"
+                for pp, mp in SWIZZLES
+            ]
+            for name, c in variants:
+                need, cap = int(C.register_need(c)), C.register_cap(c)
+                if need > cap and G.legal(c, (1024, 1024, 1024)):
+                    builds.append((tile, tmap, name, need, cap, c))
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(jobs) as pool:
+        got = list(pool.map(lambda b: spills(b[5], tool, Path(tmp)), builds))
+    with open(path, "w") as f:
+        f.write("BM,BN,BK,TM,TN,THREAD_MAP,swizzle,need,cap,over,regs,stack,ldl,stl\n")
+        for (tile, tmap, name, need, cap, _), (regs, stack, ldl, stl) in zip(builds, got):
+            f.write(
+                ",".join(
+                    map(str, (*tile, tmap, name, need, cap, round(need / cap - 1, 3), regs, stack, ldl, stl))
+                )
+            )
+            f.write("\n")
+    spilled = sum(1 for g in got if g[2] or g[3])
+    print(f"{len(builds)} capped builds, {spilled} spill; {path}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=2)
-    jobs = ap.parse_args().jobs
+    ap.add_argument("--spills", help="write the capped builds' spills here (CSV) instead of the tables")
+    a = ap.parse_args()
+    jobs = a.jobs
+    if a.spills:
+        spill_table(jobs, Path(a.spills))
+        return
     tool = cuobjdump()
     tiles = sorted(G.REGS_SM90)
     builds: list[tuple[tuple[int, ...], str, dict[str, int]]] = []

@@ -43,3 +43,18 @@ def test_the_variant_names_fields_of_the_constants_and_no_gpu_is_refused(monkeyp
     with pytest.raises(SystemExit):
         ab.main(["--shapes", "64x64x64", "--set", "smem_issue=0", "--out", str(tmp_path)])
     assert not (tmp_path / "ab_tune.csv").exists()
+
+
+def test_the_variant_can_change_a_spec_modules_constant(capsys, tmp_path):
+    import autopad.kernels.cuda.matmul_cost as C
+
+    from autopad.request import resolve
+
+    resolve("matmul", "cuda", "float32")  # loads the spec's modules
+    hits = ab.spec_modules(["REG_CAP_SLACK", "REG_CAP_COST"])
+    assert (C, "REG_CAP_SLACK", C.REG_CAP_SLACK) in hits and (C, "REG_CAP_COST", C.REG_CAP_COST) in hits
+    with pytest.raises(SystemExit, match="no loaded kernel module defines NO_SUCH"):
+        ab.spec_modules(["NO_SUCH"])
+    with pytest.raises(SystemExit):  # neither --set nor --spec-set: nothing to compare
+        ab.main(["--shapes", "64x64x64", "--out", str(tmp_path)])
+    assert "give --set, --spec-set or both" in capsys.readouterr().err

@@ -629,3 +629,24 @@ def test_swizzle_register_table_matches_the_compiler(monkeypatch, tmp_path, tile
     # swizzle's registers by more, as the one that made 128x64x8 8x8 (16, 4) -> (12, 0), still fails here
     want = G.REGS_SWIZZLE_SM90[tile]
     assert abs(da - want[0]) <= 2 and abs(db - want[1]) <= 2, (got, (da, db), want)
+
+
+def test_a_cap_within_the_slack_costs_nothing_and_beyond_it_the_excess(monkeypatch):
+    # REG_CAP_SLACK: the share of the need a capped build absorbs without spilling; only the rest is charged
+    from autopad.kernels.cuda import matmul_cost as C
+
+    c = dict(G.DEFAULTS, BM=128, BN=128, BK=16, TM=8, TN=8, MIN_BLOCKS=2)  # need 153, cap 128: over 0.195
+    over = G.register_need(c) / G.register_cap(c) - 1
+    assert 0.19 < over < 0.2
+    monkeypatch.setattr(C, "REG_CAP_SLACK", 0.0)
+    assert G.launch_info(c, SHAPE)["flops_efficiency"] == pytest.approx(1 / (1 + C.REG_CAP_COST * over))
+    monkeypatch.setattr(C, "REG_CAP_SLACK", 0.2)
+    assert "flops_efficiency" not in G.launch_info(c, SHAPE)
+    a = dict(c, SW_VEC_A=4, SW_PER_PHASE_A=2, SW_MAX_PHASE_A=8)  # a swizzled A adds registers: over 0.43
+    over_a = G.register_need(a) / G.register_cap(a) - 1
+    assert G.launch_info(a, SHAPE)["flops_efficiency"] == pytest.approx(
+        1 / (1 + C.REG_CAP_COST * (over_a - 0.2))
+    )
+    cols = {k: np.array([x[k] for x in (c, a)]) for k in G.SPACE}
+    got = G.launch_info_batch(cols, SHAPE, "float32")["flops_efficiency"]
+    assert got[0] == 1.0 and got[1] == pytest.approx(G.launch_info(a, SHAPE)["flops_efficiency"])

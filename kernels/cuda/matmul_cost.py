@@ -41,6 +41,11 @@ if TYPE_CHECKING:
 # counts on purpose, since the constant is applied to today's builds. Run 1 (2048^3) and run 20's shapes
 # are held out.
 REG_CAP_COST = 0.50
+# ... charged only on the part of ``over`` beyond REG_CAP_SLACK: ptxas fits a thread under a cap somewhat
+# below its uncapped count by scheduling more tightly, without local-memory spills (compiled at sm_90,
+# MIN_BLOCKS 2 of every capped tile and swizzle: quality/simt_gemm_model_notes.md). 0 charges every register
+# over the cap, as fitted above.
+REG_CAP_SLACK = 0.0
 REGS_PER_SM = _ARCH.regs_per_sm  # the register file that __launch_bounds__ divides
 
 
@@ -81,8 +86,14 @@ def register_cap(c: dict[str, int]) -> int:
 def flops_efficiency(c: dict[str, int]) -> float:
     """The share of the fp32 rate the inner loop keeps under its register cap (1 where the tile and its
     layout fit: ``register_need``)."""
-    over = register_need(c) / register_cap(c) - 1.0
-    return 1.0 / (1.0 + REG_CAP_COST * over) if over > 0 else 1.0
+    return float(cap_efficiency(register_need(c) / register_cap(c) - 1.0))
+
+
+def cap_efficiency(over: Any) -> Any:
+    """1 / (1 + REG_CAP_COST x) for x = ``over`` less REG_CAP_SLACK where positive, else 1 (scalars or
+    arrays): the arithmetic's share of its rate under a register cap ``over`` below the need."""
+    x = np.maximum(np.asarray(over, dtype=np.float64) - REG_CAP_SLACK, 0.0)
+    return 1.0 / (1.0 + REG_CAP_COST * x)
 
 
 def swizzle_accesses(c: Any) -> Any:
@@ -159,7 +170,5 @@ def launch_info_batch(
     threads = (cols["BN"] // cols["TN"]) * (cols["BM"] // cols["TM"])
     cap = np.minimum(255, REGS_PER_SM // (cols["MIN_BLOCKS"] * threads) // 8 * 8)
     out["regs_per_thread"] = np.minimum(cap, need).astype(np.float64)
-    over = need / cap - 1.0
-    eff = np.where(over > 0, 1.0 / (1.0 + REG_CAP_COST * np.maximum(over, 0)), 1.0)
-    out["flops_efficiency"] = eff
+    out["flops_efficiency"] = cap_efficiency(need / cap - 1.0)
     return out
