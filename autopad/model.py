@@ -26,7 +26,8 @@ from here):
   arch) is costed; its docstring has the rules for **ldmatrix, stmatrix and cp.async** (``OP_STATUS``:
   ldmatrix/stmatrix measured on the H200, cp.async.ca fitted to H200 probes, cp.async.cg read off its own);
 * model_cp_async.py: cp.async with ``global_addresses``: lanes grouped by the global line they copy from;
-* model_cp_async_cg.py: cp.async.cg (op "cp.async.cg"): 32-byte sector moves gathered into wavefronts;
+* model_cp_async_cg.py: cp.async.cg (op "cp.async.cg"): 32-byte sector moves gathered into wavefronts
+  (numpy; _model_numba_cg.py compiles the same rule for large batches);
 * model_addresses.py: caller input -> an int64 (n, warp) array, and the errors that name a bad row and lane;
 * model_numpy.py: the numpy backend's per-phase costs;
 * model_backend.py: numba or numpy (``backend``, ``NUMPY_FIRST``), and the drivers that run either on
@@ -86,7 +87,7 @@ from .model_backend import (  # noqa: F401
     backend,
 )
 from .model_cp_async import as_global_array, check_global, line_costs
-from .model_cp_async_cg import cg_costs
+from .model_cp_async_cg import cg_compiled, cg_costs
 from .model_numpy import _COUNT_ROWS, _count_costs, _numpy_costs, _phase_cost, _phase_lanes  # noqa: F401
 from .model_rules import (  # noqa: F401
     _MATRIX,
@@ -165,9 +166,10 @@ def analyze_batch(
     them (model_cp_async.py). Without it a lane-ordered source is assumed (lane ``l`` copies
     ``base + l * access_bytes``). This path runs on numpy (0.15-0.55 M random instructions a second on 2
     cores, against tens of millions for the plain rule's numba kernel) and always checks both sides,
-    ``validate=False`` or not. Op "cp.async.cg" always takes a numpy path of its own (model_cp_async_cg.py:
-    about 0.2 M random instructions a second on 2 cores), with or without ``global_addresses``
-    (lane-ordered without).
+    ``validate=False`` or not. Op "cp.async.cg" always takes a path of its own (model_cp_async_cg.py), with or
+    without ``global_addresses`` (lane-ordered without): numpy, about 0.2 M random instructions a second on
+    2 cores, or from 20,000 instructions on its numba kernel (_model_numba_cg.py), 2.4-2.8 M; both check
+    both sides, ``validate=False`` or not.
     """
     a = get_arch(arch)
     rule = _rule(op, access_bytes, a)
@@ -238,8 +240,12 @@ def _cp_async_lines(arr: np.ndarray, global_addresses: object, rule: _Rule, per_
             f"global_addresses: only ops 'cp.async' and 'cp.async.cg' copy from global memory; "
             f"op is {rule.op!r}"
         )
-    _check_numpy(arr, rule)
     glob = None if global_addresses is None else as_global_array(global_addresses, arr)
+    if rule.op == "cp.async.cg" and not per_line:  # compiled: checks as it counts (None: numpy's turn)
+        got = cg_compiled(arr, glob)
+        if got is not None:
+            return got
+    _check_numpy(arr, rule)
     if glob is not None:
         check_global(glob, arr, rule.width)
     if rule.op == "cp.async.cg":

@@ -33,9 +33,18 @@ costs as a store does (one global line into one row under an XOR: 1 wavefront) w
 bytes or more; with 64-byte tile rows (BK 32 at 16 bits) the 8 lanes copy two global lines into one row,
 2 wavefronts where the store pattern that spec scores counts 1. The spec's pattern has no global side, so
 that case is not charged (its time effect is unmeasured).
+
+Speed: this numpy rule packs each lane's move into an int64 key and sorts, about 0.2 million random
+instructions a second on this project's 2-core machine. Batches of ``NUMPY_BELOW`` instructions or more (and
+all of them under ``AUTOPAD_MODEL_BACKEND=numba``) go to the same rule compiled with numba
+(_model_numba_cg.py: small hash tables per instruction, no sort), about 1.8 million a second a core, on
+every core; the answers are identical (tests/test_model_cp_async_cg.py). ``per_line`` (``analyze``'s
+per-line costs) always takes numpy.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -58,6 +67,11 @@ def first_writers(shared: np.ndarray) -> np.ndarray:
     np.put_along_axis(keep, order, first & (ss >= 0), axis=1)
     return keep
 
+
+# batches this large or larger go to the compiled rule where numba loads: importing numba and loading the
+# cached kernel took 0.2-0.25 s on the 2-core machine, what numpy spends on about 50,000 instructions
+NUMPY_BELOW = 20_000
+_PART = 1 << 14  # the compiled rule: fewest instructions worth a thread of their own
 
 _ROWS = 8192  # instructions costed at a time: 13 bits of instruction in the packed keys below
 _ID = 18  # bits of a dense line or row id: a chunk holds at most 8192 x 32 = 2**18 distinct ones
@@ -106,9 +120,9 @@ def cg_costs(
     ``per_line``) of a checked batch: ``shared`` int64 (n, warp), -1 inactive, 16-byte aligned; ``glob``
     the lanes' global byte addresses (same shape; None = lane-ordered)."""
     n, warp = shared.shape
-    wave = np.zeros(n, dtype=np.int64)
     if glob is None:
         glob = lane_ordered(n, warp)
+    wave = np.zeros(n, dtype=np.int64)
     costs: list = []
     for lo in range(0, n, _ROWS):
         inst, line, cost = _chunk(shared[lo : lo + _ROWS], glob[lo : lo + _ROWS])
@@ -119,3 +133,60 @@ def cg_costs(
                 rows[i][ln] = rows[i].get(ln, 0) + c
             costs += [tuple(c for _, c in sorted(r.items())) for r in rows]
     return wave, wave.copy(), costs
+
+
+def cg_compiled(shared: np.ndarray, glob: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, list] | None:
+    """``cg_costs`` without per-line costs on the compiled rule, which checks the addresses as it goes
+    (``shared`` int64 (n, warp), -1 inactive; ``glob`` the same shape or None = lane-ordered), or None
+    where numpy should do it: a batch under ``NUMPY_BELOW`` (``auto``), no numba, or a bad address (the
+    numpy checks then say which and why)."""
+    from .model_rules import ADDRESS_LIMIT
+
+    n, warp = shared.shape
+    kernel = _compiled(n) if warp <= 32 else None  # (its tables hold 63 entries: a lane each, half full)
+    if kernel is None:
+        return None
+    if glob is None:
+        glob = lane_ordered(n, warp)
+    wave = _run_compiled(kernel, shared, glob, ADDRESS_LIMIT)
+    return None if wave is None else (wave, wave.copy(), [])
+
+
+def _compiled(n: int):
+    """_model_numba_cg's ``cg_rows`` where a batch of ``n`` should take it: ``AUTOPAD_MODEL_BACKEND=numba``
+    (numba must load), or ``auto`` with ``n >= NUMPY_BELOW`` and numba loading; else None (numpy)."""
+    choice = os.environ.get("AUTOPAD_MODEL_BACKEND", "auto").strip().lower() or "auto"
+    if choice == "numpy" or (choice == "auto" and n < NUMPY_BELOW):
+        return None
+    try:
+        from ._model_numba_cg import cg_rows
+    except Exception as exc:  # numba missing, or too old/new for this numpy
+        if choice == "numba":
+            raise RuntimeError(f"AUTOPAD_MODEL_BACKEND=numba, but numba does not load ({exc})") from exc
+        return None
+    return cg_rows
+
+
+def _run_compiled(kernel, shared: np.ndarray, glob: np.ndarray, limit: int) -> np.ndarray | None:
+    """The compiled rule over a batch, in parts on every core (the kernel releases the GIL); None where a
+    part met a bad address."""
+    from .model_backend import _threads
+
+    shared = np.ascontiguousarray(shared, dtype=np.int64)
+    glob = np.ascontiguousarray(glob, dtype=np.int64)  # (a lane-ordered source is a broadcast view)
+    n = shared.shape[0]
+    wave = np.empty(n, dtype=np.int64)
+    parts = max(1, min(4 * _threads(), n // _PART))
+
+    def run(i: int) -> int:
+        lo, hi = n * i // parts, n * (i + 1) // parts
+        return int(kernel(shared[lo:hi], glob[lo:hi], wave[lo:hi], limit))
+
+    if parts == 1:
+        bad = [run(0)]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(_threads(), parts)) as pool:
+            bad = list(pool.map(run, range(parts)))
+    return None if any(b >= 0 for b in bad) else wave

@@ -150,3 +150,57 @@ def test_a_pattern_may_state_cg_copies_and_the_scoring_path_costs_them_by_the_ru
     addr = (rng.integers(0, 512, size=(64, 32)) * C).astype(np.int32)  # the scorer's int32 batches
     got, _ = _costs(addr, 16, "cp.async.cg", get_arch("sm_90"))
     assert (got == analyze_batch(addr.astype(np.int64), 16, "cp.async.cg")[0]).all()
+
+
+def _random(rng: np.random.Generator, n: int, span: int, lines: int) -> tuple[np.ndarray, np.ndarray]:
+    """n random instructions: shared chunks in ``span`` chunks (duplicates likely where small), about a
+    tenth of the lanes inactive, sources in ``lines`` global lines."""
+    shared = rng.integers(0, span, (n, 32)) * C
+    shared[rng.random((n, 32)) < 0.1] = -1
+    glob = rng.integers(0, lines * 8, (n, 32)) * C
+    return shared.astype(np.int64), glob.astype(np.int64)
+
+
+def test_the_compiled_rule_gives_numpys_answers(monkeypatch):
+    pytest.importorskip("numba")
+    import autopad.model_cp_async_cg as cg
+
+    probes = json.loads(FIXTURE.read_text())["probes"]
+    rng = np.random.default_rng(7)
+    batches = [_batch(probes)] + [
+        _random(rng, 3000, span, lines) for span in (2, 8, 64, 4096) for lines in (1, 4, 512)
+    ]
+    shared, glob = _random(rng, 3000, 64, 4)
+    batches.append((shared, None))  # the lane-ordered source
+    for shared, glob in batches:
+        monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "numpy")
+        want = analyze_batch(shared, 16, "cp.async.cg", global_addresses=glob)
+        assert cg.cg_compiled(shared, glob) is None  # numpy forced: the compiled rule stays out
+        monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "numba")
+        got = cg.cg_compiled(shared, glob)
+        assert got is not None
+        assert (got[0] == want[0]).all() and (got[1] == want[1]).all()
+        assert (analyze_batch(shared, 16, "cp.async.cg", global_addresses=glob)[0] == want[0]).all()
+    # auto: small batches stay on numpy (loading numba costs more than they take), large ones compile
+    monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "auto")
+    assert cg.cg_compiled(*_random(rng, cg.NUMPY_BELOW - 1, 64, 4)) is None
+    big = _random(rng, cg.NUMPY_BELOW, 64, 4)
+    assert (cg.cg_compiled(*big)[0] == cg.cg_costs(*big)[0]).all()
+
+
+def test_the_compiled_rule_leaves_bad_addresses_to_numpys_errors(monkeypatch):
+    pytest.importorskip("numba")
+    import autopad.model_cp_async_cg as cg
+
+    monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "numba")
+    shared, glob = _random(np.random.default_rng(3), 50, 64, 4)
+    for where, fix in (("shared", 8), ("shared", -3), ("global", -5), ("global", 24)):
+        s, g = shared.copy(), glob.copy()
+        s[17, 3] = 160 if where == "global" else fix
+        if where == "global":
+            g[17, 3] = fix
+        assert cg.cg_compiled(s, g) is None  # found it, stopped: numpy's checks word the error
+        with pytest.raises(ValueError, match="row 17 lane 3"):
+            analyze_batch(s, 16, "cp.async.cg", global_addresses=g)
+    wide = np.full((2, 64), -1, dtype=np.int64)  # a 64-lane warp: more lanes than its tables hold
+    assert cg.cg_compiled(wide, None) is None
