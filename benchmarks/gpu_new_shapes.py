@@ -24,6 +24,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 9 --out $OUT  # the SIMT GEMM on today's source
     python benchmarks/gpu_new_shapes.py --round 10 --out $OUT  # transposes held out from phased_loads
     python benchmarks/gpu_new_shapes.py --round 11 --out $OUT  # SIMT GEMMs held out from smem_issue
+    python benchmarks/gpu_new_shapes.py --round 12 --out $OUT  # SIMT GEMMs held out from REG_CAP_SLACK
 """
 
 from __future__ import annotations
@@ -293,6 +294,15 @@ ROUND11: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("matmul", "cuda", "float32", None, (5000, 600, 2000)),
     ("matmul", "cuda", "float32", None, (700, 1900, 2500)),
 ]
+# round 12 (2026-12-06, twenty-ninth session): SIMT GEMM shapes drawn after ``REG_CAP_SLACK`` (the register
+# cap's charge from 0.2 over the cap, kernels/cuda/matmul_cost.py): held out from it, grids of 128 x 128
+# tiles from under one to several rounds of the SMs, where the cap's second block an SM does or does not pay
+ROUND12: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("matmul", "cuda", "float32", None, (4096, 2048, 1024)),
+    ("matmul", "cuda", "float32", None, (3072, 3072, 1000)),
+    ("matmul", "cuda", "float32", None, (1800, 5000, 1500)),
+    ("matmul", "cuda", "float32", None, (2500, 1300, 4000)),
+]
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -393,7 +403,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
         )
 ROUNDS = {
     1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9,
-    10: ROUND10, 11: ROUND11,
+    10: ROUND10, 11: ROUND11, 12: ROUND12,
 }  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
@@ -410,6 +420,7 @@ SAMPLES = {
     9: _QUALITY / "model_only_new_shapes9_sample.json",
     10: _QUALITY / "model_only_new_shapes10_sample.json",
     11: _QUALITY / "model_only_new_shapes11_sample.json",
+    12: _QUALITY / "model_only_new_shapes12_sample.json",
 }
 RANDOM = 90
 

@@ -417,41 +417,50 @@ def test_batch_hooks_agree_with_legal_and_launch_info():
     hooks_agree(KernelSpec(G), G, "float32", shapes)
 
 
-def _best_by_tile(run: str, shape: str) -> dict[tuple, float]:
-    """The fastest correct time of each (BM, BN, BK, TM, TN, MIN_BLOCKS) in a recorded H200 study."""
+def _best_by_tile(run: str, shape: str, split_k: int | None = None) -> dict[tuple, float]:
+    """The fastest correct time of each (BM, BN, BK, TM, TN, MIN_BLOCKS) in a recorded H200 study (``run``:
+    run1 / run2 of quality/, or a rows file's path under benchmarks/results/h200), of one SPLIT_K if given."""
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    results = Path(__file__).resolve().parents[1] / "benchmarks/results/h200"
+    sys.path.insert(0, str(results.parents[1]))
     from quality_report import load_rows
 
-    path = (
-        Path(__file__).resolve().parents[1] / "benchmarks/results/h200/quality" / f"{run}_quality_rows.csv.gz"
-    )
+    path = results / "quality" / f"{run}_quality_rows.csv.gz" if "/" not in run else results / run
     best: dict[tuple, float] = {}
     for r in load_rows(path)[("matmul", "cuda", "float32", shape)]:
         if r["correct"] and r["ms"]:
             c = {k: int(v) for k, v in (kv.split("=") for kv in r["key"].split(","))}
+            if split_k is not None and c["SPLIT_K"] != split_k:
+                continue
             t = tuple(c[k] for k in ("BM", "BN", "BK", "TM", "TN", "MIN_BLOCKS"))
             best[t] = min(best.get(t, np.inf), r["ms"])
     return best
 
 
-def test_register_cap_cost_is_run_2s_measured_twins():
+def test_register_cap_cost_is_todays_measured_twins_beyond_the_slack():
     # every tile whose MIN_BLOCKS = 2 launch bounds cap the registers below its need, against its MIN_BLOCKS
-    # = 1 twin, on run 2's shapes (one block an SM either way): REG_CAP_COST is the median slowdown per unit
-    # of need / cap - 1
-    per_unit = []
-    for shape in ("1024x1024x1024", "1536x1000x2000"):
-        best = _best_by_tile("run2", shape)
-        for tile, need in G.REGS_SM90.items():
-            c = dict(G.DEFAULTS, **dict(zip(("BM", "BN", "BK", "TM", "TN"), tile)), MIN_BLOCKS=2)
-            over = need / G.register_cap(c) - 1
-            if over > 0:
-                assert G.launch_info(c, (1024, 1024, 1024))["flops_efficiency"] < 1
-                per_unit.append((best[(*tile, 2)] / best[(*tile, 1)] - 1) / over)
-    assert len(per_unit) == 6  # the three 128x128 tiles of 256 and 512 threads the cap reaches
-    assert G.REG_CAP_COST == pytest.approx(float(np.median(per_unit)), abs=0.01)
+    # = 1 twin, on run 55's 1536x1000x2000 (today's kernel; 96 blocks of 128x128: one an SM either way):
+    # beyond REG_CAP_SLACK, REG_CAP_COST is the mean slowdown per unit of need / cap - 1 - slack; the tile
+    # within the slack measured within a few percent of its twin, where the older charge said 10%
+    best = _best_by_tile("2026-12-02/run55/study2/quality_rows.csv.gz", "1536x1000x2000", split_k=1)
+    per_unit, within = [], []
+    for tile, need in G.REGS_SM90.items():
+        c = dict(G.DEFAULTS, **dict(zip(("BM", "BN", "BK", "TM", "TN"), tile)), MIN_BLOCKS=2)
+        over = need / G.register_cap(c) - 1
+        if over <= 0 or (*tile, 2) not in best:
+            continue
+        ratio = best[(*tile, 2)] / best[(*tile, 1)]
+        if over > G.REG_CAP_SLACK:
+            assert G.launch_info(c, (1024, 1024, 1024))["flops_efficiency"] < 1
+            per_unit.append((ratio - 1) / (over - G.REG_CAP_SLACK))
+        else:
+            assert "flops_efficiency" not in G.launch_info(c, (1024, 1024, 1024))
+            within.append(ratio)
+    assert len(per_unit) == 2 and len(within) == 1  # the 512-thread 128x128 tiles, and 128x128x16 8x8
+    assert G.REG_CAP_COST == pytest.approx(float(np.mean(per_unit)), abs=0.01)
+    assert within[0] < 1.04 < 1 + 0.5 * 0.195  # the old charge's 1.0975
     assert "flops_efficiency" not in G.launch_info(G.DEFAULTS, (1024, 1024, 1024))  # 127 of 128 registers
     # the tile's registers reach the predictor, capped by its launch bounds
     assert G.launch_info(dict(G.DEFAULTS, BK=16, TN=4), SHAPE)["regs_per_thread"] == 64
@@ -540,40 +549,47 @@ def _median_by_layout(run: str, shape: str, tile: tuple[int, ...]) -> dict[str, 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     from quality_report import load_rows
 
-    path = (
-        Path(__file__).resolve().parents[1] / "benchmarks/results/h200/quality" / f"{run}_quality_rows.csv.gz"
-    )
+    results = Path(__file__).resolve().parents[1] / "benchmarks/results/h200"
+    path = results / "quality" / f"{run}_quality_rows.csv.gz" if "/" not in run else results / run
     got: dict[str, list[float]] = {"none": [], "A": [], "B": [], "both": []}
     for r in load_rows(path)[("matmul", "cuda", "float32", shape)]:
         c = {k: int(v) for k, v in (kv.split("=") for kv in r["key"].split(","))}
         here = tuple(c[k] for k in ("BM", "BN", "BK", "TM", "TN", "MIN_BLOCKS"))
-        if r["correct"] and r["ms"] and here == tile:
+        if r["correct"] and r["ms"] and here == tile and c.get("SPLIT_K", 1) == 1:
             a, b = c["SW_MAX_PHASE_A"] > 1, c["SW_MAX_PHASE_B"] > 1
             got["both" if a and b else "A" if a else "B" if b else "none"].append(float(r["ms"]))
     return {k: float(np.median(v)) for k, v in got.items()}
 
 
-def test_a_swizzle_adds_registers_spills_under_the_cap_and_takes_a_block_slot():
+def test_a_swizzle_adds_registers_and_takes_a_block_slot():
     """A swizzle raises the tile's register need (REGS_SWIZZLE_SM90). 128x128x8 8x8 needs 127 unpadded,
-    155 with A swizzled. Under MIN_BLOCKS 2's cap of 128 that spills: run 2 measured the A-swizzled layouts
-    a median 1.10x the unswizzled ones at 1024^3 and 1536x1000x2000, and the model now says > 1.05x (it
-    said 1.02x when it saw only the XOR's issue slots). Without the cap (MIN_BLOCKS 1) 155 registers leave
-    room for one 256-thread block an SM, not two: at 2048^3 (512 blocks) run 1 measured them 1.06x."""
+    155 with A swizzled. Under MIN_BLOCKS 2's cap of 128 that is 0.211 over, 0.011 beyond REG_CAP_SLACK: the
+    model charges the cap little (most such builds do not spill), though today's kernel measured the
+    A-swizzled layouts a median 1.06x the unswizzled ones at 1536x1000x2000 (one block an SM; 1.00x
+    without the cap) and 1.09x at 2048^3 (run 55): an under-charge the slack accepts (before it, the model
+    said 1.10x from the older kernel's run 2). Without the cap (MIN_BLOCKS 1) 155 registers leave room for one
+    256-thread block an SM, not two: at 2048^3 (256 blocks) run 55 measured them 1.10x, run 1 (older
+    kernel) 1.06x."""
     sw = {"SW_VEC_A": 4, "SW_PER_PHASE_A": 1, "SW_MAX_PHASE_A": 8}
     plain = dict(G.DEFAULTS, BM=128, BN=128, BK=8, TM=8, TN=8, MIN_BLOCKS=2)
     swz = dict(plain, **sw)
     assert G.register_need(plain) == 127 and G.register_need(swz) == 127 + 28
     assert G.launch_info(swz, SHAPE)["regs_per_thread"] == 128  # the cap
-    assert G.launch_info(swz, SHAPE)["flops_efficiency"] < 0.92
+    assert 0.99 < G.launch_info(swz, SHAPE)["flops_efficiency"] < 1
     assert "flops_efficiency" not in G.launch_info(plain, SHAPE)
-    for shape in ((1024, 1024, 1024), (1536, 1000, 2000)):
-        med = _median_by_layout("run2", "x".join(map(str, shape)), (128, 128, 8, 8, 8, 2))
-        assert med["A"] / med["none"] > 1.08
-        assert predicted(swz, shape) / predicted(plain, shape) > 1.05
+    capped = _median_by_layout(
+        "2026-12-02/run55/study2/quality_rows.csv.gz", "1536x1000x2000", (128, 128, 8, 8, 8, 2)
+    )
+    alone = _median_by_layout(
+        "2026-12-02/run55/study2/quality_rows.csv.gz", "1536x1000x2000", (128, 128, 8, 8, 8, 1)
+    )
+    assert capped["A"] / capped["none"] > 1.05 and alone["A"] / alone["none"] < 1.01
+    assert 1.0 < predicted(swz, (1536, 1000, 2000)) / predicted(plain, (1536, 1000, 2000)) < 1.03
     free = dict(swz, MIN_BLOCKS=1)
     assert G.launch_info(free, SHAPE)["regs_per_thread"] == 155  # 8 warps x 160 x 32 > 65536 / 2
-    med = _median_by_layout("run1", "2048x2048x2048", (128, 128, 8, 8, 8, 1))
-    assert med["A"] / med["none"] > 1.04 and med["both"] / med["none"] > 1.08
+    for run in ("run1", "2026-12-02/run55/study/quality_rows.csv.gz"):
+        med = _median_by_layout(run, "2048x2048x2048", (128, 128, 8, 8, 8, 1))
+        assert med["A"] / med["none"] > 1.04 and med["both"] / med["none"] > 1.08
     shape = (2048, 2048, 2048)
     assert predicted(free, shape) / predicted(dict(plain, MIN_BLOCKS=1), shape) > 1.04
     # both operands swizzled: the larger of the two additions (the compiler's, sampled), not their sum
@@ -650,3 +666,24 @@ def test_a_cap_within_the_slack_costs_nothing_and_beyond_it_the_excess(monkeypat
     cols = {k: np.array([x[k] for x in (c, a)]) for k in G.SPACE}
     got = G.launch_info_batch(cols, SHAPE, "float32")["flops_efficiency"]
     assert got[0] == 1.0 and got[1] == pytest.approx(G.launch_info(a, SHAPE)["flops_efficiency"])
+
+
+@pytest.mark.parametrize(
+    "table", ["cpu/matmul_cap_spills_nvcc13.csv", "h100/2026-12-05/run183/cap_spills_nvrtc.csv"]
+)
+def test_capped_builds_within_the_slack_mostly_do_not_spill(table):
+    # REG_CAP_SLACK read off compiles (benchmarks/matmul_registers.py --spills: every capped build of the
+    # space at MIN_BLOCKS 2, plain and under each swizzle, both thread maps): local-memory instructions in
+    # the SASS are spills; builds within the slack of their need mostly have none, beyond 0.3 mostly do
+    import csv
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks/results" / table
+    rows = list(csv.DictReader(path.open()))
+    assert len(rows) == 168
+    spills = [(float(r["over"]), int(r["ldl"]) + int(r["stl"]) > 0) for r in rows]
+    within = [s for over, s in spills if over <= G.REG_CAP_SLACK + 0.012]
+    beyond = [s for over, s in spills if over >= 0.3]
+    assert len(within) == 56 and sum(within) <= 9
+    assert len(beyond) == 112 and sum(beyond) >= 99
+    assert all(int(r["regs"]) <= int(r["cap"]) for r in rows)  # the cap held: what did not fit spilled

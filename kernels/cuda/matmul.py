@@ -48,6 +48,7 @@ from . import matmul_cost, matmul_space
 from .matmul_cost import (  # noqa: F401
     _SWIZZLE_READS,
     REG_CAP_COST,
+    REG_CAP_SLACK,
     REGS_PER_SM,
     _regs_estimate,
     flops_efficiency,

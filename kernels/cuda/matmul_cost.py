@@ -32,20 +32,20 @@ if TYPE_CHECKING:
     from .matmul import MatmulCuda
 
 # What a register cap costs the inner loop: MIN_BLOCKS = 2 makes ``__launch_bounds__`` cap the registers at
-# 65536 / (2 x threads); below what the tile needs (need / cap = 1 + x), the compiler spills and re-computes,
-# and the arithmetic runs at 1 / (1 + REG_CAP_COST x) of its rate. Fitted on H200 run 2 (1024^3 and
-# 1536x1000x2000), where both twins of a capped tile run one block per SM and differ in the cap alone: the
-# best MIN_BLOCKS 2 over the best MIN_BLOCKS 1 of the three capped 128x128 tiles measured 1.07-1.38
-# (0.38-0.77 per unit of x, median 0.50 with REGS_SM90 as read today; 0.48 before the warp barrier moved
-# 128x128x16 8x8 from 155 to 153). Run 2 timed the older source's builds; x is taken from today's register
-# counts on purpose, since the constant is applied to today's builds. Run 1 (2048^3) and run 20's shapes
-# are held out.
-REG_CAP_COST = 0.50
-# ... charged only on the part of ``over`` beyond REG_CAP_SLACK: ptxas fits a thread under a cap somewhat
-# below its uncapped count by scheduling more tightly, without local-memory spills (compiled at sm_90,
-# MIN_BLOCKS 2 of every capped tile and swizzle: quality/simt_gemm_model_notes.md). 0 charges every register
-# over the cap, as fitted above.
-REG_CAP_SLACK = 0.0
+# 65536 / (2 x threads). A build whose uncapped count (the need) is at most REG_CAP_SLACK over the cap
+# mostly fits under it by scheduling more tightly: compiled at sm_90 with the cap, 47 of the 56 capped builds
+# within 0.21 of their need have no local-memory spill and 99 of the 112 beyond 0.3 spill (nvcc 13.0 here;
+# the tuner's NVRTC on the H100: 47 and 100; benchmarks/matmul_registers.py --spills,
+# benchmarks/results/cpu/matmul_cap_spills_nvcc13.csv and h100/2026-12-05/run183). Beyond it
+# (need / cap = 1 + REG_CAP_SLACK + x) the compiler spills and re-computes, and the arithmetic runs at
+# 1 / (1 + REG_CAP_COST x) of its rate. Fitted on today's kernel where both twins of a capped tile run one
+# block per SM and differ in the cap alone (H200 run 55's 1536x1000x2000, 96 blocks): the best MIN_BLOCKS 2
+# over the best MIN_BLOCKS 1 of the two 512-thread 128x128 tiles, 1.195 and 1.229 at x = 0.284 (0.68 and
+# 0.81 per unit); 128x128x16 8x8, within the slack, measured 1.032. Until 2026-12-05 every register over
+# the cap was charged at 0.50 (run 2's older builds), which put the capped 128x128x16 8x8 5.5% behind its
+# twin at 4096^3 where the cap buys a second block an SM and measured it 4.5% ahead (H100 runs 181, 183).
+REG_CAP_COST = 0.75
+REG_CAP_SLACK = 0.2
 REGS_PER_SM = _ARCH.regs_per_sm  # the register file that __launch_bounds__ divides
 
 
