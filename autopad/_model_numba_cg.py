@@ -35,8 +35,11 @@ def _slot(a: int, b: int) -> int:  # pragma: no cover - compiled
 
 
 @njit(nogil=True, cache=True)
-def cg_rows(shared: np.ndarray, glob: np.ndarray, wave: np.ndarray, limit: int) -> int:  # pragma: no cover
-    """Wavefronts of each row of ``shared`` / ``glob`` (int64 (n, warp), -1 inactive) into ``wave``; -1, or
+def cg_rows(
+    shared: np.ndarray, glob: np.ndarray, wave: np.ndarray, limit: int, lanes: bool
+) -> int:  # pragma: no cover
+    """Wavefronts of each row of ``shared`` / ``glob`` (int64 (n, warp), -1 inactive; with ``lanes`` the
+    source is lane-ordered, lane ``l`` copying ``16 l``, and ``glob`` is not read) into ``wave``; -1, or
     the first row with a bad address (shared: below -1, ``limit`` or more, or off the 16-byte grid; global,
     where the lane copies: negative or off the grid), where it stops: the caller's numpy checks word the
     error. Three small hash tables, reset by stamping each slot with the row it was filled for: the
@@ -62,7 +65,7 @@ def cg_rows(shared: np.ndarray, glob: np.ndarray, wave: np.ndarray, limit: int) 
             s = shared[i, lane]
             if s == -1:
                 continue
-            g = glob[i, lane]
+            g = lane * 16 if lanes else glob[i, lane]
             if s < 0 or s >= limit or (s & 15) != 0 or g < 0 or (g & 15) != 0:
                 return i
             h = (s * _MIX >> 58) & (_SLOTS - 1)  # 1. first writers: a chunk in the table had a lower lane

@@ -168,7 +168,7 @@ def analyze_batch(
     cores, against tens of millions for the plain rule's numba kernel) and always checks both sides,
     ``validate=False`` or not. Op "cp.async.cg" always takes a path of its own (model_cp_async_cg.py), with or
     without ``global_addresses`` (lane-ordered without): numpy, about 0.2 M random instructions a second on
-    2 cores, or from 20,000 instructions on its numba kernel (_model_numba_cg.py), 2.4-2.8 M; both check
+    2 cores, or from 20,000 instructions on its numba kernel (_model_numba_cg.py), 2.5-3.0 M; both check
     both sides, ``validate=False`` or not.
     """
     a = get_arch(arch)
@@ -240,7 +240,11 @@ def _cp_async_lines(arr: np.ndarray, global_addresses: object, rule: _Rule, per_
             f"global_addresses: only ops 'cp.async' and 'cp.async.cg' copy from global memory; "
             f"op is {rule.op!r}"
         )
-    glob = None if global_addresses is None else as_global_array(global_addresses, arr)
+    try:
+        glob = None if global_addresses is None else as_global_array(global_addresses, arr)
+    except ValueError:
+        _check_numpy(arr, rule)  # a bad shared address is reported first, as it always was
+        raise
     if rule.op == "cp.async.cg" and not per_line:  # compiled: checks as it counts (None: numpy's turn)
         got = cg_compiled(arr, glob)
         if got is not None:

@@ -37,9 +37,9 @@ that case is not charged (its time effect is unmeasured).
 Speed: this numpy rule packs each lane's move into an int64 key and sorts, about 0.2 million random
 instructions a second on this project's 2-core machine. Batches of ``NUMPY_BELOW`` instructions or more (and
 all of them under ``AUTOPAD_MODEL_BACKEND=numba``) go to the same rule compiled with numba
-(_model_numba_cg.py: small hash tables per instruction, no sort), about 1.8 million a second a core, on
-every core; the answers are identical (tests/test_model_cp_async_cg.py). ``per_line`` (``analyze``'s
-per-line costs) always takes numpy.
+(_model_numba_cg.py: small hash tables per instruction, no sort), about 1.3-1.4 million a second a core,
+on every core (2.5-3.0 million on the 2-core machine); the answers are identical
+(tests/test_model_cp_async_cg.py). ``per_line`` (``analyze``'s per-line costs) always takes numpy.
 """
 
 from __future__ import annotations
@@ -146,8 +146,6 @@ def cg_compiled(shared: np.ndarray, glob: np.ndarray | None) -> tuple[np.ndarray
     kernel = _compiled(n) if warp <= 32 else None  # (its tables hold 63 entries: a lane each, half full)
     if kernel is None:
         return None
-    if glob is None:
-        glob = lane_ordered(n, warp)
     wave = _run_compiled(kernel, shared, glob, ADDRESS_LIMIT)
     return None if wave is None else (wave, wave.copy(), [])
 
@@ -156,6 +154,8 @@ def _compiled(n: int):
     """_model_numba_cg's ``cg_rows`` where a batch of ``n`` should take it: ``AUTOPAD_MODEL_BACKEND=numba``
     (numba must load), or ``auto`` with ``n >= NUMPY_BELOW`` and numba loading; else None (numpy)."""
     choice = os.environ.get("AUTOPAD_MODEL_BACKEND", "auto").strip().lower() or "auto"
+    if choice not in ("auto", "numba", "numpy"):
+        raise ValueError(f"AUTOPAD_MODEL_BACKEND: {choice!r} is not one of auto, numba, numpy")
     if choice == "numpy" or (choice == "auto" and n < NUMPY_BELOW):
         return None
     try:
@@ -167,20 +167,22 @@ def _compiled(n: int):
     return cg_rows
 
 
-def _run_compiled(kernel, shared: np.ndarray, glob: np.ndarray, limit: int) -> np.ndarray | None:
-    """The compiled rule over a batch, in parts on every core (the kernel releases the GIL); None where a
-    part met a bad address."""
+def _run_compiled(kernel, shared: np.ndarray, glob: np.ndarray | None, limit: int) -> np.ndarray | None:
+    """The compiled rule over a batch (``glob`` None: lane-ordered, computed in the kernel, never
+    materialised), in parts on every core (the kernel releases the GIL); None where a part met a bad
+    address."""
     from .model_backend import _threads
 
     shared = np.ascontiguousarray(shared, dtype=np.int64)
-    glob = np.ascontiguousarray(glob, dtype=np.int64)  # (a lane-ordered source is a broadcast view)
+    lanes = glob is None
+    glob = shared[:0] if lanes else np.ascontiguousarray(glob, dtype=np.int64)  # (not read when lanes)
     n = shared.shape[0]
     wave = np.empty(n, dtype=np.int64)
     parts = max(1, min(4 * _threads(), n // _PART))
 
     def run(i: int) -> int:
         lo, hi = n * i // parts, n * (i + 1) // parts
-        return int(kernel(shared[lo:hi], glob[lo:hi], wave[lo:hi], limit))
+        return int(kernel(shared[lo:hi], glob if lanes else glob[lo:hi], wave[lo:hi], limit, lanes))
 
     if parts == 1:
         bad = [run(0)]

@@ -92,6 +92,16 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if not a.set and not a.spec_set:
         ap.error("give --set, --spec-set or both: what the variant changes")
+    spec_values = {}
+    for part in filter(None, (p.strip() for p in a.spec_set.split(","))):
+        name, eq, value = part.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+        if not eq or number is None:
+            ap.error(f"--spec-set: {part!r} is not NAME=number (e.g. REG_CAP_SLACK=0.2)")
+        spec_values[name.strip()] = int(number) if number.is_integer() and "." not in value else number
     import autopad
     import autopad.predict as P
     from autopad.bench import gpu_available, measure
@@ -103,9 +113,6 @@ def main(argv: list[str] | None = None) -> int:
     head = P.CONSTANTS
     variant = dataclasses.replace(head, **parse_set(a.set))
     spec = resolve(a.kernel, a.backend)
-    spec_values = {
-        n: float(v) for n, _, v in (p.strip().partition("=") for p in a.spec_set.split(",") if p.strip())
-    }
     patched = spec_modules(list(spec_values))
     label = ";".join(x for x in (a.set, a.spec_set) if x)
     default = dict(getattr(spec, "DEFAULTS", {}))

@@ -58,3 +58,10 @@ def test_the_variant_can_change_a_spec_modules_constant(capsys, tmp_path):
     with pytest.raises(SystemExit):  # neither --set nor --spec-set: nothing to compare
         ab.main(["--shapes", "64x64x64", "--out", str(tmp_path)])
     assert "give --set, --spec-set or both" in capsys.readouterr().err
+
+
+def test_a_spec_set_without_a_number_is_refused_plainly(capsys, tmp_path):
+    for bad in ("REG_CAP_SLACK", "REG_CAP_SLACK=", "REG_CAP_SLACK=abc"):
+        with pytest.raises(SystemExit):
+            ab.main(["--shapes", "64x64x64", "--spec-set", bad, "--out", str(tmp_path)])
+        assert "is not NAME=number" in capsys.readouterr().err

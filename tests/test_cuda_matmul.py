@@ -672,9 +672,9 @@ def test_a_cap_within_the_slack_costs_nothing_and_beyond_it_the_excess(monkeypat
     "table", ["cpu/matmul_cap_spills_nvcc13.csv", "h100/2026-12-05/run183/cap_spills_nvrtc.csv"]
 )
 def test_capped_builds_within_the_slack_mostly_do_not_spill(table):
-    # REG_CAP_SLACK read off compiles (benchmarks/matmul_registers.py --spills: every capped build of the
+    # REG_CAP_SLACK against compiles (benchmarks/matmul_registers.py --spills: every capped build of the
     # space at MIN_BLOCKS 2, plain and under each swizzle, both thread maps): local-memory instructions in
-    # the SASS are spills; builds within the slack of their need mostly have none, beyond 0.3 mostly do
+    # the SASS are spills; builds within the slack of their need mostly have none, beyond 0.3 mostly some
     import csv
     from pathlib import Path
 
@@ -682,8 +682,8 @@ def test_capped_builds_within_the_slack_mostly_do_not_spill(table):
     rows = list(csv.DictReader(path.open()))
     assert len(rows) == 168
     spills = [(float(r["over"]), int(r["ldl"]) + int(r["stl"]) > 0) for r in rows]
-    within = [s for over, s in spills if over <= G.REG_CAP_SLACK + 0.012]
+    within = [s for over, s in spills if over <= G.REG_CAP_SLACK]
     beyond = [s for over, s in spills if over >= 0.3]
-    assert len(within) == 56 and sum(within) <= 9
+    assert len(within) == 38 and sum(within) <= 9  # 8 (nvcc) / 9 (NVRTC) spill, a few loads each
     assert len(beyond) == 112 and sum(beyond) >= 99
     assert all(int(r["regs"]) <= int(r["cap"]) for r in rows)  # the cap held: what did not fit spilled

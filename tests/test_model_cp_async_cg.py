@@ -204,3 +204,16 @@ def test_the_compiled_rule_leaves_bad_addresses_to_numpys_errors(monkeypatch):
             analyze_batch(s, 16, "cp.async.cg", global_addresses=g)
     wide = np.full((2, 64), -1, dtype=np.int64)  # a 64-lane warp: more lanes than its tables hold
     assert cg.cg_compiled(wide, None) is None
+
+
+def test_the_cg_path_checks_its_backend_and_names_a_bad_shared_address_first(monkeypatch):
+    import autopad.model_cp_async_cg as cg
+
+    shared, glob = _random(np.random.default_rng(5), 30, 64, 4)
+    monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "numbaa")
+    with pytest.raises(ValueError, match="AUTOPAD_MODEL_BACKEND: 'numbaa' is not one of auto, numba, numpy"):
+        cg.cg_compiled(shared, glob)
+    monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "auto")
+    shared[4, 2] = 8  # off the 16-byte grid, and the global side malformed too: the shared error comes first
+    with pytest.raises(ValueError, match="row 4 lane 2"):
+        analyze_batch(shared, 16, "cp.async.cg", global_addresses=glob[:, :5])

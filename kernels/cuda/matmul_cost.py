@@ -33,17 +33,20 @@ if TYPE_CHECKING:
 
 # What a register cap costs the inner loop: MIN_BLOCKS = 2 makes ``__launch_bounds__`` cap the registers at
 # 65536 / (2 x threads). A build whose uncapped count (the need) is at most REG_CAP_SLACK over the cap
-# mostly fits under it by scheduling more tightly: compiled at sm_90 with the cap, 47 of the 56 capped builds
-# within 0.21 of their need have no local-memory spill and 99 of the 112 beyond 0.3 spill (nvcc 13.0 here;
-# the tuner's NVRTC on the H100: 47 and 100; benchmarks/matmul_registers.py --spills,
-# benchmarks/results/cpu/matmul_cap_spills_nvcc13.csv and h100/2026-12-05/run183). Beyond it
-# (need / cap = 1 + REG_CAP_SLACK + x) the compiler spills and re-computes, and the arithmetic runs at
-# 1 / (1 + REG_CAP_COST x) of its rate. Fitted on today's kernel where both twins of a capped tile run one
-# block per SM and differ in the cap alone (H200 run 55's 1536x1000x2000, 96 blocks): the best MIN_BLOCKS 2
-# over the best MIN_BLOCKS 1 of the two 512-thread 128x128 tiles, 1.195 and 1.229 at x = 0.284 (0.68 and
-# 0.81 per unit); 128x128x16 8x8, within the slack, measured 1.032. Until 2026-12-05 every register over
-# the cap was charged at 0.50 (run 2's older builds), which put the capped 128x128x16 8x8 5.5% behind its
-# twin at 4096^3 where the cap buys a second block an SM and measured it 4.5% ahead (H100 runs 181, 183).
+# mostly fits under it with few or no spills: compiled at sm_90 with the cap, 30 of the 38 capped builds
+# within 0.2 of their need have no local-memory instruction, against 13 of the 112 beyond 0.3 (nvcc 13.0
+# here; the tuner's NVRTC on the H100: 29 and 12; benchmarks/matmul_registers.py --spills,
+# benchmarks/results/cpu/matmul_cap_spills_nvcc13.csv and h100/2026-12-05/run183). Not all: the unpadded
+# 128x128x16 8x8 (0.195) spills 22-24 loads at THREAD_MAP 0 and, under NVRTC, 3 at THREAD_MAP 1; what
+# carries the slack is time: that tile's capped build measured 1.032 of its twin where both run one block
+# an SM (below), and 0.958 of it at 4096^3 on an H100, where the cap buys a second block (runs 181, 183).
+# Beyond the slack (need / cap = 1 + REG_CAP_SLACK + x) the compiler spills and re-computes, and the
+# arithmetic runs at 1 / (1 + REG_CAP_COST x) of its rate. Fitted on today's kernel where both twins of a
+# capped tile run one block per SM and differ in the cap alone (H200 run 55's 1536x1000x2000, 96 blocks,
+# SPLIT_K 1): the best MIN_BLOCKS 2 over the best MIN_BLOCKS 1 of the two 512-thread 128x128 tiles, 1.195
+# and 1.229 at x = 0.284 (0.68 and 0.81 per unit); 128x128x16 8x8, within the slack, 1.032. Until
+# 2026-12-05 every register over the cap was charged at 0.50 (run 2's older builds), which put the capped
+# 128x128x16 8x8 5.5% behind its twin at 4096^3.
 REG_CAP_COST = 0.75
 REG_CAP_SLACK = 0.2
 REGS_PER_SM = _ARCH.regs_per_sm  # the register file that __launch_bounds__ divides
