@@ -827,6 +827,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "; run175's round 10 (transposes) and round 11 (SIMT GEMMs) were drawn after "
                 "``phased_loads`` and ``smem_issue``, held out from both"
             )
+        if "run186/round12" in runs:
+            fitted += (
+                "; run186's round 12 (SIMT GEMMs) was drawn after ``REG_CAP_SLACK`` (the register cap "
+                "charged from 0.2 over the cap, its cost fitted on run 55's 1536x1000x2000), held out from it"
+            )
         if fitted:
             fitted += (
                 "; the rows a fit or a term choice saw (``FITTED_ON``) are left out of the trust file's "
