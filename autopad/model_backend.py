@@ -38,11 +38,17 @@ NUMPY_FIRST = 300_000
 _NUMPY_DONE = [0]  # instructions numpy has scored under ``auto`` while numba was not loaded
 
 
-def _numba_module():
-    """_model_numba, or None (numba missing, or AUTOPAD_MODEL_BACKEND=numpy)."""
+def _choice() -> str:
+    """AUTOPAD_MODEL_BACKEND, checked: "auto" (unset or empty), "numba" or "numpy"."""
     choice = os.environ.get("AUTOPAD_MODEL_BACKEND", "auto").strip().lower() or "auto"
     if choice not in ("auto", "numba", "numpy"):
         raise ValueError(f"AUTOPAD_MODEL_BACKEND: {choice!r} is not one of auto, numba, numpy")
+    return choice
+
+
+def _numba_module():
+    """_model_numba, or None (numba missing, or AUTOPAD_MODEL_BACKEND=numpy)."""
+    choice = _choice()
     if choice == "numpy":
         return None
     if not _NUMBA:
@@ -140,25 +146,16 @@ def _run_numba(mod, arr: np.ndarray, rule: _Rule, arch: Arch, check: bool, phase
     net = mod.network(rule.lanes * 2 if rule.merge else rule.lanes)  # a merged phase sorts as one
     wave, ideal = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     costs = np.zeros((n, 32 // rule.lanes) if phases else (0, 0), dtype=np.int64)
-    threads = _threads()
-    parts = max(1, min(4 * threads, n // _NUMBA_CHUNK))  # a few parts per core balance a busy machine
-    errs = np.zeros((parts, 3), dtype=np.int64)
+    errs = np.zeros((_parts(n), 3), dtype=np.int64)
 
-    def run(i: int) -> int:
-        lo, hi = n * i // parts, n * (i + 1) // parts
+    def run(i: int, lo: int, hi: int) -> int:
         c = costs[lo:hi] if phases else costs
         got = mod.analyze_rows(arr[lo:hi], net, params, wave[lo:hi], ideal[lo:hi], c, errs[i])
         if got >= 0:
             errs[i, 0] += lo
         return int(got)
 
-    if parts == 1:
-        answers = [run(0)]
-    else:  # the kernel releases the GIL: parts run on every core
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(threads, parts)) as pool:
-            answers = list(pool.map(run, range(parts)))
+    answers = _in_parts(n, run)
     if mod.NEED_NUMPY in answers:  # an address of 2**29 or more: numpy counts it (and checks everything)
         return _run_numpy(arr, rule, check, phases)
     for i, got in enumerate(answers):  # parts are in order: the first failing part has the first bad row
@@ -166,3 +163,22 @@ def _run_numba(mod, arr: np.ndarray, rule: _Rule, arch: Arch, check: bool, phase
             row, lane, code = (int(v) for v in errs[i])
             raise ValueError(_address_error(row, lane, int(arr[row, lane]), code, rule, n))
     return wave, ideal, (costs[:, : max(1, rule.used // rule.lanes)] if phases else None)
+
+
+def _parts(n: int) -> int:
+    """How many contiguous parts a compiled kernel's batch of ``n`` runs in: a few per core (they balance a
+    busy machine), none under ``_NUMBA_CHUNK`` instructions."""
+    return max(1, min(4 * _threads(), n // _NUMBA_CHUNK))
+
+
+def _in_parts(n: int, run) -> list:
+    """``run(i, lo, hi)`` over the ``_parts(n)`` contiguous parts of ``range(n)``, on every core where there
+    are several (the compiled kernels release the GIL); the answers in part order."""
+    parts = _parts(n)
+    bounds = [(i, n * i // parts, n * (i + 1) // parts) for i in range(parts)]
+    if parts == 1:
+        return [run(*bounds[0])]
+    from concurrent.futures import ThreadPoolExecutor  # here: most processes never need threads
+
+    with ThreadPoolExecutor(max_workers=min(_threads(), parts)) as pool:
+        return list(pool.map(lambda b: run(*b), bounds))

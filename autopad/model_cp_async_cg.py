@@ -44,8 +44,6 @@ on every core (2.5-3.0 million on the 2-core machine); the answers are identical
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 WIDTH = 16  # .cg copies 16 bytes only (PTX ISA: cp-size 16 for .cg)
@@ -71,7 +69,6 @@ def first_writers(shared: np.ndarray) -> np.ndarray:
 # batches this large or larger go to the compiled rule where numba loads: importing numba and loading the
 # cached kernel took 0.2-0.25 s on the 2-core machine, what numpy spends on about 50,000 instructions
 NUMPY_BELOW = 20_000
-_PART = 1 << 14  # the compiled rule: fewest instructions worth a thread of their own
 
 _ROWS = 8192  # instructions costed at a time: 13 bits of instruction in the packed keys below
 _ID = 18  # bits of a dense line or row id: a chunk holds at most 8192 x 32 = 2**18 distinct ones
@@ -152,18 +149,16 @@ def cg_compiled(shared: np.ndarray, glob: np.ndarray | None) -> tuple[np.ndarray
 
 def _compiled(n: int):
     """_model_numba_cg's ``cg_rows`` where a batch of ``n`` should take it: ``AUTOPAD_MODEL_BACKEND=numba``
-    (numba must load), or ``auto`` with ``n >= NUMPY_BELOW`` and numba loading; else None (numpy)."""
-    choice = os.environ.get("AUTOPAD_MODEL_BACKEND", "auto").strip().lower() or "auto"
-    if choice not in ("auto", "numba", "numpy"):
-        raise ValueError(f"AUTOPAD_MODEL_BACKEND: {choice!r} is not one of auto, numba, numpy")
-    if choice == "numpy" or (choice == "auto" and n < NUMPY_BELOW):
+    (numba must load), or ``auto`` with ``n >= NUMPY_BELOW`` and numba loading; else None (numpy). The
+    choice and the loading are model_backend's (``_choice``, ``_numba_module``), as for every other op."""
+    from .model_backend import _choice, _numba_module
+
+    if _choice() == "auto" and n < NUMPY_BELOW:
         return None
-    try:
-        from ._model_numba_cg import cg_rows
-    except Exception as exc:  # numba missing, or too old/new for this numpy
-        if choice == "numba":
-            raise RuntimeError(f"AUTOPAD_MODEL_BACKEND=numba, but numba does not load ({exc})") from exc
+    if _numba_module() is None:  # numpy asked for, or numba missing (an error where numba was asked for)
         return None
+    from ._model_numba_cg import cg_rows
+
     return cg_rows
 
 
@@ -171,24 +166,14 @@ def _run_compiled(kernel, shared: np.ndarray, glob: np.ndarray | None, limit: in
     """The compiled rule over a batch (``glob`` None: lane-ordered, computed in the kernel, never
     materialised), in parts on every core (the kernel releases the GIL); None where a part met a bad
     address."""
-    from .model_backend import _threads
+    from .model_backend import _in_parts
 
     shared = np.ascontiguousarray(shared, dtype=np.int64)
     lanes = glob is None
     glob = shared[:0] if lanes else np.ascontiguousarray(glob, dtype=np.int64)  # (not read when lanes)
-    n = shared.shape[0]
-    wave = np.empty(n, dtype=np.int64)
-    parts = max(1, min(4 * _threads(), n // _PART))
+    wave = np.empty(shared.shape[0], dtype=np.int64)
 
-    def run(i: int) -> int:
-        lo, hi = n * i // parts, n * (i + 1) // parts
+    def run(_: int, lo: int, hi: int) -> int:
         return int(kernel(shared[lo:hi], glob if lanes else glob[lo:hi], wave[lo:hi], limit, lanes))
 
-    if parts == 1:
-        bad = [run(0)]
-    else:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(_threads(), parts)) as pool:
-            bad = list(pool.map(run, range(parts)))
-    return None if any(b >= 0 for b in bad) else wave
+    return None if any(b >= 0 for b in _in_parts(shared.shape[0], run)) else wave

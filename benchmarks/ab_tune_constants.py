@@ -33,18 +33,44 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 
 
+def parse_pairs(text: str, flag: str) -> dict[str, str]:
+    """'a=1,b=2.5' -> {'a': '1', 'b': '2.5'}; ValueError, naming ``flag``, for a part that is not
+    NAME=number."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, eq, value = part.partition("=")
+        try:
+            float(value)
+        except ValueError:
+            eq = ""
+        if not eq:
+            raise ValueError(f"{flag}: {part!r} is not NAME=number (e.g. REG_CAP_SLACK=0.2)")
+        out[name.strip()] = value.strip()
+    return out
+
+
 def parse_set(text: str) -> dict[str, float]:
     """'a=1,b=2.5' -> {'a': 1.0, 'b': 2.5}, each a field of ``autopad.predict.Constants``."""
     from autopad.predict import Constants
 
     names = {f.name for f in dataclasses.fields(Constants)}
     out = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, _, value = part.partition("=")
+    try:
+        pairs = parse_pairs(text, "--set")
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    for name, value in pairs.items():
         if name not in names:
             raise SystemExit(f"--set: {name!r} is not a field of Constants ({', '.join(sorted(names))})")
         out[name] = float(value)
     return out
+
+
+def parse_spec_set(text: str) -> dict[str, int | float]:
+    """'A=1,B=0.2' -> {'A': 1, 'B': 0.2}: a spec module's constants, ints where written as ints
+    (ValueError for a part that is not NAME=number)."""
+    pairs = parse_pairs(text, "--spec-set")
+    return {n: int(v) if v.lstrip("+-").isdigit() else float(v) for n, v in pairs.items()}
 
 
 def spec_modules(names: list[str]) -> list[tuple[object, str, object]]:
@@ -92,16 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if not a.set and not a.spec_set:
         ap.error("give --set, --spec-set or both: what the variant changes")
-    spec_values = {}
-    for part in filter(None, (p.strip() for p in a.spec_set.split(","))):
-        name, eq, value = part.partition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            number = None
-        if not eq or number is None:
-            ap.error(f"--spec-set: {part!r} is not NAME=number (e.g. REG_CAP_SLACK=0.2)")
-        spec_values[name.strip()] = int(number) if number.is_integer() and "." not in value else number
+    try:
+        spec_values = parse_spec_set(a.spec_set)
+    except ValueError as exc:
+        ap.error(str(exc))
     import autopad
     import autopad.predict as P
     from autopad.bench import gpu_available, measure

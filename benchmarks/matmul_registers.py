@@ -55,27 +55,38 @@ def _cubin(constants: dict[str, int], tmp: Path) -> Path:
     return path
 
 
+def _usage(path: Path, tool: str) -> tuple[int, int]:
+    """(registers, stack bytes) of matmul_kernel in a cubin, read with ``cuobjdump --dump-resource-usage``."""
+    out = subprocess.run([tool, "--dump-resource-usage", str(path)], capture_output=True, text=True).stdout
+    m = re.search(r"Function matmul_kernel:\s*REG:(\d+)\s*STACK:(\d+)", out)
+    return int(m.group(1)), int(m.group(2))
+
+
 def registers(constants: dict[str, int], tool: str, tmp: Path) -> int:
     """Registers per thread of matmul_kernel built with ``constants``."""
-    path = _cubin(constants, tmp)
-    out = subprocess.run([tool, "--dump-resource-usage", str(path)], capture_output=True, text=True).stdout
-    return int(re.search(r"Function matmul_kernel:\s*REG:(\d+)", out).group(1))
+    return _usage(_cubin(constants, tmp), tool)[0]
 
 
 def spills(constants: dict[str, int], tool: str, tmp: Path) -> tuple[int, int, int, int]:
     """(registers, stack bytes, LDL, STL) of matmul_kernel built with ``constants``: the local-memory
     instructions in its SASS are the spills."""
     path = _cubin(constants, tmp)
-    use = subprocess.run([tool, "--dump-resource-usage", str(path)], capture_output=True, text=True).stdout
     sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True).stdout
-    m = re.search(r"Function matmul_kernel:\s*REG:(\d+)\s*STACK:(\d+)", use)
-    return int(m.group(1)), int(m.group(2)), len(re.findall(r"\bLDL", sass)), len(re.findall(r"\bSTL", sass))
+    return (*_usage(path, tool), len(re.findall(r"\bLDL", sass)), len(re.findall(r"\bSTL", sass)))
+
+
+def layouts(base: dict[str, int]) -> list[tuple[str, dict[str, int]]]:
+    """``base`` unswizzled ("-") and under each of the 9 swizzles of A and of B ("A12" = A, SW_PER_PHASE 1,
+    SW_MAX_PHASE 2; SW_VEC 4), the other operand unpadded."""
+    return [("-", base)] + [
+        (f"{x}{pp}{mp}", dict(base, **{f"SW_VEC_{x}": 4, f"SW_PER_PHASE_{x}": pp, f"SW_MAX_PHASE_{x}": mp}))
+        for x in "AB"
+        for pp, mp in SWIZZLES
+    ]
 
 
 def spill_table(jobs: int, path: Path) -> None:
     """``--spills``: the capped builds (MIN_BLOCKS 2, need over the cap) and their spills, as CSV."""
-    from autopad.kernels.cuda import matmul_cost as C
-
     tool = cuobjdump()
     builds = []
     for tile in sorted(G.REGS_SM90):
@@ -84,16 +95,8 @@ def spill_table(jobs: int, path: Path) -> None:
                 G.DEFAULTS, **dict(zip(("BM", "BN", "BK", "TM", "TN"), tile)), SPLIT_K=1, MIN_BLOCKS=2
             )
             base["THREAD_MAP"] = tmap
-            variants = [("-", base)] + [
-                (
-                    f"{x}{pp}{mp}",
-                    dict(base, **{f"SW_VEC_{x}": 4, f"SW_PER_PHASE_{x}": pp, f"SW_MAX_PHASE_{x}": mp}),
-                )
-                for x in "AB"
-                for pp, mp in SWIZZLES
-            ]
-            for name, c in variants:
-                need, cap = int(C.register_need(c)), C.register_cap(c)
+            for name, c in layouts(base):
+                need, cap = int(G.register_need(c)), G.register_cap(c)
                 if need > cap and G.legal(c, (1024, 1024, 1024)):
                     builds.append((tile, tmap, name, need, cap, c))
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(jobs) as pool:
@@ -126,11 +129,7 @@ def main() -> None:
     for tile in tiles:
         base = dict(G.DEFAULTS, **dict(zip(("BM", "BN", "BK", "TM", "TN"), tile)), MIN_BLOCKS=1, SPLIT_K=1)
         base["THREAD_MAP"] = 0
-        builds.append((tile, "-", base))
-        for x in "AB":
-            for pp, mp in SWIZZLES:
-                builds.append((tile, x, dict(base, **{f"SW_VEC_{x}": 4, f"SW_PER_PHASE_{x}": pp,
-                                                      f"SW_MAX_PHASE_{x}": mp})))  # fmt: skip
+        builds += [(tile, name[0], c) for name, c in layouts(base)]  # "-", or the swizzled operand
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(jobs) as pool:
         got = list(pool.map(lambda b: registers(b[2], tool, Path(tmp)), builds))
     plain = {t: r for (t, op, _), r in zip(builds, got) if op == "-"}
