@@ -2,18 +2,26 @@
 
 Why: the numpy rule packs every lane's move into an int64 key and sorts those keys, about 0.2 million
 instructions a second on this project's 2-core machine, where the other ops' compiled kernel (_model_numba.py)
-scores tens of millions. A warp has at most 32 copies, so per instruction the rule is small loops over them:
+scores tens of millions. Everything the rule compares lives inside one 128-byte shared row, so per
+instruction this kernel files each lane under its shared row (one hash table, a few per warp) and then costs
+each row on its own, with at most 8 chunks in it:
 
-1. **First writers.** A lane counts unless a lower active lane copies into the same 16-byte shared chunk.
-2. **Moves.** Each counting lane is a move ``(line, source sector, row, destination sector, half swap)``
-   (``line = g >> 7``, ``sector = (g >> 5) & 3``, ``row = s >> 7``, ``swap = ((g ^ s) >> 4) & 1``); lanes of
-   the same move OR their source half (``(g >> 4) & 1``) into its half set.
-3. **Groups.** Moves of one (line, row, sector parity ``(sector ^ destination) & 1``, swap, half set) share
-   wavefronts; a group costs the most moves one source sector makes in it; the instruction costs the sum.
+1. **First writers.** A row's entry keeps a bit per 16-byte chunk (``(s >> 4) & 7``) and the global address
+   of the lane that set it: a lane whose chunk bit is already set had a lower lane copy into that chunk, and
+   does not count.
+2. **Moves.** A move is (line, source sector, row, destination sector, half swap). Two chunks make one move
+   only inside one 32-byte shared sector (chunks ``2d`` and ``2d + 1``; the two halves ``e`` = 0, 1): the
+   same source sector (``g >> 5`` equal) with the same swap ``h ^ e``, so their source halves ``h`` differ
+   and the move carries both (half set 3). Otherwise each chunk is its own move, half set ``1 << h``.
+3. **Groups.** Moves of one (line, sector parity ``(sector ^ d) & 1``, swap, half set) in the row share
+   wavefronts; a group costs the most moves one source sector makes in it; the instruction costs the sum
+   over its rows. A row with one chunk is one move, one wavefront.
 
-The answers equal the numpy rule's on every input (tests/test_model_cp_async_cg.py compares both on the 775
-measured probes and on random batches). Loaded by model_cp_async_cg.py only when numba is wanted (never at
-``import autopad``); cached on disk like _model_numba.py.
+A row's entries are reset by stamping its hash slot with the instruction it was filled for (1,024 slots for
+at most 32 rows: probes rarely collide, so the branches stay predictable; a table half full, as a 64-slot one
+was, cost 4x the time). The answers equal the numpy rule's on every input (tests/test_model_cp_async_cg.py
+compares both on the 775 measured probes and on random batches). Loaded by model_cp_async_cg.py only when
+numba is wanted (never at ``import autopad``); cached on disk like _model_numba.py.
 """
 
 from __future__ import annotations
@@ -24,14 +32,9 @@ from numba import njit
 __all__ = ["cg_rows"]
 
 
-_SLOTS = 64  # open-addressing table size: at most 32 entries (one per lane) keep it under half full
+_BITS = 10
+_SLOTS = 1 << _BITS  # open-addressing table of rows: at most 32 (a lane each), so rarely a collision
 _MIX = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64: a multiplicative hash's odd constant
-
-
-@njit(inline="always")
-def _slot(a: int, b: int) -> int:  # pragma: no cover - compiled
-    # the top 6 bits of a multiplicative hash of the pair (int64 products wrap)
-    return ((a ^ (b << 20)) * _MIX >> 58) & (_SLOTS - 1)
 
 
 @njit(nogil=True, cache=True)
@@ -42,25 +45,21 @@ def cg_rows(
     source is lane-ordered, lane ``l`` copying ``16 l``, and ``glob`` is not read) into ``wave``; -1, or
     the first row with a bad address (shared: below -1, ``limit`` or more, or off the 16-byte grid; global,
     where the lane copies: negative or off the grid), where it stops: the caller's numpy checks word the
-    error. Three small hash tables, reset by stamping each slot with the row it was filled for: the
-    shared chunks already written, the moves (line, rest of the move's key) and the groups (line, rest)."""
+    error."""
     n, warp = shared.shape
-    c_stamp = np.full(_SLOTS, -1, dtype=np.int64)  # chunks: slot -> row that filled it, and the chunk
-    c_key = np.zeros(_SLOTS, dtype=np.int64)
-    m_stamp = np.full(_SLOTS, -1, dtype=np.int64)  # moves: slot -> row, (line, rest), index in the list
-    m_line = np.zeros(_SLOTS, dtype=np.int64)
-    m_rest = np.zeros(_SLOTS, dtype=np.int64)
-    m_at = np.zeros(_SLOTS, dtype=np.int64)
-    g_stamp = np.full(_SLOTS, -1, dtype=np.int64)  # groups: slot -> row, (line, rest), moves per sector
-    g_line = np.zeros(_SLOTS, dtype=np.int64)
-    g_rest = np.zeros(_SLOTS, dtype=np.int64)
-    g_count = np.zeros((_SLOTS, 4), dtype=np.int64)
-    mv_line = np.zeros(warp, dtype=np.int64)  # the row's moves in order: line, rest, half set
-    mv_rest = np.zeros(warp, dtype=np.int64)
-    mv_half = np.zeros(warp, dtype=np.int64)
-    g_used = np.zeros(warp, dtype=np.int64)  # the group slots the row filled
+    r_stamp = np.full(_SLOTS, -1, dtype=np.int64)  # rows: slot -> instruction that filled it, the row,
+    r_key = np.zeros(_SLOTS, dtype=np.int64)
+    r_mask = np.zeros(_SLOTS, dtype=np.int64)  # its chunks written (a bit each) and their global addresses
+    r_g = np.zeros((_SLOTS, 8), dtype=np.int64)
+    used = np.zeros(warp, dtype=np.int64)  # the slots this instruction filled
+    mv_line = np.zeros(8, dtype=np.int64)  # a row's moves: line, kind (parity, swap, half set), sector
+    mv_kind = np.zeros(8, dtype=np.int64)
+    mv_sec = np.zeros(8, dtype=np.int64)
+    gr_line = np.zeros(8, dtype=np.int64)  # a row's groups: line, kind, moves per source sector
+    gr_kind = np.zeros(8, dtype=np.int64)
+    cnt = np.zeros(32, dtype=np.int64)
     for i in range(n):
-        moves = 0
+        rows = 0
         for lane in range(warp):
             s = shared[i, lane]
             if s == -1:
@@ -68,39 +67,60 @@ def cg_rows(
             g = lane * 16 if lanes else glob[i, lane]
             if s < 0 or s >= limit or (s & 15) != 0 or g < 0 or (g & 15) != 0:
                 return i
-            h = (s * _MIX >> 58) & (_SLOTS - 1)  # 1. first writers: a chunk in the table had a lower lane
-            while c_stamp[h] == i and c_key[h] != s:
+            r = s >> 7  # 1. file the lane under its 128-byte shared row
+            h = (r * _MIX >> (64 - _BITS)) & (_SLOTS - 1)
+            while r_stamp[h] == i and r_key[h] != r:
                 h = (h + 1) & (_SLOTS - 1)
-            if c_stamp[h] == i:
+            if r_stamp[h] != i:
+                r_stamp[h], r_key[h], r_mask[h] = i, r, 0
+                used[rows] = h
+                rows += 1
+            c = (s >> 4) & 7
+            if (r_mask[h] >> c) & 1:  # a lower lane copied into this chunk: only its copy counts
                 continue
-            c_stamp[h], c_key[h] = i, s
-            line = g >> 7  # 2. the move: (line, source sector, row, destination sector, half swap)
-            rest = (((s >> 7) << 2 | ((g >> 5) & 3)) << 2 | ((s >> 5) & 3)) << 1 | (((g ^ s) >> 4) & 1)
-            h = _slot(line, rest)
-            while m_stamp[h] == i and (m_line[h] != line or m_rest[h] != rest):
-                h = (h + 1) & (_SLOTS - 1)
-            if m_stamp[h] != i:
-                m_stamp[h], m_line[h], m_rest[h], m_at[h] = i, line, rest, moves
-                mv_line[moves], mv_rest[moves], mv_half[moves] = line, rest, 0
-                moves += 1
-            mv_half[m_at[h]] |= 1 << ((g >> 4) & 1)  # the halves of its sector the move carries
-        groups = 0
-        for k in range(moves):  # 3. groups: (line, row, sector parity, swap, half set); moves per sector
-            rest = mv_rest[k]
-            swap, dsec, sec, row = rest & 1, (rest >> 1) & 3, (rest >> 3) & 3, rest >> 5
-            grest = ((row << 1 | ((sec ^ dsec) & 1)) << 1 | swap) << 2 | mv_half[k]
-            h = _slot(mv_line[k], grest)
-            while g_stamp[h] == i and (g_line[h] != mv_line[k] or g_rest[h] != grest):
-                h = (h + 1) & (_SLOTS - 1)
-            if g_stamp[h] != i:
-                g_stamp[h], g_line[h], g_rest[h] = i, mv_line[k], grest
-                g_count[h, 0] = g_count[h, 1] = g_count[h, 2] = g_count[h, 3] = 0
-                g_used[groups] = h
-                groups += 1
-            g_count[h, sec] += 1
+            r_mask[h] |= 1 << c
+            r_g[h, c] = g
         total = 0
-        for k in range(groups):  # a group costs the most moves one source sector makes in it
-            h = g_used[k]
-            total += max(max(g_count[h, 0], g_count[h, 1]), max(g_count[h, 2], g_count[h, 3]))
+        for k in range(rows):
+            h = used[k]
+            mask = r_mask[h]
+            if mask & (mask - 1) == 0:  # one chunk in the row: one move, one group
+                total += 1
+                continue
+            moves = 0  # 2. moves, sector by sector of the row (chunks 2d and 2d + 1)
+            for d in range(4):
+                two = (mask >> (2 * d)) & 3
+                if two == 0:
+                    continue
+                g0 = r_g[h, 2 * d]
+                g1 = r_g[h, 2 * d + 1]
+                # both halves from one source sector, its halves swapped alike (h0 = 1 - h1): one move
+                if two == 3 and (g0 >> 5) == (g1 >> 5) and ((g0 ^ g1) >> 4) & 1 == 1:
+                    mv_line[moves] = g0 >> 7
+                    mv_sec[moves] = (g0 >> 5) & 3
+                    mv_kind[moves] = ((((g0 >> 5) ^ d) & 1) << 1 | ((g0 >> 4) & 1)) << 2 | 3
+                    moves += 1
+                    continue
+                for e in range(2):  # else a move a chunk: swap h ^ e, half set 1 << h
+                    if (two >> e) & 1:
+                        ge = g1 if e else g0
+                        he = (ge >> 4) & 1
+                        mv_line[moves] = ge >> 7
+                        mv_sec[moves] = (ge >> 5) & 3
+                        mv_kind[moves] = ((((ge >> 5) ^ d) & 1) << 1 | (he ^ e)) << 2 | (1 << he)
+                        moves += 1
+            groups = 0  # 3. groups (line, kind); each costs its busiest source sector's moves
+            for a in range(moves):
+                la, ka = mv_line[a], mv_kind[a]
+                j = 0
+                while j < groups and (gr_line[j] != la or gr_kind[j] != ka):
+                    j += 1
+                if j == groups:
+                    gr_line[j], gr_kind[j] = la, ka
+                    cnt[4 * j] = cnt[4 * j + 1] = cnt[4 * j + 2] = cnt[4 * j + 3] = 0
+                    groups += 1
+                cnt[4 * j + mv_sec[a]] += 1
+            for j in range(groups):
+                total += max(max(cnt[4 * j], cnt[4 * j + 1]), max(cnt[4 * j + 2], cnt[4 * j + 3]))
         wave[i] = total
     return -1

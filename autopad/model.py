@@ -168,7 +168,7 @@ def analyze_batch(
     cores, against tens of millions for the plain rule's numba kernel) and always checks both sides,
     ``validate=False`` or not. Op "cp.async.cg" always takes a path of its own (model_cp_async_cg.py), with or
     without ``global_addresses`` (lane-ordered without): numpy, about 0.2 M random instructions a second on
-    2 cores, or from 20,000 instructions on its numba kernel (_model_numba_cg.py), 2.5-3.0 M; both check
+    2 cores, or from 20,000 instructions on its numba kernel (_model_numba_cg.py), 10-12 M; both check
     both sides, ``validate=False`` or not.
     """
     a = get_arch(arch)

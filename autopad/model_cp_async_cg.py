@@ -37,9 +37,10 @@ that case is not charged (its time effect is unmeasured).
 Speed: this numpy rule packs each lane's move into an int64 key and sorts, about 0.2 million random
 instructions a second on this project's 2-core machine. Batches of ``NUMPY_BELOW`` instructions or more (and
 all of them under ``AUTOPAD_MODEL_BACKEND=numba``) go to the same rule compiled with numba
-(_model_numba_cg.py: small hash tables per instruction, no sort), about 1.3-1.4 million a second a core,
-on every core (2.5-3.0 million on the 2-core machine); the answers are identical
-(tests/test_model_cp_async_cg.py). ``per_line`` (``analyze``'s per-line costs) always takes numpy.
+(_model_numba_cg.py: each lane filed under its shared row, each row costed on its own, no sort), about 5.5-6
+million random instructions a second a core, on every core (10.4-11.6 million on the 2-core machine,
+benchmarks/bench_cg_speed.py); the answers are identical (tests/test_model_cp_async_cg.py). ``per_line``
+(``analyze``'s per-line costs) always takes numpy.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def cg_compiled(shared: np.ndarray, glob: np.ndarray | None) -> tuple[np.ndarray
     from .model_rules import ADDRESS_LIMIT
 
     n, warp = shared.shape
-    kernel = _compiled(n) if warp <= 32 else None  # (its tables hold 63 entries: a lane each, half full)
+    kernel = _compiled(n) if warp <= 32 else None  # (the rule was read off 32-lane warps: wider ones, numpy)
     if kernel is None:
         return None
     wave = _run_compiled(kernel, shared, glob, ADDRESS_LIMIT)

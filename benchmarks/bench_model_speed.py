@@ -2,7 +2,7 @@
 
 The tuner scores every candidate layout under every instruction of a kernel's access pattern, so the model
 must be cheap enough that scoring never dominates. For every op and access width (loads, stores and atomics,
-cp.async, ldmatrix and stmatrix) this times ``autopad.analyze_batch`` after a warm-up, median of
+cp.async .ca and .cg, ldmatrix and stmatrix) this times ``autopad.analyze_batch`` after a warm-up, median of
 ``--repeat`` runs, on two address sets:
 
 * ``random``: uniformly random width-aligned byte addresses in a 48 KiB tile, every lane active;
@@ -43,6 +43,7 @@ from autopad import model  # noqa: E402
 
 CASES = [("load", w) for w in (1, 2, 4, 8, 16)] + [("store", w) for w in (1, 2, 4, 8, 16)]
 CASES += [("atomic", 4), ("atomic", 8), ("cp.async", 4), ("cp.async", 8), ("cp.async", 16)]
+CASES += [("cp.async.cg", 16)]  # its own rule and kernel (model_cp_async_cg.py, _model_numba_cg.py)
 CASES += [("ldmatrix.x1", 16), ("ldmatrix.x2", 16), ("ldmatrix.x4", 16), ("stmatrix.x4", 16)]
 TARGET = 10_000_000
 SPAN = 48 * 1024

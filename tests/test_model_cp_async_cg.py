@@ -172,6 +172,17 @@ def test_the_compiled_rule_gives_numpys_answers(monkeypatch):
     ]
     shared, glob = _random(rng, 3000, 64, 4)
     batches.append((shared, None))  # the lane-ordered source
+    # the ends of both address spaces (the row table's hash over its whole range)
+    batches.append((np.where(shared >= 0, shared + (1 << 32) - 64 * C, -1), glob + (1 << 62)))
+    # whole rows copied from one line under each instruction's own XOR or rotation of its chunks, some lanes
+    # doubled up: sector halves carried both, swapped or not, split across sectors
+    lane = np.arange(32)
+    xor = rng.integers(0, 8, (3000, 1))
+    rot = rng.integers(0, 8, (3000, 1))
+    shared = ((lane >> 3) * 128 + (((lane & 7) ^ xor) + rot) % 8 * C).astype(np.int64)
+    shared[rng.random((3000, 32)) < 0.15] = shared[0, 0]
+    glob = ((lane >> 3) * 256 + (lane & 7) * C + (rng.integers(0, 99, (3000, 1)) << 9)).astype(np.int64)
+    batches.append((shared, glob))
     for shared, glob in batches:
         monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "numpy")
         want = analyze_batch(shared, 16, "cp.async.cg", global_addresses=glob)
