@@ -29,6 +29,7 @@ __all__ = [
     "FAMILY_MARGIN",
     "PLAIN_MARGIN",
     "TWIN_MARGIN",
+    "TWIN_SWEEP_MARGIN",
     "family",
     "launch_config",
     "layout_key",
@@ -36,6 +37,7 @@ __all__ = [
     "neighbours",
     "prefer_plain",
     "shortlist",
+    "twins",
 ]
 
 
@@ -193,6 +195,50 @@ def neighbours(
     if own is not None and own.key != around.key and own not in same and _close(own, best_of[here]):
         same.append(own)
     return out + same
+
+
+# after the first round, the unpadded twins of the configurations measured within this factor of the
+# fastest are measured too (``twins``): where a padded or swizzled layout of a configuration measured close,
+# its plain layout may be what beats the field (see ``twins``)
+TWIN_SWEEP_MARGIN = 1.10
+
+
+def twins(spec: KernelSpec, ranked: list[Candidate], measured: Sequence[Candidate]) -> list[Candidate]:
+    """The unpadded twin of each launch configuration of ``measured`` (in its order): the candidate of that
+    configuration with the unpadded baseline's layout, where it is legal, is not in ``measured``, and is
+    predicted within ``TWIN_MARGIN`` of the configuration's best-predicted layout ([] for a spec without
+    ``LAYOUT_KEYS`` or without an unpadded baseline in the ranking).
+
+    Why: ``neighbours`` offers a twin only around where the walk stands, and the first round measures one
+    layout of each top configuration. On the SIMT GEMM at 6144x6144x2048 (H100 run 184) the first round
+    measured the capped 128 x 128 tile padded (3.54 ms), slower than 64 x 128's 3.35, so the walk never
+    stood on that configuration, and its unpadded twin (predicted 0.7% behind, measured 3.25 in another
+    tune) was never offered: the pick was 1.032 of the other tune's."""
+    if not getattr(spec, "LAYOUT_KEYS", ()):
+        return []
+    plain = next((c for c in ranked if "unpadded" in c.roles), None)
+    if plain is None:
+        return []
+    plain_layout = layout_key(spec, plain)
+    have = {c.key for c in measured}
+    wanted = {launch_config(spec, c): None for c in measured}  # in measured's order
+    best_of: dict[tuple, Candidate] = {}
+    twin_of: dict[tuple, Candidate] = {}
+    for c in ranked:
+        cfg = launch_config(spec, c)
+        if cfg not in wanted:
+            continue
+        best_of.setdefault(cfg, c)
+        if cfg not in twin_of and layout_key(spec, c) == plain_layout:
+            twin_of[cfg] = c
+            if len(twin_of) == len(wanted):
+                break
+    out = []
+    for cfg in wanted:
+        twin = twin_of.get(cfg)
+        if twin is not None and twin.key not in have and _close(twin, best_of[cfg]):
+            out.append(twin)
+    return out
 
 
 # The model-only answer takes another layout over the spec's default one (its ``DEFAULTS``' layout constants,

@@ -8,8 +8,10 @@ GPU. For each shape it runs ``autopad.tune`` twice without a cache (``cache=Fals
 in alternating order by shape. ``--spec-set NAME=value`` changes a spec module's constant on the variant's
 side instead (or as well), e.g. ``--spec-set REG_CAP_SLACK=0.2,REG_CAP_COST=0.75``: every loaded module of
 the built-in kernels that defines NAME gets the value while the variant tunes (the specs read their
-constants at every call). Then it re-times both picks and the spec's unpadded default with
-``autopad.bench.measure`` in ``--rounds`` rounds of alternating order, beside ``torch.mm`` for a GEMM.
+constants at every call); so does a tuner constant (``autopad.search_shortlist``,
+``autopad.strategies.model``), e.g. ``--spec-set TWIN_SWEEP_MARGIN=0``: the tune without the first round's
+twin sweep. Then it re-times both picks and the spec's unpadded default with ``autopad.bench.measure`` in
+``--rounds`` rounds of alternating order, beside ``torch.mm`` for a GEMM.
 
     python benchmarks/ab_tune_constants.py --kernel matmul --backend cuda --dtype float32 \
         --shapes 4096x4096x4096,8192x8192x8192 --set smem_issue=0 --out DIR
@@ -73,15 +75,26 @@ def parse_spec_set(text: str) -> dict[str, int | float]:
     return {n: int(v) if v.lstrip("+-").isdigit() else float(v) for n, v in pairs.items()}
 
 
+# the tuner's modules whose constants --spec-set may change too (strategies/model.py imports
+# search_shortlist's margins by name, so both are patched where both define one)
+TUNER_MODULES = ("autopad.search_shortlist", "autopad.strategies.model")
+
+
 def spec_modules(names: list[str]) -> list[tuple[object, str, object]]:
     """(module, NAME, committed value) for every loaded module of the built-in kernels (``kernels.*``,
-    ``autopad.kernels.*``: one file may be loaded under both) that defines NAME."""
+    ``autopad.kernels.*``: one file may be loaded under both) or of the tuner (``TUNER_MODULES``) that
+    defines NAME."""
+    import importlib
+
+    for name in TUNER_MODULES:
+        importlib.import_module(name)
     hits = [(m, n, getattr(m, n)) for key, m in list(sys.modules.items())
-            if m is not None and (key.startswith("kernels.") or key.startswith("autopad.kernels."))
+            if m is not None and (key.startswith("kernels.") or key.startswith("autopad.kernels.")
+                                  or key in TUNER_MODULES)
             for n in names if n in vars(m)]  # fmt: skip
     missing = set(names) - {n for _, n, _ in hits}
     if missing:
-        raise SystemExit(f"--spec-set: no loaded kernel module defines {', '.join(sorted(missing))}")
+        raise SystemExit(f"--spec-set: no loaded kernel or tuner module defines {', '.join(sorted(missing))}")
     return hits
 
 

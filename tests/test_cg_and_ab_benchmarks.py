@@ -53,7 +53,12 @@ def test_the_variant_can_change_a_spec_modules_constant(capsys, tmp_path):
     resolve("matmul", "cuda", "float32")  # loads the spec's modules
     hits = ab.spec_modules(["REG_CAP_SLACK", "REG_CAP_COST"])
     assert (C, "REG_CAP_SLACK", C.REG_CAP_SLACK) in hits and (C, "REG_CAP_COST", C.REG_CAP_COST) in hits
-    with pytest.raises(SystemExit, match="no loaded kernel module defines NO_SUCH"):
+    import autopad.search_shortlist as S
+    import autopad.strategies.model as M
+
+    hits = ab.spec_modules(["TWIN_SWEEP_MARGIN"])  # a tuner constant: both modules that bind it
+    assert {m for m, _, _ in hits} == {S, M} and all(v == S.TWIN_SWEEP_MARGIN for _, _, v in hits)
+    with pytest.raises(SystemExit, match="no loaded kernel or tuner module defines NO_SUCH"):
         ab.spec_modules(["NO_SUCH"])
     with pytest.raises(SystemExit):  # neither --set nor --spec-set: nothing to compare
         ab.main(["--shapes", "64x64x64", "--out", str(tmp_path)])

@@ -437,6 +437,53 @@ def test_the_search_steps_onto_each_neighbouring_configuration_with_its_unpadded
     assert close > 0
 
 
+def test_the_twin_sweep_offers_each_measured_configurations_unpadded_twin_where_predicted_close():
+    # H100 run 184, SIMT GEMM 6144x6144x2048: the first round measured the capped 128 x 128 tile padded, the
+    # walk never stood on it, and its unpadded twin (predicted 0.7% behind) was never measured; ``twins``
+    # offers it from any measured candidate of its configuration, and not where the conflicts the model
+    # counts put the plain layout beyond TWIN_MARGIN
+    from autopad.kernels_registry import builtin_spec
+    from autopad.search_shortlist import TWIN_MARGIN, launch_config, twins
+
+    mm = builtin_spec("matmul", "cuda")
+    ranked = rank(mm, (6144, 6144, 2048), "float32")
+    plain = next(c for c in ranked if "unpadded" in c.roles)
+
+    def layout(c, spec=mm):
+        return {k: v for k, v in c.params.items() if k in spec.LAYOUT_KEYS}
+
+    first = ranked[0]  # the first round's candidate of the capped tile, padded
+    assert (first.params["BM"], first.params["BN"], first.params["MIN_BLOCKS"]) == (128, 128, 2)
+    assert layout(first) != layout(plain)
+    got = twins(mm, ranked, [first])
+    assert len(got) == 1 and launch_config(mm, got[0]) == launch_config(mm, first)
+    assert layout(got[0]) == layout(plain)
+    assert got[0].prediction.seconds <= TWIN_MARGIN * first.prediction.seconds
+    assert twins(mm, ranked, [first, got[0]]) == []  # measured already: not offered again
+    # over many configurations (the GEMM's, and a transpose's, where the conflicts the model counts put
+    # most plain layouts far behind): a twin for each whose plain layout is close, none for the others
+    close = far = 0
+    for spec, shape in ((mm, (6144, 6144, 2048)), (builtin_spec("transpose", "cuda"), (4096, 4096))):
+        ranked = rank(spec, shape, "float32")
+        plain = layout(next(c for c in ranked if "unpadded" in c.roles), spec)
+        measured = ranked[:300]
+        got = twins(spec, ranked, measured)
+        assert len({launch_config(spec, c) for c in got}) == len(got)
+        for cfg in {launch_config(spec, c): None for c in measured}:
+            in_cfg = [c for c in ranked if launch_config(spec, c) == cfg]
+            twin = next((c for c in in_cfg if layout(c, spec) == plain), None)
+            if twin is None or twin in measured:
+                assert all(launch_config(spec, c) != cfg for c in got)
+            elif twin.prediction.seconds <= TWIN_MARGIN * in_cfg[0].prediction.seconds:
+                assert twin in got
+                close += 1
+            else:
+                assert twin not in got
+                far += 1
+    assert close > 0 and far > 0
+    assert twins(type("NoLayouts", (), {})(), ranked, measured) == []  # a spec without LAYOUT_KEYS
+
+
 def test_the_search_keeps_the_class_of_layout_it_stands_on_where_the_model_orders_classes_the_other_way():
     # H200 run 63, fp32 4096^2: from a swizzled tile on the original path the model's best layout on the
     # vector path (SCALAR_EDGE 0) is padded, measured 1.079 of the best, where its best swizzled layout

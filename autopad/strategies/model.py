@@ -2,7 +2,9 @@
 
 The model orders the layouts of one launch configuration well (it counts bank conflicts exactly) but ties
 many launch configurations at the bandwidth floor, so the first round measures the top_k, the baselines and
-the best-predicted layout of each of the top_k best configurations (``search.shortlist``). Then it walks:
+the best-predicted layout of each of the top_k best configurations (``search.shortlist``), then the
+unpadded twins of the configurations it measured within ``TWIN_SWEEP_MARGIN`` of the fastest
+(``search_shortlist.twins``: the walk offers a twin only around where it stands). Then it walks:
 from the fastest measured, the neighbouring value of each launch constant and the next layouts of the same
 configuration (``search.neighbours``); it moves while something is faster. Where the spec names families
 (``FAMILY_KEYS``: the constants that switch the kernel's code path, the transpose's vector width), the
@@ -29,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..search import neighbours, shortlist
-from ..search_shortlist import FAMILY_MARGIN, family
+from ..search_shortlist import FAMILY_MARGIN, TWIN_SWEEP_MARGIN, family, twins
 from . import Measure, Options
 
 
@@ -44,6 +46,17 @@ def run(ranked: list, measure: Measure, options: Options) -> None:
     if not ok:
         return
     here = min(ok, key=lambda c: meas[c.key].ms)
+    # the unpadded twins of the configurations that measured close to the fastest, before the walk
+    near = [c for c in sorted(ok, key=lambda c: meas[c.key].ms)
+            if meas[c.key].ms <= TWIN_SWEEP_MARGIN * meas[here.key].ms]  # fmt: skip
+    extra = [c for c in twins(options.spec, ranked, near) if c.key not in seen][: max(limit, 0)]
+    if extra and not measure.exhausted:
+        seen.update(c.key for c in extra)
+        short += extra
+        limit -= len(extra)
+        meas = {**meas, **measure(extra)}
+        ok = [c for c in short if c.key in meas and meas[c.key].correct]
+        here = min(ok, key=lambda c: meas[c.key].ms)
     limit, meas = _walk(ranked, measure, options, here, short, seen, limit, meas)
     if not getattr(options.spec, "FAMILY_KEYS", ()):
         return
