@@ -98,12 +98,53 @@ def probes(seed: int = 0) -> list[dict]:
 
 
 def copies_text(p: dict) -> str:
-    """'lane:g.chunk>r.chunk' for each active lane (g = global line, r = shared row)."""
+    """'lane:g.chunk>r.chunk' for each active lane (g = global line, r = shared row; a chunk is the probe's
+    width)."""
+    w = p.get("access_bytes", W)
     parts = []
     for lane, (s, g) in enumerate(zip(p["addresses"], p["global"])):
         if s is not None:
-            parts.append(f"{lane}:{g // LINE}.{g % LINE // W}>{s // LINE}.{s % LINE // W}")
+            parts.append(f"{lane}:{g // LINE}.{g % LINE // w}>{s // LINE}.{s % LINE // w}")
     return " ".join(parts)
+
+
+def measure_probes(ps: list[dict], out: Path, budget: float, model_op: str) -> list[dict]:
+    """Run ``ps`` under ncu (one launch each, ``budget`` seconds at most) and return a row per measured
+    probe: its name, width, active lanes, copies, the measured wavefronts and conflicts (the form's own
+    counter, as ``autopad validate`` reads it) and the model's prediction under ``model_op`` ("cp.async.cg",
+    or "cp.async" for ``.ca``, with each probe's global addresses). Stops at a launch that ran another
+    kernel than its probe's."""
+    from autopad.validate_kernels import probe_kernel_name
+    from autopad.validate_ncu import METRICS, counted_by, extra_metrics, query_metrics, run_ncu
+
+    metrics = list(METRICS) + extra_metrics({"ldgsts"}, query_metrics())
+    launches = run_ncu(ps, out, budget, metrics)
+    rows = []
+    for p, ln in zip(ps, launches):
+        want = probe_kernel_name(p)
+        if ln["kernel"] != want and not ln["kernel"].startswith(want + "("):
+            print(f"launch {ln['id']} ran {ln['kernel']}, not {want}: stopping", file=sys.stderr)
+            break
+        wave, conf, metric = counted_by(ln, p["op"], p["form"])
+        rows.append({"name": p["name"], "access_bytes": p["access_bytes"],
+                     "active": sum(a is not None for a in p["addresses"]), "copies": copies_text(p),
+                     "measured_wavefronts": wave, "measured_conflicts": conf, "metric": metric})  # fmt: skip
+    if rows:  # the model's rule beside each measurement, batched per width
+        from autopad.model import analyze_batch
+
+        done = ps[: len(rows)]
+        for w in sorted({p["access_bytes"] for p in done}):
+            idx = [i for i, p in enumerate(done) if p["access_bytes"] == w]
+            shared = np.array(
+                [[-1 if a is None else a for a in done[i]["addresses"]] for i in idx], dtype=np.int64
+            )
+            glob = np.array([done[i]["global"] for i in idx], dtype=np.int64)
+            pred, _ = analyze_batch(shared, w, model_op, global_addresses=glob)
+            for i, v in zip(idx, pred.tolist()):
+                rows[i]["predicted_wavefronts"] = v
+        agree = sum(r["measured_wavefronts"] == r["predicted_wavefronts"] for r in rows)
+        print(f"the model's {model_op} rule agrees with {agree} of {len(rows)}")
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,32 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(ps)} probes -> {out / 'probes.json'}")
     if args.dry_run:
         return 0
-    from autopad.validate_kernels import probe_kernel_name
-    from autopad.validate_ncu import METRICS, counted_by, extra_metrics, query_metrics, run_ncu
-
-    metrics = list(METRICS) + extra_metrics({"ldgsts"}, query_metrics())
-    launches = run_ncu(ps, out, args.budget, metrics)
-    rows = []
-    for p, ln in zip(ps, launches):
-        want = probe_kernel_name(p)
-        if ln["kernel"] != want and not ln["kernel"].startswith(want + "("):
-            print(f"launch {ln['id']} ran {ln['kernel']}, not {want}: stopping", file=sys.stderr)
-            break
-        wave, conf, metric = counted_by(ln, p["op"], p["form"])
-        rows.append({"name": p["name"], "active": sum(a is not None for a in p["addresses"]),
-                     "copies": copies_text(p), "measured_wavefronts": wave, "measured_conflicts": conf,
-                     "metric": metric})  # fmt: skip
-    if rows:  # the model's rule beside each measurement (autopad/model_cp_async_cg.py)
-        from autopad.model import analyze_batch
-
-        done = ps[: len(rows)]
-        shared = np.array([[-1 if a is None else a for a in p["addresses"]] for p in done], dtype=np.int64)
-        glob = np.array([p["global"] for p in done], dtype=np.int64)
-        pred, _ = analyze_batch(shared, W, "cp.async.cg", global_addresses=glob)
-        for r, w in zip(rows, pred.tolist()):
-            r["predicted_wavefronts"] = w
-        agree = sum(r["measured_wavefronts"] == r["predicted_wavefronts"] for r in rows)
-        print(f"the model's cp.async.cg rule agrees with {agree} of {len(rows)}")
+    rows = measure_probes(ps, out, args.budget, "cp.async.cg")
     with open(out / "cg_probes.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["name"])
         w.writeheader()
