@@ -1,14 +1,15 @@
 """cp.async.ca under Nsight Compute from sources spread over several global lines: which copies clash.
 
-Why: the ``.ca`` rule (autopad/model_cp_async.py: lanes grouped by 128-byte global line, each line its most
-lanes in one bank, summed) is exact wherever each store phase copies from a global line of its own (293 of
-293 such probes on the H100, runs 181-182), but not from sources permuted across lines into scattered shared
-words: 16 of 79 there, measured 1-3 wavefronts over the rule mostly, and under it where one line's lanes
-conflict in two phases (``gperm-halves-mod7``, 8 bytes: 6 measured, 8 predicted). An offline search over the
-random probes (benchmarks/results/h200/validate_matrix/CP_ASYNC_REPLAY.md) found no exact rule: they mix
-every effect. As for ``.cg`` (benchmarks/probe_cp_async_cg.py, whose targeted probes gave its exact rule),
-these ask one question at a time (``.ca``, 4, 8 and 16 bytes; one warp, one instruction a launch; a slot is
-a ``width``-byte slot of a 128-byte global line, a unit one of a 128-byte shared row):
+Why: the ``.ca`` rule before 2026-12-06 (autopad/model_cp_async.py then: lanes grouped by 128-byte global
+line, each line its most lanes in one bank, summed) is exact wherever each store phase copies from a global
+line of its own (293 of 293 such probes on the H100, runs 181-182), but not from sources permuted across
+lines into scattered shared words: 16 of 79 there, measured 1-3 wavefronts over the rule mostly, and under
+it where one line's lanes conflict in two phases (``gperm-halves-mod7``, 8 bytes: 6 measured, 8 predicted).
+An offline search over the random probes (benchmarks/results/h200/validate_matrix/CP_ASYNC_REPLAY.md)
+found no exact rule: they mix every effect. As for ``.cg`` (benchmarks/probe_cp_async_cg.py, whose targeted
+probes gave its exact rule), these ask one question at a time (``.ca``, 4, 8 and 16 bytes; one warp, one
+instruction a launch; a slot is a ``width``-byte slot of a 128-byte global line, a unit one of a 128-byte
+shared row):
 
 - ``x2``: two lanes of one store phase (lanes 0 and 1) from two global lines: lane 0 copies line 0's slot 0
   to unit 0 of row 0, lane 1 line 1's slot ``gb`` to unit ``ub`` of row 0 (no bank shared unless ``ub`` is
@@ -23,10 +24,16 @@ a ``width``-byte slot of a 128-byte global line, a unit one of a 128-byte shared
 - ``mod7``: ``gperm-halves-mod7``'s pattern taken apart (one line, its lanes in one phase or both).
 
 Each CSV row: the probe, its width, its copies (``lane:line.slot>row.unit``), the measured wavefronts and
-conflicts (``.ca``'s own counter, ``..._op_ldgsts_cache_access``) and the shipped rule's prediction.
+conflicts (``.ca``'s own counter, ``..._op_ldgsts_cache_access``) and the model's prediction when it ran.
+H100 run 187 (benchmarks/results/h100/2026-12-06/run187/ca): the rule of then agreed with 567 of 971; the
+line packing adopted after it (model_cp_async.py, ``pack_phase``) with all 971.
 
-Run on a GPU machine: ``python3 benchmarks/probe_cp_async_ca.py --out DIR``; ``--dry-run`` writes the probe
-list only (no GPU).
+``--set phases`` measures instead ``autopad validate``'s random probes of H100 run 181 that copy from
+sources permuted across lines, each store phase of several lines alone and in two other lane orders
+(``phase_probes``), to say which phases the line packing misses and whether lane order matters.
+
+Run on a GPU machine: ``python3 benchmarks/probe_cp_async_ca.py --out DIR [--set phases]``; ``--dry-run``
+writes the probe list only (no GPU).
 """
 
 from __future__ import annotations
@@ -114,15 +121,52 @@ def probes() -> list[dict]:
     return out
 
 
+RUN181 = ROOT / "benchmarks/results/h100/2026-12-05/run181/validate_seed2/validate_ncu.json"
+
+
+def phase_probes() -> list[dict]:
+    """Run 181's random ``.ca`` probes from sources permuted across lines (``autopad validate`` seed 2; 79),
+    taken apart: each store phase that copies from several lines measured alone (the other lanes
+    inactive), then with its copies handed to its lanes in reverse order, then with its lines' order of
+    first lanes reversed (each line's copies keeping their order). The line packing misses 56 of the 79
+    (mostly 1-4 wavefronts under) and a whole instruction's count cannot say which phase, or whether the
+    order of lanes matters."""
+    from autopad.model_cp_async import line_ordered
+
+    rows = json.loads(RUN181.read_text())["rows"]
+    out = []
+    for idx, r in enumerate(rows):
+        if r.get("form") != "cp.async.ca" or line_ordered(r["addresses"], r["global"], r["access_bytes"]):
+            continue
+        w = r["access_bytes"]
+        per = LINE // w
+        for ph in range(32 // per):
+            lanes = [ln for ln in range(ph * per, (ph + 1) * per) if r["addresses"][ln] is not None]
+            copies = [(r["global"][ln], r["addresses"][ln]) for ln in lanes]
+            lines = list(dict.fromkeys(g // LINE for g, _ in copies))
+            if len(lines) < 2:
+                continue
+            tag = f"r181-{idx}-{r['name']}-w{w}-p{ph}"
+            out.append(_probe(f"{tag}-alone", w, dict(zip(lanes, copies))))
+            out.append(_probe(f"{tag}-rev", w, dict(zip(lanes, copies[::-1]))))
+            swapped = [c for ln in lines[::-1] for c in copies if c[0] // LINE == ln]
+            out.append(_probe(f"{tag}-swap", w, dict(zip(lanes, swapped))))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="probe_cp_async_ca", help="folder for the CSV (and ncu's raw output)")
     ap.add_argument("--budget", type=float, default=240.0, help="seconds ncu may take")
     ap.add_argument("--dry-run", action="store_true", help="write the probe list only (no GPU)")
+    ap.add_argument(
+        "--set", choices=("targeted", "phases"), default="targeted",
+        help="targeted: the one-question probes (run 187); phases: run 181's permuted probes taken apart",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    ps = probes()
+    ps = probes() if args.set == "targeted" else phase_probes()
     (out / "probes.json").write_text(json.dumps(ps))
     print(f"{len(ps)} probes -> {out / 'probes.json'}")
     if args.dry_run:

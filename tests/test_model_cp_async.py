@@ -42,7 +42,7 @@ def test_every_probe_from_a_line_ordered_source_agrees_without_global_addresses(
     assert not wrong, wrong[:5]
 
 
-def test_with_global_addresses_126_of_144_agree_and_every_miss_is_a_permuted_wide_copy_under_predicted():
+def test_with_global_addresses_128_of_144_agree_and_every_miss_is_a_random_permuted_wide_copy():
     misses = []
     for p in PROBES:
         a = analyze(p["addresses"], p["access_bytes"], "cp.async", global_addresses=p["global"])
@@ -50,10 +50,15 @@ def test_with_global_addresses_126_of_144_agree_and_every_miss_is_a_permuted_wid
         assert p["wavefronts"] - a.ideal == p["conflicts"], p["name"]
         if a.wavefronts != p["wavefronts"]:
             misses.append((p, a.wavefronts))
-    assert len(misses) == 18  # if the rule improves, lower this and the figures in model_rules.OP_STATUS
-    for p, got in misses:
-        assert p["access_bytes"] in (8, 16) and not _line_ordered(p) and "gperm" in p["name"]
-        assert 1 <= p["wavefronts"] - got <= 8, (p["name"], got, p["wavefronts"])
+    assert len(misses) == 16  # if the rule improves, lower this and the figures in model_rules.OP_STATUS
+    for p, got in misses:  # random shared words from sources permuted across lines
+        assert p["access_bytes"] in (8, 16) and not _line_ordered(p) and p["name"].startswith("rand")
+        assert 1 <= p["wavefronts"] - got <= 4 or p["wavefronts"] - got == -2, (
+            p["name"],
+            got,
+            p["wavefronts"],
+        )
+    assert sum(p["wavefronts"] < got for p, got in misses) == 1  # one over the measurement (by 2)
 
 
 def test_per_width_and_against_the_old_rule():
@@ -64,7 +69,7 @@ def test_per_width_and_against_the_old_rule():
         new[p["access_bytes"]] += (a.wavefronts, a.conflicts) == (p["wavefronts"], p["conflicts"])
         s = analyze(p["addresses"], p["access_bytes"], "store")  # the rule before: a store of that width
         old[p["access_bytes"]] += (s.wavefronts, s.conflicts) == (p["wavefronts"], p["conflicts"])
-    assert new == {4: 48, 8: 40, 16: 38} and old == {4: 31, 8: 18, 16: 25}
+    assert new == {4: 48, 8: 41, 16: 39} and old == {4: 31, 8: 18, 16: 25}
     strict = [p for p in PROBES if all(g == lane * p["access_bytes"] for lane, g in enumerate(p["global"]))]
     assert (
         len(strict) == 99
@@ -72,12 +77,35 @@ def test_per_width_and_against_the_old_rule():
 
 
 def _reference(shared: list, glob: list, width: int) -> int:
-    """The rule as words: per 128-byte global line, the most copying lanes in one ``width``-byte bank slot."""
-    lines: dict = {}
-    for s, g in zip(shared, glob):
-        if s is not None:
-            lines.setdefault(g // 128, []).append(s // width % (128 // width))
-    return sum(max(v.count(u) for u in set(v)) for v in lines.values())
+    """The rule as words, lane by lane: per store phase (``128 / width`` lanes), the lines in the order of
+    their first lane; a line's k-th lane in a ``width``-byte bank slot goes to its k-th set; the line's sets
+    go to the first run of wavefronts where no lane already there has a set lane's bank slot, or reads the
+    same slot of another line."""
+    per = 128 // width
+    total = 0
+    for p in range(32 // per):
+        lanes = [(g // 128, g % 128 // width, s // width % per)
+                 for s, g in list(zip(shared, glob))[p * per : (p + 1) * per] if s is not None]  # fmt: skip
+        waves: list[list] = []
+        for line in dict.fromkeys(ln for ln, _, _ in lanes):
+            sets: list[list] = []
+            for lane in (x for x in lanes if x[0] == line):
+                k = sum(y[2] == lane[2] for grp in sets for y in grp)
+                sets += [[]] * (k + 1 - len(sets))
+                sets[k] = sets[k] + [lane]
+
+            def clash(a, b):
+                return a[2] == b[2] or (a[1] == b[1] and a[0] != b[0])
+
+            t = 0
+            while any(t + j < len(waves) and any(clash(a, b) for a in grp for b in waves[t + j])
+                      for j, grp in enumerate(sets)):  # fmt: skip
+                t += 1
+            for j, grp in enumerate(sets):
+                waves += [[]] * (t + j + 1 - len(waves))
+                waves[t + j] = waves[t + j] + grp
+        total += len(waves)
+    return total
 
 
 @given(st.sampled_from([4, 8, 16]), st.data())
@@ -241,7 +269,7 @@ def test_a_line_ordered_source_is_the_plain_rule_and_batch_equals_single(width, 
 
 def test_the_status_names_what_is_and_is_not_measured():
     status = autopad.model.op_status("cp.async")
-    assert "126 of 144" in status and "cp.async.cg has its own op" in status
+    assert "128 agree" in status and "all 971 targeted" in status and "cp.async.cg has its own op" in status
 
 
 def test_line_ordered_by_hand():
@@ -268,16 +296,17 @@ def test_the_validate_report_splits_cp_async_by_source_order():
     report = compare(probes, [(p["wavefronts"], p["conflicts"]) for p in PROBES])
     groups = {(g["op"], g["access_bytes"]): (g["agree"], g["probes"]) for g in report["groups"]}
     assert groups[("cp.async.ca line-ordered", 16)][0] == groups[("cp.async.ca line-ordered", 16)][1]
-    assert sum(a for a, _ in groups.values()) == 126 and sum(n for _, n in groups.values()) == 144
+    assert sum(a for a, _ in groups.values()) == 128 and sum(n for _, n in groups.values()) == 144
     assert sum(n for (o, _), (_, n) in groups.items() if o.endswith("line-ordered")) == 117
     assert {r["source_order"] for r in report["disagreements"]} == {"permuted"}
 
 
 def test_held_out_probes_of_2026_12_05_agree_wherever_each_store_phase_copies_from_a_line_of_its_own():
     """Run 157's seed 1 (benchmarks/results/h200/2026-12-05): 60 random probes per form, drawn after the
-    rule was fitted. Every line-ordered ``.ca`` probe agrees (199); the permuted ones mostly cost more."""
+    rule was fitted. Every line-ordered ``.ca`` probe agrees (199); of the 53 permuted ones 19 (12 under the
+    rule before the line packing), and most misses cost more than predicted."""
     path = Path(__file__).parent.parent / "benchmarks/results/h200/2026-12-05/run157/seed1/validate_ncu.json"
-    held, agree, below = 0, 0, 0
+    held, agree, below, permuted = 0, 0, 0, 0
     for r in json.loads(path.read_text())["rows"]:
         if r["form"] != "cp.async.ca":
             continue
@@ -286,6 +315,89 @@ def test_held_out_probes_of_2026_12_05_agree_wherever_each_store_phase_copies_fr
         if line_ordered(r["addresses"], r["global"], r["access_bytes"]):
             held += 1
             agree += a.wavefronts == r["measured_wavefronts"]
-        else:  # permuted across lines: 12 of 53 agree; 37 cost more than predicted and, held out, 4 less
+        else:  # permuted across lines: 19 of 53 agree; 29 cost more than predicted, 5 less
             below += a.wavefronts > r["measured_wavefronts"]
-    assert (held, agree, below) == (199, 199, 4)
+            permuted += a.wavefronts == r["measured_wavefronts"]
+    assert (held, agree, permuted, below) == (199, 199, 19, 5)
+
+
+def test_the_line_packing_predicts_every_targeted_probe_of_run_187():
+    """H100 run 187 (2026-12-06, benchmarks/probe_cp_async_ca.py): 971 probes of two or more lanes from
+    different lines, taken after the line packing was written down (twenty-sixth session) and before it was
+    adopted: every one agrees (the rule before it, grouping by line alone, 567). Two lines at one slot
+    clash, at two slots share a wavefront; store phases never share one."""
+    import csv
+    import sys
+
+    root = Path(__file__).parent.parent
+    sys.path.insert(0, str(root / "benchmarks"))
+    import probe_cp_async_ca as pca
+
+    rows = root / "benchmarks/results/h100/2026-12-06/run187/ca/ca_probes.csv"
+    measured = {r["name"]: int(r["measured_wavefronts"]) for r in csv.DictReader(rows.open())}
+    probes = pca.probes()
+    assert len(probes) == len(measured) == 971
+    for w in (4, 8, 16):
+        ps = [p for p in probes if p["access_bytes"] == w]
+        shared = np.array([[-1 if a is None else a for a in p["addresses"]] for p in ps], dtype=np.int64)
+        wave, _ = analyze_batch(shared, w, "cp.async", global_addresses=np.array([p["global"] for p in ps]))
+        assert wave.tolist() == [measured[p["name"]] for p in ps]
+    by = {p["name"]: p for p in probes}
+    assert measured["w16-x2-gb0-r0u5"] == 2 and measured["w16-x2-gb3-r0u5"] == 1  # one slot of two lines
+    assert measured["w8-klinek-k8"] == 1 and measured["w8-kline0-k8"] == 8
+    a = analyze(
+        by["w8-mod7-phase0"]["addresses"], 8, "cp.async", global_addresses=by["w8-mod7-phase0"]["global"]
+    )
+    assert a.wavefronts == 3 and a.phase_costs == (2, 2)  # two lines of 2 each, packed into 3
+
+
+def test_held_out_probes_of_run_181_agree_wherever_each_store_phase_copies_from_a_line_of_its_own():
+    """H100 run 181 (2026-12-05), ``autopad validate`` seed 2, drawn after the line packing was written down:
+    293 of 293 line-ordered probes agree, 23 of 79 permuted (16 under the rule before it); the mean absolute
+    error on the permuted ones 1.57 wavefronts (2.66 before)."""
+    path = (
+        Path(__file__).parent.parent
+        / "benchmarks/results/h100/2026-12-05/run181/validate_seed2/validate_ncu.json"
+    )
+    lo = agree = perm = pagree = 0
+    err = []
+    for r in json.loads(path.read_text())["rows"]:
+        if r["form"] != "cp.async.ca":
+            continue
+        got = analyze(r["addresses"], r["access_bytes"], "cp.async", global_addresses=r["global"]).wavefronts
+        if line_ordered(r["addresses"], r["global"], r["access_bytes"]):
+            lo, agree = lo + 1, agree + (got == r["measured_wavefronts"])
+        else:
+            perm, pagree = perm + 1, pagree + (got == r["measured_wavefronts"])
+            err.append(abs(got - r["measured_wavefronts"]))
+    assert (lo, agree, perm, pagree) == (293, 293, 79, 23)
+    assert round(sum(err) / len(err), 2) == 1.57
+
+
+def test_the_compiled_packing_gives_the_numpy_paths_answers(monkeypatch):
+    pytest.importorskip("numba")
+    import autopad.model_cp_async as ca
+
+    rng = np.random.default_rng(11)
+    batches = []
+    for w in (4, 8, 16):
+        for span, lines in ((2, 1), (16, 2), (64, 4), (3072, 8), (48 * 1024 // w, 64)):
+            n = 3000
+            shared = rng.integers(0, min(span, 48 * 1024 // w), (n, 32)) * w
+            shared[rng.random((n, 32)) < 0.15] = -1
+            glob = rng.integers(0, lines * 128 // w, (n, 32)) * w + (rng.integers(0, 1 << 30, (n, 1)) << 7)
+            batches.append((w, shared.astype(np.int64), glob.astype(np.int64)))
+        ps = [p for p in PROBES if p["access_bytes"] == w]  # the recorded probes too
+        shared = np.array([[-1 if a is None else a for a in p["addresses"]] for p in ps], dtype=np.int64)
+        batches.append((w, shared, np.array([p["global"] for p in ps], dtype=np.int64)))
+    for w, shared, glob in batches:
+        monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "numpy")
+        want = analyze_batch(shared, w, "cp.async", global_addresses=glob)
+        monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "numba")
+        got = analyze_batch(shared, w, "cp.async", global_addresses=glob)
+        assert (got[0] == want[0]).all() and (got[1] == want[1]).all()
+    assert ca._packer(1) is not None  # numba forced: any phase to pack takes the kernel
+    monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "auto")
+    assert ca._packer(ca.PACK_NUMPY_BELOW - 1) is None and ca._packer(ca.PACK_NUMPY_BELOW) is not None
+    monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "numpy")
+    assert ca._packer(10**6) is None
