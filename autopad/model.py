@@ -24,10 +24,9 @@ from here):
 
 * model_rules.py: the op vocabulary (``OPS``, ``WIDTHS``, ``OP_STATUS``) and ``_Rule``, how an (op, width,
   arch) is costed; its docstring has the rules for **ldmatrix, stmatrix and cp.async** (``OP_STATUS``:
-  ldmatrix/stmatrix measured on the H200, cp.async.ca fitted and then read off targeted probes, cp.async.cg
-  read off its own);
-* model_cp_async.py: cp.async with ``global_addresses``: store phases from one global line counted, from
-  several packed line by line (_model_numba_ca.py compiles the packing for large batches);
+  ldmatrix/stmatrix measured on the H200, cp.async.ca and cp.async.cg read off targeted probes);
+* model_cp_async.py: cp.async with ``global_addresses``: per store phase, the lanes a shared bank takes,
+  the lines a slot of a global line is read from, and the pairs a lane links;
 * model_cp_async_cg.py: cp.async.cg (op "cp.async.cg"): 32-byte sector moves gathered into wavefronts
   (numpy; _model_numba_cg.py compiles the same rule for large batches);
 * model_addresses.py: caller input -> an int64 (n, warp) array, and the errors that name a bad row and lane;
@@ -164,12 +163,11 @@ def analyze_batch(
     meaningless numbers, never a crash.
 
     ``global_addresses`` (ops "cp.async" and "cp.async.cg"): each lane's global source, shaped like
-    ``addresses``; for "cp.async" each store phase is then costed by the 128-byte global lines its lanes
-    copy from (model_cp_async.py: a phase from several lines packed line by line). Without it a
-    lane-ordered source is assumed (lane ``l`` copies ``base + l * access_bytes``). This path runs on
-    numpy, with the packing compiled for large batches (about 1 M random instructions a second on 2 cores
-    from line-ordered sources, 0.5 M from permuted ones, against tens of millions for the plain rule's
-    numba kernel) and always checks both sides, ``validate=False`` or not. Op "cp.async.cg" always takes a
+    ``addresses``; for "cp.async" each store phase is then costed by the 128-byte global lines and the
+    slots in them its lanes copy from (model_cp_async.py). Without it a lane-ordered source is assumed
+    (lane ``l`` copies ``base + l * access_bytes``). This path runs on numpy (0.2-0.35 M random
+    instructions a second on 2 cores, against tens of millions for the plain rule's numba kernel) and
+    always checks both sides, ``validate=False`` or not. Op "cp.async.cg" always takes a
     path of its own (model_cp_async_cg.py), with or without ``global_addresses`` (lane-ordered without):
     numpy, about 0.2 M random instructions a second on 2 cores, or from 20,000 instructions on its numba
     kernel (_model_numba_cg.py), 10-12 M; both check both sides, ``validate=False`` or not.

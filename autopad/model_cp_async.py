@@ -19,26 +19,30 @@ What Nsight Compute measured (``cp.async.ca`` of 4, 8 and 16 bytes; its counter
   line-aligned) is such a source, which is why the plain rule needs no global addresses; so is any source
   whose phases each copy from a line of their own, in any order inside it ("line-ordered": every such
   probe agrees, 117 + 129 + 199 on the H200, 293 and 456 on the H100).
-* **A phase from several lines** (H100 run 187, 971 targeted probes, benchmarks/probe_cp_async_ca.py):
-  two lanes from two lines share a wavefront unless they write one bank or read the same slot of their
-  lines (slot = ``w``-byte position in the 128-byte line: the L1 reads slot k of every line from the same
-  banks); k lines each at slot 0 cost k, k lines each at its own slot 1. The rule (``pack_phase``): each
-  line's lanes are packed as a store's (the line's k-th lane in a bank to its k-th set), and the lines, in
-  the order of their first lane, are placed whole at the first run of wavefronts where none of their sets
-  meets a bank taken or a slot another line reads. Written down offline in the twenty-sixth session from
-  the random probes (benchmarks/results/h200/validate_matrix/CP_ASYNC_REPLAY.md) and adopted after run 187:
-  held out there it predicts all 971 (the rule before it, lines summed, 567); on ``autopad validate``'s
-  random probes from sources permuted across lines, 23 of 79 (H100 run 181, held out; 16 before), 19 of 53
-  and 18 of 33 (H200 run 157's seeds 1 and 0; 12 and 9 before), 11 of 27 (the fixture; 9), mostly under
-  the measurement by 1-4 where it misses: some other clash among three or more lines is still missing.
-  The fixture: 128 of 144 (126 before).
+* **A phase from several lines** (H100 run 187, 971 targeted probes, benchmarks/probe_cp_async_ca.py; H200
+  run 188, the 235 phases of several lines of H100 run 181's random probes, each alone and in two other lane
+  orders): two lanes from two lines share a wavefront unless they write one bank or read the same slot of
+  their lines (slot = ``w``-byte position in the 128-byte line: the L1 reads slot k of every line from the
+  same banks); k lines each at slot 0 cost k, k lines each at its own slot 1; the order of the lanes never
+  matters. The rule: with ``W[j]`` the lanes writing unit-bank ``j`` and ``R[s]`` the distinct lines reading
+  slot ``s``, the phase costs the most of ``max W``, ``max R`` and, over every pair ``(j, s)`` that some lane
+  links (it writes ``j`` and reads ``s``), ``W[j] + R[s] - L[j, s]`` (``L``: the distinct lines among the
+  linking lanes). Each lane joins its bank's queue to its slot's: the other writers of j and the other
+  lines at s then take a wavefront each, one after the other. For a phase from one line it
+  is the store count above (every ``R`` is 0 or 1 and every linked pair gives ``W[j]``).
+* **How it was found and checked:** run 187's probes first (the line packing of the twenty-sixth session,
+  in CP_ASYNC_REPLAY.md, predicted all 971 and was adopted for an hour); run 188 then showed that the
+  packing, whose answer depends on which line comes first, misses 120 of the 235 phases while the hardware
+  ignores lane order. The pair rule was read off runs 187 and 188 together (all 1,206 of their phases
+  agree; run 188's phases are H100 run 181's copies, whose 372 whole instructions agree too). Not read off,
+  and all agreeing: the fixture's 144 and H200 run 157's 162 + 252 (their 113 from sources permuted across
+  lines included, which the lines-summed rule got 30 of and the packing 48). 1,901 of 1,901 recorded
+  ``.ca`` probes in all.
 
 ``cp.async.cg`` follows another rule, op ``"cp.async.cg"`` (model_cp_async_cg.py).
 
-Speed: the phases from one line are counted at once (numpy, about a million random instructions a second
-on this project's 2-core machine); a phase from several lines is packed in Python (``pack_phase``, some
-20,000-40,000 instructions a second), or, for a chunk with ``PACK_NUMPY_BELOW`` phases to pack or more,
-in one compiled pass (_model_numba_ca.py; about 0.5 million permuted instructions a second in all).
+Speed: numpy only, bincounts over (instruction, phase, bank, slot) keys: about a million random
+instructions a second on this project's 2-core machine, from line-ordered or permuted sources alike.
 """
 
 from __future__ import annotations
@@ -137,75 +141,26 @@ def line_ordered(shared: list, glob: list, width: int) -> bool:
     return len({min(v) for v in lines.values()}) == len(lines)
 
 
-_ROWS = 8192  # instructions counted at a time: the per-bank counts stay small (8192 x 32 groups x 32 banks)
+_ROWS = 4096  # instructions counted at a time: the (bank, slot) counts stay small (4096 x 32 x 32 at most)
 
 
-def pack_phase(line: list[int], slot: list[int], bank: list[int]) -> int:
-    """Wavefronts of one store phase whose copies come from several global lines (lists in lane order: each
-    copying lane's global line, its slot in that line and its shared unit-bank, both in units of the copy).
-
-    Each line's lanes are packed as a store's are, without broadcast (the k-th lane of the line in a bank
-    goes to the line's k-th set), and the line's sets are placed, lines in the order of their first lane, at
-    the first run of wavefronts where none of them meets a bank already taken or a slot another line
-    already reads there (the L1 reads slot k of every line from the same banks: two lines at one slot
-    clash, at two slots they do not)."""
-    order: list[int] = []
-    members: dict[int, list[int]] = {}
-    for i, ln in enumerate(line):
-        if ln not in members:
-            members[ln] = []
-            order.append(ln)
-        members[ln].append(i)
-    banks: list[int] = []  # per wavefront: the banks taken and the slots read (bit masks)
-    slots: list[int] = []
-    for ln in order:
-        set_banks: list[int] = []
-        set_slots: list[int] = []
-        depth: dict[int, int] = {}
-        for i in members[ln]:
-            k = depth.get(bank[i], 0)
-            depth[bank[i]] = k + 1
-            if k == len(set_banks):
-                set_banks.append(0)
-                set_slots.append(0)
-            set_banks[k] |= 1 << bank[i]
-            set_slots[k] |= 1 << slot[i]
-        t = 0
-        while any(
-            t + j < len(banks) and (banks[t + j] & b or slots[t + j] & sl)
-            for j, (b, sl) in enumerate(zip(set_banks, set_slots))
-        ):
-            t += 1
-        for j, (b, sl) in enumerate(zip(set_banks, set_slots)):
-            if t + j == len(banks):
-                banks.append(0)
-                slots.append(0)
-            banks[t + j] |= b
-            slots[t + j] |= sl
-    return len(banks)
+def _dense_lines(lines: np.ndarray) -> np.ndarray:
+    """Each lane's line as its rank among its instruction's distinct lines (0 .. warp - 1), so that keys
+    of (instruction, phase, slot, line) fit an int64 and a bincount."""
+    m, warp = lines.shape
+    order = np.argsort(lines, axis=1, kind="stable")
+    ranked = np.take_along_axis(lines, order, axis=1)
+    new = np.ones((m, warp), dtype=bool)
+    new[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+    rank = np.empty((m, warp), dtype=np.int64)
+    np.put_along_axis(rank, order, np.cumsum(new, axis=1) - 1, axis=1)
+    return rank
 
 
-# a chunk with this many phases to pack takes the compiled packing (_model_numba_ca.py) where numba loads:
-# loading numba and the cached kernel took 0.2-0.25 s on the 2-core machine, what ``pack_phase`` spends on
-# some 5,000-10,000 phases
-PACK_NUMPY_BELOW = 5_000
-
-
-def _packer(phases: int):
-    """_model_numba_ca's ``ca_rows`` where a chunk with ``phases`` phases to pack should take it:
-    ``AUTOPAD_MODEL_BACKEND=numba`` (numba must load) with any, or ``auto`` with ``PACK_NUMPY_BELOW`` or
-    more and numba loading; else None (``pack_phase``). The choice and the loading are model_backend's."""
-    if phases == 0:
-        return None
-    from .model_backend import _choice, _numba_module
-
-    if _choice() == "auto" and phases < PACK_NUMPY_BELOW:
-        return None
-    if _numba_module() is None:  # numpy asked for, or numba missing (an error where numba was asked for)
-        return None
-    from ._model_numba_ca import ca_rows
-
-    return ca_rows
+def _distinct(keys: np.ndarray, groups: np.ndarray, size: int) -> np.ndarray:
+    """How many distinct ``keys`` each group has (``groups``: each key's group, 0 .. size - 1)."""
+    _, first = np.unique(keys, return_index=True)
+    return np.bincount(groups[first], minlength=size)
 
 
 def line_costs(
@@ -214,12 +169,13 @@ def line_costs(
     """(wavefronts, ideal, per-row tuples of line costs lowest line first, or [] unless ``per_line``) of a
     checked batch.
 
-    Store phases never share a wavefront, so an instruction costs the sum over its phases. A phase whose
-    copies come from one global line costs its most lanes in one unit-bank (no broadcast), counted for
-    every such phase at once with one ``np.bincount`` per chunk of instructions; a phase from several lines
-    is packed (``pack_phase``, one phase at a time). A line's cost in ``per_line`` is what its own copies
-    need, summed over the phases it appears in: the most of them in one unit-bank of each phase (lines of
-    one phase may share wavefronts, so the instruction's cost is at most the sum of its lines' costs).
+    Per store phase (phases never share a wavefront; the instruction costs their sum): ``W[j]`` the lanes
+    writing unit-bank ``j``, ``R[s]`` the distinct lines reading slot ``s``, and for each pair ``(j, s)`` that
+    a lane links (it writes ``j`` and reads ``s``), ``W[j] + R[s] - L[j, s]``, ``L`` the distinct lines among
+    the lanes that link them: the phase costs the most of ``max W``, ``max R`` and those. All of it is
+    counted with bincounts over (instruction, phase, bank, slot) keys, a chunk of instructions at a time. A
+    line's cost in ``per_line`` is what its own copies need, summed over the phases it appears in: the most
+    of them in one unit-bank of each phase (so the instruction costs at most the sum of its lines' costs).
     """
     n, warp = shared.shape
     lanes = rule.lanes
@@ -230,45 +186,27 @@ def line_costs(
     shift = rule.unit.bit_length() - 1  # unit is a power of two (4, 8 or 16 bytes)
     ub = rule.unit_banks  # = 128 / width: also the slots of a global line
     never = np.iinfo(np.int64).max  # the line of a lane that does not copy: sorts last
-    for s in range(0, n, _ROWS):
-        part, gpart = shared[s : s + _ROWS], glob[s : s + _ROWS]
+    for lo in range(0, n, _ROWS):
+        part, gpart = shared[lo : lo + _ROWS], glob[lo : lo + _ROWS]
         m = len(part)
         active = part >= 0
-        lines = np.where(active, gpart // LINE_BYTES, never)
+        line = _dense_lines(np.where(active, gpart // LINE_BYTES, never))
         bank = (part >> shift) & (ub - 1)
-        # phases from one line: the most lanes in one unit-bank; from several: packed below
-        ph_lines = np.sort(lines.reshape(m, phases, lanes), axis=2)
-        ph_active = ph_lines != never
-        several = (ph_lines[:, :, 1:] != ph_lines[:, :, :-1]) & ph_active[:, :, 1:]
-        several = several.any(axis=2)  # (instruction, phase)
-        phase_of = np.broadcast_to(np.arange(warp) // lanes, (m, warp))
-        key = (np.arange(m)[:, None] * phases + phase_of) * ub + bank
-        counts = np.bincount(key[active], minlength=m * phases * ub).reshape(m, phases, ub).max(axis=2)
-        counts[several] = 0
-        wave[s : s + m] = counts.sum(axis=1)
-        kernel = _packer(int(several.sum()))
-        if kernel is not None:  # compiled: the rows with a packed phase, whole
-            rows = np.nonzero(several.any(axis=1))[0]
-            got = np.empty(len(rows), dtype=np.int64)
-            kernel(np.ascontiguousarray(part[rows]), np.ascontiguousarray(gpart[rows]), got, lanes, shift, ub)
-            wave[s + rows] = got
-            several = several[:0]  # nothing left for the loop below
         slot = (gpart >> shift) & (ub - 1)
-        for i, p in zip(*np.nonzero(several)):
-            lo, hi = p * lanes, (p + 1) * lanes
-            on = active[i, lo:hi]
-            wave[s + i] += pack_phase(
-                lines[i, lo:hi][on].tolist(), slot[i, lo:hi][on].tolist(), bank[i, lo:hi][on].tolist()
-            )
+        group = np.arange(m)[:, None] * phases + np.arange(warp) // lanes  # (instruction, phase)
+        g, b, sl, ln = group[active], bank[active], slot[active], line[active]
+        size = m * phases
+        w = np.bincount(g * ub + b, minlength=size * ub)  # W: lanes a (phase, bank)
+        r = _distinct((g * ub + sl) * warp + ln, g * ub + sl, size * ub)  # R: lines a (phase, slot)
+        pair = (g * ub + b) * ub + sl
+        link = _distinct(pair * warp + ln, pair, size * ub * ub)  # L: lines a linked (phase, bank, slot)
+        cost = np.maximum(w.reshape(size, ub).max(axis=1), r.reshape(size, ub).max(axis=1))
+        linked = w[g * ub + b] + r[g * ub + sl] - link[pair]
+        np.maximum.at(cost, g, linked)
+        wave[lo : lo + m] = cost.reshape(m, phases).sum(axis=1)
         if per_line:  # each line's own copies: its most lanes in one unit-bank of each phase, summed
-            order = np.argsort(lines, axis=1, kind="stable")
-            sorted_lines = np.take_along_axis(lines, order, axis=1)
-            new = np.ones((m, warp), dtype=bool)
-            new[:, 1:] = sorted_lines[:, 1:] != sorted_lines[:, :-1]
-            rank = np.empty((m, warp), dtype=np.int64)
-            np.put_along_axis(rank, order, np.cumsum(new, axis=1) - 1, axis=1)  # the line's rank, per lane
-            key = ((np.arange(m)[:, None] * warp + rank) * phases + phase_of) * ub + bank
+            key = ((np.arange(m)[:, None] * warp + line) * phases + np.arange(warp) // lanes) * ub + bank
             per = np.bincount(key[active], minlength=m * warp * phases * ub)
-            cost = per.reshape(m, warp, phases, ub).max(axis=3).sum(axis=2)  # (instruction, line rank)
-            costs += [tuple(int(c) for c in row[row > 0]) for row in cost]
+            own = per.reshape(m, warp, phases, ub).max(axis=3).sum(axis=2)  # (instruction, line rank)
+            costs += [tuple(int(c) for c in row[row > 0]) for row in own]
     return wave, ideal, costs

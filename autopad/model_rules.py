@@ -4,11 +4,10 @@ Split from model.py (one concern a module): both backends (model_numpy.py, _mode
 ``_Rule`` built here, so the vocabulary (``OPS``, ``WIDTHS``), each op's status (``OP_STATUS``) and the
 checks of op, width and arch live in one place. The load/store/atomic rules are in model.py's docstring.
 
-**ldmatrix, stmatrix: measured; cp.async.ca: measured where each store phase copies from one line, and
-across lines on targeted probes; cp.async.cg: its own rule** (``OP_STATUS``; ``autopad validate --ops
-ldmatrix,stmatrix,cp.async`` measured 728 probes on the H200 on 2026-12-01: all 536 ldmatrix/stmatrix ones
-agree with the rules below; the cp.async rule was fitted to the 144 ``.ca`` ones afterwards, its packing
-of several lines read off more, model_cp_async.py, 128 of the 144 now; the run read the ``.ca``
+**ldmatrix, stmatrix, cp.async.ca: measured; cp.async.cg: its own rule** (``OP_STATUS``; ``autopad validate
+--ops ldmatrix,stmatrix,cp.async`` measured 728 probes on the H200 on 2026-12-01: all 536 ldmatrix/stmatrix
+ones agree with the rules below; the cp.async rule was fitted to the 144 ``.ca`` ones afterwards and read
+off targeted probes since, model_cp_async.py, and agrees with all 1,901 recorded; the run read the ``.ca``
 counter for the 48 ``.cg`` ones, which is zero; ``.cg`` was measured from its own counter on 2026-12-05 and
 has a rule of its own, op ``"cp.async.cg"``, model_cp_async_cg.py). What the rules rest on:
 
@@ -28,9 +27,8 @@ has a rule of its own, op ``"cp.async.cg"``, model_cp_async_cg.py). What the rul
 * ``cp.async.ca.shared.global`` of 4, 8 or 16 bytes (op ``"cp.async"``): the shared side is costed
   as a store of that width (phases of 32, 16, 8 lanes, inactive lanes allowed) **without broadcast**:
   every lane's write counts, so 32 lanes copying into one word cost 32 (measured, ``.ca``). The phases are
-  the 128-byte global lines of a lane-ordered source; ``analyze(..., global_addresses=...)`` costs the
-  lanes by their real lines instead, a phase from several lines packed line by line (model_cp_async.py,
-  with where the rule falls short).
+  the 128-byte global lines of a lane-ordered source; ``analyze(..., global_addresses=...)`` costs each
+  phase by the real lines and slots its lanes read too (model_cp_async.py).
 * ``cp.async.cg.shared.global`` (op ``"cp.async.cg"``, 16 bytes only): another rule, read off its own
   counter in 2026-12-05's probes (model_cp_async_cg.py): a word written twice counts once, and a wavefront
   carries 32-byte sector moves of one global line into one shared row that agree in half set, half swap
@@ -72,14 +70,13 @@ OP_STATUS = {
     "atomic": "measured (4-byte adds; 8-byte assumed to follow the 8-byte store phases)",
     # H200, 2026-12-01 (benchmarks/results/h200/validate_matrix, tests/fixtures/h200_cp_async_probes.json),
     # H200 run 157 and H100 run 181 (random probes), H100 run 187 (971 targeted probes of several lines in a
-    # store phase, benchmarks/results/h100/2026-12-06/run187): model_cp_async.py has the rule and figures.
+    # store phase) and H200 run 188 (run 181's phases apart): model_cp_async.py has the rule and figures.
     "cp.async": (
-        "measured where each store phase copies from one global line (cp.async.ca, no broadcast, store "
-        "phases apart): every probe whose store phases each copy from a global line of their own agrees "
-        "(1,194 measurements: H200 2026-12-01 and -05, H100 2026-12-05 and -06); a phase from several "
-        "lines is packed line by line, which predicts all 971 targeted probes of several lines (H100, "
-        "2026-12-06, held out) but 71 of 192 random ones from sources permuted across lines (mostly 1-4 "
-        "wavefronts under); the 144 fitted probes: 128 agree; cp.async.cg has its own op, 'cp.async.cg'"
+        "measured (cp.async.ca, no broadcast, store phases apart; a phase from several global lines costed "
+        "by the lanes each shared bank takes, the lines each slot is read from and the pairs a lane links): "
+        "all 1,901 recorded probes agree, 971 targeted ones and the 235 phases of several lines of 79 random "
+        "ones it was read off (H100 and H200, 2026-12-06) and the 558 earlier H200 probes it was not "
+        "(2026-12-01 and -05); cp.async.cg has its own op, 'cp.async.cg'"
     ),
     # H100 run 179 (252 targeted probes, the rule read off them), H200 run 157 (144 probes the rule was not
     # read off) and H100 runs 181-182 (379 probes drawn after the rule and its predictions were committed):

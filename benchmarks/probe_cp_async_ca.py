@@ -26,11 +26,12 @@ shared row):
 Each CSV row: the probe, its width, its copies (``lane:line.slot>row.unit``), the measured wavefronts and
 conflicts (``.ca``'s own counter, ``..._op_ldgsts_cache_access``) and the model's prediction when it ran.
 H100 run 187 (benchmarks/results/h100/2026-12-06/run187/ca): the rule of then agreed with 567 of 971; the
-line packing adopted after it (model_cp_async.py, ``pack_phase``) with all 971.
+rule read off it and run 188 (model_cp_async.py) with all 971.
 
 ``--set phases`` measures instead ``autopad validate``'s random probes of H100 run 181 that copy from
 sources permuted across lines, each store phase of several lines alone and in two other lane orders
-(``phase_probes``), to say which phases the line packing misses and whether lane order matters.
+(``phase_probes``), to say which phases a rule misses and whether lane order matters (H200 run 188: it
+never does; the rule read off both runs agrees with all 705).
 
 Run on a GPU machine: ``python3 benchmarks/probe_cp_async_ca.py --out DIR [--set phases]``; ``--dry-run``
 writes the probe list only (no GPU).
@@ -128,9 +129,9 @@ def phase_probes() -> list[dict]:
     """Run 181's random ``.ca`` probes from sources permuted across lines (``autopad validate`` seed 2; 79),
     taken apart: each store phase that copies from several lines measured alone (the other lanes
     inactive), then with its copies handed to its lanes in reverse order, then with its lines' order of
-    first lanes reversed (each line's copies keeping their order). The line packing misses 56 of the 79
-    (mostly 1-4 wavefronts under) and a whole instruction's count cannot say which phase, or whether the
-    order of lanes matters."""
+    first lanes reversed (each line's copies keeping their order). The line packing of the twenty-sixth
+    session missed 56 of the 79 (mostly 1-4 wavefronts under), and a whole instruction's count cannot say
+    which phase, or whether the order of lanes matters."""
     from autopad.model_cp_async import line_ordered
 
     rows = json.loads(RUN181.read_text())["rows"]

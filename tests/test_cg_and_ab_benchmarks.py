@@ -63,8 +63,8 @@ def test_the_ca_probe_list_fits_the_probe_kernel_and_takes_the_recorded_miss_apa
         glob = np.array([p["global"]], dtype=np.int64)
         return int(analyze_batch(shared, p["access_bytes"], "cp.async", global_addresses=glob)[0][0])
 
-    # autopad validate's gperm-halves-mod7 (8 bytes), rebuilt lane for lane (H100 run 181 measured 6; the rule
-    # before the line packing said 8, the packing says 6)
+    # autopad validate's gperm-halves-mod7 (8 bytes), rebuilt lane for lane (H100 run 181 measured 6; the
+    # lines-summed rule said 8, today's says 6)
     import json
 
     run181 = Path(__file__).resolve().parents[1] / "benchmarks/results/h100/2026-12-05/run181"
