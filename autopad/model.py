@@ -200,7 +200,7 @@ def analyze(
     """Cost of one warp instruction: per-lane byte addresses (None = inactive lane) -> Analysis.
 
     ``op`` is one of ``OPS``: "load", "store", "atomic", "ldmatrix[.x1|.x2|.x4][.trans]" and
-    "stmatrix[...]" (measured on the H200), "cp.async" (fitted to H200 probes of cp.async.ca) or
+    "stmatrix[...]" (measured on the H200), "cp.async" (cp.async.ca, read off H100 and H200 probes) or
     "cp.async.cg" (16 bytes; read off its own probes, model_cp_async_cg.py); ``op_status`` says how far each
     is checked. For ldmatrix/stmatrix ``access_bytes`` is 16 (a matrix row) and ``phase_costs`` has one
     entry per matrix; for "cp.async.cg" one per global line with a copy that counts, lowest line first.
