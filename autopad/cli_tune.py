@@ -125,7 +125,10 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top-k", type=int, default=6, help="candidates to measure besides the baselines")
     p.add_argument("--budget", type=int, help="measure at most this many candidates")
     p.add_argument(
-        "--refine", type=int, default=16, help="measure up to this many more in a local search (0: off)"
+        "--refine",
+        type=int,
+        default=16,
+        help="measure up to this many more after the first round: twins, then a local search (0: off)",
     )
     p.add_argument("--dist", help="histogram input class: uniform | skewed | single")
     p.add_argument("--device", type=int, default=0, help="CUDA device index")

@@ -207,8 +207,9 @@ def analyze(
 
     ``global_addresses`` (ops "cp.async" and "cp.async.cg"): each lane's global source byte address. The
     lanes are then costed by 128-byte global line and ``phase_costs`` has one entry per line, lowest line
-    first (for "cp.async": what the line's own copies need, summed over its store phases; lines of one phase
-    may share wavefronts, so ``wavefronts`` is at most their sum); without it lane ``l`` is taken to copy
+    first (for "cp.async": what the line's own copies need, summed over its store phases, its most lanes in
+    one bank of each; lines of one phase share wavefronts or queue behind each other, so ``wavefronts`` may be
+    less or more than their sum); without it lane ``l`` is taken to copy
     ``base + l * access_bytes`` (model_cp_async.py and model_cp_async_cg.py have the measured rules).
 
     >>> analyze([lane * 4 * 32 for lane in range(32)]).wavefronts   # column of a 32x32 fp32 tile

@@ -41,7 +41,7 @@ What Nsight Compute measured (``cp.async.ca`` of 4, 8 and 16 bytes; its counter
 
 ``cp.async.cg`` follows another rule, op ``"cp.async.cg"`` (model_cp_async_cg.py).
 
-Speed: numpy only, bincounts over (instruction, phase, bank, slot) keys: about a million random
+Speed: numpy only, bincounts over (instruction, phase, bank, slot) keys: 0.15-0.35 million random
 instructions a second on this project's 2-core machine, from line-ordered or permuted sources alike.
 """
 
@@ -175,7 +175,8 @@ def line_costs(
     the lanes that link them: the phase costs the most of ``max W``, ``max R`` and those. All of it is
     counted with bincounts over (instruction, phase, bank, slot) keys, a chunk of instructions at a time. A
     line's cost in ``per_line`` is what its own copies need, summed over the phases it appears in: the most
-    of them in one unit-bank of each phase (so the instruction costs at most the sum of its lines' costs).
+    of them in one unit-bank of each phase (the instruction may cost less or more than their sum: lines of
+    one phase share wavefronts, or queue behind each other where a lane links a bank and a slot).
     """
     n, warp = shared.shape
     lanes = rule.lanes

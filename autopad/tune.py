@@ -101,8 +101,9 @@ def tune(
     ``kernel`` is "transpose", "matmul", "histogram" or a user's kernel spec (``autopad.CudaKernel``,
     ``autopad.TritonKernel``, or any object with the names in ``autopad.spec``). ``strategy`` picks how
     measurements are spent ("model": ``top_k`` by the model plus the baselines and the best layout of each
-    of the ``top_k`` best launch configurations, then up to ``refine`` more in a local search from the
-    fastest; "brute_force"; "random"). ``budget`` caps how many are measured in all and ``time_budget_s``
+    of the ``top_k`` best launch configurations, then up to ``refine`` more: the unpadded twins of the
+    configurations measured close to the fastest, and a local search from the fastest; "brute_force";
+    "random"). ``budget`` caps how many are measured in all and ``time_budget_s``
     how long measuring may take. ``dist`` is the input class for kernels whose speed depends on the data
     (histogram: "uniform", "skewed", "single", "sorted"). ``cache`` reuses and records measurements on disk;
     ``retune`` ignores a cached result (but keeps cached timings). ``export`` writes the pick (.json, .h,

@@ -14,7 +14,8 @@ spent, returning what it has (either sets ``measure.exhausted``). Strategies reg
 lazily:
 
 - ``model`` (default): the model's shortlist (top_k, the baselines, the best layout of each of the top_k
-  launch configurations), then a local search from the fastest measured (``refine`` more at most);
+  launch configurations), then the unpadded twins of the configurations measured close to the fastest and
+  a local search from the fastest measured (``refine`` more at most, both together);
 - ``brute_force``: every legal candidate, in the model's order (a reference, and what other tuners do);
 - ``random``: a seeded uniform sample of ``budget`` candidates (or top_k + refine), plus the baselines.
 """
