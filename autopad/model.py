@@ -26,7 +26,8 @@ from here):
   arch) is costed; its docstring has the rules for **ldmatrix, stmatrix and cp.async** (``OP_STATUS``:
   ldmatrix/stmatrix measured on the H200, cp.async.ca and cp.async.cg read off targeted probes);
 * model_cp_async.py: cp.async with ``global_addresses``: per store phase, the lanes a shared bank takes,
-  the lines a slot of a global line is read from, and the pairs a lane links;
+  the lines a slot of a global line is read from, and the pairs a lane links (numpy; _model_numba_ca.py
+  compiles the same rule for large batches);
 * model_cp_async_cg.py: cp.async.cg (op "cp.async.cg"): 32-byte sector moves gathered into wavefronts
   (numpy; _model_numba_cg.py compiles the same rule for large batches);
 * model_addresses.py: caller input -> an int64 (n, warp) array, and the errors that name a bad row and lane;
@@ -87,7 +88,7 @@ from .model_backend import (  # noqa: F401
     _threads,
     backend,
 )
-from .model_cp_async import as_global_array, check_global, line_costs
+from .model_cp_async import as_global_array, ca_compiled, check_global, line_costs
 from .model_cp_async_cg import cg_compiled, cg_costs
 from .model_numpy import _COUNT_ROWS, _count_costs, _numpy_costs, _phase_cost, _phase_lanes  # noqa: F401
 from .model_rules import (  # noqa: F401
@@ -165,9 +166,10 @@ def analyze_batch(
     ``global_addresses`` (ops "cp.async" and "cp.async.cg"): each lane's global source, shaped like
     ``addresses``; for "cp.async" each store phase is then costed by the 128-byte global lines and the
     slots in them its lanes copy from (model_cp_async.py). Without it a lane-ordered source is assumed
-    (lane ``l`` copies ``base + l * access_bytes``). This path runs on numpy (0.2-0.35 M random
-    instructions a second on 2 cores, against tens of millions for the plain rule's numba kernel) and
-    always checks both sides, ``validate=False`` or not. Op "cp.async.cg" always takes a
+    (lane ``l`` copies ``base + l * access_bytes``). This path runs on numpy (0.15-0.35 M random
+    instructions a second on 2 cores), or from 20,000 instructions on its numba kernel (_model_numba_ca.py,
+    5-7 M, against tens of millions for the plain rule's), and always checks both sides, ``validate=False``
+    or not. Op "cp.async.cg" always takes a
     path of its own (model_cp_async_cg.py), with or without ``global_addresses`` (lane-ordered without):
     numpy, about 0.2 M random instructions a second on 2 cores, or from 20,000 instructions on its numba
     kernel (_model_numba_cg.py), 10-12 M; both check both sides, ``validate=False`` or not.
@@ -248,9 +250,9 @@ def _cp_async_lines(arr: np.ndarray, global_addresses: object, rule: _Rule, per_
     except ValueError:
         _check_numpy(arr, rule)  # a bad shared address is reported first, as it always was
         raise
-    if rule.op == "cp.async.cg" and not per_line:  # compiled: checks as it counts (None: numpy's turn)
-        got = cg_compiled(arr, glob)
-        if got is not None:
+    if not per_line and (rule.op == "cp.async.cg" or glob is not None):  # compiled: checks as it counts
+        got = cg_compiled(arr, glob) if rule.op == "cp.async.cg" else ca_compiled(arr, glob, rule)
+        if got is not None:  # (None: numpy's turn: a small batch, no numba, or a bad address to word)
             return got
     _check_numpy(arr, rule)
     if glob is not None:

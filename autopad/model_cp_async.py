@@ -41,8 +41,11 @@ What Nsight Compute measured (``cp.async.ca`` of 4, 8 and 16 bytes; its counter
 
 ``cp.async.cg`` follows another rule, op ``"cp.async.cg"`` (model_cp_async_cg.py).
 
-Speed: numpy only, bincounts over (instruction, phase, bank, slot) keys: 0.15-0.35 million random
-instructions a second on this project's 2-core machine, from line-ordered or permuted sources alike.
+Speed: numpy (bincounts over (instruction, phase, bank, slot) keys), 0.15-0.35 million random instructions
+a second on this project's 2-core machine; batches of ``NUMPY_BELOW`` or more (and all of them under
+``AUTOPAD_MODEL_BACKEND=numba``) take the same rule compiled (_model_numba_ca.py, addresses checked as it
+counts), 5.1-6.9 million a second on 2 cores whatever the source (benchmarks/bench_ca_speed.py,
+benchmarks/results/cpu/cp_async_ca_speed_2026-12-06.txt). ``per_line`` always takes numpy.
 """
 
 from __future__ import annotations
@@ -211,3 +214,37 @@ def line_costs(
             own = per.reshape(m, warp, phases, ub).max(axis=3).sum(axis=2)  # (instruction, line rank)
             costs += [tuple(int(c) for c in row[row > 0]) for row in own]
     return wave, ideal, costs
+
+
+# batches this large or larger go to the compiled rule (_model_numba_ca.py) where numba loads: importing numba
+# and loading the cached kernel took 0.2-0.25 s on the 2-core machine, what numpy spends on about 50,000
+# instructions
+NUMPY_BELOW = 20_000
+
+
+def ca_compiled(
+    shared: np.ndarray, glob: np.ndarray, rule: _Rule
+) -> tuple[np.ndarray, np.ndarray, list] | None:
+    """``line_costs`` without per-line costs on the compiled rule, which checks the addresses as it goes
+    (``shared`` and ``glob`` int64 (n, warp), -1 inactive), or None where numpy should do it: a batch under
+    ``NUMPY_BELOW`` (``auto``), no numba, a warp of other than 32 lanes, or a bad address (the numpy checks
+    then say which and why). The backend choice, numba's loading and the split over cores are
+    model_backend's, as for every other op."""
+    from .model_backend import _choice, _in_parts, _numba_module
+    from .model_rules import ADDRESS_LIMIT
+
+    n, warp = shared.shape
+    if warp != 32 or (_choice() == "auto" and n < NUMPY_BELOW) or _numba_module() is None:
+        return None
+    from ._model_numba_ca import ca_rows
+
+    shared = np.ascontiguousarray(shared, dtype=np.int64)
+    glob = np.ascontiguousarray(glob, dtype=np.int64)
+    wave = np.empty(n, dtype=np.int64)
+    ideal = np.empty(n, dtype=np.int64)
+
+    def run(_: int, lo: int, hi: int) -> int:
+        part = (shared[lo:hi], glob[lo:hi], wave[lo:hi], ideal[lo:hi])
+        return int(ca_rows(*part, ADDRESS_LIMIT, rule.width, rule.lanes))
+
+    return None if any(b >= 0 for b in _in_parts(n, run)) else (wave, ideal, [])

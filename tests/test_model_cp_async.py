@@ -375,3 +375,62 @@ def test_a_phase_from_two_lines_by_hand():
     a = analyze([5 * 8, 9 * 8, 6 * 8] + [None] * 29, 8, "cp.async",
                 global_addresses=[3 * 8, 128 + 3 * 8, 128 + 7 * 8] + [0] * 29)  # fmt: skip
     assert a.wavefronts == 2
+
+
+def _permuted_batch(rng: np.random.Generator, n: int, w: int, span: int, lines: int):
+    shared = (rng.integers(0, span, (n, 32)) * w).astype(np.int64)
+    shared[rng.random((n, 32)) < 0.15] = -1
+    glob = rng.integers(0, lines * 128 // w, (n, 32)) * w + (rng.integers(0, 1 << 40, (n, 1)) << 7)
+    return shared, glob.astype(np.int64)
+
+
+def test_the_compiled_rule_gives_the_numpy_rules_answers(monkeypatch):
+    pytest.importorskip("numba")
+    import autopad.model_cp_async as ca
+
+    rng = np.random.default_rng(11)
+    batches = []
+    for w in (4, 8, 16):
+        for span, lines in ((2, 1), (16, 2), (64, 4), (3072 // w, 8), (48 * 1024 // w, 32), (8, 64)):
+            batches.append((w, *_permuted_batch(rng, 3000, w, span, lines)))
+        ps = [p for p in PROBES if p["access_bytes"] == w]  # the recorded probes too
+        shared = np.array([[-1 if a is None else a for a in p["addresses"]] for p in ps], dtype=np.int64)
+        batches.append((w, shared, np.array([p["global"] for p in ps], dtype=np.int64)))
+    batches.append((8, np.full((5, 32), -1, dtype=np.int64), np.zeros((5, 32), dtype=np.int64)))  # no copies
+    for w, shared, glob in batches:
+        monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "numpy")
+        want = analyze_batch(shared, w, "cp.async", global_addresses=glob)
+        rule = autopad.model._rule("cp.async", w, autopad.model.get_arch("sm_90"))
+        assert ca.ca_compiled(shared, glob, rule) is None  # numpy forced: the compiled rule stays out
+        monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "numba")
+        got = ca.ca_compiled(shared, glob, rule)
+        assert got is not None and (got[0] == want[0]).all() and (got[1] == want[1]).all()
+        assert (analyze_batch(shared, w, "cp.async", global_addresses=glob)[0] == want[0]).all()
+    # auto: small batches stay on numpy, large ones compile
+    monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "auto")
+    rule = autopad.model._rule("cp.async", 16, autopad.model.get_arch("sm_90"))
+    assert ca.ca_compiled(*_permuted_batch(rng, ca.NUMPY_BELOW - 1, 16, 64, 4), rule) is None
+    big = _permuted_batch(rng, ca.NUMPY_BELOW, 16, 64, 4)
+    assert (ca.ca_compiled(*big, rule)[0] == ca.line_costs(*big, rule)[0]).all()
+
+
+def test_the_compiled_rule_leaves_bad_addresses_to_numpys_errors(monkeypatch):
+    pytest.importorskip("numba")
+    import autopad.model_cp_async as ca
+
+    monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "numba")
+    rule = autopad.model._rule("cp.async", 8, autopad.model.get_arch("sm_90"))
+    shared, glob = _permuted_batch(np.random.default_rng(3), 50, 8, 64, 4)
+    for where, bad in (("shared", 4), ("shared", -3), ("shared", 1 << 32), ("global", -8), ("global", 12)):
+        s, g = shared.copy(), glob.copy()
+        s[17, 3] = 160 if where == "global" else bad
+        if where == "global":
+            g[17, 3] = bad
+        assert ca.ca_compiled(s, g, rule) is None  # found it, stopped: numpy's checks word the error
+        with pytest.raises(ValueError, match="row 17 lane 3"):
+            analyze_batch(s, 8, "cp.async", global_addresses=g)
+    s = shared.copy()
+    s[17, 3] = -1  # an inactive lane may give any source
+    g = glob.copy()
+    g[17, 3] = -5
+    assert ca.ca_compiled(s, g, rule) is not None
