@@ -46,6 +46,20 @@ def _choice() -> str:
     return choice
 
 
+# batches this large or larger go to a cp.async rule's own compiled kernel (_model_numba_cg.py,
+# _model_numba_ca.py) where numba loads: importing numba and loading the cached kernel took 0.2-0.25 s on the
+# 2-core machine, what those rules' numpy paths spend on about 50,000 instructions
+RULE_NUMPY_BELOW = 20_000
+
+
+def compiled_wanted(n: int, numpy_below: int = RULE_NUMPY_BELOW) -> bool:
+    """Whether a batch of ``n`` should take a rule's own compiled kernel: ``AUTOPAD_MODEL_BACKEND=numba``
+    (numba must load: an error if it does not), or ``auto`` with ``n >= numpy_below`` and numba loading."""
+    if _choice() == "auto" and n < numpy_below:
+        return False
+    return _numba_module() is not None
+
+
 def _numba_module():
     """_model_numba, or None (numba missing, or AUTOPAD_MODEL_BACKEND=numpy)."""
     choice = _choice()

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .model_backend import RULE_NUMPY_BELOW, compiled_wanted
 from .model_rules import _Rule
 
 LINE_BYTES = 128  # the global line the lanes are grouped by
@@ -216,10 +217,7 @@ def line_costs(
     return wave, ideal, costs
 
 
-# batches this large or larger go to the compiled rule (_model_numba_ca.py) where numba loads: importing numba
-# and loading the cached kernel took 0.2-0.25 s on the 2-core machine, what numpy spends on about 50,000
-# instructions
-NUMPY_BELOW = 20_000
+NUMPY_BELOW = RULE_NUMPY_BELOW  # batches this large or larger take the compiled rule (model_backend)
 
 
 def ca_compiled(
@@ -230,11 +228,11 @@ def ca_compiled(
     ``NUMPY_BELOW`` (``auto``), no numba, a warp of other than 32 lanes, or a bad address (the numpy checks
     then say which and why). The backend choice, numba's loading and the split over cores are
     model_backend's, as for every other op."""
-    from .model_backend import _choice, _in_parts, _numba_module
+    from .model_backend import _in_parts
     from .model_rules import ADDRESS_LIMIT
 
     n, warp = shared.shape
-    if warp != 32 or (_choice() == "auto" and n < NUMPY_BELOW) or _numba_module() is None:
+    if warp != 32 or not compiled_wanted(n, NUMPY_BELOW):
         return None
     from ._model_numba_ca import ca_rows
 

@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .model_backend import RULE_NUMPY_BELOW, compiled_wanted
+
 WIDTH = 16  # .cg copies 16 bytes only (PTX ISA: cp-size 16 for .cg)
 
 
@@ -67,9 +69,7 @@ def first_writers(shared: np.ndarray) -> np.ndarray:
     return keep
 
 
-# batches this large or larger go to the compiled rule where numba loads: importing numba and loading the
-# cached kernel took 0.2-0.25 s on the 2-core machine, what numpy spends on about 50,000 instructions
-NUMPY_BELOW = 20_000
+NUMPY_BELOW = RULE_NUMPY_BELOW  # batches this large or larger take the compiled rule (model_backend)
 
 _ROWS = 8192  # instructions costed at a time: 13 bits of instruction in the packed keys below
 _ID = 18  # bits of a dense line or row id: a chunk holds at most 8192 x 32 = 2**18 distinct ones
@@ -150,13 +150,9 @@ def cg_compiled(shared: np.ndarray, glob: np.ndarray | None) -> tuple[np.ndarray
 
 def _compiled(n: int):
     """_model_numba_cg's ``cg_rows`` where a batch of ``n`` should take it: ``AUTOPAD_MODEL_BACKEND=numba``
-    (numba must load), or ``auto`` with ``n >= NUMPY_BELOW`` and numba loading; else None (numpy). The
-    choice and the loading are model_backend's (``_choice``, ``_numba_module``), as for every other op."""
-    from .model_backend import _choice, _numba_module
-
-    if _choice() == "auto" and n < NUMPY_BELOW:
-        return None
-    if _numba_module() is None:  # numpy asked for, or numba missing (an error where numba was asked for)
+    (numba must load), or ``auto`` with ``n >= NUMPY_BELOW`` and numba loading; else None (numpy): the
+    choice is model_backend's (``compiled_wanted``), as for .ca's compiled rule."""
+    if not compiled_wanted(n, NUMPY_BELOW):
         return None
     from ._model_numba_cg import cg_rows
 

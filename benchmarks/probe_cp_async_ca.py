@@ -40,7 +40,6 @@ writes the probe list only (no GPU).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
@@ -48,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from probe_cp_async_cg import measure_probes  # noqa: E402
+from probe_cp_async_cg import write_and_measure  # noqa: E402
 
 LINE = 128
 WIDTHS = (4, 8, 16)
@@ -165,20 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         help="targeted: the one-question probes (run 187); phases: run 181's permuted probes taken apart",
     )  # fmt: skip
     args = ap.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     ps = probes() if args.set == "targeted" else phase_probes()
-    (out / "probes.json").write_text(json.dumps(ps))
-    print(f"{len(ps)} probes -> {out / 'probes.json'}")
-    if args.dry_run:
-        return 0
-    rows = measure_probes(ps, out, args.budget, "cp.async")
-    with open(out / "ca_probes.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["name"])
-        w.writeheader()
-        w.writerows(rows)
-    print(f"{len(rows)} of {len(ps)} probes measured -> {out / 'ca_probes.csv'}")
-    return 0 if rows else 2
+    return write_and_measure(ps, Path(args.out), args, "cp.async", "ca_probes.csv")
 
 
 if __name__ == "__main__":

@@ -154,19 +154,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=240.0, help="seconds ncu may take")
     ap.add_argument("--dry-run", action="store_true", help="write the probe list only (no GPU)")
     args = ap.parse_args(argv)
-    out = Path(args.out)
+    return write_and_measure(probes(args.seed), Path(args.out), args, "cp.async.cg", "cg_probes.csv")
+
+
+def write_and_measure(
+    ps: list[dict], out: Path, args: argparse.Namespace, model_op: str, csv_name: str
+) -> int:
+    """Write ``ps`` to ``out/probes.json``; unless ``args.dry_run``, measure them (``measure_probes``, within
+    ``args.budget`` seconds) into ``out/csv_name``. 0, or 2 where nothing was measured."""
     out.mkdir(parents=True, exist_ok=True)
-    ps = probes(args.seed)
     (out / "probes.json").write_text(json.dumps(ps))
     print(f"{len(ps)} probes -> {out / 'probes.json'}")
     if args.dry_run:
         return 0
-    rows = measure_probes(ps, out, args.budget, "cp.async.cg")
-    with open(out / "cg_probes.csv", "w", newline="") as f:
+    rows = measure_probes(ps, out, args.budget, model_op)
+    with open(out / csv_name, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["name"])
         w.writeheader()
         w.writerows(rows)
-    print(f"{len(rows)} of {len(ps)} probes measured -> {out / 'cg_probes.csv'}")
+    print(f"{len(rows)} of {len(ps)} probes measured -> {out / csv_name}")
     return 0 if rows else 2
 
 
