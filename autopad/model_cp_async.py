@@ -37,15 +37,18 @@ What Nsight Compute measured (``cp.async.ca`` of 4, 8 and 16 bytes; its counter
   agree; run 188's phases are H100 run 181's copies, whose 372 whole instructions agree too). Not read off,
   and all agreeing: the fixture's 144 and H200 run 157's 162 + 252 (their 113 from sources permuted across
   lines included, which the lines-summed rule got 30 of and the packing 48). 1,901 of 1,901 recorded
-  ``.ca`` probes in all.
+  ``.ca`` probes in all. Then held out, drawn after the rule was committed: H200 run 189's 1,494 ``.ca``
+  probes (``autopad validate`` seeds 3 and 4; 326 from sources permuted across lines), all agreeing:
+  3,395 of 3,395.
 
 ``cp.async.cg`` follows another rule, op ``"cp.async.cg"`` (model_cp_async_cg.py).
 
 Speed: numpy (bincounts over (instruction, phase, bank, slot) keys), 0.15-0.35 million random instructions
 a second on this project's 2-core machine; batches of ``NUMPY_BELOW`` or more (and all of them under
 ``AUTOPAD_MODEL_BACKEND=numba``) take the same rule compiled (_model_numba_ca.py, addresses checked as it
-counts), 5.1-6.9 million a second on 2 cores whatever the source (benchmarks/bench_ca_speed.py,
-benchmarks/results/cpu/cp_async_ca_speed_2026-12-06.txt). ``per_line`` always takes numpy.
+counts), 5.9-12.3 million a second on 2 cores, most runs 7-11, 16-byte copies from permuted lines the
+slowest (benchmarks/bench_ca_speed.py, benchmarks/results/cpu/cp_async_ca_speed_2026-12-06_b.txt).
+``per_line`` always takes numpy.
 """
 
 from __future__ import annotations

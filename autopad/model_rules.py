@@ -7,7 +7,8 @@ checks of op, width and arch live in one place. The load/store/atomic rules are 
 **ldmatrix, stmatrix, cp.async.ca: measured; cp.async.cg: its own rule** (``OP_STATUS``; ``autopad validate
 --ops ldmatrix,stmatrix,cp.async`` measured 728 probes on the H200 on 2026-12-01: all 536 ldmatrix/stmatrix
 ones agree with the rules below; the cp.async rule was fitted to the 144 ``.ca`` ones afterwards and read
-off targeted probes since, model_cp_async.py, and agrees with all 1,901 recorded; the run read the ``.ca``
+off targeted probes since, model_cp_async.py, and agrees with all 3,395 recorded, 1,494 of them held out;
+the run read the ``.ca``
 counter for the 48 ``.cg`` ones, which is zero; ``.cg`` was measured from its own counter on 2026-12-05 and
 has a rule of its own, op ``"cp.async.cg"``, model_cp_async_cg.py). What the rules rest on:
 
@@ -70,13 +71,15 @@ OP_STATUS = {
     "atomic": "measured (4-byte adds; 8-byte assumed to follow the 8-byte store phases)",
     # H200, 2026-12-01 (benchmarks/results/h200/validate_matrix, tests/fixtures/h200_cp_async_probes.json),
     # H200 run 157 and H100 run 181 (random probes), H100 run 187 (971 targeted probes of several lines in a
-    # store phase) and H200 run 188 (run 181's phases apart): model_cp_async.py has the rule and figures.
+    # store phase), H200 run 188 (run 181's phases apart) and H200 run 189 (seeds 3 and 4, held out):
+    # model_cp_async.py has the rule and figures.
     "cp.async": (
         "measured (cp.async.ca, no broadcast, store phases apart; a phase from several global lines costed "
         "by the lanes each shared bank takes, the lines each slot is read from and the pairs a lane links): "
-        "all 1,901 recorded probes agree, 971 targeted ones and the 235 phases of several lines of 79 random "
-        "ones it was read off (H100 and H200, 2026-12-06) and the 558 earlier H200 probes it was not "
-        "(2026-12-01 and -05); cp.async.cg has its own op, 'cp.async.cg'"
+        "all 3,395 recorded probes agree, 971 targeted ones and the 235 phases of several lines of 79 random "
+        "ones it was read off (H100 and H200, 2026-12-06), the 558 earlier H200 probes it was not "
+        "(2026-12-01 and -05) and 1,494 H200 probes drawn after it was committed (2026-12-06, held out); "
+        "cp.async.cg has its own op, 'cp.async.cg'"
     ),
     # H100 run 179 (252 targeted probes, the rule read off them), H200 run 157 (144 probes the rule was not
     # read off) and H100 runs 181-182 (379 probes drawn after the rule and its predictions were committed):

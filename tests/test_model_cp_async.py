@@ -7,6 +7,7 @@ these probes, so the fixture checks that it says what they say; it is not a held
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -248,7 +249,7 @@ def test_a_line_ordered_source_is_the_plain_rule_and_batch_equals_single(width, 
 
 def test_the_status_names_what_is_and_is_not_measured():
     status = autopad.model.op_status("cp.async")
-    assert "1,901 recorded probes agree" in status and "cp.async.cg has its own op" in status
+    assert "3,395 recorded probes agree" in status and "cp.async.cg has its own op" in status
 
 
 def test_line_ordered_by_hand():
@@ -434,3 +435,33 @@ def test_the_compiled_rule_leaves_bad_addresses_to_numpys_errors(monkeypatch):
     g = glob.copy()
     g[17, 3] = -5
     assert ca.ca_compiled(s, g, rule) is not None
+
+
+def test_held_out_probes_of_run_189_all_agree_on_both_backends(monkeypatch):
+    """H200 run 189 (2026-12-06, benchmarks/results/h200/2026-12-06/run189): ``autopad validate --ops
+    cp.async`` seeds 3 and 4 (150 and 300 random probes a form), drawn after the pair rule was committed and
+    held out from it: every ``.ca`` probe agrees (1,494, 326 from sources permuted across lines), and every
+    ``.cg`` one (504), on the numpy rules and on the compiled ones."""
+    root = Path(__file__).parent.parent / "benchmarks/results/h200/2026-12-06/run189"
+    rows = []
+    for seed in ("validate_seed3", "validate_seed4"):
+        rows += json.loads((root / seed / "validate_ncu.json").read_text())["rows"]
+    assert len(rows) == 699 + 1299
+    ca = [r for r in rows if r["form"] == "cp.async.ca"]
+    permuted = sum(not line_ordered(r["addresses"], r["global"], r["access_bytes"]) for r in ca)
+    assert (len(ca), permuted) == (1494, 326)
+    backends = ["numpy"] + (["numba"] if importlib.util.find_spec("numba") else [])
+    for backend in backends:
+        monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", backend)
+        for form in ("cp.async.ca", "cp.async.cg"):
+            for w in (4, 8, 16):
+                rs = [r for r in rows if r["form"] == form and r["access_bytes"] == w]
+                if not rs:
+                    continue
+                shared = np.array(
+                    [[-1 if a is None else a for a in r["addresses"]] for r in rs], dtype=np.int64
+                )
+                glob = np.array([[0 if a is None else a for a in r["global"]] for r in rs], dtype=np.int64)
+                op = "cp.async" if form == "cp.async.ca" else "cp.async.cg"
+                wave, _ = analyze_batch(shared, w, op, global_addresses=glob)
+                assert wave.tolist() == [r["measured_wavefronts"] for r in rs], (backend, form, w)

@@ -38,7 +38,7 @@ def test_op_status_says_what_was_measured():
     for op in ("ldmatrix", "ldmatrix.x2.trans", "stmatrix.x1"):  # 536 H200 probes agree (test_model_matrix)
         assert autopad.model.op_status(op).startswith("measured")
     status = autopad.model.op_status("cp.async")  # .ca (test_model_cp_async); .cg has its own op
-    assert status.startswith("measured (cp.async.ca") and "all 1,901 recorded probes agree" in status
+    assert status.startswith("measured (cp.async.ca") and "all 3,395 recorded probes agree" in status
     assert "cp.async.cg has its own op" in status
     with pytest.raises(ValueError, match=r"^op:"):
         autopad.model.op_status("ldmatrix.x8")
