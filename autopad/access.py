@@ -30,6 +30,8 @@ import numpy as np
 from .arch import Arch, get_arch
 from .model import OPS, WIDTHS, analyze_batch
 
+COPY_OPS = ("cp.async", "cp.async.cg")  # the ops with a global side (``Instruction.global_offsets``)
+
 __all__ = [
     "Instruction",
     "Group",
@@ -52,6 +54,14 @@ class Instruction:
     ``access_bytes`` is the width of each lane's access (a vector of several elements starts at the given
     element). ``count`` is how many times the instruction runs per tile, so that a pattern's wavefronts
     are per tile.
+
+    ``global_offsets`` (ops "cp.async" and "cp.async.cg" only): each lane's global source, in bytes from a
+    128-byte-aligned base (any base: only each source's 128-byte line and its place in the line matter).
+    A cp.async's cost depends on it: the lanes of a store phase that read one slot of several global lines
+    queue, and ``.cg`` moves merge only within one line (model_cp_async.py, model_cp_async_cg.py). Without
+    it the model assumes lane ``l`` copies ``base + l * access_bytes``, one line for each 128 bytes of
+    lanes; give it where a tile row is shorter than 128 bytes or rows are not line-aligned (a 32-element
+    bf16 row: two lines in one staging row).
     """
 
     name: str
@@ -60,6 +70,7 @@ class Instruction:
     rows: np.ndarray
     cols: np.ndarray
     count: int = 1
+    global_offsets: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.op not in OPS:
@@ -72,6 +83,37 @@ class Instruction:
             raise ValueError(f"rows and cols must be 1-D and of equal length, got {r.shape} and {c.shape}")
         object.__setattr__(self, "rows", r)
         object.__setattr__(self, "cols", c)
+        if self.global_offsets is not None:
+            object.__setattr__(self, "global_offsets", _global_side(self.name, self.op, self.access_bytes, r,
+                                                                    self.global_offsets))  # fmt: skip
+
+
+def _global_side(name: str, op: str, width: int, rows: np.ndarray, glob: object) -> np.ndarray:
+    """``global_offsets`` checked: a cp.async op, one int per lane, each active lane's a non-negative
+    multiple of the access width (the copy's alignment); inactive lanes' values are ignored (set to 0)."""
+    if op not in COPY_OPS:
+        raise ValueError(
+            f"instruction {name!r}: global_offsets is for the copies into shared memory "
+            f"({', '.join(COPY_OPS)}); op {op!r} has no global side"
+        )
+    try:
+        g = np.asarray(glob)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"instruction {name!r}: global_offsets must be integers, one a lane ({e})") from None
+    if g.shape != rows.shape or not (g.size == 0 or np.issubdtype(g.dtype, np.integer)):
+        raise ValueError(
+            f"instruction {name!r}: global_offsets must be integers, one a lane ({rows.shape[0]}), "
+            f"got {g.dtype} of shape {g.shape}"
+        )
+    g = np.where(rows >= 0, g.astype(np.int64), 0)
+    bad = (g < 0) | (g % width != 0)
+    if bad.any():
+        lane = int(np.argmax(bad))
+        raise ValueError(
+            f"instruction {name!r}: lane {lane}'s global offset {int(g[lane])} is not a non-negative "
+            f"multiple of its {width}-byte copy"
+        )
+    return g
 
 
 class Group(NamedTuple):
@@ -91,17 +133,28 @@ class Stacked:
 
     ``index[g]`` holds the positions of group g's instructions in the pattern's order (0 .. size - 1), so a
     score can be reported per instruction. ``names`` are built only when asked for (``namer``), since the
-    tuner scores thousands of stacks and never reads them.
+    tuner scores thousands of stacks and never reads them. ``globs``: empty, or one entry a group, None or
+    the group's global sources ``(n, warp)`` (a cp.async group whose instructions give ``global_offsets``;
+    those that give none copy lane-ordered).
     """
 
     groups: tuple[Group, ...]
     index: tuple[np.ndarray, ...]
     size: int
     namer: Callable[[], Sequence[str]] | None = field(default=None, repr=False)
+    globs: tuple[np.ndarray | None, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.index) != len(self.groups):
             raise ValueError(f"index: {len(self.index)} entries for {len(self.groups)} groups")
+        if self.globs and len(self.globs) != len(self.groups):
+            raise ValueError(f"globs: {len(self.globs)} entries for {len(self.groups)} groups")
+        for g, glob in zip(self.groups, self.globs):
+            if glob is not None and (g.op not in COPY_OPS or np.shape(glob) != g.rows.shape):
+                raise ValueError(
+                    f"globs: group ({g.op}, {g.access_bytes}) gets a global side of shape {np.shape(glob)}; "
+                    f"only {', '.join(COPY_OPS)} groups take one, shaped like their rows {g.rows.shape}"
+                )
         for g, idx in zip(self.groups, self.index, strict=True):
             if g.op not in OPS:
                 raise ValueError(f"op: {g.op!r} is not one of {', '.join(OPS)}")
@@ -138,16 +191,22 @@ class Stacked:
             return tuple(f"instruction {i}" for i in range(self.size))
         return tuple(self.namer())
 
+    def glob(self, g: int) -> np.ndarray | None:
+        """Group ``g``'s global sources ``(n, warp)``, or None (lane-ordered, or not a copy)."""
+        return self.globs[g] if self.globs else None
+
     def instructions(self) -> tuple[Instruction, ...]:
         """The pattern as Instructions, in order (for ``explain`` and reports; scoring needs none)."""
-        slot: list[tuple[Group, int]] = [None] * self.size  # type: ignore[list-item]
-        for g, idx in zip(self.groups, self.index, strict=True):
+        slot: list[tuple[int, int]] = [None] * self.size  # type: ignore[list-item]
+        for j, idx in enumerate(self.index):
             for k, i in enumerate(idx.tolist()):
-                slot[i] = (g, k)
-        return tuple(
-            Instruction(name, g.op, g.access_bytes, g.rows[k], g.cols[k], int(g.counts[k]))
-            for name, (g, k) in zip(self.names, slot, strict=True)
-        )
+                slot[i] = (j, k)
+        out = []
+        for name, (j, k) in zip(self.names, slot, strict=True):
+            g, glob = self.groups[j], self.glob(j)
+            out.append(Instruction(name, g.op, g.access_bytes, g.rows[k], g.cols[k], int(g.counts[k]),
+                                   None if glob is None else glob[k]))  # fmt: skip
+        return tuple(out)
 
     @staticmethod
     def from_instructions(pattern: Sequence[Instruction], warp: int = 32) -> Stacked:
@@ -198,6 +257,12 @@ def _grouped(pattern: tuple[Instruction, ...], warp: int) -> Stacked:
     Cached on the pattern object itself (instructions hash by identity), so scoring one pattern under
     many layouts stacks it once.
     """
+    return stack(pattern, warp)
+
+
+def stack(pattern: Sequence[Instruction], warp: int) -> Stacked:
+    """``_grouped`` uncached: any objects with an Instruction's fields (name, op, access_bytes, rows, cols,
+    count, and ``global_offsets`` or not), hashable or not (score.py stacks a spec's pattern once a chunk)."""
     groups: dict[tuple[str, int], list[int]] = {}
     for i, ins in enumerate(pattern):
         if len(ins.rows) != warp:
@@ -205,14 +270,20 @@ def _grouped(pattern: tuple[Instruction, ...], warp: int) -> Stacked:
                 f"instruction {ins.name!r} has {len(ins.rows)} lanes; this arch's warps have {warp}"
             )
         groups.setdefault((ins.op, ins.access_bytes), []).append(i)
-    out, index = [], []
+    out, index, globs = [], [], []
     for (op, width), idx in groups.items():
         rows = np.stack([pattern[i].rows for i in idx])
         cols = np.stack([pattern[i].cols for i in idx])
         counts = np.array([pattern[i].count for i in idx], dtype=np.int64)
         out.append(Group(op, width, rows, cols, counts))
         index.append(np.asarray(idx, dtype=np.int64))
-    return Stacked(tuple(out), tuple(index), len(pattern), lambda: [ins.name for ins in pattern])
+        sides = [getattr(pattern[i], "global_offsets", None) for i in idx]
+        # a copy group where any instruction gives its global side: the others' lanes copy in lane order
+        lane_ordered = np.arange(warp, dtype=np.int64) * width
+        globs.append(None if all(s is None for s in sides) else
+                     np.stack([lane_ordered if s is None else s for s in sides]))  # fmt: skip
+    return Stacked(tuple(out), tuple(index), len(pattern), lambda: [ins.name for ins in pattern],
+                   tuple(globs) if any(g is not None for g in globs) else ())  # fmt: skip
 
 
 def score(
@@ -237,9 +308,11 @@ def score(
         stacked = _grouped(pattern, a.warp_size)
     wave = np.zeros(stacked.size, dtype=np.int64)
     ideal = np.zeros(stacked.size, dtype=np.int64)
-    for g, idx in zip(stacked.groups, stacked.index, strict=True):
+    for j, (g, idx) in enumerate(zip(stacked.groups, stacked.index, strict=True)):
         offsets = layout.offsets(g.rows, g.cols)  # type: ignore[attr-defined]
-        wave[idx], ideal[idx] = analyze_batch(offsets, g.access_bytes, g.op, a)
+        wave[idx], ideal[idx] = analyze_batch(
+            offsets, g.access_bytes, g.op, a, global_addresses=stacked.glob(j)
+        )
     return PatternCost(int(wave @ stacked.counts), int(ideal @ stacked.counts), pattern, wave, ideal)
 
 

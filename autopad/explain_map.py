@@ -90,8 +90,43 @@ def _cg_lines(ins: Instruction, addr: np.ndarray, a: Arch) -> list[str]:
     return [head, *out]
 
 
+def _side_lines(ins: Instruction, addr: np.ndarray, a: Arch) -> list[str]:
+    """A copy that gives its global side (``Instruction.global_offsets``): one line per 128-byte global
+    line it reads with a copy that counts, lowest first, with the lanes reading it and what the line's
+    copies alone would cost (``Analysis.phase_costs``)."""
+    from .model_cp_async_cg import first_writers
+
+    glob = np.asarray(ins.global_offsets, dtype=np.int64)
+    result = analyze([int(x) if x >= 0 else None for x in addr], ins.access_bytes, ins.op, a,
+                     global_addresses=glob)  # fmt: skip
+    counted = addr >= 0
+    if ins.op == "cp.async.cg":  # a word written twice counts once
+        counted = first_writers(np.asarray(addr, dtype=np.int64)[None, :])[0] & counted
+    lines = sorted({int(g) // 128 for g, c in zip(glob.tolist(), counted.tolist()) if c})
+    out = []
+    for line, cost in zip(lines, result.phase_costs):
+        lanes = [lane for lane in range(len(addr)) if counted[lane] and glob[lane] // 128 == line]
+        out.append(f"  global line {line} (lanes {', '.join(map(str, lanes))}): alone "
+                   f"{_n(int(cost), 'wavefront')}")  # fmt: skip
+    how = (
+        "sector moves of one line into one row share a wavefront where they agree in half set, half swap "
+        "and sector parity"
+        if ins.op == "cp.async.cg"
+        else "per store phase the most of: lanes writing one bank, lines reading one slot, and a lane's bank "
+        "queue joined to its slot's; so not the lines' sum"
+    )
+    head = (
+        f"instruction {{i}} {ins.name!r}: {ins.op} of {ins.access_bytes} bytes per lane, "
+        f"{_n(int((addr >= 0).sum()), 'active lane')}, from {_n(len(lines), 'global line')} (its global "
+        f"side): {_n(result.wavefronts, 'wavefront')}, ideal {result.ideal} ({how})"
+    )
+    return [head, *out]
+
+
 def _phase_lines(ins: Instruction, addr: np.ndarray, a: Arch) -> list[str]:
     """One line per non-empty phase: banks touched, the busiest bank and how many words it must serve."""
+    if getattr(ins, "global_offsets", None) is not None:
+        return _side_lines(ins, addr, a)
     if ins.op == "cp.async.cg":
         return _cg_lines(ins, addr, a)
     result = analyze([int(x) if x >= 0 else None for x in addr], ins.access_bytes, ins.op, a)

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from .arch import Arch
+from .model import analyze_batch
 
 # the chunk's work lives in score_chunk.py; its names are importable from here as before (tests, search.py)
 from .score_chunk import (  # noqa: F401
@@ -56,25 +57,44 @@ _CHUNK_INSTRUCTIONS = 1 << 17  # pattern instructions scored together (bounds me
 # CUDA histogram, whose 86,000 instructions in one chunk instead of two rank 0.2 s sooner)
 
 
-def _stacked(pattern: Any, warp: int) -> list[tuple[str, int, np.ndarray, np.ndarray, np.ndarray]]:
-    """A pattern as (op, width, rows (n, warp), cols (n, warp), counts (n,)) groups."""
+Groups = list[tuple[str, int, np.ndarray, np.ndarray, np.ndarray]]
+
+
+def _stacked(pattern: Any, warp: int) -> tuple[Groups, list[tuple[tuple, np.ndarray]]]:
+    """A pattern as (op, width, rows (n, warp), cols (n, warp), counts (n,)) groups, and apart from them
+    its copies that give their global side (``Instruction.global_offsets``), each as (group, sources
+    (n, warp)): a copy's cost depends on its sources, which the chunk's contents and periods know
+    nothing of, so those are scored unit by unit (``_copy_costs``)."""
     if hasattr(pattern, "groups"):  # already stacked (lanes kept in int32 where they are: half the bytes)
-        return [(op, w, _lanes(r), _lanes(c), np.asarray(k, np.int64)) for op, w, r, c, k in pattern.groups]
-    groups: dict[tuple[str, int], list[Any]] = {}
-    for ins in pattern:
-        groups.setdefault((ins.op, ins.access_bytes), []).append(ins)
-    out = []
-    for (op, width), items in groups.items():
-        for ins in items:
-            if len(ins.rows) != warp:
-                raise SpecError(
-                    f"smem_pattern: instruction {ins.name!r} has {len(ins.rows)} lanes; warps have {warp}"
-                )
-        rows = np.stack([i.rows for i in items]).astype(np.int64, copy=False)
-        cols = np.stack([i.cols for i in items]).astype(np.int64, copy=False)
-        counts = np.array([i.count for i in items], dtype=np.int64)
-        out.append((op, width, rows, cols, counts))
-    return out
+        globs = getattr(pattern, "globs", ()) or (None,) * len(pattern.groups)
+        out: Groups = []
+        sides: list[tuple[tuple, np.ndarray]] = []
+        for (op, w, r, c, k), glob in zip(pattern.groups, globs, strict=True):
+            g = (op, w, _lanes(r), _lanes(c), np.asarray(k, np.int64))
+            if glob is None:
+                out.append(g)
+            else:
+                sides.append((g, np.asarray(glob, np.int64)))
+        return out, sides
+    from .access import stack
+
+    items = list(pattern)
+    for ins in items:
+        if len(ins.rows) != warp:
+            raise SpecError(
+                f"smem_pattern: instruction {ins.name!r} has {len(ins.rows)} lanes; warps have {warp}"
+            )
+    return _stacked(stack(items, warp), warp)
+
+
+def _copy_costs(sides: list[tuple[tuple, np.ndarray]], layout: Any, arch: Arch) -> tuple[int, int]:
+    """(wavefronts, ideal) per tile of a pattern's copies that give their global side, under ``layout``."""
+    wave = ideal = 0
+    for (op, width, rows, cols, counts), glob in sides:
+        offsets = layout.offsets(rows.astype(np.int64, copy=False), cols.astype(np.int64, copy=False))
+        w, d = analyze_batch(offsets, width, op, arch, global_addresses=glob)
+        wave, ideal = wave + int(w @ counts), ideal + int(d @ counts)
+    return wave, ideal
 
 
 def _lanes(a: Any) -> np.ndarray:
@@ -256,7 +276,8 @@ def _score_units(
     for u, memo in enumerate(memos):
         of_memo.setdefault(memo, []).append(u)
     todo = list(of_memo.values())
-    pats: list[list[tuple[str, int, np.ndarray, np.ndarray, np.ndarray]]] = []
+    pats: list[Groups] = []
+    copies: list[list[tuple[tuple, np.ndarray]]] = []  # each pattern's copies with a global side
     # a spec may hand out one pattern object to many memos (the Gluon transpose's gluon_model.Moves): each
     # object is stacked once per chunk, and its units share blocks (objects kept alive while their id is)
     held: dict[int, tuple[Any, int]] = {}
@@ -276,14 +297,16 @@ def _score_units(
             raise SpecError(f"smem_pattern: returned None for {dict(c)}; return the block's instructions")
         got = held.get(id(pat))
         if got is None:
-            groups = _stacked(pat, arch.warp_size)
+            groups, sides = _stacked(pat, arch.warp_size)
             got = held[id(pat)] = (pat, len(pats))
             pats.append(groups)
+            copies.append(sides)
             size += sum(len(g[2]) for g in groups)
         seen = (id(pat), getattr(lay, "rows", None), getattr(lay, "cols", None), hasattr(lay, "row_stride"))
         if seen not in bounds:
             dims = _tile_dims(lay)
-            for g, (_op, _width, r, cc, _k) in enumerate(pats[got[1]] if dims is not None else ()):
+            listed = [*pats[got[1]], *(g for g, _ in copies[got[1]])]
+            for g, (_op, _width, r, cc, _k) in enumerate(listed if dims is not None else ()):
                 # three numbers per group, kept for the pattern's other layouts; the lanes only on a miss
                 reach = reaches.get((got[1], g)) or reaches.setdefault((got[1], g), _reach(r, cc))
                 if not (reach[0] < dims[0] and reach[1] >= 0 and reach[2] < dims[1]):  # type: ignore[index]
@@ -294,5 +317,10 @@ def _score_units(
         if size >= _CHUNK_INSTRUCTIONS or j == len(todo) - 1:
             lays = [layouts[reps[u]] for u in sel]
             wave[sel], ideal[sel] = _score_chunk(pats, which, lays, [id(x) for x in lays], arch)
-            pats, sel, which, size, held, bounds, reaches = [], [], [], 0, {}, set(), {}
+            for u, p, lay in zip(sel, which, lays):
+                if copies[p]:
+                    w, d = _copy_costs(copies[p], lay, arch)
+                    wave[u] += w
+                    ideal[u] += d
+            pats, copies, sel, which, size, held, bounds, reaches = [], [], [], [], 0, {}, set(), {}
     return wave, ideal

@@ -23,6 +23,7 @@ from autopad.access import (
     score,
 )
 from autopad.layouts import Padded, Replicated
+from autopad.model import analyze_batch
 
 LANE = np.arange(32)
 
@@ -284,3 +285,77 @@ def test_stacked_lanes_must_match_the_arch():
     st = _stack([Group("load", 4, np.zeros((1, 32), int), np.zeros((1, 32), int), np.ones(1, int))], [[0]], 1)
     with pytest.raises(ValueError, match="32 lanes; this arch's warps have 64"):
         score(st, Padded(32, 32, 4), arch="cdna3")
+
+
+# ---- copies into shared memory with their global side (Instruction.global_offsets) -----------------------
+
+
+def _staging(pitch: int, op: str = "cp.async.cg", width: int = 16, with_side: bool = True):
+    """A 32 x 32 bf16 tile (64-byte rows) filled by four warp-wide copies of ``width`` bytes a lane, its
+    rows ``pitch`` bytes apart in global memory."""
+    per_row = 64 // width
+    out = []
+    for i in range(4):
+        q = 32 * i + np.arange(32)
+        r, c = q // per_row, q % per_row
+        side = r * pitch + c * width if with_side else None
+        out.append(Instruction(f"cp{i}", op, width, r, c * (width // 2), global_offsets=side))
+    return tuple(out)
+
+
+def test_global_offsets_are_checked():
+    lanes = np.arange(32)
+    with pytest.raises(ValueError, match="no global side"):
+        Instruction("st", "store", 16, lanes, lanes, global_offsets=lanes * 16)
+    with pytest.raises(ValueError, match="one a lane"):
+        Instruction("cp", "cp.async", 16, lanes, lanes, global_offsets=lanes[:8] * 16)
+    with pytest.raises(ValueError, match="one a lane"):
+        Instruction("cp", "cp.async", 16, lanes, lanes, global_offsets=lanes * 16.0)
+    with pytest.raises(ValueError, match="lane 3's global offset -16 is not a non-negative multiple"):
+        Instruction("cp", "cp.async", 16, lanes, lanes, global_offsets=np.where(lanes == 3, -16, lanes * 16))
+    with pytest.raises(ValueError, match="lane 0's global offset 8 .* 16-byte copy"):
+        Instruction("cp", "cp.async.cg", 16, lanes, lanes, global_offsets=lanes * 16 + 8)
+    rows = np.where(lanes == 5, -1, 0)  # an inactive lane's source is ignored
+    ins = Instruction("cp", "cp.async", 4, rows, lanes, global_offsets=np.where(lanes == 5, -7, lanes * 4))
+    assert ins.global_offsets[5] == 0 and ins.global_offsets.dtype == np.int64
+
+
+def test_a_copy_pattern_is_scored_on_its_global_side():
+    """Rows 64 bytes long: with the rows 64 bytes apart in global memory a warp's 8 lanes of a 128-byte
+    shared row read one line (lane-ordered: what the model assumes without the side); 4096 bytes apart,
+    two lines. ``.cg`` then moves each line's half-row alone (twice the wavefronts), and ``.ca``'s two lines
+    at the same slots queue; rows 4160 bytes apart put the two lines' halves at other slots, where ``.ca``
+    shares a wavefront and ``.cg`` does not."""
+    lay = Padded(32, 32, 2)
+    got = {}
+    for op in ("cp.async.cg", "cp.async"):
+        for pitch in (64, 4096, 4160):
+            pat = _staging(pitch, op)
+            got[op, pitch] = score(pat, lay).wavefronts
+            want = 0
+            for ins in pat:
+                addr = lay.offsets(ins.rows, ins.cols)[None]
+                w, _ = analyze_batch(addr, 16, op, global_addresses=ins.global_offsets[None])
+                want += int(w[0])
+            assert got[op, pitch] == want
+        assert score(_staging(0, op, with_side=False), lay).wavefronts == got[op, 64]
+    assert got == {
+        ("cp.async.cg", 64): 16, ("cp.async.cg", 4096): 32, ("cp.async.cg", 4160): 32,
+        ("cp.async", 64): 16, ("cp.async", 4096): 32, ("cp.async", 4160): 16,
+    }  # fmt: skip
+
+
+def test_copies_without_a_side_beside_ones_with_copy_in_lane_order():
+    lay = Padded(32, 32, 2)
+    mixed = _staging(4096)[:2] + _staging(0, with_side=False)[2:]
+    stacked = Stacked.from_instructions(mixed)
+    assert len(stacked.globs) == 1 and (stacked.globs[0][2] == np.arange(32) * 16).all()
+    assert score(mixed, lay).wavefronts == 16 + 8  # two instructions of two lines, two of one
+    back = stacked.instructions()  # the round trip keeps each side
+    assert [None if i.global_offsets is None else i.global_offsets.tolist() for i in back[:2]] == [
+        i.global_offsets.tolist() for i in mixed[:2]
+    ]
+    assert Stacked.from_instructions(_staging(0, with_side=False)).globs == ()
+    with pytest.raises(ValueError, match="only cp.async, cp.async.cg groups take one"):
+        g = stacked.groups[0]
+        Stacked((g._replace(op="store"),), stacked.index, stacked.size, None, stacked.globs)

@@ -74,3 +74,27 @@ def test_a_cg_copy_is_explained_per_global_line_and_an_empty_one_does_not_crash(
     none = Instruction("none", "cp.async.cg", 16, np.full(32, -1), np.zeros(32, int))
     text = explain_text(tile, [none])
     assert "0 active lanes" in text and "cp.async.cg    16" in text
+
+
+def test_a_copy_with_its_global_side_is_drawn_by_global_line():
+    """Rows of 64 bytes 4096 bytes apart in global memory: each instruction's 8 lanes of a staging row read
+    two lines; explain lists every line read, its lanes and its cost alone, and the instruction's total
+    (not the lines' sum for .ca: two lines at the same slots queue)."""
+    import numpy as np
+
+    from autopad.access import Instruction
+    from autopad.explain import explain_data
+    from autopad.layouts import Padded
+
+    q = np.arange(32)
+    r, c = q // 4, q % 4
+    pat = [
+        Instruction(f"{op}", op, 16, r, c * 8, global_offsets=r * 4096 + c * 16)
+        for op in ("cp.async", "cp.async.cg")
+    ]
+    for i, total in ((0, 8), (1, 8)):
+        lines = explain_data(Padded(32, 32, 2), pat, instruction=i)["chosen"]
+        assert f"from 8 global lines (its global side): {total} wavefronts" in lines[0]
+        assert lines[1:3] == ["  global line 0 (lanes 0, 1, 2, 3): alone 1 wavefront",
+                              "  global line 32 (lanes 4, 5, 6, 7): alone 1 wavefront"]  # fmt: skip
+        assert len(lines) == 9

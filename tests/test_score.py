@@ -10,6 +10,7 @@ from test_search import _small_transpose
 
 from autopad.arch import get_arch
 from autopad.kernels_registry import builtin_spec
+from autopad.layouts import Legality, Padded
 from autopad.model import analyze_batch
 from autopad.score import score_candidates
 from autopad.search import enumerate_candidates
@@ -180,3 +181,54 @@ def test_instructions_matched_by_hash_are_checked_exactly(monkeypatch):
     got = score_candidates(spec, consts, lays, "float16", None, A)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+class _Staging:
+    """fake_kernel with cp.async copies that give their global side: a 32 x 32 fp16 tile (64-byte rows)
+    copied in, rows ``PITCH`` bytes apart in global memory, then read down its columns."""
+
+    import fake_kernel as _fk
+
+    NAME, BACKEND, DTYPES = "fake_staging", "cuda", ("float16",)
+    SPACE = {"PITCH": (64, 4096, 4160), "CG": (0, 1), "SIDE": (0, 1), "PAD": (0, 8, 16)}
+    DEFAULTS = {"PITCH": 64, "CG": 0, "SIDE": 0, "PAD": 0}
+    PATTERN_KEYS = ("PITCH", "CG", "SIDE")
+    legal = staticmethod(lambda c, shape, dtype: Legality(True, ""))
+    launch_info, traffic, textbook = _fk.launch_info, _fk.traffic, _fk.textbook
+
+    @staticmethod
+    def layout(c, dtype):
+        return Padded(32, 32, 2, pad=c["PAD"])
+
+    @staticmethod
+    def smem_pattern(c, dtype):
+        from autopad.access import Instruction, block_tile
+
+        op = "cp.async.cg" if c["CG"] else "cp.async"
+        out = []
+        for i in range(4):
+            q = 32 * i + np.arange(32)
+            r, k = q // 4, q % 4
+            side = r * c["PITCH"] + k * 16 if c["SIDE"] or i < 2 else None  # two copies lane-ordered
+            out.append(Instruction(f"cp{i}", op, 16, r, k * 8, global_offsets=side))
+        return tuple(out) + block_tile(32, 32, 32, 4, "load", 2, transposed=True)
+
+
+def test_copies_with_their_global_side_score_as_the_whole_pattern_does():
+    """The tuner's scorer takes a pattern's copies that give their global side apart from its chunks
+    (unit by unit) and adds them in: equal to ``access.score`` of the whole pattern, candidate by
+    candidate, and kept like any unit (the second call scores nothing new)."""
+    from autopad.access import score as score_one
+    from autopad.spec import KernelSpec
+
+    spec = KernelSpec(_Staging())
+    consts = enumerate_candidates(spec, (1024, 1024), "float16")
+    assert len(consts) == 36
+    lays = [spec.layout(dict(c), "float16") for c in consts]
+    for _ in range(2):
+        wave, ideal = score_candidates(spec, consts, lays, "float16", None, A)
+        want = [score_one(spec.smem_pattern(dict(c), "float16"), lay, A) for c, lay in zip(consts, lays)]
+        assert wave.tolist() == [p.wavefronts for p in want] and ideal.tolist() == [p.ideal for p in want]
+    by = {tuple(c[k] for k in ("PITCH", "CG", "SIDE", "PAD")): int(w) for c, w in zip(consts, wave)}
+    assert by[4096, 0, 1, 0] > by[64, 0, 1, 0] == by[64, 0, 0, 0]  # two lines a staging row: more
+    assert by[4160, 0, 1, 0] < by[4096, 0, 1, 0]  # .ca's two lines at other slots share a wavefront
