@@ -31,8 +31,10 @@ Where the built-in kernels issue it: Triton's ``tl.dot`` path of the GEMM (kerne
 1) copies each k-step with 8 lanes a 128-byte staging row under the NVMMA 128-byte swizzle, which the rule
 costs as a store does (one global line into one row under an XOR: 1 wavefront) where a tile row is 128
 bytes or more; with 64-byte tile rows (BK 32 at 16 bits) the 8 lanes copy two global lines into one row,
-2 wavefronts where the store pattern that spec scores counts 1. The spec's pattern has no global side, so
-that case is not charged (its time effect is unmeasured).
+2 wavefronts where the store pattern that spec scores counts 1. That spec's pattern gives no global side
+(a pattern may: ``Instruction.global_offsets``), so that case is not charged (its time effect is
+unmeasured); Triton 3.6 in fact gives that 64-byte-row tile the 64-byte NVMMA swizzle, and rows it cannot
+prove aligned are not copied by cp.async at all (benchmarks/results/cpu/path1_compiled_2026-12-06.txt).
 
 Speed: this numpy rule packs each lane's move into an int64 key and sorts, about 0.2 million random
 instructions a second on this project's 2-core machine. Batches of ``NUMPY_BELOW`` instructions or more (and
