@@ -28,13 +28,14 @@ makes in the group, summed. Nsight Compute reports no bank conflicts for ``.cg``
 source is lane-ordered: lane ``l`` copies ``16 l`` from a line-aligned base (8 lanes a line).
 
 Where the built-in kernels issue it: Triton's ``tl.dot`` path of the GEMM (kernels/triton/matmul.py, PATH
-1) copies each k-step with 8 lanes a 128-byte staging row under the NVMMA 128-byte swizzle, which the rule
-costs as a store does (one global line into one row under an XOR: 1 wavefront) where a tile row is 128
-bytes or more; with 64-byte tile rows (BK 32 at 16 bits) the 8 lanes copy two global lines into one row,
-2 wavefronts where the store pattern that spec scores counts 1. That spec's pattern gives no global side
-(a pattern may: ``Instruction.global_offsets``), so that case is not charged (its time effect is
-unmeasured); Triton 3.6 in fact gives that 64-byte-row tile the 64-byte NVMMA swizzle, and rows it cannot
-prove aligned are not copied by cp.async at all (benchmarks/results/cpu/path1_compiled_2026-12-06.txt).
+1) copies each k-step's A and B tiles into their NVMMA layouts, 16 bytes a lane; its pattern lists them as
+``cp.async.cg`` with their global side (``Instruction.global_offsets``, matmul_model.py
+``_path1_copies``): a line-aligned row of 128 bytes or more costs 1 wavefront a staging line, but with
+64-byte rows (BK 32 at 16 bits, under the 64-byte swizzle) the 8 lanes of a line read two global lines,
+2 wavefronts. H100 run 190 (ncu, bf16 2048³, BK 32 and 64): the kernel's ldgsts wavefronts agree exactly
+(benchmarks/results/h100/2026-12-06/README.md). Rows Triton cannot prove aligned are not copied by
+cp.async at all (benchmarks/results/cpu/path1_compiled_2026-12-06.txt), which the pattern, blind to the
+shape, does not show.
 
 Speed: this numpy rule packs each lane's move into an int64 key and sorts, about 0.2 million random
 instructions a second on this project's 2-core machine. Batches of ``NUMPY_BELOW`` instructions or more (and

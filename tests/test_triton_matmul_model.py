@@ -264,3 +264,45 @@ def test_async_copies_move_the_re_reads_where_they_are_pipelined():
     for shape, p1 in (((2048, 2048, 2048), 1), ((3000, 1000, 2000), 0)):
         assert G.launch_info(D, shape, "bfloat16")["l2_async"] == 1
         assert G.launch_info(P1, shape, "bfloat16")["l2_async"] == p1
+
+
+def _run190() -> dict[tuple[int, str], int]:
+    """H100 run 190's ncu counters of matmul_tl (PATH 1): {(case, metric): value}; cases 0-2 are bf16
+    2048x2048x2048 at BK 32 and 64, then K 2047 at BK 32 (128 x 128 tiles, 8 warps, 3 stages)."""
+    import csv
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks/results/h100/2026-12-06/run190"
+    out = {}
+    for name in ("ncu_wavefronts.csv", "ncu_instructions.csv"):
+        lines = [x for x in (root / name).read_text().splitlines() if x.startswith('"')]
+        for r in csv.DictReader(lines):
+            value = r["Metric Value"].replace(",", "")
+            if value.isdigit():
+                out[int(r["ID"]), r["Metric Name"]] = int(value)
+    return out
+
+
+def test_path1_copies_agree_with_the_kernels_own_counters():
+    """PATH 1's pattern (``_path1_copies``: cp.async.cg with its global side into Triton's NVMMA tiles)
+    against ncu on the kernel itself (H100 run 190). 256 blocks, K / BK k-steps and 2 more that Triton's
+    3-stage pipeline issues past the end, masked (zero-fill copies, which read no line: they cost what a
+    lane-ordered copy does). At BK 32 (64-byte rows of A) the pattern's 192 wavefronts a k-step, 128 for a
+    masked one, give the kernel's count exactly; the copies listed as stores (the pattern before) said 128."""
+    from autopad.access import Instruction
+
+    got = _run190()
+    wave = "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts_cache_bypass.sum"
+    inst = "smsp__sass_inst_executed_op_ldgsts_cache_bypass.sum"
+    for case, bk, per_step, masked in ((0, 32, 192, 128), (1, 64, 256, 256)):
+        c = {**P1, "BM": 128, "BN": 128, "BK": bk, "WARPS": 8, "STAGES": 3}
+        pat = G.smem_pattern(c, "bfloat16")
+        lay = G.layout(c, "bfloat16")
+        assert score(pat, lay).wavefronts == per_step and score(pat, lay).conflicts == 0
+        bare = [Instruction(i.name, i.op, 16, i.rows, i.cols) for i in pat]  # no global side: lane-ordered
+        assert score(bare, lay).wavefronts == masked
+        steps = 2048 // bk
+        assert got[case, wave] == 256 * (steps * per_step + 2 * masked)
+        assert got[case, inst] == 256 * (steps + 2) * len(pat)
+    # K 2047: A's rows unaligned, so only B's copies are cp.async (A goes element-wide through registers)
+    assert got[2, inst] == 256 * 66 * 16 and abs(got[2, wave] - 256 * 66 * 64) <= 256 * 2

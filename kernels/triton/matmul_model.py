@@ -2,9 +2,10 @@
 stores the bank model scores, and what the predictor is told of the tensor cores, L2 and TMA.
 
 PATH 0 (the Gluon TMA kernel) is scored on its epilogue, the accumulator (wgmma's register layout) stored
-into the NVMMA-swizzled C tile before the TMA store; PATH 1 (``tl.dot``) on one k-step's cp.async stores
-into Triton's 128-byte-swizzled staging rows. TMA's writes and wgmma's reads of the operand ring are not
-LSU instructions: ``launch_info`` hands them to the predictor as ``extra_wavefronts`` (matmul_tiles.py).
+into the NVMMA-swizzled C tile before the TMA store; PATH 1 (``tl.dot``) on one k-step's ``cp.async.cg``
+copies of A and B into Triton's NVMMA-swizzled operand tiles, with their global side (``_path1_copies``).
+TMA's writes and wgmma's reads of the operand ring are not LSU instructions: ``launch_info`` hands them
+to the predictor as ``extra_wavefronts`` (matmul_tiles.py).
 
 Why a module of its own: this is the numpy-only half of the spec (what the tuner enumerates, prunes and
 scores), apart from the launch (matmul_launch.py) and the kernels (matmul_kernels.py).
@@ -24,6 +25,7 @@ from .matmul_tiles import (
     _EB,
     _cdiv,
     _wgmma_warps,
+    b_kn,
     c_bytes,
     epilogue_rows,
     smem_bytes,
@@ -42,7 +44,9 @@ def layout(constants: dict[str, int], dtype: str) -> Swizzled:
     stacked). NVMMA swizzle S bytes: 16-byte chunk j of the 128-byte line L is stored at
     ``j ^ (L % (S/16))``; with S-byte rows that is ``sw_vec = 16 / eb``, ``per_phase = 128 / S``,
     ``max_phase = S / 16``. Under split-K the tile holds fp32 partial sums. PATH 1: one k-step's A and
-    B tiles as the 128-byte rows of Triton's NVMMA 128-byte swizzle (A's rows, then B's)."""
+    B tiles as 128-byte lines under the 128-byte swizzle (A's lines, then B's); where Triton swizzles an
+    operand by 64 bytes (BK 32 in 16 bits), ``_path1_copies`` writes its lanes' places in these
+    coordinates."""
     c = constants
     if c.get("PATH", 0):
         eb = _EB[dtype]
@@ -132,18 +136,15 @@ def smem_pattern(spec: MatmulGluon, constants: dict[str, int], dtype: str) -> tu
     matrix. For fp32 (tf32, or split-K's partial sums) it emits ``st.shared.v2.b32``: each lane stores
     its two neighbouring columns, 8 bytes. Built for all warps, row repeats and column steps at once.
 
-    PATH 1: one k-step's cp.async stores (``sizePerThread [1, 8]``: 16 bytes a lane, 8 lanes to a
-    128-byte row, seen in the TTGIR): chunk q of the k-step's A-then-B bytes goes to row q // 8, chunk
-    q % 8 of the swizzled staging rows; a warp instruction covers 32 consecutive chunks.
+    PATH 1: one k-step's ``cp.async.cg`` copies of A and B with their global side (``_path1_copies``).
     """
     c = constants
     if c.get("PATH", 0):
         eb = _EB[dtype]
-        q = np.arange((c["BM"] + c["BN"]) * c["BK"] * eb // 16).reshape(-1, 32)
-        return tuple(
-            Instruction(f"cp{i}", "store", 16, r, s)
-            for i, (r, s) in enumerate(zip(q // 8, (q % 8) * (16 // eb)))
-        )
+        a = _path1_copies("A", c["BM"], c["BK"] * eb, 0, c["WARPS"], eb)
+        # B as its rows lie in global memory: [K, N] (16-bit) rows of BN, or tf32's [N, K] rows of BK
+        rows, width = (c["BK"], c["BN"] * eb) if b_kn(dtype) else (c["BN"], c["BK"] * eb)
+        return a + _path1_copies("B", rows, width, c["BM"] * c["BK"] * eb // 128, c["WARPS"], eb)
     eb = c_bytes(c, dtype)
     width = spec.layout(c, dtype).cols
     wm, wn = _wgmma_warps(c["BM"], c["WARPS"])
@@ -170,6 +171,50 @@ def smem_pattern(spec: MatmulGluon, constants: dict[str, int], dtype: str) -> tu
     srows = (cols // width) * c["BM"] + rows
     scols = cols % width
     return tuple(Instruction(f"st{i}", "store", nbytes, r, s) for i, (r, s) in enumerate(zip(srows, scols)))
+
+
+def _path1_copies(
+    name: str, rows: int, width: int, first: int, warps: int, eb: int
+) -> tuple[Instruction, ...]:
+    """One operand's k-step copies on PATH 1, as Triton 3.6 compiles ``tl.dot``'s pipelined loads for sm_90
+    on rows it can prove 16-byte aligned (benchmarks/triton_path1_compiled.py reads the TTGIR): the tile
+    is ``rows`` rows of ``width`` bytes in global memory (A: BM rows of BK; B [K, N]: BK rows of BN),
+    copied by ``cp.async.cg``, 16 bytes a lane, lanes along a row first (``threadsPerWarp`` [32 / t, t],
+    t = min(32, width / 16) chunks a row), warps stacked down the rows, repeated to cover the tile.
+
+    Shared side: Triton's NVMMA layout of S = min(128, width)-byte rows, in column blocks of 128 bytes
+    stacked where a row is wider; 16-byte chunk j of 128-byte line L (lines counted from the operand's
+    ``first`` line of the layout) lands at chunk ``j ^ (L % (S / 16))``. At S = 64 (BK 32 in 16 bits) two
+    rows share a line and only the low two chunk bits flip. The spec's PATH 1 layout is those lines under
+    the 128-byte swizzle, so each lane's place is written in its coordinates (the swizzle undone:
+    ``j ^ (L % (S/16)) ^ (L % 8)``). Global side: row r from ``r * pitch``, its lines apart (pitch the
+    width rounded up to 128 bytes, rows line-aligned as where K and N are multiples of 64 elements):
+    with 64-byte rows the 8 lanes of a staging line read two global lines, which ``.cg`` costs two
+    wavefronts where one line costs one. H100 run 190 (2026-12-06, ncu, bf16 2048³, 128 x 128 tiles, 8
+    warps): the whole kernel's ldgsts wavefronts agree exactly with this pattern at BK 32 and BK 64, the
+    tile's copies listed as stores or lane-ordered said 2/3 of it at BK 32."""
+    s = min(128, width)
+    per_row = width // 16  # 16-byte chunks a row
+    t = min(32, per_row)
+    lane = np.arange(32)
+    lr, lc = lane // t, lane % t  # the lane's row within the instruction's rows and its chunk
+    instr_rows = 32 // t
+    reps = max(1, -(-rows // (instr_rows * warps)))
+    out = []
+    for rep in range(reps):
+        for w in range(warps):
+            for col0 in range(0, per_row, t):
+                r = (rep * warps * instr_rows + w * instr_rows + lr) % rows
+                j = col0 + lc  # chunk of the row
+                block, jj = j // (s // 16), j % (s // 16)  # column block of S-byte rows, chunk in it
+                byte = block * rows * s + r * s + 16 * jj  # in the operand's area, before the swizzle
+                line = first + byte // 128
+                phys = (byte % 128) // 16 ^ (line % (s // 16))
+                logical = phys ^ (line % 8)  # the layout's 128-byte swizzle undone
+                pitch = -(-width // 128) * 128
+                out.append(Instruction(f"cp{name}{len(out)}", "cp.async.cg", 16, line, logical * (16 // eb),
+                                       global_offsets=r * pitch + 16 * j))  # fmt: skip
+    return tuple(out)
 
 
 def tl_rows_aligned(shape: tuple[int, ...]) -> bool:
