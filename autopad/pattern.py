@@ -18,6 +18,8 @@ Threads are numbered as CUDA numbers them: ``tid = tx + bx * (ty + by * tz)`` fo
 ``lane = tid % 32``, ``warp = tid // 32``. Each access runs once per iteration of its ``loops`` (nested in
 the order given; ``(start, stop[, step])`` or a count); every warp and iteration is one warp instruction of
 ``vec * E`` bytes per lane (``width=`` overrides), lanes where ``when`` is false are inactive (row -1).
+A copy into shared memory, ``cp_async(row, col, src=...)``, also gives each lane's global source (bytes),
+which its cost depends on (``access.Instruction.global_offsets``).
 Instructions come out access by access, then warp by warp, then iteration by iteration.
 
 Expressions are text over the thread indices (``tx ty tz tid lane warp``), loop variables, ``E`` (bytes per
@@ -33,9 +35,9 @@ the shared layout, so these need ``layout=``).
 
 Where each part lives (pattern.py was split, one concern a module; every name it defined is still
 importable from here): pattern_expr.py (the expressions: ``evaluate``, ``THREAD_NAMES``, ``RESERVED``),
-pattern_access.py (``Access``, ``load``, ``store``, ``atomic`` and their loops), pattern_gluon.py
-(``GluonAccess``, ``gluon_load``, ``gluon_store``); here, ``Pattern``, which evaluates them for given
-constants into warp instructions, and its per-access result (``_Block``).
+pattern_access.py (``Access``, ``load``, ``store``, ``atomic``, ``cp_async`` and their loops),
+pattern_gluon.py (``GluonAccess``, ``gluon_load``, ``gluon_store``); here, ``Pattern``, which evaluates
+them for given constants into warp instructions, and its per-access result (``_Block``).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from .access import Group, Instruction, Stacked
 from .expr import ExprError  # noqa: F401  (importable from here, as before the split)
 from .gluon_model import Blocked, instruction_arrays, vector_cap
 from .model import WIDTHS
-from .pattern_access import Access, _access, _loops, atomic, load, store  # noqa: F401
+from .pattern_access import Access, _access, _loops, atomic, cp_async, load, store  # noqa: F401
 from .pattern_expr import RESERVED, THREAD_NAMES, Expr, _Expr, _expr, _scalar, evaluate  # noqa: F401
 from .pattern_gluon import GluonAccess, _gluon, gluon_load, gluon_store  # noqa: F401
 
@@ -63,6 +65,7 @@ __all__ = [
     "load",
     "store",
     "atomic",
+    "cp_async",
     "gluon_load",
     "gluon_store",
     "evaluate",
@@ -99,6 +102,7 @@ class _Block:
     warps: int
     iters: dict[str, np.ndarray]  # loop variable -> value in each of a warp's iterations
     regs: np.ndarray | None = None  # a Gluon access: the register each instruction starts at
+    glob: np.ndarray | None = None  # a copy's global sources (``cp_async(src=...)``), like rows
 
     def where(self, i: int) -> str:
         """Warp and loop values (or register) of instruction ``i``, for names and messages."""
@@ -283,10 +287,22 @@ class Pattern:
             raise ValueError(
                 f"row {a.row.text!r} = {int(rows[w, k, lane])} is negative (warp {w}, lane {lane})"
             )
+        glob = None
+        if a.src is not None:
+            glob = np.broadcast_to(np.asarray(a.src(full), dtype=np.int64), shape)
+            live = rows >= 0 if on is None else on
+            bad = live & ((glob < 0) | (glob % width != 0))
+            if bad.any():
+                w, k, lane = (int(x) for x in np.argwhere(bad)[0])
+                raise ValueError(
+                    f"src {a.src.text!r} = {int(glob[w, k, lane])} is not a non-negative multiple of the "
+                    f"{width}-byte copy (warp {w}, lane {lane})"
+                )
+            glob = np.where(live, glob, 0).reshape(-1, self.warp)
         if on is not None:
             rows, cols = np.where(on, rows, -1), np.where(on, cols, 0)
         rows, cols = rows.reshape(-1, self.warp), cols.reshape(-1, self.warp)
-        return _Block(a.label, a.op, width, rows, cols, count, shape[0], it)
+        return _Block(a.label, a.op, width, rows, cols, count, shape[0], it, glob=glob)
 
     def _gluon_block(
         self, a: GluonAccess, env: dict[str, Any], dims: tuple[int, int, int], layout: Any
@@ -335,14 +351,24 @@ class Pattern:
         for b in blocks:
             keyed.setdefault((b.op, b.width), []).append((b, at))
             at += len(b.rows)
-        groups, index = [], []
+        groups, index, globs = [], [], []
         for (op, width), parts in keyed.items():
             rows = np.concatenate([b.rows for b, _ in parts])
             cols = np.concatenate([b.cols for b, _ in parts])
             counts = np.concatenate([np.full(len(b.rows), b.count, dtype=np.int64) for b, _ in parts])
             groups.append(Group(op, width, rows, cols, counts))
             index.append(np.concatenate([np.arange(s, s + len(b.rows), dtype=np.int64) for b, s in parts]))
-        return Stacked(tuple(groups), tuple(index), at, lambda: [n for b in blocks for n in b.names()])
+            # copies with a source given (cp_async(src=...)); a group's others copy in lane order
+            lane_ordered = np.arange(self.warp, dtype=np.int64) * width
+            sides = [
+                b.glob if b.glob is not None else np.broadcast_to(lane_ordered, b.rows.shape)
+                for b, _ in parts
+            ]
+            globs.append(np.concatenate(sides) if any(b.glob is not None for b, _ in parts) else None)
+        names = lambda: [n for b in blocks for n in b.names()]  # noqa: E731
+        return Stacked(
+            tuple(groups), tuple(index), at, names, tuple(globs) if any(g is not None for g in globs) else ()
+        )
 
     def instructions(
         self, constants: Mapping[str, int], elem_bytes: int, layout: Any = None

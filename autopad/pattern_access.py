@@ -3,8 +3,9 @@
 What: an ``Access`` is one shared-memory instruction of a kernel's source as its threads' index arithmetic:
 the row and column each lane touches, its vector (``vec`` elements, or ``width`` bytes a lane), the loops
 around it (``_loops``: ``{name: (start, stop[, step]) or a count}``, nested in order), a lane mask
-(``when``), executions per tile (``count``) and a condition on the constants (``enabled``). ``store``,
-``load`` and ``atomic`` make one, compiling and checking every expression at definition: a loop bound
+(``when``), executions per tile (``count``), a condition on the constants (``enabled``) and, for a copy
+into shared memory, each lane's global source (``src``). ``store``, ``load``, ``atomic`` and ``cp_async``
+make one, compiling and checking every expression at definition: a loop bound
 may read only constants and the loops around it, and ``vec``, ``width``, ``count`` and ``enabled`` no
 lane or loop value, since each is one value for the whole block.
 
@@ -22,7 +23,7 @@ from typing import Any
 
 from .pattern_expr import RESERVED, THREAD_NAMES, Expr, _Expr, _expr
 
-__all__ = ["Access", "load", "store", "atomic"]
+__all__ = ["Access", "load", "store", "atomic", "cp_async"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,6 +40,7 @@ class Access:
     count: _Expr
     enabled: _Expr | None
     name: str
+    src: _Expr | None = None  # a copy's global source, bytes from a 128-byte-aligned base (``cp_async``)
 
     @property
     def label(self) -> str:
@@ -47,7 +49,7 @@ class Access:
     def names(self) -> frozenset[str]:
         """Names read from outside the access: constants, lets, thread indices, E."""
         out: set[str] = set()
-        for e in (self.row, self.col, self.vec, self.width, self.when, self.count, self.enabled):
+        for e in (self.row, self.col, self.vec, self.width, self.when, self.count, self.enabled, self.src):
             out |= e.names if e is not None else set()
         for _, *bounds in self.loops:
             out |= set().union(*(b.names for b in bounds))
@@ -91,6 +93,7 @@ def _access(
     count: Expr = 1,
     name: str | None = None,
     enabled: Expr | None = None,
+    src: Expr | None = None,
 ) -> Access:
     short = name or f"tile[{row}][{col}]".replace(" ", "")
     label = f"{op} {short!r}"
@@ -99,7 +102,7 @@ def _access(
     ex = {}
     for key, value in (("row", row), ("col", col), ("vec", vec), ("count", count)):
         ex[key] = _expr(value, f"{label}: {key}")
-    for key, value in (("when", when), ("width", width), ("enabled", enabled)):
+    for key, value in (("when", when), ("width", width), ("enabled", enabled), ("src", src)):
         ex[key] = None if value is None else _expr(value, f"{label}: {key}")
     for key in ("vec", "count", "width", "enabled"):  # one value for the whole block
         e = ex[key]
@@ -119,6 +122,7 @@ def _access(
         ex["count"],
         ex["enabled"],
         short,
+        ex["src"],
     )
 
 
@@ -174,3 +178,28 @@ def atomic(
 ) -> Access:
     """A shared-memory atomic (no broadcast: every lane is its own request); the keywords are ``store``'s."""
     return _access("atomic", row, col, vec, loops, when, width, count, name, enabled)
+
+
+def cp_async(
+    row: Expr,
+    col: Expr,
+    *,
+    src: Expr | None = None,
+    cg: bool = False,
+    vec: Expr = 1,
+    loops: Mapping[str, Any] | None = None,
+    when: Expr | None = None,
+    width: Expr | None = None,
+    count: Expr = 1,
+    name: str | None = None,
+    enabled: Expr | None = None,
+) -> Access:
+    """A copy from global into shared memory (``cp.async.ca``, or ``.cg`` with ``cg=True``: 16 bytes a lane
+    only): each active lane writes ``vec`` elements at (row, col), read from global byte ``src`` (from any
+    128-byte-aligned base; the kernel's own source arithmetic over thread indices, loops and constants).
+    A copy costs by the global lines its lanes read (``access.Instruction.global_offsets``); without
+    ``src`` lane ``l`` is taken to read ``base + l * width``. The other keywords are ``store``'s."""
+    if not isinstance(cg, bool):
+        raise ValueError(f"cp_async: cg must be True or False, got {cg!r}")
+    op = "cp.async.cg" if cg else "cp.async"
+    return _access(op, row, col, vec, loops, when, width, count, name, enabled, src)

@@ -415,3 +415,69 @@ def test_evaluation_is_fast():
         st = CUDA_TRANSPOSE.stacked(c, 4)
     assert st.size == 640
     assert (time.perf_counter() - t0) / 10 < 0.05  # measured ~0.6 ms on a 2-core machine; generous bound
+
+
+# ---- copies into shared memory with their global source (cp_async(src=...)) ------------------------------
+
+
+def _copy_pattern(cg: bool = False, src: str | None = "(ty + j) * PITCH + tx * 16"):
+    """A 32 x 32 fp16 tile (64-byte rows) copied in 16 bytes a lane by a 4 x 8 block, rows ``PITCH`` bytes
+    apart in global memory."""
+    from autopad.pattern import cp_async
+
+    return Pattern(
+        block=(4, 8),
+        accesses=[cp_async(row="ty + j", col="tx * 8", src=src, cg=cg, vec=8, loops={"j": (0, 32, 8)})],
+    )
+
+
+def test_a_declared_copy_scores_as_its_instructions_with_their_global_side():
+    from autopad.access import Instruction, score
+
+    lay = Padded(32, 32, 2)
+    for cg in (False, True):
+        for pitch in (64, 4096, 4160):
+            c = {"PITCH": pitch}
+            pat = _copy_pattern(cg)
+            stacked = pat.stacked(c, 2)
+            ins = pat.instructions(c, 2)
+            assert all(i.global_offsets is not None for i in ins)
+            q = np.arange(32)
+            want = [
+                Instruction("x", "cp.async.cg" if cg else "cp.async", 16, j + q // 4, (q % 4) * 8,
+                            global_offsets=(j + q // 4) * pitch + (q % 4) * 16)
+                for j in range(0, 32, 8)
+            ]  # fmt: skip
+            assert score(stacked, lay).wavefronts == score(want, lay).wavefronts
+        assert "PITCH" in _copy_pattern(cg).keys
+    # the same copies without a source: lane-ordered, what the 64-byte pitch reads
+    bare = _copy_pattern(src=None)
+    assert bare.stacked({}, 2).globs == ()
+    assert (
+        score(bare.stacked({}, 2), lay).wavefronts
+        == score(_copy_pattern().stacked({"PITCH": 64}, 2), lay).wavefronts
+    )
+    assert score(_copy_pattern().stacked({"PITCH": 4096}, 2), lay).wavefronts == 32
+
+
+def test_a_declared_copys_source_is_checked():
+    from autopad.pattern import cp_async
+
+    with pytest.raises(
+        ValueError, match=r"src '\(ty \+ j\) \* PITCH \+ tx \* 16 - 8' = -8 is not a non-negative"
+    ):
+        _copy_pattern(src="(ty + j) * PITCH + tx * 16 - 8").stacked({"PITCH": 64}, 2)
+    with pytest.raises(ValueError, match="= 8 is not a non-negative multiple of the 16-byte copy"):
+        _copy_pattern(src="tx * 16 + 8").stacked({}, 2)
+    with pytest.raises(ValueError, match="cg must be True or False"):
+        cp_async(row="ty", col="tx", cg="yes")
+    # inactive lanes' sources are never read
+    p = Pattern(
+        block=(4, 8), accesses=[cp_async(row="ty", col="tx * 8", vec=8, when="tx < 2", src="tx * 16 - 32")]
+    )
+    with pytest.raises(ValueError, match="is not a non-negative"):
+        p.stacked({}, 2)
+    p = Pattern(
+        block=(4, 8), accesses=[cp_async(row="ty", col="tx * 8", vec=8, when="tx >= 2", src="tx * 16 - 32")]
+    )
+    assert p.stacked({}, 2).globs[0].min() == 0
