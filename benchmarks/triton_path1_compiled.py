@@ -34,10 +34,9 @@ def compiled(
     """(instruction counts of the shared-memory and global-load kinds in the PTX, each shared buffer's shape
     in the TTGIR with its layout)."""
     import triton
+    from autopad.kernels.triton import matmul_kernels as mk
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-
-    from autopad.kernels.triton import matmul_kernels as mk
 
     sig = {a: f"*{dtype}" for a in ARGS[:3]} | {a: "i32" for a in ARGS[3:]} | {c: "constexpr" for c in CONSTS}
     const = {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8, "TF32": False, "B_KN": True}
