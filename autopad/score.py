@@ -64,7 +64,7 @@ def _stacked(pattern: Any, warp: int) -> tuple[Groups, list[tuple[tuple, np.ndar
     """A pattern as (op, width, rows (n, warp), cols (n, warp), counts (n,)) groups, and apart from them
     its copies that give their global side (``Instruction.global_offsets``), each as (group, sources
     (n, warp)): a copy's cost depends on its sources, which the chunk's contents and periods know
-    nothing of, so those are scored unit by unit (``_copy_costs``)."""
+    nothing of, so those are addressed unit by unit and scored a chunk at a time (``_copy_costs``)."""
     if hasattr(pattern, "groups"):  # already stacked (lanes kept in int32 where they are: half the bytes)
         globs = getattr(pattern, "globs", ()) or (None,) * len(pattern.groups)
         out: Groups = []
@@ -87,13 +87,28 @@ def _stacked(pattern: Any, warp: int) -> tuple[Groups, list[tuple[tuple, np.ndar
     return _stacked(stack(items, warp), warp)
 
 
-def _copy_costs(sides: list[tuple[tuple, np.ndarray]], layout: Any, arch: Arch) -> tuple[int, int]:
-    """(wavefronts, ideal) per tile of a pattern's copies that give their global side, under ``layout``."""
-    wave = ideal = 0
-    for (op, width, rows, cols, counts), glob in sides:
-        offsets = layout.offsets(rows.astype(np.int64, copy=False), cols.astype(np.int64, copy=False))
-        w, d = analyze_batch(offsets, width, op, arch, global_addresses=glob)
-        wave, ideal = wave + int(w @ counts), ideal + int(d @ counts)
+def _copy_costs(
+    units: list[tuple[list[tuple[tuple, np.ndarray]], Any]], arch: Arch
+) -> tuple[np.ndarray, np.ndarray]:
+    """(wavefronts, ideal) per tile of each unit's copies that give their global side (units: (the
+    pattern's side copies, the layout)): each unit's addresses from its layout, then one model call per
+    (op, width) for the whole chunk, so a large batch takes the rule's compiled kernel."""
+    wave = np.zeros(len(units), dtype=np.int64)
+    ideal = np.zeros(len(units), dtype=np.int64)
+    batches: dict[tuple[str, int], list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]] = {}
+    for u, (sides, layout) in enumerate(units):
+        for (op, width, rows, cols, counts), glob in sides:
+            offsets = layout.offsets(rows.astype(np.int64, copy=False), cols.astype(np.int64, copy=False))
+            batches.setdefault((op, width), []).append((u, np.asarray(offsets, np.int64), glob, counts))
+    for (op, width), parts in batches.items():
+        w, d = analyze_batch(
+            np.concatenate([p[1] for p in parts]), width, op, arch,
+            global_addresses=np.concatenate([p[2] for p in parts]),
+        )  # fmt: skip
+        owner = np.concatenate([np.full(len(p[3]), p[0], dtype=np.int64) for p in parts])
+        counts = np.concatenate([p[3] for p in parts])
+        np.add.at(wave, owner, w * counts)
+        np.add.at(ideal, owner, d * counts)
     return wave, ideal
 
 
@@ -156,7 +171,8 @@ def score_candidates(
     memos: Sequence[tuple] | None = None,
     units: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Wavefronts and ideal wavefronts per tile of every candidate, in one model call per access width
+    """Wavefronts and ideal wavefronts per tile of every candidate, in one model call per access width a
+    chunk (and one per width for the copies that give their global side)
     (``memos``: each candidate's ``PATTERN_KEYS`` values where the caller has them; ``units``: with them,
     one int per candidate, equal exactly where its memo and layout object are, so that the memos are read
     at each unit's first candidate only).
@@ -301,7 +317,7 @@ def _score_units(
             got = held[id(pat)] = (pat, len(pats))
             pats.append(groups)
             copies.append(sides)
-            size += sum(len(g[2]) for g in groups)
+            size += sum(len(g[2]) for g in groups) + sum(len(g[2]) for g, _ in sides)
         seen = (id(pat), getattr(lay, "rows", None), getattr(lay, "cols", None), hasattr(lay, "row_stride"))
         if seen not in bounds:
             dims = _tile_dims(lay)
@@ -317,10 +333,11 @@ def _score_units(
         if size >= _CHUNK_INSTRUCTIONS or j == len(todo) - 1:
             lays = [layouts[reps[u]] for u in sel]
             wave[sel], ideal[sel] = _score_chunk(pats, which, lays, [id(x) for x in lays], arch)
-            for u, p, lay in zip(sel, which, lays):
-                if copies[p]:
-                    w, d = _copy_costs(copies[p], lay, arch)
-                    wave[u] += w
-                    ideal[u] += d
+            side = [(u, p, lay) for u, p, lay in zip(sel, which, lays) if copies[p]]
+            if side:
+                w, d = _copy_costs([(copies[p], lay) for _, p, lay in side], arch)
+                at = [u for u, _, _ in side]
+                wave[at] += w
+                ideal[at] += d
             pats, copies, sel, which, size, held, bounds, reaches = [], [], [], [], 0, {}, set(), {}
     return wave, ideal

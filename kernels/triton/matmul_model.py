@@ -180,7 +180,9 @@ def _path1_copies(
     on rows it can prove 16-byte aligned (benchmarks/triton_path1_compiled.py reads the TTGIR): the tile
     is ``rows`` rows of ``width`` bytes in global memory (A: BM rows of BK; B [K, N]: BK rows of BN),
     copied by ``cp.async.cg``, 16 bytes a lane, lanes along a row first (``threadsPerWarp`` [32 / t, t],
-    t = min(32, width / 16) chunks a row), warps stacked down the rows, repeated to cover the tile.
+    t = min(32, width / 16) chunks a row), warps stacked down the rows, repeated to cover the tile (every
+    tile of the spec's SPACE is covered exactly once; where the warps' rows overrun a tile they wrap, as a
+    Triton layout larger than its tensor repeats it).
 
     Shared side: Triton's NVMMA layout of S = min(128, width)-byte rows, in column blocks of 128 bytes
     stacked where a row is wider; 16-byte chunk j of 128-byte line L (lines counted from the operand's
