@@ -155,16 +155,13 @@ def ca_rows(
     ideal: np.ndarray,
     limit: int,
     width: int,
-    lanes: int,
 ) -> int:
     """Wavefronts and ideal (store phases with an active lane) of each row of ``shared`` / ``glob`` (int64
     (n, warp), -1 inactive) into ``wave`` / ``ideal``; -1, or the first row with a bad address (shared: below
     -1, ``limit`` or more, or off the ``width`` grid; global, where the lane copies: negative or off the
-    grid), where it stops: the caller's numpy checks word the error. ``lanes`` = 128 / width a phase, which
-    is also the unit-banks of a row and the slots of a line. Every table is left empty after a phase. Runs
+    grid), where it stops: the caller's numpy checks word the error. A phase is 128 / width lanes, which is
+    also the unit-banks of a row and the slots of a line. Every table is left empty after a phase. Runs
     without the GIL (model_backend splits a batch over threads)."""
-    if width not in _BY_WIDTH or lanes != 128 // width:
-        raise ValueError(
-            f"cp.async.ca copies 4, 8 or 16 bytes a lane (128 / width lanes a phase); got {width}"
-        )
+    if width not in _BY_WIDTH:
+        raise ValueError(f"cp.async.ca copies 4, 8 or 16 bytes a lane; got {width}")
     return int(_BY_WIDTH[width](shared, glob, wave, ideal, limit))

@@ -260,6 +260,18 @@ def _grouped(pattern: tuple[Instruction, ...], warp: int) -> Stacked:
     return stack(pattern, warp)
 
 
+def copy_sides(
+    sides: Sequence[np.ndarray | None], sizes: Sequence[int], warp: int, width: int
+) -> np.ndarray | None:
+    """A copy group's global sources ``(n, warp)`` from its parts' (each ``(size, warp)`` or None), or None
+    where no part gives one: the parts that give none copy in lane order (lane ``l`` from ``l * width``)."""
+    if all(s is None for s in sides):
+        return None
+    lane_ordered = np.arange(warp, dtype=np.int64) * width
+    parts = zip(sides, sizes, strict=True)
+    return np.concatenate([np.broadcast_to(lane_ordered, (k, warp)) if s is None else s for s, k in parts])
+
+
 def stack(pattern: Sequence[Instruction], warp: int) -> Stacked:
     """``_grouped`` uncached: any objects with an Instruction's fields (name, op, access_bytes, rows, cols,
     count, and ``global_offsets`` or not), hashable or not (score.py stacks a spec's pattern once a chunk)."""
@@ -278,10 +290,7 @@ def stack(pattern: Sequence[Instruction], warp: int) -> Stacked:
         out.append(Group(op, width, rows, cols, counts))
         index.append(np.asarray(idx, dtype=np.int64))
         sides = [getattr(pattern[i], "global_offsets", None) for i in idx]
-        # a copy group where any instruction gives its global side: the others' lanes copy in lane order
-        lane_ordered = np.arange(warp, dtype=np.int64) * width
-        globs.append(None if all(s is None for s in sides) else
-                     np.stack([lane_ordered if s is None else s for s in sides]))  # fmt: skip
+        globs.append(copy_sides([None if s is None else s[None] for s in sides], [1] * len(idx), warp, width))
     return Stacked(tuple(out), tuple(index), len(pattern), lambda: [ins.name for ins in pattern],
                    tuple(globs) if any(g is not None for g in globs) else ())  # fmt: skip
 

@@ -246,6 +246,6 @@ def ca_compiled(
 
     def run(_: int, lo: int, hi: int) -> int:
         part = (shared[lo:hi], glob[lo:hi], wave[lo:hi], ideal[lo:hi])
-        return int(ca_rows(*part, ADDRESS_LIMIT, rule.width, rule.lanes))
+        return int(ca_rows(*part, ADDRESS_LIMIT, rule.width))
 
     return None if any(b >= 0 for b in _in_parts(n, run)) else (wave, ideal, [])

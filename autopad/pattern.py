@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from .access import Group, Instruction, Stacked
+from .access import Group, Instruction, Stacked, copy_sides
 from .expr import ExprError  # noqa: F401  (importable from here, as before the split)
 from .gluon_model import Blocked, instruction_arrays, vector_cap
 from .model import WIDTHS
@@ -359,12 +359,8 @@ class Pattern:
             groups.append(Group(op, width, rows, cols, counts))
             index.append(np.concatenate([np.arange(s, s + len(b.rows), dtype=np.int64) for b, s in parts]))
             # copies with a source given (cp_async(src=...)); a group's others copy in lane order
-            lane_ordered = np.arange(self.warp, dtype=np.int64) * width
-            sides = [
-                b.glob if b.glob is not None else np.broadcast_to(lane_ordered, b.rows.shape)
-                for b, _ in parts
-            ]
-            globs.append(np.concatenate(sides) if any(b.glob is not None for b, _ in parts) else None)
+            sides, sizes = [b.glob for b, _ in parts], [len(b.rows) for b, _ in parts]
+            globs.append(copy_sides(sides, sizes, self.warp, width))
         names = lambda: [n for b in blocks for n in b.names()]  # noqa: E731
         return Stacked(
             tuple(groups), tuple(index), at, names, tuple(globs) if any(g is not None for g in globs) else ()

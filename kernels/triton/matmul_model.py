@@ -202,6 +202,7 @@ def _path1_copies(
     lr, lc = lane // t, lane % t  # the lane's row within the instruction's rows and its chunk
     instr_rows = 32 // t
     reps = max(1, -(-rows // (instr_rows * warps)))
+    pitch = -(-width // 128) * 128  # global bytes between rows: the width, each row from a new line
     out = []
     for rep in range(reps):
         for w in range(warps):
@@ -213,7 +214,6 @@ def _path1_copies(
                 line = first + byte // 128
                 phys = (byte % 128) // 16 ^ (line % (s // 16))
                 logical = phys ^ (line % 8)  # the layout's 128-byte swizzle undone
-                pitch = -(-width // 128) * 128
                 out.append(Instruction(f"cp{name}{len(out)}", "cp.async.cg", 16, line, logical * (16 // eb),
                                        global_offsets=r * pitch + 16 * j))  # fmt: skip
     return tuple(out)
