@@ -68,7 +68,7 @@ class Space:
         self.cols = cols
         self.n = len(cols[self.names[0]])
         # each row's _freeze'd constants, made when first asked for (a ranking asks for its legal rows only:
-        # 2,750 of the Triton transpose's 48,600), of (name, value) pairs shared between rows
+        # 2,732 of the Triton transpose's 48,600 in fp16), of (name, value) pairs shared between rows
         self._pairs = []
         for k in self.names:
             vals, at = _values(cols[k])

@@ -4,7 +4,7 @@ Why it matters: the ops' shape policy (``autopad.ops``) and ``autopad tune`` ran
 the model before anything runs on the GPU, and an op called on a new shape waits for that ranking. The
 largest built-in space is the CUDA transpose (26,680 legal candidates in fp32 and 35,718 in fp16 at
 8192 x 8192 since the whole-column block order, GROUP 4096; 22,724 and 30,626 before); the CUDA histogram
-(8,000) and the fp32 CUDA SIMT matmul (10,000) are the next ones. The Triton (Gluon) transpose (2,750 in
+(8,000) and the fp32 CUDA SIMT matmul (10,000) are the next ones. The Triton (Gluon) transpose (2,732 in
 fp16) has no PATTERN_KEYS: its patterns come from the register layouts through autopad.gluon_model, one
 per candidate until they were shared (10-12 s before, see the git log).
 

@@ -64,6 +64,11 @@ CONFIGS: list[tuple[str, str, str, str | None, tuple[tuple[int, ...], ...]]] = [
     # samples have measured (runs 149, 152-153): the kernel issue's 4097x8191 cell, the two shapes run 149's
     # model terms were chosen on, then rows 8 bytes off the 16-byte grid
     ("transpose", "cuda", "int8", None, ((4097, 8191), (8193, 16383), (4100, 8192), (4104, 8192))),
+    # added 2026-12-06 (thirty-second session): families no study had measured, for held-out figures of the
+    # model as it stands: the Gluon GEMM in tf32 (``backend="auto"``'s matmul kernel for tf32) and the
+    # Gluon transpose (``backend="triton"``)
+    ("matmul", "triton", "tf32", None, ((3000, 1000, 2000), (2048, 2048, 2048))),
+    ("transpose", "triton", "float16", None, ((8192, 8192), (4097, 8191))),
 ]
 
 FINAL_FIELDS = [

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from autopad.access import score
@@ -36,7 +37,30 @@ def test_every_candidate_padding_is_a_multiple_of_the_vector():
     for dtype in ("float32", "float16", "int8", "float64"):
         for c in T.candidates((4096, 4096), dtype):
             assert c["PAD"] % c["VEC"] == 0
+            assert c["PAD"] % T.pack(dtype) == 0
             assert not (c["PAD"] and c["MAX_PHASE"] > 1)
+
+
+def test_legal_rejects_padding_the_packed_read_back_would_misalign():
+    # the read-back loads pack(dtype) columns as one 4-byte word (ld.shared.v2.b16 / ld.shared.b32): a pad
+    # off that grid faulted on the GPU (H100 run 192: fp16 PAD 1, every one of 12)
+    one = {**T.DEFAULTS, "VEC": 1, "PAD": 1}
+    for dtype, bad, good in (
+        ("float16", (1,), (2, 4)),
+        ("int8", (1, 2), (4, 8)),
+        ("float8_e4m3fn", (2,), (4,)),
+    ):
+        for pad in bad:
+            why = T.legal({**one, "BM": 128, "BN": 128, "PAD": pad}, (4096, 4096), dtype)
+            assert not why and "4-byte word" in why.reason, (dtype, pad)
+        for pad in good:
+            assert T.legal({**one, "BM": 128, "BN": 128, "PAD": pad}, (4096, 4096), dtype), (dtype, pad)
+    # the batched check says the same, row for row
+    cols = {k: np.array([v] * 3) for k, v in {**one, "BM": 128, "BN": 128}.items()}
+    cols["PAD"] = np.array([1, 2, 4])
+    assert T.legal_batch(cols, (4096, 4096), "int8").tolist() == [False, False, True]
+    # swizzled layouts stay legal: the compiler splits their read into 2-byte loads (ran correct there)
+    assert T.legal({**one, "PAD": 0, "MAX_PHASE": 8}, (4096, 4096), "float16")
 
 
 def test_model_ranks_the_column_read():
@@ -147,6 +171,61 @@ def test_gluon_matches_torch_on_gpu(dtype):
                 T.run_tl(x, out)
                 ok, why = T.check(out, T.reference(x))
                 assert ok, ("tl.trans", shape, dist, why)
+
+
+# the smallest pads the packed read-back allows, with narrow vectors, on the odd shapes
+SMALL_PADS = [
+    ("float16", {"BM": 64, "BN": 64, "VEC": 1, "WARPS": 4, "PAD": 2}),
+    ("bfloat16", {"BM": 128, "BN": 32, "VEC": 2, "WARPS": 4, "PAD": 2}),
+    ("int8", {"BM": 128, "BN": 128, "VEC": 1, "WARPS": 4, "PAD": 4}),
+    ("int8", {"BM": 128, "BN": 128, "VEC": 4, "WARPS": 8, "PAD": 4}),
+    ("float8_e4m3fn", {"BM": 128, "BN": 64, "VEC": 2, "WARPS": 4, "PAD": 4}),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,c", SMALL_PADS)
+def test_smallest_legal_pads_match_torch_on_gpu(dtype, c):
+    import torch
+
+    c = {**T.DEFAULTS, **c}
+    assert T.legal(c, (4097, 8191), dtype), T.legal(c, (4097, 8191), dtype).reason
+    built = T.build(c, dtype)
+    for i, shape in enumerate(GPU_SHAPES):
+        x = T.make_inputs(shape, dtype, "cuda", seed=300 + i)
+        out = T.alloc_output(x)
+        out.view(torch.uint8).fill_(0xFF)
+        T.run(built, x, out)
+        torch.cuda.synchronize()
+        ok, why = T.check(out, T.reference(x))
+        assert ok, (c, shape, why)
+
+
+_FAULT = r"""
+import sys
+import torch
+from autopad.kernels.triton import transpose as T
+dtype, pad = sys.argv[1], int(sys.argv[2])
+c = {**T.DEFAULTS, "BM": 64, "BN": 64, "VEC": 1, "WARPS": 4, "PAD": pad}
+assert not T.legal(c, (256, 256), dtype)
+x = T.make_inputs((256, 256), dtype, "cuda", seed=1)
+out = T.alloc_output(x)
+T.run(T.build(c, dtype), x, out)  # legal() refuses it; built anyway, to show why
+torch.cuda.synchronize()
+print("RAN")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,pad", [("float16", 1), ("int8", 1), ("int8", 2)])
+def test_the_refused_pads_do_fault_on_gpu(dtype, pad):
+    """Why ``legal`` refuses a pad off the read-back's 4-byte grid: built anyway (in a child process, whose
+    CUDA context the fault poisons), it faults with a misaligned address."""
+    r = subprocess.run(
+        [sys.executable, "-c", _FAULT, dtype, str(pad)], capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode != 0 and "RAN" not in r.stdout, r.stdout[-2000:]
+    assert "misaligned address" in r.stderr, r.stderr[-3000:]
 
 
 @pytest.mark.parametrize("dtype,load", [("bfloat16", "ld.shared.v2.b16"), ("int8", "ld.shared.b32")])

@@ -11,7 +11,8 @@ full turn of the 32 four-byte banks), a 32-way conflict. autopad picks what fixe
 * ``PAD`` elements of row padding (``gl.PaddedSharedLayout``; row r starts ``r * PAD`` words further on, so
   consecutive rows shift banks). The write side stores ``VEC``-element vectors, so a pad that is not a
   multiple of ``VEC`` would misalign every other row's vectors: on sm_90 that is a "misaligned address"
-  fault that poisons the CUDA context, so ``legal`` rejects it;
+  fault that poisons the CUDA context, so ``legal`` rejects it; likewise a pad that is not a multiple of
+  ``pack(dtype)`` (2 for 2-byte types, 4 for 1-byte ones), which the read-back's 4-byte loads need;
 * an XOR swizzle ``(SW_VEC, PER_PHASE, MAX_PHASE)`` (``gl.SwizzledSharedLayout``): chunk j of row r is
   stored at chunk ``j ^ (r // PER_PHASE) % MAX_PHASE``; no extra memory.
 
@@ -173,7 +174,23 @@ def _layout_check(c: dict[str, int], dtype: str) -> Legality:
         return Legality(False, str(e))
     # the row-major store writes VEC-element vectors: padding must keep every row's vectors aligned
     # (pad % VEC != 0 faults with "misaligned address" on sm_90); a swizzle chunk must hold whole vectors
-    return lay.check(c["VEC"], _SMEM_BUDGET)
+    ok = lay.check(c["VEC"], _SMEM_BUDGET)
+    if not ok:
+        return ok
+    # ... and the read-back loads ``pack`` neighbouring columns of a row as one 4-byte word: Triton 3.6
+    # lowers it to ld.shared.v2.b16 (2-byte types) or ld.shared.b32 (1-byte) on a padded layout whatever
+    # the pad, so a pad of fewer than ``pack`` elements' multiple starts every other row (fp16) or three
+    # rows in four (int8) off the 4-byte grid: "misaligned address", which poisons the CUDA context (H100
+    # run 192: every fp16 PAD 1 candidate of the 8192^2 study faulted, 12 of 12; PAD 2, 4, 8, 16 ran
+    # correct). A swizzled layout is safe: there the compiler splits the read into 2-byte loads.
+    w = pack(dtype)
+    if isinstance(lay, Padded) and lay.pad % w:
+        return Legality(
+            False,
+            f"padding of {lay.pad} {dtype} elements is not a multiple of {w}: the read-back loads {w} "
+            f"neighbouring columns as one 4-byte word, which rows after the first would start misaligned",
+        )
+    return ok
 
 
 def legal_batch(columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> np.ndarray:
