@@ -143,9 +143,16 @@ class MatmulGluon(TritonKernel):
     NUM_WARPS = "WARPS"
     TOLERANCE = {"bfloat16": 1e-2, "float16": 3e-3, "float32": 3e-3}
     BASELINE_TL = {"BM": 128, "BN": 256, "BK": 64, "STAGES": 3, "WARPS": 8}
-    # the code this spec runs and ranks by: its four modules (one file before the split) and the kernels
+    # the code this spec runs and ranks by: its modules (one file before the split), the kernels and the
+    # compiled PATH 1 register table
     SOURCE_FILES = sibling_files(
-        __file__, "matmul.py", "matmul_tiles.py", "matmul_model.py", "matmul_launch.py", "matmul_kernels.py"
+        __file__,
+        "matmul.py",
+        "matmul_tiles.py",
+        "matmul_model.py",
+        "matmul_launch.py",
+        "matmul_kernels.py",
+        "matmul_path1_regs.py",
     )
 
     # ---- the tuner's side (numpy only) ------------------------------------------------------------------

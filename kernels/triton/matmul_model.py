@@ -20,6 +20,7 @@ import numpy as np
 from autopad.access import Instruction
 from autopad.layouts import Legality, Swizzled
 
+from .matmul_path1_regs import path1_usage
 from .matmul_tiles import (
     _ARCH,
     _EB,
@@ -245,7 +246,9 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
     (``tl_rows_aligned``). ``l2_async``: the re-reads are asynchronous bulk copies, TMA's (PATH 0) or
     the pipelined cp.async of PATH 1 on aligned rows, which stream at the predictor's async L2 rate; on
     today's space (H200 runs 47-48, every candidate measured) that took Spearman from 0.77 / 0.78 / 0.65
-    to 0.90 / 0.87 / 0.82 (bf16 2048^3 / 4096^3 / 3000 x 1000 x 2000), the picks unchanged."""
+    to 0.90 / 0.87 / 0.82 (bf16 2048^3 / 4096^3 / 3000 x 1000 x 2000), the picks unchanged.
+    ``regs_per_thread`` (PATH 1): the build's compiled registers (matmul_path1_regs.py), and where it
+    spills, its stack bytes written and read back every k-step as ``l2_bytes``."""
     c = constants
     m, n, k = shape
     eb = _EB[dtype]
@@ -283,6 +286,19 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
         info["tiles_per_block"] = steps
         if not tl_rows_aligned(shape):
             info["inflight_bytes"] = ring_step / threads
+        use = path1_usage(c, shape, dtype)
+        if use is not None:
+            # the build's registers (compiled, matmul_path1_regs.py) set how many blocks an SM holds; where
+            # it spills, each thread writes its stack to local memory and reads it back every k-step, bytes
+            # that go through L1 to L2 (charged at the L2 rate, with the re-reads). On rows Triton cannot
+            # prove aligned the operand comes in element by element through registers and some tiles spill:
+            # H100 run 192 (bf16 2048 x 1536 x 2049, PATH 1's 114 candidates) measured its ten slowest builds
+            # all spilling (153-454 us, the fastest 60; the eleventh spilling build 115), 1.4-3.3 TB/s of
+            # these bytes over what the predictor said without them; the model-only pick, a spilling 128 x
+            # 256 x 128, ran 2.55x the best
+            regs, stack = use
+            info["regs_per_thread"] = regs
+            info["l2_bytes"] += 2 * stack * threads * info["blocks"] * steps
     if s > 1:
         base = spec.traffic(shape, dtype)["bytes"]
         extra = 2 * s * _cdiv(m, bm) * bm * n * 4  # partial sums written, then read back
