@@ -247,4 +247,19 @@ def trust_statement(res: Any) -> str | None:
         text = fn(res.kernel, res.backend, res.dtype)
     except Exception:  # the statement is a courtesy: never fail a tune report over it
         return None
+    note = _shape_note(res)
+    text = f"{text}; {note}" if text and note else text
     return " ".join(str(text).split()) if text else None
+
+
+def _shape_note(res: Any) -> str | None:
+    """A built-in spec's caveat for this shape (``trust_note(shape, dtype)``: a case its family's figures do
+    not cover, such as the Gluon GEMM where TMA is refused), or None."""
+    try:
+        from .kernels_registry import builtin_spec
+
+        spec = builtin_spec(res.kernel, res.backend)
+        fn = getattr(spec, "trust_note", None)
+        return fn(tuple(res.shape), res.dtype) if callable(fn) else None
+    except Exception:  # a courtesy, as the statement is
+        return None

@@ -170,3 +170,19 @@ def test_terms_say_when_the_streams_were_combined_as_a_queue():
     assert [i["serial_phases"] for i in infos] == [1.0, 0.0]
     preds = predictions(predict_arrays(infos, T.traffic(shape, dt), wave, ideal, "sm_90", lays), wave, ideal)
     assert "queued" in report.format_terms(preds[0]) and "queued" not in report.format_terms(preds[1])
+
+
+def test_trust_adds_the_specs_note_for_a_shape_its_figures_do_not_cover():
+    """The Gluon GEMM where TMA is refused runs PATH 1 only, which the H200 studies did not measure: the
+    model-only trust line says so, with the H100 figures; on a shape TMA takes it adds nothing."""
+    import autopad.trust
+
+    best = Best({"PATH": 1}, "path 1", 1e-4, None)
+    odd = TuneResult("matmul", "triton", (2048, 1536, 2049), "bfloat16", "sm_90", "model-only", "m", best, ())
+    even = TuneResult(
+        "matmul", "triton", (2048, 1536, 2048), "bfloat16", "sm_90", "model-only", "m", best, ()
+    )
+    base = " ".join(autopad.trust.statement("matmul", "triton", "bfloat16").split())
+    assert report.trust_statement(even) == base
+    text = report.trust_statement(odd)
+    assert text.startswith(base) and "PATH 1" in text and "1.02-1.27x" in text
