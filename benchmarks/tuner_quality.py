@@ -67,8 +67,8 @@ CONFIGS: list[tuple[str, str, str, str | None, tuple[tuple[int, ...], ...]]] = [
     # added 2026-12-06 (thirty-second session): families no study had measured, for held-out figures of the
     # model as it stands: the Gluon GEMM in tf32 (``backend="auto"``'s matmul kernel for tf32) and the
     # Gluon transpose (``backend="triton"``)
-    ("matmul", "triton", "tf32", None, ((3000, 1000, 2000), (2048, 2048, 2048))),
-    ("transpose", "triton", "float16", None, ((8192, 8192), (4097, 8191))),
+    ("matmul", "triton", "tf32", None, ((3000, 1000, 2000), (2048, 2048, 2048), (2048, 2048, 1001))),
+    ("transpose", "triton", "float16", None, ((8192, 8192), (4097, 8191), (3, 1000, 2000))),
 ]
 
 FINAL_FIELDS = [

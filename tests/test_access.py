@@ -315,6 +315,10 @@ def test_global_offsets_are_checked():
         Instruction("cp", "cp.async", 16, lanes, lanes, global_offsets=np.where(lanes == 3, -16, lanes * 16))
     with pytest.raises(ValueError, match="lane 0's global offset 8 .* 16-byte copy"):
         Instruction("cp", "cp.async.cg", 16, lanes, lanes, global_offsets=lanes * 16 + 8)
+    huge = (lanes * 16).astype(np.uint64)
+    huge[7] = np.uint64(2**64 - 16)  # an unsigned offset past int64: named as it is, not wrapped negative
+    with pytest.raises(ValueError, match=f"lane 7's global offset {2**64 - 16} is beyond 2\\*\\*63 - 1"):
+        Instruction("cp", "cp.async", 16, lanes, lanes, global_offsets=huge)
     rows = np.where(lanes == 5, -1, 0)  # an inactive lane's source is ignored
     ins = Instruction("cp", "cp.async", 4, rows, lanes, global_offsets=np.where(lanes == 5, -7, lanes * 4))
     assert ins.global_offsets[5] == 0 and ins.global_offsets.dtype == np.int64
