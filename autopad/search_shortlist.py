@@ -35,6 +35,7 @@ __all__ = [
     "layout_key",
     "model_pick",
     "neighbours",
+    "repairs",
     "prefer_plain",
     "shortlist",
     "twins",
@@ -195,6 +196,51 @@ def neighbours(
     if own is not None and own.key != around.key and own not in same and _close(own, best_of[here]):
         same.append(own)
     return out + same
+
+
+def repairs(spec: KernelSpec, ranked: list[Candidate], around: Candidate) -> list[Candidate]:
+    """Where a walk that stopped at ``around`` can still go: for each launch constant none of whose steps
+    (``neighbours``' one value either side) is legal there, each such step repaired by one step of
+    another constant, the best-predicted repair of each.
+
+    Why: the walk moves one constant at a time, and some moves are illegal alone. The Gluon GEMM's plain
+    tl.dot path where TMA is refused (H100 runs 192-196, every candidate measured): the walk stood on
+    128 x 256 x 64 at 8 warps, 1.25-1.27x the best; 4 warps there is illegal (its accumulator alone would
+    spill) and BM 64 at 8 warps slower, while the best, 64 x 256 x 64 at 4 warps, is both moves at once.
+    Replayed on all 59 recorded studies (``benchmarks/replay_studies.py``; before and after in
+    benchmarks/results/cpu/replay_studies_2026-12-06_*.txt) the walk with this last step (taken once, where it
+    stops with measurements left: ``strategies/model.py``) reaches the best on three such shapes (1.27 /
+    1.19 / 1.27x -> 1.000, 9 more measurements each) and on the int8 8193x16383 transpose (1.030 -> 1.000,
+    13 more); no pick moved elsewhere, at 0-2 more measurements (1,057 -> 1,118 in all).
+    """
+    layout_keys = set(getattr(spec, "LAYOUT_KEYS", ()))
+    best_of: dict[tuple, Candidate] = {}
+    for c in ranked:
+        best_of.setdefault(launch_config(spec, c), c)
+    here = launch_config(spec, around)
+    base = dict(here)
+    moves: dict[str, list[int]] = {}  # each launch constant's values one step either side of around's
+    for name, value in here:
+        values = list(spec.SPACE.get(name, ()))
+        if name not in layout_keys and value in values:
+            i = values.index(value)
+            moves[name] = [values[j] for j in (i - 1, i + 1) if 0 <= j < len(values)]
+
+    def config(**change: int) -> tuple:
+        return tuple(sorted({**base, **change}.items()))
+
+    out = []
+    for name, steps in moves.items():
+        if any(config(**{name: v}) in best_of for v in steps):
+            continue  # the walk can move along this constant alone
+        for v in steps:
+            fixes = [best_of[r] for other, ws in moves.items() if other != name for w in ws
+                     if (r := config(**{name: v, other: w})) in best_of]  # fmt: skip
+            if fixes:
+                fix = min(fixes, key=lambda c: c.prediction.seconds)
+                if fix not in out:
+                    out.append(fix)
+    return out
 
 
 # after the first round, the unpadded twins of the configurations measured within this factor of the

@@ -11,7 +11,7 @@ model rank, top-1 / best, and how many candidates the tuner asked for that the s
 
 (Two folders cannot be replayed and are reported on stderr: run 41's ``study`` (its rows file was cut short
 on the device; ``quality_rows_recovered.csv.gz`` holds what was saved) and run 60's ``study`` (its final
-round only). On 2026-12-06 the other studies gave 51 rows.)
+round only). On 2026-12-06 the other studies gave 51 rows, 59 after runs 192-196.)
 """
 
 from __future__ import annotations

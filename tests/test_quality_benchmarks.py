@@ -391,3 +391,19 @@ def test_the_profiles_time_batches_of_launches_between_two_events(monkeypatch, t
                                  "spread_ms": spread}])  # fmt: skip
     rows = list(_csv.DictReader(path.open()))
     assert rows[0]["ms"] == "2.000000" and rows[0]["why"] == "" and list(rows[0])[-1] == "why"
+
+
+@pytest.mark.parametrize("run", ["run192", "run196"])
+def test_the_tuner_replayed_on_path1_reaches_the_best_through_a_repaired_move(run):
+    """The Gluon GEMM where TMA is refused (bf16 2048x1536x2049; H100 runs 192 and 196 timed all 114
+    candidates): the walk stopped on 128 x 256 x 64 at 8 warps, 1.27x the best, where 4 warps alone is
+    illegal and BM 64 alone slower. Its last step onto the repaired moves (``search_shortlist.repairs``)
+    reaches the best, 64 x 256 x 64 at 4 warps, measuring 18 of the 114."""
+    root = Path(__file__).resolve().parents[1] / "benchmarks/results/h100/2026-12-06" / run / "study"
+    groups = qr.load_rows(root / "quality_rows.csv.gz")
+    group = next(g for g in groups if g[3] == "2048x1536x2049")
+    rows, pick, unanswered = qr.replay(group, groups[group])
+    ms = {r["key"]: r["ms"] for r in groups[group] if r["correct"] and r["ms"]}
+    assert unanswered == 0 and ms[pick] == min(ms.values())
+    assert "BM=64" in pick and "WARPS=4" in pick
+    assert sum(r["in_shortlist"] for r in rows) <= 20

@@ -572,3 +572,27 @@ def test_prefer_plain_keeps_the_first_where_a_prediction_is_missing():
     layouts = ["pad4", "plain"]  # one configuration: the first's twin is candidate 1
     for seconds in ([nan, 5.0], [1.0, nan]):
         assert prefer_plain(range(2), seconds, lambda i: "a", lambda i: layouts[i], "plain") == 0
+
+
+def test_repairs_offer_the_moves_that_are_illegal_alone():
+    """On the Gluon GEMM's plain tl.dot path at bf16 2048x1536x2049, from 128 x 256 x 64 at 8 warps: 4 warps
+    alone is illegal (the accumulator alone would spill) and WARPS has no other step, so its move comes
+    repaired by one step of another constant, the best-predicted such; constants that can move alone are
+    left to ``neighbours``."""
+    from autopad.kernels_registry import builtin_spec
+    from autopad.search import check_legal
+    from autopad.search_shortlist import launch_config, repairs
+
+    mm = builtin_spec("matmul", "triton")
+    shape = (2048, 1536, 2049)
+    ranked = rank(mm, shape, "bfloat16")
+    here = next(c for c in ranked if c.params["BM"] == 128 and c.params["BN"] == 256 and c.params["BK"] == 64
+                and c.params["WARPS"] == 8 and c.params["STAGES"] == 3)  # fmt: skip
+    got = repairs(mm, ranked, here)
+    assert got and all(c.params["WARPS"] == 4 for c in got)
+    base = dict(launch_config(mm, here))
+    for c in got:  # two constants moved, one of them WARPS
+        moved = {k for k, v in launch_config(mm, c) if base[k] != v}
+        assert len(moved) == 2 and "WARPS" in moved
+    assert any(c.params["BM"] == 64 and c.params["BN"] == 256 for c in got)
+    assert check_legal(mm, {**here.params, "WARPS": 4}, shape, "bfloat16").ok is False

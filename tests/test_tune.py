@@ -295,6 +295,7 @@ def test_the_family_walks_share_the_measurements_left(monkeypatch):
 
     monkeypatch.setattr(strategy, "shortlist", lambda ranked, top_k, spec: [c["a"], c["b"], c["c"]])
     monkeypatch.setattr(strategy, "neighbours", lambda spec, ranked, here: steps.get(here.key, []))
+    monkeypatch.setattr(strategy, "repairs", lambda spec, ranked, here: [])
     spec = NS(FAMILY_KEYS=("VEC",))
     strategy.run(list(c.values()), Measure(), Options(spec, top_k=1, refine=4))
     assert asked == ["a", "b", "c", "b0", "b1", "c0"]
@@ -303,6 +304,40 @@ def test_the_family_walks_share_the_measurements_left(monkeypatch):
     times["c"] = 1.3
     strategy.run(list(c.values()), Measure(), Options(spec, top_k=1, refine=4))
     assert asked == ["a", "b", "c", "b0", "b1", "b2", "b3"]
+
+
+def test_where_the_walk_stops_it_steps_once_onto_the_repaired_moves(monkeypatch):
+    """The walk from "a" finds nothing faster among its neighbours; with measurements left it measures the
+    repaired moves (``search_shortlist.repairs``) once, moves to the faster "r" and walks on from there; a
+    second stop ends it (the repaired moves are not taken again), and without measurements left it ends
+    where it stood."""
+    from types import SimpleNamespace as NS
+
+    import autopad.strategies.model as strategy
+    from autopad.strategies import Options
+
+    c = {k: NS(key=k, params={}) for k in ("a", "n0", "n1", "r", "r0", "q", "s")}
+    steps = {"a": [c["n0"], c["n1"]], "r": [c["r0"]]}
+    fixes = {"a": [c["r"]], "r": [c["q"]], "r0": [c["s"]]}
+    times = {"a": 1.0, "n0": 1.2, "n1": 1.1, "r": 0.8, "r0": 0.7, "q": 0.5, "s": 0.4}
+    asked = []
+
+    class Measure:
+        exhausted = False
+
+        def __call__(self, cands):
+            asked.extend(x.key for x in cands)
+            return {x.key: NS(correct=True, ms=times[x.key]) for x in cands}
+
+    monkeypatch.setattr(strategy, "shortlist", lambda ranked, top_k, spec: [c["a"]])
+    monkeypatch.setattr(strategy, "twins", lambda spec, ranked, near: [])
+    monkeypatch.setattr(strategy, "neighbours", lambda spec, ranked, here: steps.get(here.key, []))
+    monkeypatch.setattr(strategy, "repairs", lambda spec, ranked, here: fixes.get(here.key, []))
+    strategy.run(list(c.values()), Measure(), Options(NS(), top_k=1, refine=8))
+    assert asked == ["a", "n0", "n1", "r", "r0"]  # r0 has no neighbours left: the walk stops there
+    asked.clear()
+    strategy.run(list(c.values()), Measure(), Options(NS(), top_k=1, refine=2))
+    assert asked == ["a", "n0", "n1"]
 
 
 def test_the_first_round_measures_the_twins_of_the_configurations_that_measured_close(monkeypatch):

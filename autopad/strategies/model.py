@@ -6,7 +6,9 @@ the best-predicted layout of each of the top_k best configurations (``search.sho
 unpadded twins of the configurations it measured within ``TWIN_SWEEP_MARGIN`` of the fastest
 (``search_shortlist.twins``: the walk offers a twin only around where it stands). Then it walks:
 from the fastest measured, the neighbouring value of each launch constant and the next layouts of the same
-configuration (``search.neighbours``); it moves while something is faster. Where the spec names families
+configuration (``search.neighbours``); it moves while something is faster, and where it stops with
+measurements left it takes one more step onto the moves that are illegal alone, each repaired by a step
+of another constant (``search_shortlist.repairs``), walking on if one is faster. Where the spec names families
 (``FAMILY_KEYS``: the constants that switch the kernel's code path, the transpose's vector width), the
 shortlist holds each family's best-predicted candidate, and when the walk stops with ``refine``
 measurements left it walks again from the fastest measured candidate of each other family that is within
@@ -31,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..search import neighbours, shortlist
-from ..search_shortlist import FAMILY_MARGIN, TWIN_SWEEP_MARGIN, family, twins
+from ..search_shortlist import FAMILY_MARGIN, TWIN_SWEEP_MARGIN, family, repairs, twins
 from . import Measure, Options
 
 
@@ -90,20 +92,27 @@ def _walk(
     meas: dict,
 ) -> tuple[int, dict]:
     """The local search from ``here``: measure its neighbours (``short`` and ``seen`` grow), move to the
-    fastest while it is faster than where the search stands; the measurements left, and all so far."""
+    fastest while it is faster than where the search stands; where it stops with measurements left, one
+    more step onto the moves that are illegal alone, each repaired by a step of another constant
+    (``search_shortlist.repairs``), and on if one is faster. The measurements left, and all so far."""
+    escape = used = False  # the next step takes the repaired moves; they were taken once already
     while limit > 0 and not measure.exhausted:
-        step = [c for c in neighbours(options.spec, ranked, here) if c.key not in seen][:limit]
-        if not step:
+        pool = repairs(options.spec, ranked, here) if escape else neighbours(options.spec, ranked, here)
+        step = [c for c in pool if c.key not in seen][:limit]
+        moved = False
+        if step:
+            seen.update(c.key for c in step)
+            short += step
+            limit -= len(step)
+            meas = {**meas, **measure(step)}
+            better = [c for c in step if c.key in meas and meas[c.key].correct]
+            best = min(better, key=lambda c: meas[c.key].ms) if better else None
+            if best is not None and meas[best.key].ms < meas[here.key].ms:
+                here, moved = best, True
+        if moved:
+            escape = False
+        elif escape or used:
             break
-        seen.update(c.key for c in step)
-        short += step
-        limit -= len(step)
-        meas = {**meas, **measure(step)}
-        better = [c for c in step if c.key in meas and meas[c.key].correct]
-        if not better:
-            break
-        best = min(better, key=lambda c: meas[c.key].ms)
-        if meas[best.key].ms >= meas[here.key].ms:
-            break
-        here = best
+        else:  # the walk stopped: one step onto the repaired moves, then on if one was faster
+            escape = used = True
     return limit, meas
