@@ -105,8 +105,9 @@ def _global_side(name: str, op: str, width: int, rows: np.ndarray, glob: object)
             f"instruction {name!r}: global_offsets must be integers, one a lane ({rows.shape[0]}), "
             f"got {g.dtype} of shape {g.shape}"
         )
-    if g.dtype.kind == "u" and g.size and int(g.max()) > np.iinfo(np.int64).max:  # would wrap negative
-        lane = int(np.argmax(g > np.iinfo(np.int64).max))
+    big = (rows >= 0) & (g > np.iinfo(np.int64).max) if g.dtype.kind == "u" else None  # would wrap
+    if big is not None and big.any():
+        lane = int(np.argmax(big))
         raise ValueError(
             f"instruction {name!r}: lane {lane}'s global offset {int(g[lane])} is beyond 2**63 - 1 bytes"
         )

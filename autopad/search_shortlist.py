@@ -240,7 +240,8 @@ def repairs(spec: KernelSpec, ranked: list[Candidate], around: Candidate) -> lis
                 fix = min(fixes, key=lambda c: c.prediction.seconds)
                 if fix not in out:
                     out.append(fix)
-    return out
+    # best-predicted first: the walk takes as many as its measurements left allow
+    return sorted(out, key=lambda c: c.prediction.seconds)
 
 
 # after the first round, the unpadded twins of the configurations measured within this factor of the

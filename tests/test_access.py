@@ -319,7 +319,9 @@ def test_global_offsets_are_checked():
     huge[7] = np.uint64(2**64 - 16)  # an unsigned offset past int64: named as it is, not wrapped negative
     with pytest.raises(ValueError, match=f"lane 7's global offset {2**64 - 16} is beyond 2\\*\\*63 - 1"):
         Instruction("cp", "cp.async", 16, lanes, lanes, global_offsets=huge)
-    rows = np.where(lanes == 5, -1, 0)  # an inactive lane's source is ignored
+    rows = np.where(lanes == 5, -1, 0)  # an inactive lane's source is ignored, an unsigned one too
+    huge[7], huge[5] = 112, np.uint64(2**64 - 1)
+    assert Instruction("cp", "cp.async", 16, rows, lanes, global_offsets=huge).global_offsets[5] == 0
     ins = Instruction("cp", "cp.async", 4, rows, lanes, global_offsets=np.where(lanes == 5, -7, lanes * 4))
     assert ins.global_offsets[5] == 0 and ins.global_offsets.dtype == np.int64
 
