@@ -105,8 +105,8 @@ def _global_side(name: str, op: str, width: int, rows: np.ndarray, glob: object)
             f"instruction {name!r}: global_offsets must be integers, one a lane ({rows.shape[0]}), "
             f"got {g.dtype} of shape {g.shape}"
         )
-    big = (rows >= 0) & (g > np.iinfo(np.int64).max) if g.dtype.kind == "u" else None  # would wrap
-    if big is not None and big.any():
+    big = (rows >= 0) & (g > np.iinfo(np.int64).max) if g.dtype.kind == "u" else np.zeros(0, bool)
+    if big.any():  # an active lane's unsigned offset that int64 would wrap negative
         lane = int(np.argmax(big))
         raise ValueError(
             f"instruction {name!r}: lane {lane}'s global offset {int(g[lane])} is beyond 2**63 - 1 bytes"

@@ -121,6 +121,20 @@ def _close(twin: Candidate, best: Candidate) -> bool:
     return twin.prediction.seconds <= TWIN_MARGIN * best.prediction.seconds
 
 
+def _moves(
+    spec: KernelSpec, here: tuple[tuple[str, int], ...], layout_keys: set[str]
+) -> dict[str, list[int]]:
+    """Each launch constant of configuration ``here`` (not a layout key, its value in the spec's SPACE): the
+    values one step either side of its own in SPACE order, the lower first."""
+    out = {}
+    for name, value in here:
+        values = list(spec.SPACE.get(name, ()))
+        if name not in layout_keys and value in values:
+            i = values.index(value)
+            out[name] = [values[j] for j in (i - 1, i + 1) if 0 <= j < len(values)]
+    return out
+
+
 def neighbours(
     spec: KernelSpec, ranked: list[Candidate], around: Candidate, layouts: int = 3
 ) -> list[Candidate]:
@@ -172,26 +186,19 @@ def neighbours(
             same.append(c)
     out = []
     base = dict(here)
-    for name, value in here:
-        if name in layout_keys:
-            continue
-        values = list(spec.SPACE.get(name, ()))
-        if value not in values:
-            continue
-        i = values.index(value)
-        for j in (i - 1, i + 1):
-            if 0 <= j < len(values):
-                step = tuple(sorted({**base, name: values[j]}.items()))
-                if step in best_of:
-                    best = best_of[step]
-                    out.append(best)
-                    twin = twin_of.get(step)
-                    if twin is not None and twin is not best and _close(twin, best):
-                        out.append(twin)
-                    kin = kin_of.get(step)
-                    if kin is not None and type(best.layout) is not own_class and kin is not twin:
-                        if _close(kin, best):
-                            out.append(kin)
+    for name, values in _moves(spec, here, layout_keys).items():
+        for v in values:
+            step = tuple(sorted({**base, name: v}.items()))
+            if step in best_of:
+                best = best_of[step]
+                out.append(best)
+                twin = twin_of.get(step)
+                if twin is not None and twin is not best and _close(twin, best):
+                    out.append(twin)
+                kin = kin_of.get(step)
+                if kin is not None and type(best.layout) is not own_class and kin is not twin:
+                    if _close(kin, best):
+                        out.append(kin)
     own = twin_of.get(here)
     if own is not None and own.key != around.key and own not in same and _close(own, best_of[here]):
         same.append(own)
@@ -219,12 +226,7 @@ def repairs(spec: KernelSpec, ranked: list[Candidate], around: Candidate) -> lis
         best_of.setdefault(launch_config(spec, c), c)
     here = launch_config(spec, around)
     base = dict(here)
-    moves: dict[str, list[int]] = {}  # each launch constant's values one step either side of around's
-    for name, value in here:
-        values = list(spec.SPACE.get(name, ()))
-        if name not in layout_keys and value in values:
-            i = values.index(value)
-            moves[name] = [values[j] for j in (i - 1, i + 1) if 0 <= j < len(values)]
+    moves = _moves(spec, here, layout_keys)
 
     def config(**change: int) -> tuple:
         return tuple(sorted({**base, **change}.items()))

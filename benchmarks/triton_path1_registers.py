@@ -17,7 +17,7 @@ where it is), for 2-byte elements (bf16; fp16 compiles alike), B as [K, N] (K of
 N: B), and tf32 (4-byte), B as [N, K] as the spec passes it (K off the grid: both operands element-wise;
 N moves only C's stores). Every (BM, BN, BK, WARPS, STAGES) PATH 1
 takes in ``kernels/triton/matmul.py``'s space. Each build with ``triton.compile`` at sm_90 (Triton 3.6.0),
-its cubin read with ``cuobjdump --dump-resource-usage``. About 1 s a build, 768 builds: prints the table as
+its cubin read with ``cuobjdump --dump-resource-usage``. About 1 s a build, 1,536 builds: prints the table as
 Python, to paste into matmul_path1_regs.py:
 
     python benchmarks/triton_path1_registers.py [--jobs 2] > /tmp/path1_regs.py
@@ -91,23 +91,46 @@ def usage(job: tuple[str, str, tuple[int, int, int, int, int]]) -> tuple[int, in
     return int(m[1]), int(m[2])
 
 
+def _wrapped(items: list[str], indent: str) -> list[str]:
+    """``items`` joined by ", " into lines of at most 110 characters, each a trailing comma."""
+    lines, line = [], ""
+    for item in items:
+        if line and len(indent) + len(line) + len(item) + 2 > 110:
+            lines.append(indent + line.rstrip())
+            line = ""
+        line += item + ", "
+    return lines + ([indent + line.rstrip()] if line else [])
+
+
+def table(builds_of: dict[str, list[tuple]], got: dict[tuple, tuple[int, int]]) -> str:
+    """The table's text, as ``kernels/triton/matmul_path1_regs.py`` holds it: each dtype's builds once
+    (``BUILDS``), then each case's (registers, stack bytes) in that order (``_USAGE``)."""
+    out = ["BUILDS: dict[str, tuple[tuple[int, int, int, int, int], ...]] = {"]
+    for d, builds in builds_of.items():
+        out += [f"    {d!r}: (", *_wrapped([str(b) for b in builds], " " * 8), "    ),"]
+    out += [
+        "}  # fmt: skip",
+        "# (registers, stack bytes) of each of BUILDS[dtype], in its order, by (dtype, case)",
+        "_USAGE: dict[tuple[str, str], tuple[tuple[int, int], ...]] = {",
+    ]
+    for d, builds in builds_of.items():
+        for case in CASES:
+            rows = [got[(d, case, b)] for b in builds]
+            spilled = sum(1 for _r, s in rows if s)
+            out += [f"    # {d}, {case or 'none'}: {len(rows)} builds, {spilled} with stack"]
+            out += [f"    ({d!r}, {case!r}): (", *_wrapped([str(r) for r in rows], " " * 8), "    ),"]
+    return "\n".join([*out, "}  # fmt: skip"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
-    jobs = [(d, case, b) for d in DTYPES for case in CASES for b in builds(d)]
+    builds_of = {d: builds(d) for d in DTYPES}
+    jobs = [(d, case, b) for d in DTYPES for case in CASES for b in builds_of[d]]
     with ProcessPoolExecutor(args.jobs) as pool:
         got = dict(zip(jobs, pool.map(usage, jobs)))
-    for d in DTYPES:
-        print(f"# {d}: {{case: {{(BM, BN, BK, WARPS, STAGES): (registers, stack bytes)}}}}")
-        for case in CASES:
-            rows = [(b, got[(d, case, b)]) for dd, cc, b in jobs if dd == d and cc == case]
-            spilled = sum(1 for _b, (_r, s) in rows if s)
-            print(f"# {case}: {len(rows)} builds, {spilled} with stack")
-            print(f"({d!r}, {case!r}): {{")
-            for b, rs in rows:
-                print(f"    {b}: {rs},")
-            print("},")
+    print(table(builds_of, got))
 
 
 if __name__ == "__main__":
