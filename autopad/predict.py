@@ -256,7 +256,12 @@ def predict_arrays(
     if bulk.any():
         need_l2 = a.dram_latency_s * a.l2_async_bytes_per_s / a.sm_count
         x_l2 = np.where(per_thread > 0, in_flight / need_l2, x)
-        t_bulk = np.nan_to_num(l2_bytes) / (a.l2_async_bytes_per_s * _knee(x_l2))
+        # ``l2_async`` is the share of the bytes those copies move; the rest (a GEMM operand loaded element
+        # by element through registers, its C stores) streams at the plain rate, one L2 stream after the
+        # other (the GEMM's PATH 1 on rows Triton cannot prove aligned: matmul_model.py)
+        share = np.clip(cols["l2_async"], 0.0, 1.0)
+        t_bulk = share * np.nan_to_num(l2_bytes) / (a.l2_async_bytes_per_s * _knee(x_l2))
+        t_bulk = t_bulk + (1.0 - share) * t_l2
         t_l2 = np.where(bulk & ~np.isnan(l2_bytes), t_bulk, t_l2)
     t_smem = (wavefronts * tiles + extra_wf) * blocks / a.smem_wavefronts_per_s
     # arithmetic needs warps to hide its latencies (shared loads, the FMA pipeline): one resident warp per

@@ -33,8 +33,9 @@ KEYS = {
     "passes": "launches over the input; each after the first costs Constants.launch_s (default 1)",
     "mma_bytes": "operand bytes of tensor-core arithmetic (2: bf16/fp16, 4: tf32, 1: fp8); 0 = SIMT",
     "l2_bytes": "bytes all blocks read and write through L2, operand re-reads included (default: traffic)",
-    "l2_async": "1 if asynchronous bulk copies (TMA, pipelined cp.async) move the l2_bytes: the Arch's "
-    "async L2 rate, judged against L2's own latency need; else 0 (default)",
+    "l2_async": "the share of l2_bytes that asynchronous bulk copies (TMA, pipelined cp.async) move, 0 to "
+    "1: the Arch's async L2 rate, judged against L2's own latency need; the rest at the plain rate "
+    "(default 0)",
     "extra_wavefronts": "shared-memory wavefronts per block the pattern does not list (TMA, wgmma reads)",
     "block_cycles": "SM cycles a block spends after its tiles, over all its launches (a counters' flush)",
     "issue_cycles": "SM cycles of instructions per block per tile the pattern does not list (a warp match)",
@@ -108,6 +109,8 @@ def check_launch_info(info: Any, where: str) -> dict[str, float]:
         raise LaunchInfoError(f"{where}: 'dram_efficiency' must be in (0, 1], got {out['dram_efficiency']}")
     if "flops_efficiency" in out and not 0 < out["flops_efficiency"] <= 1:
         raise LaunchInfoError(f"{where}: 'flops_efficiency' must be in (0, 1], got {out['flops_efficiency']}")
+    if not 0 <= out.get("l2_async", 0) <= 1:
+        raise LaunchInfoError(f"{where}: 'l2_async' is a share of l2_bytes, 0 to 1, got {out['l2_async']}")
     if out.get("mma_bytes", 0) not in (0, 1, 2, 4, 8):
         raise LaunchInfoError(f"{where}: 'mma_bytes' must be 0, 1, 2, 4 or 8, got {out['mma_bytes']}")
     return out

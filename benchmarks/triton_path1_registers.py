@@ -1,5 +1,6 @@
-"""Registers and stack (spill) bytes per thread of the GEMM's PATH 1 (``matmul_tl``, plain ``tl.dot``) at
-sm_90, compiled without a GPU: the table ``kernels/triton/matmul_path1_regs.py`` holds.
+"""Registers and stack (spill) bytes per thread and shared bytes per block of the GEMM's PATH 1
+(``matmul_tl``, plain ``tl.dot``) at sm_90, compiled without a GPU: the table
+``kernels/triton/matmul_path1_regs.py`` holds.
 
 Why: where Triton cannot prove an operand's rows 16-byte aligned (its row stride, K for A and N for B, not a
 multiple of 16 elements), it loads that operand element by element into registers and stores them into
@@ -14,11 +15,12 @@ beyond that, so it is read once here for every PATH 1 build and looked up by the
 Cases: which of M, N and K are multiples of 16 (named by those that are: ``MNK`` ... ``""``; M is no row
 stride, but its masks move the registers: 64 x 256 x 64 at 4 warps spills 128 bytes where M is not, none
 where it is), for 2-byte elements (bf16; fp16 compiles alike), B as [K, N] (K off the grid: A element-wise;
-N: B), and tf32 (4-byte), B as [N, K] as the spec passes it (K off the grid: both operands element-wise;
-N moves only C's stores). Every (BM, BN, BK, WARPS, STAGES) PATH 1
-takes in ``kernels/triton/matmul.py``'s space. Each build with ``triton.compile`` at sm_90 (Triton 3.6.0),
-its cubin read with ``cuobjdump --dump-resource-usage``. About 1 s a build, 1,536 builds: prints the table as
-Python, to paste into matmul_path1_regs.py:
+N: B), and tf32 (4-byte), B as [N, K] as the spec passes it (K off the grid: both operands copied 4 bytes
+at a time, still pipelined; N moves only C's stores). Every (BM, BN, BK, WARPS, STAGES) PATH 1 takes in
+``kernels/triton/matmul.py``'s space. Each build with ``triton.compile`` at sm_90 (Triton 3.6.0), its cubin
+read with ``cuobjdump --dump-resource-usage``, its shared bytes from ``metadata.shared``. About 1 s a build
+(seconds when Triton's cache holds them), 1,536 builds: prints the table as Python, to paste into
+matmul_path1_regs.py:
 
     python benchmarks/triton_path1_registers.py [--jobs 2] > /tmp/path1_regs.py
 """
@@ -62,8 +64,8 @@ def builds(dtype: str) -> list[tuple[int, int, int, int, int]]:
     return sorted(got)
 
 
-def usage(job: tuple[str, str, tuple[int, int, int, int, int]]) -> tuple[int, int]:
-    """(registers, stack bytes) of one build."""
+def usage(job: tuple[str, str, tuple[int, int, int, int, int]]) -> tuple[int, int, int]:
+    """(registers, stack bytes, shared bytes) of one build."""
     import triton
     from autopad.kernels.triton import matmul_kernels as mk
     from triton.backends.compiler import GPUTarget
@@ -88,7 +90,7 @@ def usage(job: tuple[str, str, tuple[int, int, int, int, int]]) -> tuple[int, in
     m = re.search(r"REG:(\d+) STACK:(\d+)", out.stdout)
     if not m:
         raise RuntimeError(f"no resource usage for {job}: {out.stdout[-500:]} {out.stderr[-500:]}")
-    return int(m[1]), int(m[2])
+    return int(m[1]), int(m[2]), int(k.metadata.shared)
 
 
 def _wrapped(items: list[str], indent: str) -> list[str]:
@@ -102,21 +104,21 @@ def _wrapped(items: list[str], indent: str) -> list[str]:
     return lines + ([indent + line.rstrip()] if line else [])
 
 
-def table(builds_of: dict[str, list[tuple]], got: dict[tuple, tuple[int, int]]) -> str:
+def table(builds_of: dict[str, list[tuple]], got: dict[tuple, tuple[int, int, int]]) -> str:
     """The table's text, as ``kernels/triton/matmul_path1_regs.py`` holds it: each dtype's builds once
-    (``BUILDS``), then each case's (registers, stack bytes) in that order (``_USAGE``)."""
+    (``BUILDS``), then each case's (registers, stack bytes, shared bytes) in that order (``_USAGE``)."""
     out = ["BUILDS: dict[str, tuple[tuple[int, int, int, int, int], ...]] = {"]
     for d, builds in builds_of.items():
         out += [f"    {d!r}: (", *_wrapped([str(b) for b in builds], " " * 8), "    ),"]
     out += [
         "}  # fmt: skip",
-        "# (registers, stack bytes) of each of BUILDS[dtype], in its order, by (dtype, case)",
-        "_USAGE: dict[tuple[str, str], tuple[tuple[int, int], ...]] = {",
+        "# (registers, stack bytes, shared bytes) of each of BUILDS[dtype], in its order, by (dtype, case)",
+        "_USAGE: dict[tuple[str, str], tuple[tuple[int, int, int], ...]] = {",
     ]
     for d, builds in builds_of.items():
         for case in CASES:
             rows = [got[(d, case, b)] for b in builds]
-            spilled = sum(1 for _r, s in rows if s)
+            spilled = sum(1 for _r, s, _sh in rows if s)
             out += [f"    # {d}, {case or 'none'}: {len(rows)} builds, {spilled} with stack"]
             out += [f"    ({d!r}, {case!r}): (", *_wrapped([str(r) for r in rows], " " * 8), "    ),"]
     return "\n".join([*out, "}  # fmt: skip"])

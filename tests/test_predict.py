@@ -133,8 +133,13 @@ def test_re_reads_that_tma_moves_stream_at_its_own_l2_rate_and_need_its_own_byte
     assert t[0] / t[1] == pytest.approx(a.l2_async_bytes_per_s / a.l2_bytes_per_s, rel=0.05)
     # 48 KB in flight costs the TMA stream more than the LSU one: its need is the larger
     assert t[2] / t[1] > 1.1 and t[2] / t[1] > t[3] / t[0]
+    # a share: half the bytes async, half plain, takes the sum of the two halves' times
+    (half,) = predict_batch([{**base, "inflight_bytes": deep, "l2_async": 0.5}], traffic, [0], [0], "sm_90")
+    assert dict(half.terms)["l2_s"] == pytest.approx((t[0] + t[1]) / 2)
     with pytest.raises(LaunchInfoError):
         check_launch_info({**base, "l2_async": "yes"}, "launch_info")
+    with pytest.raises(LaunchInfoError, match="share of l2_bytes, 0 to 1"):
+        check_launch_info({**base, "l2_async": 2}, "launch_info")
 
 
 def test_every_tile_a_block_walks_costs_a_fixed_overhead():

@@ -220,14 +220,31 @@ def _path1_copies(
     return tuple(out)
 
 
-def tl_rows_aligned(shape: tuple[int, ...]) -> bool:
-    """Whether ``matmul_tl`` (PATH 1) can prove its rows 16-byte aligned. Its row strides are the integer
-    arguments K and N, and Triton specialises an integer argument only on divisibility by 16 (elements):
-    for N = 1000 it knows nothing, so B's loads stay element-wide and unpipelined even where TMA (16-byte
-    strides: 2000 bytes) is legal. H200, bf16 3000x1000x2000: the best PATH 1 candidate 2.38x the best
-    PATH 0 one, against 1.04x at 2048^3 and 1.09x at 4096^3 (runs 47-48 of 2026-12-02)."""
+def path1_elementwise(shape: tuple[int, ...], dtype: str) -> tuple[bool, bool]:
+    """Whether ``matmul_tl`` (PATH 1) loads A, B element by element through registers. Their row strides
+    are the integer arguments K and N (B [K, N] in 16 bits; tf32's B [N, K]: K), and Triton specialises an
+    integer argument only on divisibility by 16 (elements): for N = 1000 it knows nothing, even where TMA
+    (16-byte strides: 2000 bytes) is legal. In 16 bits such an operand is then ``tt.load``-ed (one
+    ``ld.global.b16`` an element, a warp 32 elements of one row) and stored to a single shared buffer from
+    registers, unpipelined, while the other operand keeps its pipelined 16-byte ``cp.async`` ring (the
+    sm_90 TTGIR and PTX: benchmarks/triton_path1_compiled.py; the ring's size: the compiled shared bytes of
+    matmul_path1_regs.py). A tf32 row stays a pipelined ``cp.async`` of 4-byte elements (the TTGIR), so
+    nothing is element-wise there."""
     _, n, k = shape
-    return k % 16 == 0 and n % 16 == 0
+    if _EB[dtype] == 4:
+        return False, False
+    return k % 16 != 0, (n if b_kn(dtype) else k) % 16 != 0
+
+
+def sector_factor(stride: int, eb: int) -> float:
+    """Global bytes an element-wise warp load moves per byte it uses: 32 lanes read 32 consecutive elements
+    of a row (``32 eb`` bytes), from a row start ``r * stride * eb`` that is off the 32-byte sector grid
+    unless the stride says otherwise, so most such reads span one sector more than their bytes need. Over
+    the rows' offsets mod 32 (a cycle of at most 32 rows): an odd stride in 16 bits touches 2.94 sectors
+    for 2 sectors of data, 1.47x; a stride of 8 mod 16 elements (1000) 1.25x."""
+    width = 32 * eb
+    offsets = (np.arange(32) * stride * eb) % 32
+    return float(np.ceil((offsets + width) / 32).mean() * 32 / width)
 
 
 def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict:
@@ -241,14 +258,14 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
     warpgroup along N, ``wgmma_read_bytes``). ``inflight_bytes``: STAGES - 1 k-steps of A and B in
     flight per thread. A persistent kernel reports its own launch: one program per SM, each walking
     its share of the tiles (see below). PATH 1's pattern is one k-step's,
-    so it counts ``tiles_per_block`` k-steps; rows Triton cannot prove 16-byte aligned stop it from
-    pipelining its loads (one stage in the sm_90 compile), so only one k-step is in flight
-    (``tl_rows_aligned``). ``l2_async``: the re-reads are asynchronous bulk copies, TMA's (PATH 0) or
-    the pipelined cp.async of PATH 1 on aligned rows, which stream at the predictor's async L2 rate; on
+    so it counts ``tiles_per_block`` k-steps. ``l2_async``: the re-reads are asynchronous bulk copies,
+    TMA's (PATH 0) or the pipelined cp.async of PATH 1, which stream at the predictor's async L2 rate; on
     today's space (H200 runs 47-48, every candidate measured) that took Spearman from 0.77 / 0.78 / 0.65
-    to 0.90 / 0.87 / 0.82 (bf16 2048^3 / 4096^3 / 3000 x 1000 x 2000), the picks unchanged.
-    ``regs_per_thread`` (PATH 1): the build's compiled registers (matmul_path1_regs.py), and where it
-    spills, its stack bytes written and read back every k-step as ``l2_bytes``."""
+    to 0.90 / 0.87 / 0.82 (bf16 2048^3 / 4096^3 / 3000 x 1000 x 2000), the picks unchanged. An operand
+    PATH 1 loads element by element (rows Triton cannot prove 16-byte aligned: ``path1_elementwise``) is
+    the exception: ``_path1_elementwise_info``. ``regs_per_thread`` and ``smem_bytes`` (PATH 1): the
+    build's compiled registers and shared bytes (matmul_path1_regs.py), and where it spills, its stack
+    bytes written and read back every k-step as ``l2_bytes``."""
     c = constants
     m, n, k = shape
     eb = _EB[dtype]
@@ -267,7 +284,7 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
         "l2_bytes": eb * (m * k * _cdiv(n, bn) + n * k * _cdiv(m, bm) + m * n),
         "extra_wavefronts": steps * tma_wgmma_rows(c, dtype) + epilogue_rows(c, dtype),
         "inflight_bytes": (c["STAGES"] - 1) * ring_step / threads,
-        "l2_async": 1 if not c.get("PATH", 0) or tl_rows_aligned(shape) else 0,
+        "l2_async": 1,
     }
     if c.get("PERSIST", 0):
         # a persistent launch is what it is: one program per SM (min(tiles, SMs)), each walking
@@ -284,8 +301,6 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
         info["flops_efficiency"] = tiles / (per * progs)
     if c.get("PATH", 0):
         info["tiles_per_block"] = steps
-        if not tl_rows_aligned(shape):
-            info["inflight_bytes"] = ring_step / threads
         use = path1_usage(c, shape, dtype)
         if use is not None:
             # the build's registers (compiled, matmul_path1_regs.py) set how many blocks an SM holds; where
@@ -296,12 +311,50 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
             # all spilling (153-454 us, the fastest 60; the eleventh spilling build 115), 1.4-3.3 TB/s of
             # these bytes over what the predictor said without them; the model-only pick, a spilling 128 x
             # 256 x 128, ran 2.55x the best
-            regs, stack = use
+            regs, stack, shared = use
             info["regs_per_thread"] = regs
             info["l2_bytes"] += 2 * stack * threads * info["blocks"] * steps
+            info["smem_bytes"] = shared  # the compiled build's (an element-wise operand takes one buffer)
+        _path1_elementwise_info(info, c, shape, dtype)
     if s > 1:
         base = spec.traffic(shape, dtype)["bytes"]
         extra = 2 * s * _cdiv(m, bm) * bm * n * 4  # partial sums written, then read back
         info["dram_efficiency"] = base / (base + extra)
         info["l2_bytes"] += extra
     return info
+
+
+def _path1_elementwise_info(info: dict, c: dict[str, int], shape: tuple[int, ...], dtype: str) -> None:
+    """What an operand PATH 1 loads element by element (``path1_elementwise``) changes in ``info``.
+
+    - Its re-reads move ``sector_factor`` times their bytes (unaligned 64-byte warp reads) and go through
+      registers at the plain L2 rate; the other operand's stay asynchronous (``l2_async``: the share of
+      ``l2_bytes`` its pipelined copies move; C's stores and any spill are plain too).
+    - Bytes in flight: the pipelined operand's STAGES - 1 k-steps and the element-wise one's single step.
+    - ``latency_phases``: every k-step waits for its element-wise loads (the loop loads, stores to shared
+      memory, then waits for its wgmma: ``warp_group_dot_wait`` of 0 pending), so an SM's resident blocks
+      queue for the round trip, shared memory, the tensor cores and issue (predict_queue.py) and one block
+      alone on its SM pays the round trip every k-step.
+
+    H100 runs 192-196 (PATH 1's every candidate timed on five 16-bit shapes with an element-wise operand):
+    the fastest builds are 64 x 256 at 4 warps, two blocks an SM, where the model without these terms picked
+    128 x 256 at 8 warps, one block, 1.19-1.27x slower (quality/NOTES.md, thirty-third session)."""
+    a_elem, b_elem = path1_elementwise(shape, dtype)
+    if not (a_elem or b_elem):
+        return
+    m, n, k = shape
+    eb = _EB[dtype]
+    bm, bn, bk = c["BM"], c["BN"], c["BK"]
+    a_l2 = eb * m * k * _cdiv(n, bn)  # A read once per column of tiles, B once per row of tiles
+    b_l2 = eb * n * k * _cdiv(m, bm)
+    a_step, b_step = bm * bk * eb, bn * bk * eb
+    b_stride = n if b_kn(dtype) else k
+    extra = (a_l2 * (sector_factor(k, eb) - 1) if a_elem else 0.0) + (
+        b_l2 * (sector_factor(b_stride, eb) - 1) if b_elem else 0.0
+    )
+    info["l2_bytes"] += extra
+    piped = (0 if a_elem else a_l2) + (0 if b_elem else b_l2)
+    info["l2_async"] = piped / info["l2_bytes"]
+    one = (a_step if a_elem else 0) + (b_step if b_elem else 0)
+    info["inflight_bytes"] = ((c["STAGES"] - 1) * (a_step + b_step - one) + one) / info["threads"]
+    info["latency_phases"] = 1
