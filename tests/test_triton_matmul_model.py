@@ -419,6 +419,23 @@ def test_path1_elementwise_operands_against_runs_193_and_196():
         assert f["pick_over_best"] < 1.10 and f["spearman"] > 0.7, (s.shape, f)
 
 
+def test_path1_trust_note_states_run_200s_held_out_figures():
+    """The model-only trust line's PATH 1 caveat (``MatmulGluon.trust_note``) quotes H100 run 200: seven
+    shapes TMA refuses (six 16-bit with an element-wise operand, one tf32), every PATH 1 candidate timed
+    after the element-wise terms were committed. Its range and count are recomputed here from the rows."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import model_only_report as mo
+
+    path = ROOT / "benchmarks/results/h100/2026-12-06/run200/study/quality_rows.csv.gz"
+    shapes = mo.load_shapes({"run200": path})
+    assert len(shapes) == 7 and all(G.SPEC.trust_note(mo.parse_shape(s.shape), s.dtype) for s in shapes)
+    picks = [mo.figures(s, mo.predicted(s))["pick_over_best"] for s in shapes]
+    note = G.SPEC.trust_note((2048, 1536, 2049), "bfloat16")
+    assert f"on {len(picks)} such shapes" in note
+    assert f"{min(picks):.2f}-{max(picks):.2f}x" in note
+    assert f"within 10% in {sum(p < 1.10 for p in picks)}" in note
+
+
 @pytest.mark.parametrize(
     "dtype,case,build",
     [

@@ -179,9 +179,9 @@ class MatmulGluon(TritonKernel):
             return None
         return (
             "TMA cannot describe this shape's tensors (16-byte row strides), so every candidate is the "
-            "plain tl.dot kernel (PATH 1); on 5 such shapes whose every candidate was timed on an NVIDIA "
-            "H100 (2026-12-06) the model-only pick was 1.02-1.27x the measured best, within 10% in 1: "
-            "measure on a GPU where one is at hand"
+            "plain tl.dot kernel (PATH 1); on 7 such shapes whose every candidate was timed on an NVIDIA "
+            "H100 (2026-12-06, after the model's PATH 1 terms were set) the model-only pick was "
+            "1.03-1.13x the measured best, within 10% in 6: measure on a GPU where one is at hand"
         )
 
     def layout(self, constants: dict[str, int], dtype: str) -> Swizzled:
