@@ -71,9 +71,9 @@ CONFIGS: list[tuple[str, str, str, str | None, tuple[tuple[int, ...], ...]]] = [
     ("transpose", "triton", "float16", None, ((8192, 8192), (4097, 8191), (3, 1000, 2000))),
     # added 2026-12-06 (thirty-third session): the Gluon transpose in the other widths, on rows off the
     # 16-element grid, held out from the output stores' sector count (read off the fp16 studies above)
-    ("transpose", "triton", "bfloat16", None, ((2047, 3001),)),
-    ("transpose", "triton", "float32", None, ((1000, 3000),)),
-    ("transpose", "triton", "int8", None, ((4100, 2050),)),
+    ("transpose", "triton", "bfloat16", None, ((2047, 3001), (4096, 4096), (2, 1000, 3000))),
+    ("transpose", "triton", "float32", None, ((1000, 3000), (8192, 8192), (4097, 8191))),
+    ("transpose", "triton", "int8", None, ((4100, 2050), (8192, 8192), (3, 1000, 2000))),
 ]
 
 FINAL_FIELDS = [
