@@ -347,3 +347,54 @@ def test_store_sectors_against_runs_201_and_202():
     got = {s.shape: mo.figures(s, mo.predicted(s)) for s in mo.load_shapes(paths)}
     assert got["4097x8191"]["spearman"] > 0.65 and got["3x1000x2000"]["spearman"] > 0.8
     assert got["4097x8191"]["pick_over_best"] < 1.05 and got["3x1000x2000"]["pick_over_best"] < 1.15
+
+
+MISCOMPILED = {"BM": 128, "BN": 128, "VEC": 1, "WARPS": 4, "PAD": 0, "SW_VEC": 4, "PER_PHASE": 1}
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float8_e4m3fn"])
+def test_legal_refuses_the_one_byte_tiles_triton_miscompiles(dtype):
+    """H100 runs 203-204: 128 x 128 tiles of 1-byte elements at VEC 1 and 4 warps, swizzled SW_VEC 4,
+    PER_PHASE 1, MAX_PHASE 8+, write shared memory past the tile; their neighbours run correct."""
+    for mp in (8, 16, 32):
+        c = {**T.DEFAULTS, **MISCOMPILED, "MAX_PHASE": mp}
+        got = T.legal(c, (4100, 2050), dtype)
+        assert not got and "past the tile's end" in got.reason
+    for change in ({"MAX_PHASE": 4}, {"WARPS": 8}, {"VEC": 2}, {"BN": 64}, {"PER_PHASE": 2}, {"SW_VEC": 8}):
+        assert T.legal({**T.DEFAULTS, **MISCOMPILED, "MAX_PHASE": 8, **change}, (4100, 2050), dtype)
+    assert T.legal({**T.DEFAULTS, **MISCOMPILED, "MAX_PHASE": 8}, (4100, 2050), "float16")
+    sys.path.insert(0, os.path.dirname(__file__))
+    from batch_hooks import hooks_agree
+
+    hooks_agree(T.SPEC, T, dtype, [(4100, 2050)], every=50)
+
+
+_MISCOMPILED_RUN = r"""
+import json, sys
+import torch
+from autopad.kernels.triton import transpose as T
+c = {**T.DEFAULTS, **json.loads(sys.argv[2])}
+assert not T.legal(c, (4100, 2050), sys.argv[1])
+x = T.make_inputs((4100, 2050), sys.argv[1], "cuda", seed=1)
+out = T.alloc_output(x)
+T.run(T.build(c, sys.argv[1]), x, out)  # legal() refuses it; built anyway, to show why
+torch.cuda.synchronize()
+print("RAN")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["int8", "float8_e4m3fn"])
+def test_the_refused_one_byte_tiles_do_fault_on_gpu(dtype):
+    """Built anyway (in a child process, whose CUDA context the fault poisons), the refused tile faults."""
+    import json
+
+    c = {**MISCOMPILED, "MAX_PHASE": 8}
+    r = subprocess.run(
+        [sys.executable, "-c", _MISCOMPILED_RUN, dtype, json.dumps(c)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode != 0 and "RAN" not in r.stdout, r.stdout[-2000:]
+    assert "illegal memory access" in r.stderr, r.stderr[-3000:]

@@ -150,11 +150,32 @@ def legal(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> Legality:
     pad, sv, pp, mp = (c.get(k, d) for k, d in _OPTIONAL.items())
     if pad and mp > 1:
         return Legality(False, "padding and swizzle together: pick one")
+    if _miscompiled(bm, bn, vec, c["WARPS"], eb, sv, pp, mp):
+        return Legality(
+            False,
+            f"a {bm}x{bn} tile of 1-byte elements at VEC 1 and 4 warps under SW_VEC 4, PER_PHASE 1, "
+            f"MAX_PHASE {mp}: Triton 3.6 compiles its shared store past the tile's end (an illegal address)",
+        )
     if mp == 1 and (sv, pp) != (1, 1):
         return Legality(False, "SW_VEC / PER_PHASE without a swizzle (MAX_PHASE 1): duplicate of unswizzled")
     if pad and pad & (pad - 1):
         return Legality(False, f"PAD {pad}: Gluon padded layouts need a power-of-two padding")
     return _layout_check(c, dtype)
+
+
+def _miscompiled(bm: Any, bn: Any, vec: Any, warps: Any, eb: int, sv: Any, pp: Any, mp: Any) -> Any:
+    """The builds Triton 3.6 miscompiles (scalars or arrays): a 128 x 128 tile of 1-byte elements at VEC 1
+    and 4 warps, swizzled with SW_VEC 4, PER_PHASE 1 and MAX_PHASE 8 or more, stores into shared memory past
+    the tile's end (compute-sanitizer: a 1-byte shared write at 0x4400 of a 0x4000-byte tile) and faults
+    with an illegal address, which poisons the CUDA context. H100 run 203 found it (int8 4100 x 2050, every
+    one of 2,544 candidates built: these 3 alone faulted); run 204 built 162 1-byte swizzled candidates
+    around them, int8 and fp8, each in its own process on four shapes (4100 x 2050, 4096², [3, 1000, 2000],
+    128²): these 6 faulted on every shape, the other 156 (MAX_PHASE 2 or 4, other SW_VEC or PER_PHASE,
+    8 warps, VEC 2, 64 x 128 and 128 x 64 tiles) matched torch. Our model of the layout addresses the
+    tile correctly, so the rule is the compiler's, kept as measured: nothing wider is refused."""
+    return (
+        (eb == 1) & (bm == 128) & (bn == 128) & (vec == 1) & (warps == 4) & (sv == 4) & (pp == 1) & (mp >= 8)
+    )
 
 
 def smem_pattern(c: dict[str, int], dtype: str) -> Moves:
@@ -212,6 +233,7 @@ def legal_batch(columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: s
     tn, tm = np.clip(bn // v, 1, 32), np.clip(bm // v, 1, 32)  # _tpw
     ok &= ((32 // tn) * warps <= bm) & (w * (32 // tm) * warps <= bn)  # one pass of the warps fits
     ok &= ~((pad != 0) & (mp > 1)) & ~((mp == 1) & ((sv != 1) | (pp != 1)))
+    ok &= ~_miscompiled(bm, bn, vec, warps, eb, sv, pp, mp)
     ok &= (pad == 0) | (pad & (pad - 1) == 0)  # a power-of-two padding
     at = np.flatnonzero(ok)
     if len(at):
