@@ -353,7 +353,9 @@ def predict_arrays(
         # registers leave a block alone on its SM: H200 run 114 (fp32 4097 x 8191, every candidate)
         # measured those tiles a median +0.25 in log over the overlapped streams; queued with the DRAM
         # bandwidth in the loop as ``serial_phases`` does, -0.41 (-0.22 with the reads alone in it); so,
-        # -0.02 (Spearman 0.749 -> 0.797). quality/NOTES.md, twenty-fourth session. The reported terms
+        # -0.02 (Spearman 0.749 -> 0.797). quality/NOTES.md, twenty-fourth session. The Triton GEMM's
+        # PATH 1 states it where an operand is loaded element by element, every k-step waiting for those
+        # loads (kernels/triton/matmul_model.py; H100 runs 192-200). The reported terms
         # stay the overlapped streams' and the bound their largest (as the serial rows keep theirs): where
         # the queue is the larger, the report marks the candidate "queued" (report._queued)
         i = np.flatnonzero(lat)  # (those rows only: the queue's loop runs to their most resident blocks)

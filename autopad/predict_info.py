@@ -50,7 +50,8 @@ KEYS = {
     "(barriers between): the resident blocks then queue for DRAM, shared memory and issue (mean value "
     "analysis) instead of the streams overlapping as independent ones (default 0)",
     "latency_phases": "1 if each block runs its phases in turn but keeps its global loads in flight together "
-    "and leaves its stores to drain behind it (a block alone on its SM): the resident blocks queue for the "
+    "and leaves its stores to drain behind it (a block alone on its SM; a GEMM k-step waiting for operand "
+    "loads it cannot pipeline, a tile per k-step): the resident blocks queue for the "
     "DRAM round trip, shared memory, arithmetic and issue, and the bandwidth streams still bound the time "
     "from below (default 0; serial_phases, where stated, takes precedence)",
     "phased_loads": "1 if each block issues its global loads in one phase before a barrier (load, barrier, "
@@ -114,6 +115,21 @@ def check_launch_info(info: Any, where: str) -> dict[str, float]:
     if out.get("mma_bytes", 0) not in (0, 1, 2, 4, 8):
         raise LaunchInfoError(f"{where}: 'mma_bytes' must be 0, 1, 2, 4 or 8, got {out['mma_bytes']}")
     return out
+
+
+def out_of_range(key: str, values: np.ndarray) -> np.ndarray:
+    """Which of one key's values (float64, finite and >= 0 already checked) break the key's own range, as
+    ``check_launch_info`` words it: every candidate's, where that checks one (the batch paths of
+    search_infos.py check all of a key's values at once and word the first failure by it)."""
+    if key in ("blocks", "threads"):
+        return values < 1
+    if key in ("dram_efficiency", "flops_efficiency"):
+        return (values <= 0) | (values > 1)
+    if key == "l2_async":
+        return values > 1
+    if key == "mma_bytes":
+        return ~np.isin(values, (0, 1, 2, 4, 8))
+    return np.zeros(values.shape, dtype=bool)
 
 
 def check_traffic(traffic: Any, where: str) -> dict[str, float]:

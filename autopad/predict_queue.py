@@ -39,10 +39,13 @@ def _queued(
 
     The queue's stations are the first five streams: DRAM and L2 (both scaled back to their streaming rate by
     the DRAM knee ``knee_x``; an asynchronous L2 stream's own knee, ``l2_async``, is not applied), shared
-    memory, arithmetic and issue. The per-tile overhead stream (``tiles_s``) is left out: the one spec that
-    states ``serial_phases`` or ``latency_phases`` today, the transpose (its original path; its vector path
-    where a block is alone on its SM), runs one tile a block. A spec with many
-    tiles a block or asynchronous L2 copies that sets the key would need both added here."""
+    memory, arithmetic and issue. The per-tile overhead stream (``tiles_s``) is left out. Two specs state
+    the keys today: the CUDA transpose (``serial_phases`` on its original path, ``latency_phases`` on its
+    vector path where a block is alone on its SM), one tile a block; and the Triton GEMM's PATH 1 where an
+    operand is loaded element by element (``latency_phases``, a tile per k-step, many a block, beside
+    asynchronous copies of the other operand). For ``latency_phases`` the DRAM and L2 stations are empty,
+    so an asynchronous stream's knee does not arise; the per-tile overhead, tried in the issue station on
+    PATH 1's fifteen H100 studies (runs 192-200), moved no pick and Spearman by at most 0.01: left out."""
     per_tile = np.maximum(tiles_per_sm, 1e-30) * wave_factor  # the streams were scaled by the waves
     demand = (
         np.stack([streams[0] * knee_x, streams[1] * knee_x, streams[2], streams[3], streams[4]]) / per_tile

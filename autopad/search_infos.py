@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .predict import LaunchInfoError, check_launch_info, check_traffic, info_columns
+from .predict_info import out_of_range
 from .score import _PerLayout
 from .space import Space
 from .spec import KernelSpec, SpecError
@@ -48,8 +49,8 @@ def _launch_infos(
         try:
             arr = np.asarray(vals, dtype=np.float64)
             bad = ~np.isfinite(arr) | (arr < 0)
-            if k in ("blocks", "threads"):
-                bad |= arr < 1
+            given = np.array([k in i for i in out])  # (a candidate may leave a key out: its default)
+            bad |= out_of_range(k, np.where(bad, 0.0, arr)) & ~bad & given  # the key's own range
             if any(isinstance(v, bool) for v in vals):
                 bad |= np.array([isinstance(v, bool) for v in vals])
         except (TypeError, ValueError):
@@ -96,12 +97,15 @@ def _info_columns(
                 f"launch_info_batch: {k!r} is {arr.dtype} of shape {arr.shape}; want {len(rows)} numbers"
             )
         arr = arr.astype(np.float64)
-        bad = ~np.isfinite(arr) | (arr < 0) | ((arr < 1) if k in ("blocks", "threads") else False)
+        bad = ~np.isfinite(arr) | (arr < 0)
+        bad |= out_of_range(k, np.where(bad, 0.0, arr)) & ~bad  # the key's own range, every candidate's
         if bad.any():
-            i = int(rows[int(np.argmax(bad))])
-            raise SpecError(
-                f"launch_info_batch: {k!r} is {arr[int(np.argmax(bad))]!r} for {kept.constants(i)}"
-            )
+            j = int(np.argmax(bad))
+            try:  # worded as check_launch_info words it, where the value breaks a key's own range
+                check_launch_info({**first, k: float(arr[j])}, "launch_info_batch")
+            except LaunchInfoError as e:
+                raise SpecError(f"{e} (for {kept.constants(int(rows[j]))})") from None
+            raise SpecError(f"launch_info_batch: {k!r} is {arr[j]!r} for {kept.constants(int(rows[j]))}")
         cols[k] = arr
     if "smem_bytes" not in cols:  # the layout's footprint, as ``_launch_infos`` defaults it
         foot = _PerLayout(lambda lay: float(getattr(lay, "footprint", 0)))

@@ -318,8 +318,9 @@ def test_store_sectors_count_what_a_warp_store_touches():
     assert T.store_sectors(wide, (1000, 2000), "float16") == pytest.approx(1.25)
     narrow = {**T.DEFAULTS, "BM": 32, "BN": 128, "VEC": 8, "WARPS": 4}
     assert T.store_sectors(narrow, (1000, 2000), "float16") == pytest.approx(10.0)
-    # the input's rows do not matter (a narrow load's repeats of a sector hit L1), nor the batch
-    assert T.store_sectors(wide, (4097, 4095), "float16") == T.store_sectors(wide, (3, 4097, 4096), "float16")
+    # the output's rows are M long: M off the grid scatters the stores, N (the input's rows) does not
+    assert T.store_sectors(wide, (4096, 4095), "float16") == 1.0
+    assert T.store_sectors({**wide, "VEC": 8}, (4095, 4096), "float16") > 4
     info = T.launch_info(narrow, (1000, 2000), "float16")
     assert info["l2_bytes"] == 1000 * 2000 * 2 * (1 + 10.0)
 

@@ -229,7 +229,10 @@ def path1_elementwise(shape: tuple[int, ...], dtype: str) -> tuple[bool, bool]:
     registers, unpipelined, while the other operand keeps its pipelined 16-byte ``cp.async`` ring (the
     sm_90 TTGIR and PTX: benchmarks/triton_path1_compiled.py; the ring's size: the compiled shared bytes of
     matmul_path1_regs.py). A tf32 row stays a pipelined ``cp.async`` of 4-byte elements (the TTGIR), so
-    nothing is element-wise there."""
+    nothing is element-wise there; its reads span a sector more as well (``sector_factor`` 1.22 on an odd
+    K), but they are ``cp.async.ca``, through L1, and whether L2 sees the repeats was not measured, so tf32
+    is charged its bytes alone (its three H100 studies: Spearman 0.41-0.89 without it, 0.43-0.89 with it,
+    no pick moved)."""
     _, n, k = shape
     if _EB[dtype] == 4:
         return False, False
@@ -313,7 +316,11 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
             # 256 x 128, ran 2.55x the best
             regs, stack, shared = use
             info["regs_per_thread"] = regs
-            info["l2_bytes"] += 2 * stack * threads * info["blocks"] * steps
+            spill = 2 * stack * threads * info["blocks"] * steps
+            # the spill moves through L1 as plain loads and stores, never the asynchronous copies: out of the
+            # async share (tf32 builds spill on rows off the grid while both operands stay pipelined)
+            info["l2_async"] = info["l2_bytes"] / (info["l2_bytes"] + spill)
+            info["l2_bytes"] += spill
             info["smem_bytes"] = shared  # the compiled build's (an element-wise operand takes one buffer)
         _path1_elementwise_info(info, c, shape, dtype)
     if s > 1:
