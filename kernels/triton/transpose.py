@@ -297,8 +297,9 @@ def _sectors_per_sector(lout: Blocked, bm: int, bn: int, offset: int, eb: int, a
     # byte addresses with a row stride of ``offset`` mod 32 (rows far enough apart not to share a sector)
     addr = rows.astype(np.int64) * (offset + 32 * 4096) + cols.astype(np.int64) * eb
     ends = addr + elems * eb - 1  # a vector of at most 16 bytes spans at most two sectors
-    sectors = [len(set((a // 32).tolist()) | set((e // 32).tolist())) for a, e in zip(addr, ends)]
-    return float(np.mean(sectors) * 32 / (32 * elems * eb))
+    touched = np.sort(np.concatenate([addr // 32, ends // 32], axis=1), axis=1)
+    sectors = 1 + (np.diff(touched, axis=1) != 0).sum(axis=1)  # distinct sectors per warp store
+    return float(sectors.mean() * 32 / (32 * elems * eb))
 
 
 def smem_bytes(c: dict[str, int], dtype: str) -> int:
