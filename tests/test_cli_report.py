@@ -186,3 +186,13 @@ def test_trust_adds_the_specs_note_for_a_shape_its_figures_do_not_cover():
     assert report.trust_statement(even) == base
     text = report.trust_statement(odd)
     assert text.startswith(base) and "PATH 1" in text and "1.03-1.13x" in text
+
+
+def test_the_gluon_transposes_trust_line_carries_its_h100_studies():
+    """The Gluon transpose's caveat (``trust_note``, a module-level name as the registry's spec exposes it)
+    reaches the model-only trust line: no H200 study covers the kernel, so its own H100 figures follow."""
+    best = Best({"BM": 64}, "pad 4", 1e-5, None)
+    res = TuneResult("transpose", "triton", (4100, 2050), "int8", "sm_90", "model-only", "m", best, ())
+    text = report.trust_statement(res)
+    assert "no recorded study covers transpose [triton] int8" in text
+    assert "on an NVIDIA H100" in text and "1.02-1.29x" in text
