@@ -106,15 +106,19 @@ def check_launch_info(info: Any, where: str) -> dict[str, float]:
         out[str(k)] = float(v)
     if out["blocks"] < 1 or out["threads"] < 1:
         raise LaunchInfoError(f"{where}: 'blocks' and 'threads' must be >= 1, got {info!r}")
-    if "dram_efficiency" in out and not 0 < out["dram_efficiency"] <= 1:
-        raise LaunchInfoError(f"{where}: 'dram_efficiency' must be in (0, 1], got {out['dram_efficiency']}")
-    if "flops_efficiency" in out and not 0 < out["flops_efficiency"] <= 1:
-        raise LaunchInfoError(f"{where}: 'flops_efficiency' must be in (0, 1], got {out['flops_efficiency']}")
-    if not 0 <= out.get("l2_async", 0) <= 1:
-        raise LaunchInfoError(f"{where}: 'l2_async' is a share of l2_bytes, 0 to 1, got {out['l2_async']}")
-    if out.get("mma_bytes", 0) not in (0, 1, 2, 4, 8):
-        raise LaunchInfoError(f"{where}: 'mma_bytes' must be 0, 1, 2, 4 or 8, got {out['mma_bytes']}")
+    for k, (_bad, words) in _RANGES.items():
+        if k in out and out_of_range(k, np.array([out[k]]))[0]:
+            raise LaunchInfoError(f"{where}: {k!r} {words}, got {out[k]}")
     return out
+
+
+# each key's own range beyond finite and >= 0: (which values break it, as arrays; how the error says it)
+_RANGES = {
+    "dram_efficiency": (lambda v: (v <= 0) | (v > 1), "must be in (0, 1]"),
+    "flops_efficiency": (lambda v: (v <= 0) | (v > 1), "must be in (0, 1]"),
+    "l2_async": (lambda v: v > 1, "is a share of l2_bytes, 0 to 1"),
+    "mma_bytes": (lambda v: ~np.isin(v, (0, 1, 2, 4, 8)), "must be 0, 1, 2, 4 or 8"),
+}
 
 
 def out_of_range(key: str, values: np.ndarray) -> np.ndarray:
@@ -123,13 +127,8 @@ def out_of_range(key: str, values: np.ndarray) -> np.ndarray:
     search_infos.py check all of a key's values at once and word the first failure by it)."""
     if key in ("blocks", "threads"):
         return values < 1
-    if key in ("dram_efficiency", "flops_efficiency"):
-        return (values <= 0) | (values > 1)
-    if key == "l2_async":
-        return values > 1
-    if key == "mma_bytes":
-        return ~np.isin(values, (0, 1, 2, 4, 8))
-    return np.zeros(values.shape, dtype=bool)
+    rule = _RANGES.get(key)
+    return rule[0](values) if rule else np.zeros(values.shape, dtype=bool)
 
 
 def check_traffic(traffic: Any, where: str) -> dict[str, float]:

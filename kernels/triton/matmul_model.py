@@ -277,6 +277,8 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
     s = c.get("SPLIT_K", 1)
     steps = _cdiv(_cdiv(k, bk), s)  # k-steps per program
     ring_step = (bm + bn) * bk * eb  # one k-step of A and B
+    a_l2 = eb * m * k * _cdiv(n, bn)  # A read once per column of tiles, B once per row of tiles
+    b_l2 = eb * n * k * _cdiv(m, bm)
     threads = 32 * c["WARPS"]
     info = {
         "blocks": tiles * s,
@@ -284,7 +286,7 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
         "smem_bytes": smem_bytes(c, dtype),
         "tiles_per_block": 1,
         "mma_bytes": eb,
-        "l2_bytes": eb * (m * k * _cdiv(n, bn) + n * k * _cdiv(m, bm) + m * n),
+        "l2_bytes": a_l2 + b_l2 + eb * m * n,
         "extra_wavefronts": steps * tma_wgmma_rows(c, dtype) + epilogue_rows(c, dtype),
         "inflight_bytes": (c["STAGES"] - 1) * ring_step / threads,
         "l2_async": 1,
@@ -322,7 +324,7 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
             info["l2_async"] = info["l2_bytes"] / (info["l2_bytes"] + spill)
             info["l2_bytes"] += spill
             info["smem_bytes"] = shared  # the compiled build's (an element-wise operand takes one buffer)
-        _path1_elementwise_info(info, c, shape, dtype)
+        _path1_elementwise_info(info, c, shape, dtype, a_l2, b_l2)
     if s > 1:
         base = spec.traffic(shape, dtype)["bytes"]
         extra = 2 * s * _cdiv(m, bm) * bm * n * 4  # partial sums written, then read back
@@ -331,8 +333,11 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
     return info
 
 
-def _path1_elementwise_info(info: dict, c: dict[str, int], shape: tuple[int, ...], dtype: str) -> None:
-    """What an operand PATH 1 loads element by element (``path1_elementwise``) changes in ``info``.
+def _path1_elementwise_info(
+    info: dict, c: dict[str, int], shape: tuple[int, ...], dtype: str, a_l2: float, b_l2: float
+) -> None:
+    """What an operand PATH 1 loads element by element (``path1_elementwise``) changes in ``info``
+    (``a_l2``, ``b_l2``: A's and B's re-read bytes, as ``launch_info`` counts them).
 
     - Its re-reads move ``sector_factor`` times their bytes (unaligned 64-byte warp reads) and go through
       registers at the plain L2 rate; the other operand's stay asynchronous (``l2_async``: the share of
@@ -352,8 +357,6 @@ def _path1_elementwise_info(info: dict, c: dict[str, int], shape: tuple[int, ...
     m, n, k = shape
     eb = _EB[dtype]
     bm, bn, bk = c["BM"], c["BN"], c["BK"]
-    a_l2 = eb * m * k * _cdiv(n, bn)  # A read once per column of tiles, B once per row of tiles
-    b_l2 = eb * n * k * _cdiv(m, bm)
     a_step, b_step = bm * bk * eb, bn * bk * eb
     b_stride = n if b_kn(dtype) else k
     extra = (a_l2 * (sector_factor(k, eb) - 1) if a_elem else 0.0) + (
