@@ -13,6 +13,7 @@ import pytest
 from autopad.access import score
 
 T = pytest.importorskip("autopad.kernels.triton.transpose")
+from autopad.kernels.triton import transpose_model as TM  # noqa: E402
 
 
 def test_legal_rejects_misaligned_padding():
@@ -82,7 +83,33 @@ def test_store_sectors_count_what_a_warp_store_touches():
     assert T.store_sectors(wide, (4096, 4095), "float16") == 1.0
     assert T.store_sectors({**wide, "VEC": 8}, (4095, 4096), "float16") > 4
     info = T.launch_info(narrow, (1000, 2000), "float16")
-    assert info["l2_bytes"] == 1000 * 2000 * 2 * (1 + 10.0)
+    # y's rows are 1000 fp16 long: every other one starts 16 bytes off the grid (shared_sectors: 0.5 of
+    # 32 segments of 64 bytes a row, ceil(1000 / 32) of them)
+    assert info["l2_bytes"] == pytest.approx(1000 * 2000 * 2 * (1 + 10.0 + 0.5 * 32 * 32 / 2000))
+
+
+def test_shared_sectors_count_row_segments_that_start_off_the_grid():
+    """A tile writes BM elements of each output row; where the row starts off the 32-byte grid, the
+    segment's first sector is also the previous tile's last: one more sector written per such segment."""
+    assert TM.shared_sectors(4096, 4096, 32, 2) == 0.0  # every row on the grid
+    # 4097 fp16: row r starts 2r mod 32 bytes in, on the grid for 1 row in 16
+    assert TM.shared_sectors(4097, 8191, 128, 2) == pytest.approx(15 / 16 * 33 * 32 / (4097 * 2))
+    assert TM.shared_sectors(4097, 8191, 32, 2) == pytest.approx(15 / 16 * 129 * 32 / (4097 * 2))
+    # the share falls with BM: 4x longer segments, a quarter of the shared sectors (up to the row's end)
+    assert TM.shared_sectors(4097, 8191, 32, 2) > 3.5 * TM.shared_sectors(4097, 8191, 128, 2)
+    # 1-byte elements, M a multiple of 16 but not of 32: Triton stores whole vectors, yet every other row
+    # starts 16 bytes into a sector
+    assert TM.shared_sectors(4112, 100, 64, 1) == pytest.approx(0.5 * 65 * 32 / 4112)
+    # fewer rows than the pattern's period: counted over the rows there are
+    assert TM.shared_sectors(1001, 1, 32, 2) == 0.0
+    assert TM.shared_sectors(1001, 2, 32, 2) == pytest.approx(0.5 * 32 * 32 / 2002)
+
+
+def test_launch_info_counts_the_tile_in_flight_twice():
+    """Loads, then stores draining behind the block: 2 x the tile's bytes a block, per thread."""
+    c = {**T.DEFAULTS, "BM": 64, "BN": 128, "VEC": 4, "WARPS": 8}
+    assert T.launch_info(c, (4096, 4096), "int8")["inflight_bytes"] == 2 * 64 * 128 / 256
+    assert T.launch_info(c, (4096, 4096), "float32")["inflight_bytes"] == 2 * 64 * 128 * 4 / 256
 
 
 def test_batch_hooks_agree_with_legal_and_launch_info():

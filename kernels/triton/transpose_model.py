@@ -231,23 +231,32 @@ def _mnb(shape: tuple[int, ...]) -> tuple[int, int, int]:
 
 
 def launch_info(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[str, float]:
-    """Blocks, threads, shared bytes, and ``l2_bytes``: the tile's reads (each sector of the input once:
-    a narrow load's repeats of a sector hit L1) and its writes, every warp store's sectors sent to L2
-    (``store_sectors``: stores are not merged on the way, so a row Triton cannot prove aligned, written
-    one element a lane with the lanes ``VEC`` elements apart, moves several sectors for each one of data).
-    H100 runs 201-202 (fp16, every candidate of the space timed): at 3 x 1000 x 2000 (rows of y 1000 long,
-    off the 16-element grid) the median time over the best rose with that ratio, 1.12 / 1.27 / 1.48 / 2.06
-    / 2.86 / 3.84x at 1.25 / 2.5 / 4.25 / 5 / 8.5 / 10 sectors a sector; without it the model ranked that
-    space at Spearman 0.19 (4097 x 8191: -0.03), with it 0.83 (0.69)."""
+    """Blocks, threads, shared bytes, ``l2_bytes`` and ``inflight_bytes``.
+
+    ``l2_bytes``: the tile's reads (each sector of the input once: a narrow load's repeats of a sector hit
+    L1) and its writes, every warp store's sectors sent to L2 (``store_sectors``: stores are not merged on
+    the way, so a row Triton cannot prove aligned, written one element a lane with the lanes ``VEC``
+    elements apart, moves several sectors for each one of data), and the sectors two blocks both write
+    (``shared_sectors``). H100 runs 201-202 (fp16, every candidate of the space timed): at 3 x 1000 x 2000
+    (rows of y 1000 long, off the 16-element grid) the median time over the best rose with the store
+    ratio, 1.12 / 1.27 / 1.48 / 2.06 / 2.86 / 3.84x at 1.25 / 2.5 / 4.25 / 5 / 8.5 / 10 sectors a sector;
+    without it the model ranked that space at Spearman 0.19 (4097 x 8191: -0.03), with it 0.83 (0.69).
+
+    ``inflight_bytes``: a block has its tile's loads in flight, then its tile's stores, which drain while
+    the next block's loads are out: twice the tile a block, where the predictor's default counts 0.8 of
+    it. On the seven H100 studies (runs 201-203, where it was chosen) model-only Spearman rose 0.66-0.86 ->
+    0.70-0.86, most where small tiles of narrow elements hold few bytes (int8 4100 x 2050: 0.66 -> 0.72).
+    """
     b, m, n = _mnb(shape)
-    blocks = -(-m // c["BM"]) * -(-n // c["BN"]) * b
-    half = b * m * n * _eb(dtype)
+    eb = _eb(dtype)
+    half = b * m * n * eb
     return {
-        "blocks": blocks,
+        "blocks": -(-m // c["BM"]) * -(-n // c["BN"]) * b,
         "threads": 32 * c["WARPS"],
         "smem_bytes": smem_bytes(c, dtype),
         "tiles_per_block": 1,
-        "l2_bytes": half * (1.0 + store_sectors(c, shape, dtype)),
+        "l2_bytes": half * (1.0 + store_sectors(c, shape, dtype) + shared_sectors(m, b * n, c["BM"], eb)),
+        "inflight_bytes": 2.0 * c["BM"] * c["BN"] * eb / (32 * c["WARPS"]),
     }
 
 
@@ -262,6 +271,25 @@ def store_sectors(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> floa
     eb = _eb(dtype)
     _lin, lout = register_layouts(c, dtype)
     return _sectors_per_sector(lout, c["BM"], c["BN"], (m * eb) % 32, eb, m % 16 == 0)
+
+
+def shared_sectors(m: int, rows: int, bm: int, eb: int) -> float:
+    """Sectors two blocks both write, per sector of output: a tile writes BM elements of each output row,
+    and where a row starts off the 32-byte sector grid every segment's first sector is shared with the
+    tile before it (BM x elem_bytes is a multiple of 32, so every segment of a row sits as its row does).
+
+    Measured, not derived (H100 runs 201-203): on rows off the grid the time falls with BM at every vector
+    width, VEC 1 included (4097 x 8191 fp16, VEC 1, BN 64, 4 warps: BM 32 1.34x the best, BM 64 1.20x,
+    BM 128 1.02x), where the sectors each warp store touches are the same for every BM; counted as one
+    more sector written for each row segment that starts off the grid, the model-only picks of the seven
+    studies went 1.02-1.29x the best (4 of 7 within 10%) -> 1.02-1.07x (7 of 7), fitted on those studies
+    (the held-out check: NOTES, thirty-fourth session)."""
+    # the fraction of output rows whose start is off the grid: rows start m x elem_bytes apart, a pattern
+    # that repeats every 32 rows
+    period = min(rows, 32)
+    off = sum((r * m * eb) % 32 != 0 for r in range(period)) / period
+    segments = -(-m // bm)  # segments of a row, each starting as its row does
+    return off * segments * 32 / (m * eb)
 
 
 @lru_cache(maxsize=4096)
