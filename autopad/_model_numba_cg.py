@@ -15,13 +15,21 @@ each row on its own, with at most 8 chunks in it:
    and the move carries both (half set 3). Otherwise each chunk is its own move, half set ``1 << h``.
 3. **Groups.** Moves of one (line, sector parity ``(sector ^ d) & 1``, swap, half set) in the row share
    wavefronts; a group costs the most moves one source sector makes in it; the instruction costs the sum
-   over its rows. A row with one chunk is one move, one wavefront.
+   over its rows.
 
-A row's entries are reset by stamping its hash slot with the instruction it was filled for (1,024 slots for
-at most 32 rows: probes rarely collide, so the branches stay predictable; a table half full, as a 64-slot one
-was, cost 4x the time). The answers equal the numpy rule's on every input (tests/test_model_cp_async_cg.py
-compares both on the 775 measured probes and on random batches). Loaded by model_cp_async_cg.py only when
-numba is wanted (never at ``import autopad``); cached on disk like _model_numba.py.
+Most rows of a random instruction hold one chunk: one move, one wavefront, counted as the lanes are filed;
+only rows that gain a second chunk are listed for steps 2-3, and a row of exactly two chunks is costed in
+closed form (1 if they make one move, or two moves of one group from different source sectors; else 2).
+The row table is 1,024 slots indexed by the row's low bits (consecutive rows never collide), each slot
+stamped with the instruction that filled it, so no reset is needed between instructions. Against the
+first compiled version (a multiplicative hash, per-slot chunk arrays of 64 KB, every row costed in a loop)
+this took random lane-ordered instructions from 6.1 to 7.5 million a second on the 2-core machine, mixed
+ones from 7.8 to 10.9 (``analyze_batch`` of a million, best of five, the two alternated in one process;
+medians 5.2 -> 7.3 and 5.7 -> 8.3; NOTES, thirty-fourth session). The answers equal the numpy rule's on
+every input (tests/test_model_cp_async_cg.py compares both on the 775 measured probes and on random
+batches).
+Loaded by model_cp_async_cg.py only when numba is wanted (never at ``import autopad``); cached on disk like
+_model_numba.py.
 """
 
 from __future__ import annotations
@@ -33,8 +41,7 @@ __all__ = ["cg_rows"]
 
 
 _BITS = 10
-_SLOTS = 1 << _BITS  # open-addressing table of rows: at most 32 (a lane each), so rarely a collision
-_MIX = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64: a multiplicative hash's odd constant
+_SLOTS = 1 << _BITS  # open-addressing table of rows: at most 32 (a lane each), by their low bits
 
 
 @njit(nogil=True, cache=True)
@@ -47,11 +54,13 @@ def cg_rows(
     where the lane copies: negative or off the grid), where it stops: the caller's numpy checks word the
     error."""
     n, warp = shared.shape
-    r_stamp = np.full(_SLOTS, -1, dtype=np.int64)  # rows: slot -> instruction that filled it, the row,
-    r_key = np.zeros(_SLOTS, dtype=np.int64)
-    r_mask = np.zeros(_SLOTS, dtype=np.int64)  # its chunks written (a bit each) and their global addresses
-    r_g = np.zeros((_SLOTS, 8), dtype=np.int64)
-    used = np.zeros(warp, dtype=np.int64)  # the slots this instruction filled
+    # the row table: slot -> (instruction << 26 | row) that filled it (a row is below 2**25: shared
+    # addresses are below 2**32), so a slot another instruction filled reads as empty, with no reset ...
+    s_tag = np.full(_SLOTS, -1, dtype=np.int64)
+    s_row = np.zeros(_SLOTS, dtype=np.int64)  # ... and the row's index among this instruction's rows
+    r_mask = np.zeros(warp, dtype=np.int64)  # rows: their chunks written (a bit each), global addresses
+    r_g = np.zeros((warp, 8), dtype=np.int64)
+    multi = np.zeros(warp, dtype=np.int64)  # the rows with two chunks or more
     mv_line = np.zeros(8, dtype=np.int64)  # a row's moves: line, kind (parity, swap, half set), sector
     mv_kind = np.zeros(8, dtype=np.int64)
     mv_sec = np.zeros(8, dtype=np.int64)
@@ -60,32 +69,68 @@ def cg_rows(
     cnt = np.zeros(32, dtype=np.int64)
     for i in range(n):
         rows = 0
+        nm = 0
         for lane in range(warp):
             s = shared[i, lane]
             if s == -1:
                 continue
             g = lane * 16 if lanes else glob[i, lane]
-            if s < 0 or s >= limit or (s & 15) != 0 or g < 0 or (g & 15) != 0:
+            if (s | g) < 0 or ((s | g) & 15) != 0 or s >= limit:
                 return i
-            r = s >> 7  # 1. file the lane under its 128-byte shared row
-            h = (r * _MIX >> (64 - _BITS)) & (_SLOTS - 1)
-            while r_stamp[h] == i and r_key[h] != r:
+            r = s >> 7  # 1. file the lane under its 128-byte shared row (slot: the row's low bits)
+            tag = (i << 26) | r
+            h = r & (_SLOTS - 1)
+            while True:
+                t = s_tag[h]
+                if t == tag:
+                    h = s_row[h]
+                    break
+                if (t >> 26) != i:
+                    s_tag[h] = tag
+                    s_row[h] = rows
+                    r_mask[rows] = 0
+                    h = rows
+                    rows += 1
+                    break
                 h = (h + 1) & (_SLOTS - 1)
-            if r_stamp[h] != i:
-                r_stamp[h], r_key[h], r_mask[h] = i, r, 0
-                used[rows] = h
-                rows += 1
             c = (s >> 4) & 7
-            if (r_mask[h] >> c) & 1:  # a lower lane copied into this chunk: only its copy counts
+            m = r_mask[h]
+            if (m >> c) & 1:  # a lower lane copied into this chunk: only its copy counts
                 continue
-            r_mask[h] |= 1 << c
+            if m != 0 and m & (m - 1) == 0:  # the row's second chunk: it leaves the one-move rows
+                multi[nm] = h
+                nm += 1
+            r_mask[h] = m | (1 << c)
             r_g[h, c] = g
-        total = 0
-        for k in range(rows):
-            h = used[k]
+        total = rows - nm  # a row of one chunk is one move, one wavefront
+        for k in range(nm):
+            h = multi[k]
             mask = r_mask[h]
-            if mask & (mask - 1) == 0:  # one chunk in the row: one move, one group
-                total += 1
+            m2 = mask & (mask - 1)
+            if m2 & (m2 - 1) == 0:  # two chunks: 1 wavefront if they make one move (below) or two
+                # moves of one group from different source sectors, else 2 (steps 2 and 3 in closed form)
+                c0 = 0
+                while not (mask >> c0) & 1:
+                    c0 += 1
+                c1 = c0 + 1
+                while not (mask >> c1) & 1:
+                    c1 += 1
+                g0 = r_g[h, c0]
+                g1 = r_g[h, c1]
+                if c1 == c0 + 1 and (c0 & 1) == 0 and (g0 >> 5) == (g1 >> 5) and ((g0 ^ g1) >> 4) & 1 == 1:
+                    total += 1
+                    continue
+                # else a move a chunk (swap h ^ e, half set 1 << h), as below
+                d0 = c0 >> 1
+                d1 = c1 >> 1
+                h0 = (g0 >> 4) & 1
+                h1 = (g1 >> 4) & 1
+                k0 = ((((g0 >> 5) ^ d0) & 1) << 1 | (h0 ^ (c0 & 1))) << 2 | (1 << h0)
+                k1 = ((((g1 >> 5) ^ d1) & 1) << 1 | (h1 ^ (c1 & 1))) << 2 | (1 << h1)
+                if (g0 >> 7) == (g1 >> 7) and k0 == k1 and ((g0 >> 5) & 3) != ((g1 >> 5) & 3):
+                    total += 1
+                else:
+                    total += 2
                 continue
             moves = 0  # 2. moves, sector by sector of the row (chunks 2d and 2d + 1)
             for d in range(4):
