@@ -84,25 +84,52 @@ def test_store_sectors_count_what_a_warp_store_touches():
     assert T.store_sectors({**wide, "VEC": 8}, (4095, 4096), "float16") > 4
     info = T.launch_info(narrow, (1000, 2000), "float16")
     # y's rows are 1000 fp16 long: every other one starts 16 bytes off the grid (shared_sectors: 0.5 of
-    # 32 segments of 64 bytes a row, ceil(1000 / 32) of them)
+    # the 32 segments a row, ceil(1000 / 32), share a sector with the block before)
     assert info["l2_bytes"] == pytest.approx(1000 * 2000 * 2 * (1 + 10.0 + 0.5 * 32 * 32 / 2000))
 
 
-def test_shared_sectors_count_row_segments_that_start_off_the_grid():
-    """A tile writes BM elements of each output row; where the row starts off the 32-byte grid, the
-    segment's first sector is also the previous tile's last: one more sector written per such segment."""
-    assert TM.shared_sectors(4096, 4096, 32, 2) == 0.0  # every row on the grid
-    # 4097 fp16: row r starts 2r mod 32 bytes in, on the grid for 1 row in 16
-    assert TM.shared_sectors(4097, 8191, 128, 2) == pytest.approx(15 / 16 * 33 * 32 / (4097 * 2))
-    assert TM.shared_sectors(4097, 8191, 32, 2) == pytest.approx(15 / 16 * 129 * 32 / (4097 * 2))
-    # the share falls with BM: 4x longer segments, a quarter of the shared sectors (up to the row's end)
-    assert TM.shared_sectors(4097, 8191, 32, 2) > 3.5 * TM.shared_sectors(4097, 8191, 128, 2)
-    # 1-byte elements, M a multiple of 16 but not of 32: Triton stores whole vectors, yet every other row
-    # starts 16 bytes into a sector
-    assert TM.shared_sectors(4112, 100, 64, 1) == pytest.approx(0.5 * 65 * 32 / 4112)
-    # fewer rows than the pattern's period: counted over the rows there are
-    assert TM.shared_sectors(1001, 1, 32, 2) == 0.0
-    assert TM.shared_sectors(1001, 2, 32, 2) == pytest.approx(0.5 * 32 * 32 / 2002)
+def _shared_by_listing(shape: tuple[int, ...], bm: int, bn: int, eb: int) -> float:
+    """What ``shared_sectors`` counts, by listing every block's sectors: each block (a row block of BN
+    output rows of one batch and a column block of BM elements) writes its part of each of its rows."""
+    b, m, n = (1, *shape) if len(shape) == 2 else shape
+    got = 0
+    for bb in range(b):
+        for r0 in range(0, n, bn):
+            for c0 in range(0, m, bm):
+                rows = range(bb * n + r0, bb * n + min(n, r0 + bn))
+                ends = [((r * m + c0) * eb // 32, ((r * m + min(m, c0 + bm)) * eb - 1) // 32) for r in rows]
+                got += len({s for lo, hi in ends for s in range(lo, hi + 1)})
+    nbytes = b * n * m * eb
+    return (got - -(-nbytes // 32)) / (nbytes / 32)
+
+
+def test_shared_sectors_count_what_several_blocks_write():
+    """A tile writes BM elements of each of BN output rows; a segment starting off the 32-byte grid shares
+    its first sector with the block before it. Where a row fits in one tile a block's rows are contiguous,
+    so only the run's ends can be shared. Exact against listing every block's sectors, odd and tiny rows,
+    batches and partial tiles included (the model counts by the rows' residues on the sector grid)."""
+    assert TM.shared_sectors((4096, 4096), 32, 64, 2) == 0.0  # every row on the grid
+    # 4097 fp16: row r starts 2r mod 32 bytes in, on the grid for 1 row in 16; 129 segments of BM 32
+    assert TM.shared_sectors((4097, 8191), 32, 64, 2) == pytest.approx(
+        15 / 16 * 129 * 32 / (4097 * 2), rel=1e-3
+    )
+    # the share falls with BM: 4x longer segments, about a quarter of the shared sectors
+    assert TM.shared_sectors((4097, 8191), 32, 64, 2) > 3.5 * TM.shared_sectors((4097, 8191), 128, 64, 2)
+    # a row inside one tile: blocks of BN contiguous rows share only their ends
+    assert TM.shared_sectors((100, 4096), 128, 64, 2) < 0.01
+    for shape in [
+        (4097, 50),
+        (1001, 7),
+        (3, 1000, 13),
+        (2, 129, 31),
+        (33, 20),
+        (65, 9),
+        (20, 40),
+        (5, 3, 17),
+    ]:
+        for bm, bn, eb in [(32, 32, 1), (128, 64, 1), (64, 32, 2), (16, 32, 1), (32, 128, 4), (128, 32, 8)]:
+            want = _shared_by_listing(shape, bm, bn, eb)
+            assert TM.shared_sectors(shape, bm, bn, eb) == pytest.approx(want, abs=1e-12), (shape, bm, bn, eb)
 
 
 def test_launch_info_counts_the_tile_in_flight_twice():

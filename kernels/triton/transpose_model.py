@@ -9,7 +9,9 @@ keeps matmul_model.py apart from matmul.py.
 
 from __future__ import annotations
 
+import math
 import sys
+from collections import Counter
 from functools import lru_cache
 from typing import Any
 
@@ -255,7 +257,8 @@ def launch_info(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[s
         "threads": 32 * c["WARPS"],
         "smem_bytes": smem_bytes(c, dtype),
         "tiles_per_block": 1,
-        "l2_bytes": half * (1.0 + store_sectors(c, shape, dtype) + shared_sectors(m, b * n, c["BM"], eb)),
+        "l2_bytes": half
+        * (1.0 + store_sectors(c, shape, dtype) + shared_sectors(shape, c["BM"], c["BN"], eb)),
         "inflight_bytes": 2.0 * c["BM"] * c["BN"] * eb / (32 * c["WARPS"]),
     }
 
@@ -273,23 +276,76 @@ def store_sectors(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> floa
     return _sectors_per_sector(lout, c["BM"], c["BN"], (m * eb) % 32, eb, m % 16 == 0)
 
 
-def shared_sectors(m: int, rows: int, bm: int, eb: int) -> float:
-    """Sectors two blocks both write, per sector of output: a tile writes BM elements of each output row,
-    and where a row starts off the 32-byte sector grid every segment's first sector is shared with the
-    tile before it (BM x elem_bytes is a multiple of 32, so every segment of a row sits as its row does).
+def shared_sectors(shape: tuple[int, ...], bm: int, bn: int, eb: int) -> float:
+    """Sectors more than one block writes, per sector of output: over the blocks, the 32-byte sectors each
+    one touches, less the output's own. A block writes BM elements of each of BN output rows (y [N, M]); a
+    row segment starting off the sector grid shares its first sector with the block that wrote what lies
+    before it (the previous segment of its row, or the end of the row before). Where a row fits in one
+    tile (M <= BM) a block's rows are contiguous, so only its first and last sector can be shared.
 
     Measured, not derived (H100 runs 201-203): on rows off the grid the time falls with BM at every vector
     width, VEC 1 included (4097 x 8191 fp16, VEC 1, BN 64, 4 warps: BM 32 1.34x the best, BM 64 1.20x,
-    BM 128 1.02x), where the sectors each warp store touches are the same for every BM; counted as one
-    more sector written for each row segment that starts off the grid, the model-only picks of the seven
-    studies went 1.02-1.29x the best (4 of 7 within 10%) -> 1.02-1.07x (7 of 7), fitted on those studies
-    (the held-out check: NOTES, thirty-fourth session)."""
-    # the fraction of output rows whose start is off the grid: rows start m x elem_bytes apart, a pattern
-    # that repeats every 32 rows
-    period = min(rows, 32)
-    off = sum((r * m * eb) % 32 != 0 for r in range(period)) / period
-    segments = -(-m // bm)  # segments of a row, each starting as its row does
-    return off * segments * 32 / (m * eb)
+    BM 128 1.02x), where the sectors each warp store touches (``store_sectors``, which counts these sectors
+    too, once a store) are the same for every BM. Charged as one more sector written for each, the
+    model-only picks of the seven studies went 1.02-1.29x the best (4 of 7 within 10%) -> 1.02-1.07x (7 of
+    7), chosen on those studies (NOTES, thirty-fourth session, has the held-out check)."""
+    b, m, n = _mnb(shape)
+    return _shared_sectors(b, n, m, bm, bn, eb)
+
+
+@lru_cache(maxsize=1024)
+def _shared_sectors(b: int, n: int, m: int, bm: int, bn: int, eb: int) -> float:
+    row = m * eb  # bytes an output row
+    if row < 32:  # rows shorter than a sector: count it row by row
+        return _shared_sectors_rows(b, n, m, bm, bn, eb)
+    period = 32 // math.gcd(row, 32)  # row r starts r x row bytes in: the same offset every ``period`` rows
+    # batches by the residue of their first row, and the blocks' runs of rows within a batch: (the residue
+    # of the run's first row, its rows) -> how many such runs a batch has
+    few = np.arange(min(b, period))  # (batch i starts on residue i x n; the same every ``period`` batches)
+    batches = np.bincount((few * n) % period, weights=b // period + (few < b % period), minlength=period)
+    first = np.arange(0, n, bn)
+    runs = Counter(zip((first % period).tolist(), np.minimum(bn, n - first).tolist()))
+
+    def at(shift: int) -> np.ndarray:  # rows on each residue t, one a batch, ``shift`` rows into it
+        return np.roll(batches, shift)
+
+    def touched(start: Any, length: Any) -> Any:  # sectors of [start, start + length)
+        return (start + length - 1) // 32 - start // 32 + 1
+
+    t = np.arange(period)
+    if -(-m // bm) == 1:  # a block's rows are one contiguous run of (its rows x row) bytes
+        total = sum(float((touched((t * row) % 32, r * row) * at(f)).sum()) * k for (f, r), k in runs.items())
+    else:  # each segment apart, less the sector a segment shares with its block's next row's segment
+        lo = np.arange(0, m, bm)
+        seg = (np.minimum(m, lo + bm) - lo) * eb
+        start = (t[:, None] * row) % 32 + lo[None, :] * eb
+        per_row = touched(start, seg[None, :]).sum(axis=1)  # sectors of a row on each residue
+        joined = ((start + seg - 1) // 32 == (start + row) // 32).sum(axis=1)  # ... shared with the next
+        rows_at = np.zeros(period)  # rows on each residue, and those with a next row in their block
+        last_at = np.zeros(period)
+        for (f, r), k in runs.items():
+            rows_at += k * sum(
+                at((f + i) % period) * ((r - i + period - 1) // period) for i in range(min(r, period))
+            )
+            last_at += k * at((f + r - 1) % period)
+        total = float((per_row * rows_at).sum() - (joined * (rows_at - last_at)).sum())
+    nbytes = b * n * row
+    return (total - -(-nbytes // 32)) / (nbytes / 32)
+
+
+def _shared_sectors_rows(b: int, n: int, m: int, bm: int, bn: int, eb: int) -> float:
+    """``_shared_sectors`` for rows under 32 bytes, by listing each block's segments: every row up to 2**16
+    of them, else the first 2**16 as a sample (such rows are a few elements long; nothing is timed there)."""
+    rows = min(b * n, 1 << 16)
+    r = np.arange(rows)[:, None]
+    lo = np.arange(0, m, bm)[None, :]
+    s = (r * m + lo) * eb // 32
+    e = ((r * m + np.minimum(m, lo + bm)) * eb - 1) // 32
+    block = ((r // n) * -(-n // bn) + (r % n) // bn) * lo.shape[1] + np.arange(lo.shape[1])[None, :]
+    pairs = np.unique(np.concatenate([np.stack([block.ravel(), k.ravel()], 1) for k in (s, e)]), axis=0)
+    # a segment under 32 bytes touches at most two sectors, its first and last: those pairs are all
+    nbytes = rows * m * eb
+    return (len(pairs) - -(-nbytes // 32)) / (nbytes / 32)
 
 
 @lru_cache(maxsize=4096)
