@@ -22,12 +22,12 @@ only rows that gain a second chunk are listed for steps 2-3, and a row of exactl
 closed form (1 if they make one move, or two moves of one group from different source sectors; else 2).
 The row table is 1,024 slots indexed by the row's low bits (consecutive rows never collide), each slot
 stamped with the instruction that filled it, so no reset is needed between instructions. Against the
-first compiled version (a multiplicative hash, per-slot chunk arrays of 64 KB, every row costed in a loop)
-this took random lane-ordered instructions from 6.1 to 7.5 million a second on the 2-core machine, mixed
-ones from 7.8 to 10.9 (``analyze_batch`` of a million, best of five, the two alternated in one process;
-medians 5.2 -> 7.3 and 5.7 -> 8.3; NOTES, thirty-fourth session). The answers equal the numpy rule's on
-every input (tests/test_model_cp_async_cg.py compares both on the 775 measured probes and on random
-batches).
+previous compiled version (a multiplicative hash, per-slot chunk arrays of 64 KB, every row costed in a
+loop) this took random lane-ordered instructions from 6.1 to 7.5 million a second on the 2-core machine,
+mixed ones from 7.8 to 10.9 (``analyze_batch`` of a million, best of five, the two alternated in one
+process; medians 5.2 -> 7.3 and 5.7 -> 8.3; NOTES, thirty-fourth session). The answers equal the numpy
+rule's on every input (tests/test_model_cp_async_cg.py compares both on the 775 measured probes and on
+random batches; a helper compared it with the previous kernel on 133 million random instructions).
 Loaded by model_cp_async_cg.py only when numba is wanted (never at ``import autopad``); cached on disk like
 _model_numba.py.
 """
@@ -52,8 +52,10 @@ def cg_rows(
     source is lane-ordered, lane ``l`` copying ``16 l``, and ``glob`` is not read) into ``wave``; -1, or
     the first row with a bad address (shared: below -1, ``limit`` or more, or off the 16-byte grid; global,
     where the lane copies: negative or off the grid), where it stops: the caller's numpy checks word the
-    error."""
+    error; 0 at once where ``limit`` exceeds 2**32 (the caller's is 2**32), which leaves numpy the batch."""
     n, warp = shared.shape
+    if limit > 1 << 32:  # the row tag holds rows below 2**25 only: leave the batch to numpy
+        return 0
     # the row table: slot -> (instruction << 26 | row) that filled it (a row is below 2**25: shared
     # addresses are below 2**32), so a slot another instruction filled reads as empty, with no reset ...
     s_tag = np.full(_SLOTS, -1, dtype=np.int64)

@@ -41,10 +41,11 @@ Speed: this numpy rule packs each lane's move into an int64 key and sorts, about
 instructions a second on this project's 2-core machine. Batches of ``NUMPY_BELOW`` instructions or more (and
 all of them under ``AUTOPAD_MODEL_BACKEND=numba``) go to the same rule compiled with numba
 (_model_numba_cg.py: each lane filed under its shared row, only rows of two chunks or more costed on
-their own, no sort), on every core: 7.2-10.5 million random instructions a second on the 2-core machine in
-the runs of 2026-12-06 (4.4-7.3 before that day's rework, the two run back to back; the machine's speed
-varies from run to run: benchmarks/results/cpu/cp_async_cg_speed_2026-12-06.txt, bench_cg_speed.py); the
-answers are identical (tests/test_model_cp_async_cg.py). ``per_line``
+their own, no sort), on every core: 7.2-10.5 million random instructions a second on the 2-core machine on
+batches of 400,000 or more, 6.3-6.6 on 100,000, in the runs of 2026-12-06 (5.7-7.3 and 3.2-4.4 before that
+day's rework, the two run back to back; the machine's speed varies from run to run:
+benchmarks/results/cpu/cp_async_cg_speed_2026-12-06.txt, bench_cg_speed.py); the answers are identical
+(tests/test_model_cp_async_cg.py). ``per_line``
 (``analyze``'s per-line costs) always takes numpy.
 """
 

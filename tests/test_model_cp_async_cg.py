@@ -172,7 +172,7 @@ def test_the_compiled_rule_gives_numpys_answers(monkeypatch):
     ]
     shared, glob = _random(rng, 3000, 64, 4)
     batches.append((shared, None))  # the lane-ordered source
-    # the ends of both address spaces (the row table's hash over its whole range)
+    # the ends of both address spaces (rows up to 2**25, the row table's tag over its whole range)
     batches.append((np.where(shared >= 0, shared + (1 << 32) - 64 * C, -1), glob + (1 << 62)))
     # whole rows copied from one line under each instruction's own XOR or rotation of its chunks, some lanes
     # doubled up: sector halves carried both, swapped or not, split across sectors
