@@ -285,9 +285,10 @@ def test_the_refused_one_byte_tiles_do_fault_on_gpu(dtype):
     assert "illegal memory access" in r.stderr, r.stderr[-3000:]
 
 
-def test_trust_note_states_runs_201_to_203():
-    """The Gluon transpose's trust caveat quotes the H100 studies (every candidate timed, seven shapes in
-    four dtypes); its range, count and rank correlations are recomputed here from the rows."""
+def test_trust_note_states_runs_201_to_206():
+    """The Gluon transpose's trust caveat quotes the H100 studies (every candidate timed, eleven shapes in
+    four dtypes, run 206's four held out from the last term); its range, count and rank correlations are
+    recomputed here from the rows."""
     root = os.path.join(os.path.dirname(__file__), "..")
     sys.path.insert(0, os.path.join(root, "benchmarks"))
     from pathlib import Path
@@ -295,10 +296,13 @@ def test_trust_note_states_runs_201_to_203():
     import model_only_report as mo
 
     base = Path(root) / "benchmarks/results/h100/2026-12-06"
-    paths = {r: base / r / "study/quality_rows.csv.gz" for r in ("run201", "run202", "run203")}
+    paths = {r: base / r / "study/quality_rows.csv.gz" for r in ("run201", "run202", "run203", "run206")}
     figs = [mo.figures(s, mo.predicted(s)) for s in mo.load_shapes(paths) if s.kernel == "transpose"]
     picks, rho = [f["pick_over_best"] for f in figs], [f["spearman"] for f in figs]
     note = T.SPEC.trust_note((4097, 8191), "float16")
     assert f"on {len(figs)} shapes" in note and f"{min(picks):.2f}-{max(picks):.2f}x" in note
     assert f"within 10% in {sum(p < 1.10 for p in picks)}" in note
     assert f"rank correlation {min(rho):.2f}-{max(rho):.2f}" in note
+    held = [f["pick_over_best"] for f in figs if f["run"] == "run206"]
+    assert f"held out from the model's last term: {min(held):.2f}-{max(held):.2f}x" in note
+    assert f"within 10% in {sum(p < 1.10 for p in held)})" in note

@@ -233,7 +233,7 @@ def _mnb(shape: tuple[int, ...]) -> tuple[int, int, int]:
 
 
 def launch_info(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[str, float]:
-    """Blocks, threads, shared bytes, ``l2_bytes`` and ``inflight_bytes``.
+    """Blocks, threads, shared bytes and ``l2_bytes``.
 
     ``l2_bytes``: the tile's reads (each sector of the input once: a narrow load's repeats of a sector hit
     L1) and its writes, every warp store's sectors sent to L2 (``store_sectors``: stores are not merged on
@@ -244,10 +244,10 @@ def launch_info(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[s
     ratio, 1.12 / 1.27 / 1.48 / 2.06 / 2.86 / 3.84x at 1.25 / 2.5 / 4.25 / 5 / 8.5 / 10 sectors a sector;
     without it the model ranked that space at Spearman 0.19 (4097 x 8191: -0.03), with it 0.83 (0.69).
 
-    ``inflight_bytes``: a block has its tile's loads in flight, then its tile's stores, which drain while
-    the next block's loads are out: twice the tile a block, where the predictor's default counts 0.8 of
-    it. On the seven H100 studies (runs 201-203, where it was chosen) model-only Spearman rose 0.66-0.86 ->
-    0.70-0.86, most where small tiles of narrow elements hold few bytes (int8 4100 x 2050: 0.66 -> 0.72).
+    Not stated: ``inflight_bytes`` (the predictor's default, 0.8 of the tile a block, stands). Twice the
+    tile (its loads, then its stores draining) was chosen on runs 201-203 (Spearman 0.66-0.86 -> 0.70-0.86,
+    no pick moved) and failed held out (run 206: picks 1.026 / 1.031 -> 1.178 / 1.233 of the best at fp16
+    3000 x 5001 and fp32 2050 x 3333), so it was taken out again.
     """
     b, m, n = _mnb(shape)
     eb = _eb(dtype)
@@ -259,7 +259,6 @@ def launch_info(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[s
         "tiles_per_block": 1,
         "l2_bytes": half
         * (1.0 + store_sectors(c, shape, dtype) + shared_sectors(shape, c["BM"], c["BN"], eb)),
-        "inflight_bytes": 2.0 * c["BM"] * c["BN"] * eb / (32 * c["WARPS"]),
     }
 
 
@@ -288,7 +287,9 @@ def shared_sectors(shape: tuple[int, ...], bm: int, bn: int, eb: int) -> float:
     BM 128 1.02x), where the sectors each warp store touches (``store_sectors``, which counts these sectors
     too, once a store) are the same for every BM. Charged as one more sector written for each, the
     model-only picks of the seven studies went 1.02-1.29x the best (4 of 7 within 10%) -> 1.02-1.07x (7 of
-    7), chosen on those studies (NOTES, thirty-fourth session, has the held-out check)."""
+    7), chosen on those studies; held out on four more (run 206) it moved no pick (1.026 / 1.185 / 1.031 /
+    1.087 -> 1.026 / 1.185 / 1.031 / 1.091) and Spearman by -0.04 to +0.03 (NOTES, thirty-fourth session).
+    """
     b, m, n = _mnb(shape)
     return _shared_sectors(b, n, m, bm, bn, eb)
 
