@@ -11,7 +11,7 @@ so that ``ncu`` can count what its stores moved: L1 and L2 store requests and se
 written. Usage on a GPU machine::
 
     python benchmarks/profile_gluon_transpose_stores.py --out times.csv
-    ncu --csv --kernel-name transpose_kernel --metrics gpu__time_duration.sum,dram__bytes_read.sum,... \\
+    ncu --csv --kernel-name transpose_gluon --metrics gpu__time_duration.sum,dram__bytes_read.sum,... \\
         python benchmarks/profile_gluon_transpose_stores.py --once > ncu.csv
 
 Each launch prints one ``LAUNCH i shape dtype key`` line (stderr) in launch order, which is ncu's row order.
