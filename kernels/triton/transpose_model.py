@@ -322,13 +322,10 @@ def _shared_sectors(b: int, n: int, m: int, bm: int, bn: int, eb: int) -> float:
         start = (t[:, None] * row) % 32 + lo[None, :] * eb
         per_row = touched(start, seg[None, :]).sum(axis=1)  # sectors of a row on each residue
         joined = ((start + seg - 1) // 32 == (start + row) // 32).sum(axis=1)  # ... shared with the next
-        rows_at = np.zeros(period)  # rows on each residue, and those with a next row in their block
-        last_at = np.zeros(period)
-        for (f, r), k in runs.items():
-            rows_at += k * sum(
-                at((f + i) % period) * ((r - i + period - 1) // period) for i in range(min(r, period))
-            )
-            last_at += k * at((f + r - 1) % period)
+        # rows on each residue (every row of every batch), less the last row of each run: those with a
+        # next row in their block
+        rows_at = (b * n) // period + (t < (b * n) % period)
+        last_at = sum(k * at((f + r - 1) % period) for (f, r), k in runs.items())
         total = float((per_row * rows_at).sum() - (joined * (rows_at - last_at)).sum())
     nbytes = b * n * row
     return (total - -(-nbytes // 32)) / (nbytes / 32)
