@@ -229,7 +229,7 @@ def path1_elementwise(shape: tuple[int, ...], dtype: str) -> tuple[bool, bool]:
     registers, unpipelined, while the other operand keeps its pipelined 16-byte ``cp.async`` ring (the
     sm_90 TTGIR and PTX: benchmarks/triton_path1_compiled.py; the ring's size: the compiled shared bytes of
     matmul_path1_regs.py). A tf32 row stays a pipelined ``cp.async`` of 4-byte elements (the TTGIR), so
-    nothing is element-wise there; its reads span a sector more as well (``sector_factor`` 1.22 on an odd
+    nothing is element-wise there (what the narrow copies cost: ``path1_narrow_copies``); its reads span a sector more as well (``sector_factor`` 1.22 on an odd
     K), but they are ``cp.async.ca``, through L1, and whether L2 sees the repeats was not measured, so tf32
     is charged its bytes alone (its three H100 studies: Spearman 0.41-0.89 without it, 0.43-0.89 with it,
     no pick moved)."""
@@ -237,6 +237,34 @@ def path1_elementwise(shape: tuple[int, ...], dtype: str) -> tuple[bool, bool]:
     if _EB[dtype] == 4:
         return False, False
     return k % 16 != 0, (n if b_kn(dtype) else k) % 16 != 0
+
+
+# SM cycles a 4-byte ``cp.async`` warp instruction of PATH 1 costs (``path1_narrow_copies``): the time per
+# copy where an SM holds two or more blocks (6.4-7.3, H100 run 208), and on H100 runs 193 and 200 (tf32
+# 2048x2048x1001, 3000x1500x777, every PATH 1 build) the predicted times' scale, median predicted / measured
+# 0.97 / 0.94 (5 to 10 cycles give the same order, Spearman within 0.03)
+NARROW_COPY_CYCLES = 6.0
+
+
+def path1_narrow_copies(shape: tuple[int, ...], dtype: str) -> bool:
+    """Whether ``matmul_tl`` (PATH 1) copies tf32 operands 4 bytes an element: A's and B's row stride is K
+    (tf32's B is [N, K]), and where K is not a multiple of 16 Triton cannot prove a row 16-byte aligned, so
+    its pipelined copies shrink from ``cp.async.cg`` of 16 bytes to ``cp.async.ca`` of 4 (the PTX: 48 a
+    thread a k-step at 128 x 256 x 32 on 8 warps, 12 where K is a multiple of 16), each with its own address
+    and predicate arithmetic (about 8 warp instructions a copy against 3.5 per 4 bytes copied 16 at a time).
+
+    H100 run 208 (``benchmarks/profile_tf32_path1.py``, ten builds at 2048x2048 and K 1001 / 1000 / 1008,
+    timed, then counted under ncu): every build ran 1.60-2.15x slower at K 1001 than at K 1008, and K 1000,
+    whose rows are 16-byte aligned though Triton cannot tell, ran as K 1001 (0.90-1.02x): the copies' width,
+    not the rows' alignment or their sectors, sets the cost. No unit is saturated (ncu: issue active 23-36%,
+    L1 38-64%, L2 19-51% of peak; the warps wait on the long scoreboard and fixed latencies), and the time
+    per copy falls as an SM holds more blocks: 10.4-10.9 SM cycles a warp copy at one 8-warp 128 x 256 block
+    an SM, 6.4-7.3 at two to four blocks of 64-row tiles. The predictor charges each copy
+    ``NARROW_COPY_CYCLES`` SM cycles (``issue_cycles``: the issue stream, on the warp knee), which the 16-byte
+    copies' builds do not pay: without it the model put these builds at half their measured time and
+    ordered runs 193 and 200 at Spearman 0.54 / 0.41 (0.73 / 0.70 with it; the ten builds of run 208 at
+    K 1001: 0.70 -> 0.85). What makes one block an SM slower per copy is not modelled."""
+    return _EB[dtype] == 4 and shape[2] % 16 != 0
 
 
 def sector_factor(stride: int, eb: int) -> float:
@@ -325,6 +353,8 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
             info["l2_bytes"] += spill
             info["smem_bytes"] = shared  # the compiled build's (an element-wise operand takes one buffer)
         _path1_elementwise_info(info, c, shape, dtype, a_l2, b_l2)
+        if path1_narrow_copies(shape, dtype):
+            info["issue_cycles"] = NARROW_COPY_CYCLES * (bm + bn) * bk / 32  # a k-step's 4-byte warp copies
     if s > 1:
         base = spec.traffic(shape, dtype)["bytes"]
         extra = 2 * s * _cdiv(m, bm) * bm * n * 4  # partial sums written, then read back
