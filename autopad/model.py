@@ -172,7 +172,7 @@ def analyze_batch(
     or not. Op "cp.async.cg" always takes a
     path of its own (model_cp_async_cg.py), with or without ``global_addresses`` (lane-ordered without):
     numpy, about 0.2 M random instructions a second on 2 cores, or from 20,000 instructions on its numba
-    kernel (_model_numba_cg.py), 6-10.5 M; both check both sides, ``validate=False`` or not.
+    kernel (_model_numba_cg.py), 16-21 M; both check both sides, ``validate=False`` or not.
     """
     a = get_arch(arch)
     rule = _rule(op, access_bytes, a)

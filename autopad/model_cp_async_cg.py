@@ -40,16 +40,18 @@ shape, does not show.
 Speed: this numpy rule packs each lane's move into an int64 key and sorts, about 0.2 million random
 instructions a second on this project's 2-core machine. Batches of ``NUMPY_BELOW`` instructions or more (and
 all of them under ``AUTOPAD_MODEL_BACKEND=numba``) go to the same rule compiled with numba
-(_model_numba_cg.py: each lane filed under its shared row, only rows of two chunks or more costed on
-their own, no sort), on every core: 7.2-10.5 million random instructions a second on the 2-core machine on
-batches of 400,000 or more, 6.3-6.6 on 100,000, in the runs of 2026-12-06 (5.7-7.3 and 3.2-4.4 before that
-day's rework, the two run back to back; the machine's speed varies from run to run:
-benchmarks/results/cpu/cp_async_cg_speed_2026-12-06.txt, bench_cg_speed.py); the answers are identical
-(tests/test_model_cp_async_cg.py). ``per_line``
-(``analyze``'s per-line costs) always takes numpy.
+(_model_numba_cg.py: each lane filed under its shared row by one load and one store, only rows of two
+chunks or more costed on their own, no sort), in parts on every core (plain threads, ``_on_every_core``):
+16-21 million random instructions a second on the 2-core machine on batches of 100,000 to 2,000,000 in the
+runs of 2026-12-06 (one reading 11.0), against 4.6-9.9 for that day's previous kernel and wrapper run
+alternately with it (benchmarks/results/cpu/cp_async_cg_speed_2026-12-06b.txt, bench_cg_speed.py; the
+machine's speed varies from run to run); the answers are identical (tests/test_model_cp_async_cg.py).
+``per_line`` (``analyze``'s per-line costs) always takes numpy.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -150,8 +152,8 @@ def cg_compiled(shared: np.ndarray, glob: np.ndarray | None) -> tuple[np.ndarray
     kernel = _compiled(n) if warp <= 32 else None  # (the rule was read off 32-lane warps: wider ones, numpy)
     if kernel is None:
         return None
-    wave = _run_compiled(kernel, shared, glob, ADDRESS_LIMIT)
-    return None if wave is None else (wave, wave.copy(), [])
+    got = _run_compiled(kernel, shared, glob, ADDRESS_LIMIT)
+    return None if got is None else (*got, [])
 
 
 def _compiled(n: int):
@@ -165,18 +167,68 @@ def _compiled(n: int):
     return cg_rows
 
 
-def _run_compiled(kernel, shared: np.ndarray, glob: np.ndarray | None, limit: int) -> np.ndarray | None:
-    """The compiled rule over a batch (``glob`` None: lane-ordered, computed in the kernel, never
-    materialised), in parts on every core (the kernel releases the GIL); None where a part met a bad
-    address."""
-    from .model_backend import _in_parts
+def _run_compiled(
+    kernel: Callable[..., int], shared: np.ndarray, glob: np.ndarray | None, limit: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(wavefronts, ideal) of the compiled rule over a batch (``glob`` None: lane-ordered, computed in the
+    kernel, never materialised), in parts on every core (the kernel releases the GIL); None where a part met
+    a bad address. Each part also copies its wavefronts into ``ideal`` (.cg's ideal is its wavefronts), so
+    the two arrays' fresh pages are first touched on every core, not by one copy afterwards."""
+    from .model_backend import _parts
 
     shared = np.ascontiguousarray(shared, dtype=np.int64)
     lanes = glob is None
     glob = shared[:0] if lanes else np.ascontiguousarray(glob, dtype=np.int64)  # (not read when lanes)
-    wave = np.empty(shared.shape[0], dtype=np.int64)
+    n = shared.shape[0]
+    wave, ideal = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    parts = _parts(n)
+    bad = [False] * parts
 
-    def run(_: int, lo: int, hi: int) -> int:
-        return int(kernel(shared[lo:hi], glob if lanes else glob[lo:hi], wave[lo:hi], limit, lanes))
+    def run(p: int) -> None:
+        lo, hi = n * p // parts, n * (p + 1) // parts
+        bad[p] = kernel(shared[lo:hi], glob if lanes else glob[lo:hi], wave[lo:hi], limit, lanes) >= 0
+        ideal[lo:hi] = wave[lo:hi]  # (numpy's copy releases the GIL too)
 
-    return None if any(b >= 0 for b in _in_parts(shared.shape[0], run)) else wave
+    _on_every_core(parts, run)
+    return None if any(bad) else (wave, ideal)
+
+
+def _on_every_core(parts: int, run: Callable[[int], None]) -> None:
+    """``run(p)`` for every part ``p`` below ``parts``, taken in turn by this thread and one more a core
+    (model_backend's ``_threads``). Plain threads, not model_backend's ``_in_parts`` and its
+    ThreadPoolExecutor: making and closing that pool took 0.7-0.9 ms a call on the 2-core machine, a
+    tenth of a 100,000-instruction batch at 10 million a second; a thread takes about 0.2 ms. An exception
+    in any part is raised here, after every thread has stopped."""
+    from .model_backend import _threads
+
+    helpers = min(_threads(), parts) - 1
+    if helpers <= 0:
+        for p in range(parts):
+            run(p)
+        return
+    import threading  # here: most processes never need threads
+
+    lock = threading.Lock()
+    todo = list(range(parts - 1, -1, -1))  # popped from the end: parts in order, each taken once
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        while True:
+            with lock:
+                if not todo or errors:
+                    return
+                p = todo.pop()
+            try:
+                run(p)
+            except BaseException as exc:  # raised by the caller's thread below
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(helpers)]
+    for t in threads:
+        t.start()
+    work()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]

@@ -228,3 +228,39 @@ def test_the_cg_path_checks_its_backend_and_names_a_bad_shared_address_first(mon
     shared[4, 2] = 8  # off the 16-byte grid, and the global side malformed too: the shared error comes first
     with pytest.raises(ValueError, match="row 4 lane 2"):
         analyze_batch(shared, 16, "cp.async.cg", global_addresses=glob[:, :5])
+
+
+def test_the_compiled_rule_probes_past_clashing_rows_and_takes_warps_of_1_to_64_lanes():
+    """_model_numba_cg files rows by their low 10 bits: rows 128 KiB apart share a slot and are probed past;
+    its table's lane field holds warps of up to 64 lanes (analyze_batch sends it 32, wider warps numpy)."""
+    pytest.importorskip("numba")
+    from autopad._model_numba_cg import cg_rows
+
+    rng = np.random.default_rng(11)
+    for warp in (1, 5, 32, 33, 64):
+        n = 2000  # (numpy's dense ids hold 2**18 lines a chunk of rows: 4096 rows of 64 lanes)
+        rows = rng.integers(0, 4, (n, warp)) * (1 << 10) + rng.integers(0, 3, (n, warp))  # 1,024 rows apart
+        shared = rows * 128 + rng.integers(0, 8, (n, warp)) * C
+        shared[rng.random((n, warp)) < 0.1] = -1
+        for glob in (None, rng.integers(0, 16, (n, warp)) * C):
+            wave = np.full(n, -5, dtype=np.int64)
+            lanes = glob is None
+            assert cg_rows(shared, shared[:0] if lanes else glob, wave, 1 << 32, lanes) == -1
+            assert (wave == cg_costs(shared, glob)[0]).all()
+    wide = np.zeros((2, 65), dtype=np.int64)  # past the lane field: left to numpy
+    assert cg_rows(wide, wide[:0], wave, 1 << 32, True) == 0
+
+
+def test_the_compiled_rules_parts_run_once_each_and_a_failing_part_raises():
+    import autopad.model_cp_async_cg as cg
+
+    seen: list[int] = []
+    cg._on_every_core(7, seen.append)
+    assert sorted(seen) == list(range(7))
+
+    def fail(p: int) -> None:
+        if p == 3:
+            raise RuntimeError("part 3")
+
+    with pytest.raises(RuntimeError, match="part 3"):
+        cg._on_every_core(7, fail)
