@@ -229,10 +229,11 @@ def path1_elementwise(shape: tuple[int, ...], dtype: str) -> tuple[bool, bool]:
     registers, unpipelined, while the other operand keeps its pipelined 16-byte ``cp.async`` ring (the
     sm_90 TTGIR and PTX: benchmarks/triton_path1_compiled.py; the ring's size: the compiled shared bytes of
     matmul_path1_regs.py). A tf32 row stays a pipelined ``cp.async`` of 4-byte elements (the TTGIR), so
-    nothing is element-wise there (what the narrow copies cost: ``path1_narrow_copies``); its reads span a sector more as well (``sector_factor`` 1.22 on an odd
-    K), but they are ``cp.async.ca``, through L1, and whether L2 sees the repeats was not measured, so tf32
-    is charged its bytes alone (its three H100 studies: Spearman 0.41-0.89 without it, 0.43-0.89 with it,
-    no pick moved)."""
+    nothing is element-wise there (what the narrow copies cost: ``path1_narrow_copies``); its reads span a
+    sector more as well (``sector_factor`` 1.22 on an odd K), but they are ``cp.async.ca``, through L1, and
+    whether L2 sees the repeats was not measured, so tf32 is charged its bytes alone (its three H100
+    studies: Spearman 0.41-0.89 without it, 0.43-0.89 with it, no pick moved; and run 208's profile: K 1000,
+    rows on the sector grid, ran as K 1001)."""
     _, n, k = shape
     if _EB[dtype] == 4:
         return False, False
