@@ -496,6 +496,29 @@ def test_path1_trust_note_states_run_200s_held_out_figures():
     assert f"within 10% in {sum(p < 1.10 for p in picks)}" in note
 
 
+def test_path1_trust_note_states_run_208s_tf32_figures():
+    """For tf32 with K off the 16-element grid the PATH 1 caveat adds H100 run 208's six tf32 shapes, every
+    PATH 1 candidate timed after the 4-byte copies' charge was committed (before it their Spearman read
+    0.43-0.55, their predicted times half the measured): range, count and rank correlation recomputed here;
+    a 16-bit shape's caveat does not carry them."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import model_only_report as mo
+
+    path = ROOT / "benchmarks/results/h100/2026-12-06/run208/study/quality_rows.csv.gz"
+    shapes = mo.load_shapes({"run208": path})
+    assert len(shapes) == 6 and all(s.dtype == "tf32" for s in shapes)
+    figs = [mo.figures(s, mo.predicted(s)) for s in shapes]
+    picks, rhos = [f["pick_over_best"] for f in figs], [f["spearman"] for f in figs]
+    note = G.SPEC.trust_note((3000, 1500, 777), "tf32")
+    assert f"on {len(picks)} more shapes" in note
+    assert (
+        f"{min(picks):.2f}-{max(picks):.2f}x" in note
+        and f"within 10% in {sum(p < 1.10 for p in picks)}" in note
+    )
+    assert f"rank correlation {min(rhos):.2f}-{max(rhos):.2f}" in note
+    assert "tf32" not in G.SPEC.trust_note((2048, 1536, 2049), "bfloat16")
+
+
 @pytest.mark.parametrize(
     "dtype,case,build",
     [

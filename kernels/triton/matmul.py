@@ -177,12 +177,20 @@ class MatmulGluon(TritonKernel):
         cannot describe the tensors only PATH 1 runs, a case the H200 studies did not measure."""
         if len(shape) != 3 or tma_ok(shape, dtype):
             return None
-        return (
+        note = (
             "TMA cannot describe this shape's tensors (16-byte row strides), so every candidate is the "
             "plain tl.dot kernel (PATH 1); on 7 such shapes whose every candidate was timed on an NVIDIA "
             "H100 (2026-12-06, after the model's PATH 1 terms were set) the model-only pick was "
-            "1.03-1.13x the measured best, within 10% in 6: measure on a GPU where one is at hand"
+            "1.03-1.13x the measured best, within 10% in 6"
         )
+        if matmul_model.path1_narrow_copies(shape, dtype):
+            # H100 run 208: six tf32 shapes timed after the 4-byte copies' charge (matmul_model.py)
+            note += (
+                "; in tf32, whose copies are then 4 bytes an element, on 6 more shapes timed after the "
+                "model's charge for those copies, 1.00-1.09x, within 10% in 6, rank correlation 0.65-0.78 "
+                "(the order past the first candidates is rough)"
+            )
+        return note + ": measure on a GPU where one is at hand"
 
     def layout(self, constants: dict[str, int], dtype: str) -> Swizzled:
         """The C tile's NVMMA swizzle (PATH 0) or one k-step's staging rows (PATH 1) as autopad's Swizzled
