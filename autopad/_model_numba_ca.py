@@ -1,24 +1,43 @@
-"""cp.async.ca's pair rule (model_cp_async.py, ``line_costs``) compiled with numba, addresses checked as it
-counts.
+"""cp.async.ca's pair rule (model_cp_async.py, ``line_costs``) compiled with numba, addresses checked first.
 
 Why: the numpy rule needs sorts (each instruction's dense line ids, the distinct lines a slot and a (bank,
 slot) pair) and its address checks alone take 0.4 s a million instructions, 0.15-0.35 million a second in
-all on this project's 2-core machine, where the other ops' compiled kernels score over ten million. Per
-store phase this kernel keeps the phase's lines in a small hash table (a line's index there, below 32, is
-its bit), each slot's lines and each (bank, slot) pair's lines as bit masks, and each unit-bank's lanes as a
-count, all kept as the lanes come (one pass); then takes each lane's sum, the masks' lines counted by
-popcount (a second pass), and clears what the phase touched (a third):
+all on this project's 2-core machine. Per store phase (``lanes = 128 / width`` lanes) the rule is
 
-    cost = max(max W[j], max R[s], max over lanes of W[bank] + R[slot] - L[bank, slot])
-         = max over lanes of W[bank] + R[slot] - L[bank, slot]
+    cost = max over the phase's active lanes of W[bank] + R[slot] - L[bank, slot]
 
-(the lanes' term alone suffices: L[b, s] counts lines among lanes that each add to W[b], and among lines that
-each add to R[s], so a lane's term is at least W of its bank and R of its slot). Fewer stores a lane than
-the first version of this kernel (counts kept only for W, no per-lane bank and slot arrays): about twice as
-fast, 7-10 million instructions a second on 2 cores (benchmarks/bench_ca_speed.py).
+(W: lanes writing a unit-bank; R: distinct lines reading a slot; L: distinct lines among the lanes linking
+a bank and a slot; the lanes' term alone is the max of W, R and the pairs: model_cp_async.py). A lane's
+global unit ``u = g >> log2(width)`` is its (line, slot), so R counts distinct units at a slot and L
+distinct units at a (bank, slot) pair. Each instruction goes through:
 
-The answers equal the numpy rule's (tests/test_model_cp_async.py compares both on every recorded probe and
-on random batches). Loaded by model_cp_async.py only when numba is wanted (never at ``import autopad``);
+1. **A check pass** with no branch (LLVM vectorises it): every address checked at once (shared: below -1,
+   ``limit`` or more, off the ``width`` grid; global, where the lane copies: negative or off the grid),
+   the instruction's index returned on a bad one; then each phase's lowest and highest active line.
+2. **One line a phase** (lane-ordered sources, any order inside a line, 4-byte copies permuted across the
+   warp's one line): R and L are 1 wherever a lane links, so the phase costs its most lanes in one
+   unit-bank. Counted as such: no table.
+3. **Otherwise** every lane files its bit in two 33-entry lane masks, ``B`` of its (phase, unit-bank) and
+   ``S`` of its (phase, slot), and its unit in a hash table stamped with the instruction (never cleared:
+   another instruction's entry reads as empty), which finds the lanes that repeat a lower lane's unit in
+   the phase (``rep``: that lane). Without such repeats, which random sources almost never have, a lane's
+   term is ``|B ∪ S|``: W + R - L counted as lanes, one popcount. With them, ``G[b]`` (B with each
+   repeating lane replaced by its rep) and ``F`` (the lanes that repeat no one) give
+   ``R[s] - L[b, s] = |S[s] ∩ F \\ G[b]|``, so a lane's term is ``|B[b]| + |S[s] & F & ~G[b]|``.
+
+Against the previous kernel (2026-12-06; a table of the phase's lines, a count a unit-bank and line masks
+a slot and a (bank, slot) pair, filed lane by lane with the checks in the same loop, then cleared) on one
+core (batches of 200,000, best of 7, the two alternated in one process, 2026-12-06): one line a phase
+15.9-20.0 million instructions a second against 5.9-7.0; 4-byte random lines 7.3 against 5.5; 8- and
+16-byte permuted or random lines 5.6-6.6 against 3.6-6.1 (the unit table and the second pass over the
+lanes cost about as much as the old kernel's filing). On 2 cores: model_cp_async.py's docstring and
+benchmarks/results/cpu/cp_async_ca_speed_2026-12-06c.txt. The answers are the previous kernel's on 21.6
+million random instructions compared (widths 4, 8, 16; lane-ordered, permuted lines, random lines, few
+lines with repeated units, colliding rows, units 2**30 apart, 60% inactive lanes with any source, the top
+of the global space, one or two units a warp; and the first bad row on bad addresses).
+The answers equal the
+previous kernel's and the numpy rule's (tests/test_model_cp_async.py compares both on every recorded probe
+and on random batches). Loaded by model_cp_async.py only when numba is wanted (never at ``import autopad``);
 cached on disk like _model_numba.py.
 """
 
@@ -30,15 +49,18 @@ from numba import njit
 __all__ = ["ca_rows"]
 
 
-_BITS = 10
-_SLOTS = 1 << _BITS  # open-addressing table of a phase's lines: at most 32, so rarely a collision
+WARP = 32  # lanes a row: the masks hold one bit a lane (the wrapper sends 32-lane warps only)
+_BITS = 11
+_SLOTS = 1 << _BITS  # the unit table: at most 32 units an instruction, so rarely a collision
 _MIX = -7046029254386353131  # 0x9E3779B97F4A7C15 as int64: a multiplicative hash's odd constant
-_EMPTY = -1  # a free slot of the line table (a line number is never negative)
+_LANE = 6  # an entry is stamp << _LANE | lane; stamp = instruction + 1, so an all-zero table is empty
+_FAR = 1 << 62  # above any line (g >> 7 < 2**56): an inactive lane's line for the lowest-line reduction
+_IDLE = WARP | WARP << 8  # an inactive lane's (B, S) entries: the 33rd of each, always empty
 
 
 @njit(inline="always")
-def _lines(x: int) -> int:  # pragma: no cover - compiled
-    """The set bits of ``x``: the lines a mask holds (LLVM turns this into one popcnt)."""
+def _bits(x: int) -> int:  # pragma: no cover - compiled
+    """The set bits of ``x`` (LLVM turns this into one popcnt)."""
     x = x - ((x >> 1) & 0x5555555555555555)
     x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333)
     x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0F
@@ -56,75 +78,114 @@ def _rows(
     lanes: int,
 ) -> int:  # pragma: no cover - compiled
     """``ca_rows``' body, inlined into one kernel a width so that the width, the lanes, the shifts and masks
-    are constants there (the short loops of 8 and 16 lanes unrolled: 10-20% faster at 8 and 16 bytes)."""
-    n, warp = shared.shape
-    phases = warp // lanes
-    shift = 0  # log2 width: a unit-bank of the shared row, a slot of the global line
+    are constants there."""
+    n = shared.shape[0]
+    phases = WARP // lanes
+    shift = 0  # log2 width: a unit-bank of the shared row, a unit (line, slot) of global memory
     while (1 << shift) < width:
         shift += 1
-    lb = 0  # log2 lanes: a (bank, slot) pair is bank << lb | slot
-    while (1 << lb) < lanes:
-        lb += 1
-    t_line = np.full(_SLOTS, _EMPTY, dtype=np.int64)  # the phase's lines: slot -> line, and its bit
-    t_bit = np.zeros(_SLOTS, dtype=np.int64)
-    lane_p = np.zeros(lanes, dtype=np.int64)  # each lane's pair | its table slot << 16; -1 inactive
-    w_count = np.zeros(lanes, dtype=np.int64)  # W: lanes a unit-bank
-    r_mask = np.zeros(lanes, dtype=np.int64)  # R: lines a slot, as a bit mask
-    l_mask = np.zeros(lanes * lanes, dtype=np.int64)  # L: lines a (bank, slot) pair, as a bit mask
+    off = -(1 << 63) | (width - 1)  # an address with any of these bits set is negative or off the grid
+    tab = np.zeros(_SLOTS, dtype=np.int64)  # the unit table (0: never a stamped entry)
+    bm = np.zeros(WARP + 1, dtype=np.int64)  # B: the lanes writing each (phase, unit-bank), + _IDLE's
+    sm = np.zeros(WARP + 1, dtype=np.int64)  # S: the lanes reading each (phase, slot), + _IDLE's
+    gm = np.zeros(WARP + 1, dtype=np.int64)  # G: B with repeating lanes replaced by their reps
+    where = np.zeros(WARP, dtype=np.int64)  # each lane's B index | its S index << 8 (_IDLE inactive)
+    rep_k = np.zeros(WARP, dtype=np.int64)  # the instruction's repeating lanes and their reps
+    rep_j = np.zeros(WARP, dtype=np.int64)
+    wc = np.zeros(WARP, dtype=np.int64)  # one line a phase: lanes a (phase, unit-bank)
     for i in range(n):
-        total = 0
-        used = 0
+        bad = 0  # 1. the check pass: no branch, so LLVM vectorises it
+        top = 0
+        for k in range(WARP):
+            s = shared[i, k]
+            on = s != -1
+            bad |= (s | glob[i, k]) & off if on else 0
+            top = max(top, s)
+        if bad != 0 or top >= limit:
+            return i
+        many = False  # a phase whose active lanes read two lines or more
         for p in range(phases):
-            base = p * lanes
-            nl = 0
-            for k in range(lanes):
-                s = shared[i, base + k]
-                if s == -1:
-                    lane_p[k] = -1
-                    continue
-                g = glob[i, base + k]
-                if s < 0 or s >= limit or (s & (width - 1)) != 0 or g < 0 or (g & (width - 1)) != 0:
-                    return i
-                ln = g >> 7  # the 128-byte global line the lane reads
-                h = (ln * _MIX >> (64 - _BITS)) & (_SLOTS - 1)
-                while True:  # linear probing; a branch taken alike by lanes of one line (no store if found)
-                    t = t_line[h]
-                    if t == ln:
-                        bit = t_bit[h]
-                        break
-                    if t == _EMPTY:
-                        t_line[h] = ln
-                        bit = 1 << nl
-                        t_bit[h] = bit
-                        nl += 1
-                        break
-                    h = (h + 1) & (_SLOTS - 1)
-                b = (s >> shift) & (lanes - 1)  # the unit-bank it writes
-                sl = (g >> shift) & (lanes - 1)  # the slot of its line it reads
-                pair = (b << lb) | sl
-                lane_p[k] = pair | (h << 16)
-                w_count[b] += 1
-                r_mask[sl] |= bit
-                l_mask[pair] |= bit
-            if nl == 0:
+            lo = _FAR
+            hi = -1
+            for k in range(p * lanes, p * lanes + lanes):
+                on = shared[i, k] != -1
+                ln = glob[i, k] >> 7
+                lo = min(lo, ln if on else _FAR)
+                hi = max(hi, ln if on else -1)
+            many |= hi > lo
+        total = 0
+        used = 0  # phases with an active lane: ideal
+        if not many:  # 2. one line a phase: its most lanes in one unit-bank
+            for k in range(WARP):
+                s = shared[i, k]
+                if s != -1:
+                    wc[(k & (WARP - lanes)) | ((s >> shift) & (lanes - 1))] += 1
+            for p in range(phases):
+                cost = 0
+                for j in range(p * lanes, p * lanes + lanes):
+                    cost = max(cost, wc[j])
+                    wc[j] = 0
+                total += cost
+                used += cost > 0
+            wave[i] = total
+            ideal[i] = used
+            continue
+        stamp = (i + 1) << _LANE  # 3. masks, and the lanes repeating a unit
+        reps = 0
+        act = 0  # the active lanes, less (below) those that repeat a unit: F
+        for k in range(WARP):
+            s = shared[i, k]
+            if s == -1:
+                where[k] = _IDLE
                 continue
-            used += 1
-            cost = 0
-            for k in range(lanes):  # each lane joins its bank's queue to its slot's
-                q = lane_p[k]
-                if q >= 0:
-                    pair = q & 0xFFFF
-                    c = w_count[pair >> lb] + _lines(r_mask[pair & (lanes - 1)]) - _lines(l_mask[pair])
-                    cost = max(cost, c)
-            for k in range(lanes):  # clear what the lanes touched; W and R whole (lanes entries each)
-                q = lane_p[k]
-                if q >= 0:
-                    l_mask[q & 0xFFFF] = 0
-                    t_line[q >> 16] = _EMPTY
-            for j in range(lanes):
-                w_count[j] = 0
-                r_mask[j] = 0
-            total += cost
+            act |= 1 << k
+            u = glob[i, k] >> shift
+            first = k & (WARP - lanes)  # the phase's first lane: its B and S entries start there
+            b = first | ((s >> shift) & (lanes - 1))
+            sl = first | (u & (lanes - 1))
+            bm[b] |= 1 << k
+            sm[sl] |= 1 << k
+            where[k] = b | sl << 8
+            h = (u * _MIX >> (64 - _BITS)) & (_SLOTS - 1)
+            e = tab[h] ^ stamp  # below 64: this instruction's entry, lane e
+            while e < 64:  # (rare) a lane of the same phase with the same unit, or a collision: probe on
+                if (e ^ k) < lanes and (glob[i, e] >> shift) == u:
+                    break
+                h = (h + 1) & (_SLOTS - 1)
+                e = tab[h] ^ stamp
+            if e < 64:  # lane k repeats lane e's unit (e the first lane with it: only those are filed)
+                rep_k[reps] = k
+                rep_j[reps] = e
+                reps += 1
+            else:
+                tab[h] = stamp | k
+        if reps == 0:  # every unit once: W + R - L = |B ∪ S|
+            for p in range(phases):
+                cost = 0
+                for k in range(p * lanes, p * lanes + lanes):
+                    q = where[k]
+                    cost = max(cost, _bits(bm[q & 255] | sm[q >> 8]))
+                total += cost
+                used += cost > 0
+        else:  # W + R - L = |B| + |S & F & ~G|
+            for j in range(WARP + 1):
+                gm[j] = bm[j]
+            for r in range(reps):
+                k = rep_k[r]
+                b = where[k] & 255
+                gm[b] = (gm[b] & ~(1 << k)) | (1 << rep_j[r])
+                act &= ~(1 << k)
+            for p in range(phases):
+                cost = 0
+                for k in range(p * lanes, p * lanes + lanes):
+                    q = where[k]
+                    b = q & 255
+                    cost = max(cost, _bits(bm[b]) + _bits(sm[q >> 8] & act & ~gm[b]))
+                total += cost
+                used += cost > 0
+        for j in range(WARP):  # the masks empty again (the table needs no clearing: stamps)
+            bm[j] = 0
+            sm[j] = 0
         wave[i] = total
         ideal[i] = used
     return -1
@@ -157,11 +218,13 @@ def ca_rows(
     width: int,
 ) -> int:
     """Wavefronts and ideal (store phases with an active lane) of each row of ``shared`` / ``glob`` (int64
-    (n, warp), -1 inactive) into ``wave`` / ``ideal``; -1, or the first row with a bad address (shared: below
+    (n, 32), -1 inactive) into ``wave`` / ``ideal``; -1, or the first row with a bad address (shared: below
     -1, ``limit`` or more, or off the ``width`` grid; global, where the lane copies: negative or off the
     grid), where it stops: the caller's numpy checks word the error. A phase is 128 / width lanes, which is
-    also the unit-banks of a row and the slots of a line. Every table is left empty after a phase. Runs
-    without the GIL (model_backend splits a batch over threads)."""
+    also the unit-banks of a row and the slots of a line. Runs without the GIL (model_cp_async.py splits a
+    batch over threads)."""
     if width not in _BY_WIDTH:
         raise ValueError(f"cp.async.ca copies 4, 8 or 16 bytes a lane; got {width}")
+    if shared.ndim != 2 or shared.shape[1] != WARP or glob.shape != shared.shape:
+        raise ValueError(f"ca_rows takes ({WARP}-lane) rows; got {shared.shape} and {glob.shape}")
     return int(_BY_WIDTH[width](shared, glob, wave, ideal, limit))

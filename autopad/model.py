@@ -168,7 +168,8 @@ def analyze_batch(
     slots in them its lanes copy from (model_cp_async.py). Without it a lane-ordered source is assumed
     (lane ``l`` copies ``base + l * access_bytes``). This path runs on numpy (0.15-0.35 M random
     instructions a second on 2 cores), or from 20,000 instructions on its numba kernel (_model_numba_ca.py,
-    6-12 M, against tens of millions for the plain rule's), and always checks both sides, ``validate=False``
+    18-30 M where a store phase reads one global line, 5-12 M where phases mix lines, against tens of
+    millions for the plain rule's), and always checks both sides, ``validate=False``
     or not. Op "cp.async.cg" always takes a
     path of its own (model_cp_async_cg.py), with or without ``global_addresses`` (lane-ordered without):
     numpy, about 0.2 M random instructions a second on 2 cores, or from 20,000 instructions on its numba

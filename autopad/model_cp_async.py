@@ -45,9 +45,15 @@ What Nsight Compute measured (``cp.async.ca`` of 4, 8 and 16 bytes; its counter
 
 Speed: numpy (bincounts over (instruction, phase, bank, slot) keys), 0.15-0.35 million random instructions
 a second on this project's 2-core machine; batches of ``NUMPY_BELOW`` or more (and all of them under
-``AUTOPAD_MODEL_BACKEND=numba``) take the same rule compiled (_model_numba_ca.py, addresses checked as it
-counts), 5.9-12.3 million a second on 2 cores, most runs 7-11, 16-byte copies from permuted lines the
-slowest (benchmarks/bench_ca_speed.py, benchmarks/results/cpu/cp_async_ca_speed_2026-12-06_b.txt).
+``AUTOPAD_MODEL_BACKEND=numba``) take the same rule compiled (_model_numba_ca.py, addresses checked first),
+in parts on plain threads (model_backend's ``_on_every_core``). Since 2026-12-06 (new kernel: phases from
+one line counted without tables, else lane masks and a stamped unit table): batches of 1,000,000 on the
+shared 2-core machine, 4 pairs run alternately with the previous code, sources of one line a phase
+(lane-ordered at every width, 4-byte copies permuted inside their line) 7.4-30 million a second, most runs
+18-27, against 4.0-12.8 before; sources from several lines a phase (8- and 16-byte permuted lines, random
+lines) 5.4-12.4, most 7.5-11.5, against 4.1-11.5: 10 million is not reached there on every run
+(benchmarks/results/cpu/cp_async_ca_speed_2026-12-06c.txt, benchmarks/bench_ca_speed.py; 100,000 and
+400,000 a batch in the same file).
 ``per_line`` always takes numpy.
 """
 
@@ -229,9 +235,11 @@ def ca_compiled(
     """``line_costs`` without per-line costs on the compiled rule, which checks the addresses as it goes
     (``shared`` and ``glob`` int64 (n, warp), -1 inactive), or None where numpy should do it: a batch under
     ``NUMPY_BELOW`` (``auto``), no numba, a warp of other than 32 lanes, or a bad address (the numpy checks
-    then say which and why). The backend choice, numba's loading and the split over cores are
-    model_backend's, as for every other op."""
-    from .model_backend import _in_parts
+    then say which and why). The backend choice and numba's loading are model_backend's, as for every other
+    op; the batch runs in model_backend's ``_parts`` on plain threads (``_on_every_core``, as .cg's does:
+    no pool made and closed a call), each part writing its own slices of ``wave`` and ``ideal``, so their
+    fresh pages are first touched on every core."""
+    from .model_backend import _on_every_core, _parts
     from .model_rules import ADDRESS_LIMIT
 
     n, warp = shared.shape
@@ -243,9 +251,14 @@ def ca_compiled(
     glob = np.ascontiguousarray(glob, dtype=np.int64)
     wave = np.empty(n, dtype=np.int64)
     ideal = np.empty(n, dtype=np.int64)
+    parts = _parts(n)
+    bad = [False] * parts
 
-    def run(_: int, lo: int, hi: int) -> int:
-        part = (shared[lo:hi], glob[lo:hi], wave[lo:hi], ideal[lo:hi])
-        return int(ca_rows(*part, ADDRESS_LIMIT, rule.width))
+    def run(p: int) -> None:
+        lo, hi = n * p // parts, n * (p + 1) // parts
+        bad[p] = (
+            ca_rows(shared[lo:hi], glob[lo:hi], wave[lo:hi], ideal[lo:hi], ADDRESS_LIMIT, rule.width) >= 0
+        )
 
-    return None if any(b >= 0 for b in _in_parts(n, run)) else (wave, ideal, [])
+    _on_every_core(parts, run)
+    return None if any(bad) else (wave, ideal, [])

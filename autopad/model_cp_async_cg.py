@@ -55,7 +55,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .model_backend import RULE_NUMPY_BELOW, compiled_wanted
+from .model_backend import RULE_NUMPY_BELOW, _on_every_core, compiled_wanted
 
 WIDTH = 16  # .cg copies 16 bytes only (PTX ISA: cp-size 16 for .cg)
 
@@ -191,44 +191,3 @@ def _run_compiled(
 
     _on_every_core(parts, run)
     return None if any(bad) else (wave, ideal)
-
-
-def _on_every_core(parts: int, run: Callable[[int], None]) -> None:
-    """``run(p)`` for every part ``p`` below ``parts``, taken in turn by this thread and one more a core
-    (model_backend's ``_threads``). Plain threads, not model_backend's ``_in_parts`` and its
-    ThreadPoolExecutor: making and closing that pool took 0.7-0.9 ms a call on the 2-core machine, a
-    tenth of a 100,000-instruction batch at 10 million a second; a thread takes about 0.2 ms. An exception
-    in any part is raised here, after every thread has stopped."""
-    from .model_backend import _threads
-
-    helpers = min(_threads(), parts) - 1
-    if helpers <= 0:
-        for p in range(parts):
-            run(p)
-        return
-    import threading  # here: most processes never need threads
-
-    lock = threading.Lock()
-    todo = list(range(parts - 1, -1, -1))  # popped from the end: parts in order, each taken once
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        while True:
-            with lock:
-                if not todo or errors:
-                    return
-                p = todo.pop()
-            try:
-                run(p)
-            except BaseException as exc:  # raised by the caller's thread below
-                errors.append(exc)
-                return
-
-    threads = [threading.Thread(target=work, daemon=True) for _ in range(helpers)]
-    for t in threads:
-        t.start()
-    work()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]

@@ -465,3 +465,61 @@ def test_held_out_probes_of_run_189_all_agree_on_both_backends(monkeypatch):
                 op = "cp.async" if form == "cp.async.ca" else "cp.async.cg"
                 wave, _ = analyze_batch(shared, w, op, global_addresses=glob)
                 assert wave.tolist() == [r["measured_wavefronts"] for r in rs], (backend, form, w)
+
+
+def test_the_compiled_kernels_paths_each_equal_numpy():
+    """_model_numba_ca.py's three ways through a row (2026-12-06): one line a phase (counted without a
+    table), every unit once (``|B ∪ S|``) and units repeated inside a phase (``G`` and ``F``), on rows
+    chosen to take each, lane-ordered or not, with inactive lanes; units repeated across phases only, and
+    units 2**30 apart (one hash slot's neighbourhood), take the table's probe loop."""
+    pytest.importorskip("numba")
+    import autopad.model_cp_async as ca
+    from autopad._model_numba_ca import ca_rows
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    for w in (4, 8, 16):
+        per = 128 // w
+        rule = autopad.model._rule("cp.async", w, autopad.model.get_arch("sm_90"))
+        shared = rng.integers(0, 96, (n, 32)) * w
+        shared[rng.random((n, 32)) < 0.2] = -1
+        base = rng.integers(0, 1 << 30, (n, 1)) << 7
+        sources = [
+            np.arange(32) * w + base,  # one line a phase
+            (np.arange(32) // per) * 128 + rng.integers(0, per, (n, 32)) * w + base,  # one line, repeats
+            rng.integers(0, 1 << 30, (n, 32)) * w,  # every unit once (almost surely)
+            rng.integers(0, 3 * per, (n, 32)) * w + base,  # three lines, units repeated in a phase
+            np.tile(rng.integers(0, per, (n, per)) * w, 32 // per) + base,  # each phase repeats the others
+            rng.integers(0, 4, (n, 32)) * (1 << 30) + rng.integers(0, 2, (n, 32)) * w,  # 2**30 apart
+        ]
+        for glob in sources:
+            glob = np.ascontiguousarray(glob, dtype=np.int64)
+            wave, ideal = np.full(n, -5, dtype=np.int64), np.full(n, -5, dtype=np.int64)
+            assert ca_rows(shared, glob, wave, ideal, 1 << 32, w) == -1
+            want = ca.line_costs(shared, glob, rule)
+            assert (wave == want[0]).all() and (ideal == want[1]).all()
+    with pytest.raises(ValueError, match="32-lane"):
+        ca_rows(np.zeros((2, 16), dtype=np.int64), np.zeros((2, 16), dtype=np.int64), wave, ideal, 1 << 32, 4)
+    with pytest.raises(ValueError, match="4, 8 or 16"):
+        ca_rows(shared, shared, wave, ideal, 1 << 32, 2)
+
+
+def test_the_compiled_rule_runs_in_parts_and_finds_a_bad_row_in_any_part(monkeypatch):
+    """ca_compiled splits a batch over model_backend's ``_parts`` on plain threads (``_on_every_core``):
+    the parts' answers join up as one batch's, and a bad address in the last part alone sends the batch
+    to numpy's checks."""
+    pytest.importorskip("numba")
+    import autopad.model_backend as mb
+    import autopad.model_cp_async as ca
+
+    monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", "numba")
+    rule = autopad.model._rule("cp.async", 16, autopad.model.get_arch("sm_90"))
+    shared, glob = _permuted_batch(np.random.default_rng(9), 5 * mb._NUMBA_CHUNK + 7, 16, 64, 4)
+    assert mb._parts(len(shared)) > 1
+    got = ca.ca_compiled(shared, glob, rule)
+    want = ca.line_costs(shared, glob, rule)
+    assert got is not None and (got[0] == want[0]).all() and (got[1] == want[1]).all()
+    shared[-1, 31] = 8  # off the 16-byte grid, in the last part
+    assert ca.ca_compiled(shared, glob, rule) is None
+    with pytest.raises(ValueError, match=f"row {len(shared) - 1} lane 31"):
+        analyze_batch(shared, 16, "cp.async", global_addresses=glob)

@@ -264,3 +264,15 @@ def test_the_compiled_rules_parts_run_once_each_and_a_failing_part_raises():
 
     with pytest.raises(RuntimeError, match="part 3"):
         cg._on_every_core(7, fail)
+
+
+def test_the_threads_helper_is_model_backends_shared_by_both_cp_async_wrappers():
+    """``_on_every_core`` moved to model_backend.py (2026-12-06) so that .ca's wrapper uses it too."""
+    import autopad.model_backend as mb
+    import autopad.model_cp_async_cg as cg
+
+    assert cg._on_every_core is mb._on_every_core
+    seen: list[int] = []
+    mb._on_every_core(1, seen.append)
+    mb._on_every_core(0, seen.append)
+    assert seen == [0]
