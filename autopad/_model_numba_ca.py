@@ -35,8 +35,9 @@ benchmarks/results/cpu/cp_async_ca_speed_2026-12-06c.txt. The answers are the pr
 million random instructions compared (widths 4, 8, 16; lane-ordered, permuted lines, random lines, few
 lines with repeated units, colliding rows, units 2**30 apart, 60% inactive lanes with any source, the top
 of the global space, one or two units a warp; and the first bad row on bad addresses), and the numpy
-rule's (tests/test_model_cp_async.py compares both on every recorded probe and on random batches). Loaded by model_cp_async.py only when numba is wanted (never at ``import autopad``);
-cached on disk like _model_numba.py.
+rule's (tests/test_model_cp_async.py compares both on every recorded probe and on random batches).
+Loaded by model_cp_async.py only when numba is wanted (never at ``import autopad``); cached on disk like
+_model_numba.py.
 """
 
 from __future__ import annotations
