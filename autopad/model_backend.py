@@ -202,11 +202,12 @@ def _in_parts(n: int, run) -> list:
 
 
 def _on_every_core(parts: int, run: Callable[[int], None]) -> None:
-    """``run(p)`` for every part ``p`` below ``parts``, taken in turn by this thread and one more a core
-    (``_threads``). Plain threads, not ``_in_parts`` and its ThreadPoolExecutor: making and closing that
-    pool took 0.7-0.9 ms a call on the 2-core machine, a tenth of a 100,000-instruction batch at 10 million
-    a second; a thread takes about 0.2 ms. An exception in any part is raised here, after every thread has
-    stopped. The cp.async rules' wrappers use it (model_cp_async.py, model_cp_async_cg.py)."""
+    """``run(p)`` for every part ``p`` below ``parts``, taken in turn by ``min(_threads(), parts)`` threads
+    in all, this one included. Plain threads, not ``_in_parts`` and its ThreadPoolExecutor: making and
+    closing that pool took 0.7-0.9 ms a call on the 2-core machine, a tenth of a 100,000-instruction batch
+    at 10 million a second; a thread takes about 0.2 ms. An exception in any part is raised here, after
+    every thread has stopped. The cp.async rules' wrappers use it (model_cp_async.py,
+    model_cp_async_cg.py)."""
     helpers = min(_threads(), parts) - 1
     if helpers <= 0:
         for p in range(parts):

@@ -234,7 +234,8 @@ def ca_compiled(
 ) -> tuple[np.ndarray, np.ndarray, list] | None:
     """``line_costs`` without per-line costs on the compiled rule, which checks the addresses as it goes
     (``shared`` and ``glob`` int64 (n, warp), -1 inactive), or None where numpy should do it: a batch under
-    ``NUMPY_BELOW`` (``auto``), no numba, a warp of other than 32 lanes, or a bad address (the numpy checks
+    ``NUMPY_BELOW`` (``auto``), no numba, a warp of other than 32 lanes, an arch whose banks are not 32 of 4
+    bytes, or a bad address (the numpy checks
     then say which and why). The backend choice and numba's loading are model_backend's, as for every other
     op; the batch runs in model_backend's ``_parts`` on plain threads (``_on_every_core``, as .cg's does:
     no pool made and closed a call), each part writing its own slices of ``wave`` and ``ideal``, so their
@@ -243,7 +244,11 @@ def ca_compiled(
     from .model_rules import ADDRESS_LIMIT
 
     n, warp = shared.shape
-    if warp != 32 or not compiled_wanted(n, NUMPY_BELOW):
+    # the kernel fixes a store phase at 128 / width lanes over 128 / width unit-banks of width bytes (32
+    # banks of 4 bytes): an arch of another bank geometry (a user's Arch) takes the numpy rule
+    lanes = 128 // rule.width
+    standard = rule.lanes == lanes and rule.unit_banks == lanes and rule.unit == rule.width
+    if warp != 32 or not standard or not compiled_wanted(n, NUMPY_BELOW):
         return None
     from ._model_numba_ca import ca_rows
 

@@ -144,8 +144,8 @@ def cg_costs(
 def cg_compiled(shared: np.ndarray, glob: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, list] | None:
     """``cg_costs`` without per-line costs on the compiled rule, which checks the addresses as it goes
     (``shared`` int64 (n, warp), -1 inactive; ``glob`` the same shape or None = lane-ordered), or None
-    where numpy should do it: a batch under ``NUMPY_BELOW`` (``auto``), no numba, or a bad address (the
-    numpy checks then say which and why)."""
+    where numpy should do it: a batch under ``NUMPY_BELOW`` (``auto``), no numba, a warp wider than 32
+    lanes, or a bad address (the numpy checks then say which and why)."""
     from .model_rules import ADDRESS_LIMIT
 
     n, warp = shared.shape

@@ -523,3 +523,24 @@ def test_the_compiled_rule_runs_in_parts_and_finds_a_bad_row_in_any_part(monkeyp
     assert ca.ca_compiled(shared, glob, rule) is None
     with pytest.raises(ValueError, match=f"row {len(shared) - 1} lane 31"):
         analyze_batch(shared, 16, "cp.async", global_addresses=glob)
+
+
+def test_an_arch_of_other_banks_takes_numpys_rule_on_every_backend(monkeypatch):
+    """The compiled .ca rule fixes 32 banks of 4 bytes (a phase of 128 / width lanes over as many
+    unit-banks); an Arch of 16 or 64 banks, or 8-byte banks, must get numpy's answer from every backend,
+    not the compiled kernel's (an independent review found the two differing there: 1 against 2 wavefronts
+    for 32 lanes of 4 bytes on 16 banks)."""
+    pytest.importorskip("numba")
+    from autopad.arch import Arch
+
+    rng = np.random.default_rng(11)
+    s = rng.integers(0, 3072, (25_000, 32)) * 16
+    g = rng.integers(0, 1 << 16, (25_000, 32)) * 16
+    for geometry in ({"banks": 16}, {"banks": 64}, {"bank_bytes": 8}):
+        arch = Arch(name="custom", description="x", status="unvalidated", **geometry)
+        for w in (4, 8, 16):
+            got = {}
+            for backend in ("numpy", "numba", "auto"):
+                monkeypatch.setenv("AUTOPAD_MODEL_BACKEND", backend)
+                got[backend] = autopad.analyze_batch(s, w, "cp.async", arch, global_addresses=g)[0]
+            assert (got["numba"] == got["numpy"]).all() and (got["auto"] == got["numpy"]).all(), (geometry, w)

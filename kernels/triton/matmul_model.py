@@ -264,7 +264,10 @@ def path1_narrow_copies(shape: tuple[int, ...], dtype: str) -> bool:
     ``NARROW_COPY_CYCLES`` SM cycles (``issue_cycles``: the issue stream, on the warp knee), which the 16-byte
     copies' builds do not pay: without it the model put these builds at half their measured time and
     ordered runs 193 and 200 at Spearman 0.54 / 0.41 (0.73 / 0.70 with it; the ten builds of run 208 at
-    K 1001: 0.70 -> 0.85). What makes one block an SM slower per copy is not modelled."""
+    K 1001: 0.70 -> 0.85). What makes one block an SM slower per copy is not modelled, nor the narrow
+    copies' shared-memory side: ``smem_pattern`` still scores PATH 1's 16-byte ``cp.async.cg`` copies (run
+    208's ncu read about 2.2 shared wavefronts a 4-byte warp copy at 128 x 256, where 16-byte copies write
+    128 bytes in one; the shared stream was not these builds' bound)."""
     return _EB[dtype] == 4 and shape[2] % 16 != 0
 
 
