@@ -3,8 +3,8 @@
 Split from model.py (one concern a module): ``_run`` takes a converted batch and a rule and returns
 wavefronts, ideal and (for ``analyze``) per-phase costs, on the fastest backend that serves the rule;
 ``_run_numpy`` and ``_run_numba`` cut the batch into parts that run on every core (``_in_parts``); the
-cp.async rules' compiled kernels run theirs on plain threads (``_on_every_core``, moved here from
-model_cp_async_cg.py on 2026-12-06 so that both wrappers share it).
+cp.async rules' compiled kernels run theirs the same way, all on plain threads (``_on_every_core``, moved
+here from model_cp_async_cg.py on 2026-12-06; the thread pool ``_in_parts`` made per call went with it).
 
 Backends: a numba kernel (_model_numba.py: one pass per instruction, all cores) when numba imports, else
 model_numpy.py's numpy code (each phase a row, one sort per row, running sums count distinct words per bank;
@@ -135,10 +135,7 @@ def _run_numpy(arr: np.ndarray, rule: _Rule, check: bool, phases: bool):
         for s in starts:
             run(s)
     else:  # numpy's sorts and ufuncs release the GIL, so chunks run in parallel on every core
-        from concurrent.futures import ThreadPoolExecutor  # here: most processes never need threads
-
-        with ThreadPoolExecutor(max_workers=_threads()) as pool:
-            list(pool.map(run, starts))
+        _on_every_core(len(starts), lambda i: run(starts[i]))
     return wave, ideal, costs
 
 
@@ -192,22 +189,22 @@ def _in_parts(n: int, run) -> list:
     """``run(i, lo, hi)`` over the ``_parts(n)`` contiguous parts of ``range(n)``, on every core where there
     are several (the compiled kernels release the GIL); the answers in part order."""
     parts = _parts(n)
-    bounds = [(i, n * i // parts, n * (i + 1) // parts) for i in range(parts)]
-    if parts == 1:
-        return [run(*bounds[0])]
-    from concurrent.futures import ThreadPoolExecutor  # here: most processes never need threads
+    answers: list = [None] * parts
 
-    with ThreadPoolExecutor(max_workers=min(_threads(), parts)) as pool:
-        return list(pool.map(lambda b: run(*b), bounds))
+    def one(i: int) -> None:
+        answers[i] = run(i, n * i // parts, n * (i + 1) // parts)
+
+    _on_every_core(parts, one)  # (plain threads: a pool made per call cost 0.7-0.9 ms)
+    return answers
 
 
 def _on_every_core(parts: int, run: Callable[[int], None]) -> None:
     """``run(p)`` for every part ``p`` below ``parts``, taken in turn by ``min(_threads(), parts)`` threads
-    in all, this one included. Plain threads, not ``_in_parts`` and its ThreadPoolExecutor: making and
-    closing that pool took 0.7-0.9 ms a call on the 2-core machine, a tenth of a 100,000-instruction batch
-    at 10 million a second; a thread takes about 0.2 ms. An exception in any part is raised here, after
-    every thread has stopped. The cp.async rules' wrappers use it (model_cp_async.py,
-    model_cp_async_cg.py)."""
+    in all, this one included. Plain threads, not a ThreadPoolExecutor: making and closing such a pool took
+    0.7-0.9 ms a call on the 2-core machine, a tenth of a 100,000-instruction batch at 10 million a second;
+    a thread takes about 0.2 ms. An exception in any part is raised here, after every thread has stopped.
+    ``_in_parts`` (the plain rule's compiled and numpy drivers) and the cp.async rules' wrappers
+    (model_cp_async.py, model_cp_async_cg.py) run on it."""
     helpers = min(_threads(), parts) - 1
     if helpers <= 0:
         for p in range(parts):

@@ -19,7 +19,6 @@ Each launch prints one ``LAUNCH i shape dtype key`` line (stderr) in launch orde
 
 from __future__ import annotations
 
-import argparse
 import csv
 import gzip
 import sys
@@ -30,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from profile_transpose_tiles import key, timed, write_times  # noqa: E402
+from profile_transpose_tiles import key, planned_profile_args, timed, write_times  # noqa: E402
 
 STUDIES = ROOT / "benchmarks/results/h100/2026-12-06"
 # (study run, dtype, shape): two shapes whose output rows are off the grid, one aligned control
@@ -69,14 +68,7 @@ def plan() -> list[tuple[str, tuple[int, ...], dict[str, int]]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", help="CSV of the timings (shape, key, ms, spread_ms, legal, correct)")
-    ap.add_argument("--reps", type=int, default=30)
-    ap.add_argument("--once", action="store_true", help="launch each configuration once (for ncu)")
-    ap.add_argument("--dry-run", action="store_true", help="print the plan (no GPU needed)")
-    args = ap.parse_args(argv)
-    if args.reps < 2:
-        ap.error(f"--reps {args.reps}: the spread needs at least 2 timings")
+    args = planned_profile_args(__doc__, 30, argv)
     todo = plan()
     if args.dry_run:
         for dtype, shape, c in todo:

@@ -20,7 +20,6 @@ Each launch prints one ``LAUNCH i shape key`` line (stderr) in launch order, whi
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from profile_transpose_tiles import key, timed, write_times  # noqa: E402
+from profile_transpose_tiles import key, planned_profile_args, timed, write_times  # noqa: E402
 
 SHAPES = [(2048, 2048, 1001), (2048, 2048, 1000), (2048, 2048, 1008)]
 # (BM, BN, BK, STAGES, WARPS): the studies' fastest builds and their neighbours, one to nine blocks an SM
@@ -58,14 +57,7 @@ def plan() -> list[tuple[tuple[int, int, int], dict[str, int]]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", help="CSV of the timings (shape, key, ms, spread_ms, legal, correct)")
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--once", action="store_true", help="launch each configuration once (for ncu)")
-    ap.add_argument("--dry-run", action="store_true", help="print the plan (no GPU needed)")
-    args = ap.parse_args(argv)
-    if args.reps < 2:
-        ap.error(f"--reps {args.reps}: the spread needs at least 2 timings")
+    args = planned_profile_args(__doc__, 20, argv)
     todo = plan()
     if args.dry_run:
         for shape, c in todo:

@@ -87,6 +87,20 @@ def write_times(path: str, rows: Sequence[dict[str, Any]]) -> None:
         w.writerows(rows)
 
 
+def planned_profile_args(doc: str, reps: int, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The options of a profile script that times a fixed plan of launches (--out, --reps, --once,
+    --dry-run), ``doc``'s first line its description; --reps below 2 is refused (the spread needs two)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", help="CSV of the timings (shape, key, ms, spread_ms, legal, correct)")
+    ap.add_argument("--reps", type=int, default=reps)
+    ap.add_argument("--once", action="store_true", help="launch each configuration once (for ncu)")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan (no GPU needed)")
+    args = ap.parse_args(argv)
+    if args.reps < 2:
+        ap.error(f"--reps {args.reps}: the spread needs at least 2 timings")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="CSV of the timings (shape, key, ms, spread_ms, legal, correct)")
