@@ -407,3 +407,51 @@ def test_the_tuner_replayed_on_path1_reaches_the_best_through_a_repaired_move(ru
     assert unanswered == 0 and ms[pick] == min(ms.values())
     assert "BM=64" in pick and "WARPS=4" in pick
     assert sum(r["in_shortlist"] for r in rows) <= 20
+
+
+def test_the_wave_tail_ladders_are_legal_whole_tiles_spanning_half_a_round_to_over_three():
+    import profile_wave_tail as pwt
+
+    keys = set()
+    for backend, dtype, n, c in pwt.BUILDS:
+        spec = builtin_spec("transpose", backend)
+        keys.add((backend, dtype, tuple(sorted(c.items()))))
+        shapes = pwt.ladder(spec, c, n, dtype)
+        tm, tn = pwt.tile_rows(c)
+        r = pwt.resident(spec, c, shapes[-1], dtype)
+        per_round = pwt.SMS * r
+        waves = [(m // tm) * -(-n // tn) / per_round for m, _ in shapes]
+        assert all(m % tm == 0 for m, _ in shapes), c  # every block a whole tile
+        assert waves == sorted(waves) and len(set(waves)) == len(waves), c
+        assert waves[0] <= 0.6 and waves[-1] >= 3.1, (c, waves[0], waves[-1])
+        # steps of at most a sixth of a round, so a step at every whole round shows between two rungs
+        assert max(b - a for a, b in zip(waves, waves[1:])) <= 1 / 6 + 1e-9, c
+        for shape in shapes:
+            assert spec.legal(c, shape, dtype), (c, shape)
+    assert len(keys) == len(pwt.BUILDS)
+    with pytest.raises(SystemExit):
+        pwt.main(["--out", "x.csv", "--reps", "1"])
+
+
+def test_the_wave_tail_report_reads_a_staircase_as_1_and_a_line_as_0(tmp_path):
+    import math
+
+    import profile_wave_tail as pwt
+
+    path = tmp_path / "tail.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, pwt.FIELDS)
+        w.writeheader()
+        for key, cost in (("stair", lambda r: 10 * math.ceil(r - 1e-9) + 1), ("line", lambda r: 10 * r + 1)):
+            for i in range(34):
+                r = 0.5 + i / 12
+                w.writerow({"backend": "cuda", "dtype": "float32", "key": key, "M": 1, "N": 1, "blocks": 1,
+                            "resident": 3, "waves": f"{r:.4f}", "ms": cost(r) / 1e3, "spread_ms": 0,
+                            "correct": 1})  # fmt: skip
+        # a wrong result is left out of the fit
+        w.writerow({"backend": "cuda", "dtype": "float32", "key": "line", "M": 1, "N": 1, "blocks": 1,
+                    "resident": 3, "waves": "1.5", "ms": 99.0, "spread_ms": 0, "correct": 0})  # fmt: skip
+    got = {r["key"]: r for r in pwt.report(str(path))}
+    assert got["stair"]["step_share"] == pytest.approx(1.0, abs=1e-6)
+    assert got["line"]["step_share"] == pytest.approx(0.0, abs=1e-3)
+    assert got["stair"]["round_us"] == pytest.approx(10.0) and got["line"]["rungs"] == 34
