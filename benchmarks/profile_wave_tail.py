@@ -12,8 +12,10 @@ against the rounds of blocks its grid runs (the model's resident blocks an SM). 
 cost whole ones steps at every whole round; one whose blocks share the bandwidth rises in a line.
 
 Each timing is the median of ``--reps`` means of 10 back-to-back launches that rotate over enough input and
-output buffers (at least 256 MB in all) that no launch finds its input in L2; every shape's output is first
-checked against torch. Usage on a GPU machine (one CSV row a build and shape)::
+output buffers (at least 256 MB in all) that no launch finds its input in L2 (``--same-buffers``: one input
+and output for every launch, as ``tuner_quality.py``'s studies time, so that what L2 keeps of a launch's
+input serves the next); every shape's output is first checked against torch. Usage on a GPU machine (one
+CSV row a build and shape)::
 
     python benchmarks/profile_wave_tail.py --out tail.csv
     python benchmarks/profile_wave_tail.py --report tail.csv   # the staircase share of each build (no GPU)
@@ -157,8 +159,9 @@ def timed(go: Any, pairs: list[tuple[Any, Any]], reps: int) -> tuple[float, floa
 
 
 def report(path: str) -> list[dict[str, Any]]:
-    """Per build of a ``--out`` CSV: rungs, resident blocks, the fitted round time (us) and the share of it
-    a partial round pays whole (``c_step / (c_line + c_step)``), and the fit's rms error in % of the mean."""
+    """Per build of a ``--out`` CSV: rungs, resident blocks (the SM's limit), the fitted round time (us) and
+    the share of it a partial round pays whole (``c_step / (c_line + c_step)``), and the fit's rms error in %
+    of the mean."""
     import numpy as np
 
     groups: dict[tuple[str, str, str], list[dict[str, str]]] = {}
@@ -168,13 +171,16 @@ def report(path: str) -> list[dict[str, Any]]:
                 groups.setdefault((row["backend"], row["dtype"], row["key"]), []).append(row)
     out = []
     for (backend, dtype, key), rows in groups.items():
-        w = np.array([float(r["waves"]) for r in rows])
+        # rounds of the SM's own limit (the most resident blocks any rung has: a grid of less than a round
+        # fills fewer slots)
+        most = max(int(r["resident"]) for r in rows)
+        w = np.array([int(r["blocks"]) / (SMS * most) for r in rows])
         t = np.array([float(r["ms"]) for r in rows]) * 1e3
         a = np.stack([np.ones_like(w), w, np.ceil(w - 1e-9)], axis=1)
         (c0, line, step), *_ = np.linalg.lstsq(a, t, rcond=None)
         rms = float(np.sqrt(np.mean((a @ np.array([c0, line, step]) - t) ** 2)) / t.mean() * 100)
         out.append({"backend": backend, "dtype": dtype, "key": key, "rungs": len(rows),
-                    "resident": int(rows[0]["resident"]), "round_us": float(line + step),
+                    "resident": most, "round_us": float(line + step),
                     "step_share": float(step / (line + step)), "rms_pct": rms})  # fmt: skip
     return out
 
@@ -184,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="CSV: backend, dtype, key, M, N, blocks, resident, waves, ms")
     ap.add_argument("--report", help="a --out CSV: print each build's staircase share (no GPU)")
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument(
+        "--same-buffers",
+        action="store_true",
+        help="every launch on one input and output, as the exhaustive studies time (L2 stays warm)",
+    )
     ap.add_argument("--dry-run", action="store_true", help="print the plan (no GPU needed)")
     args = ap.parse_args(argv)
     if args.reps < 2:
@@ -217,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             key = ",".join(f"{k}={v}" for k, v in sorted(c.items()))
             built = spec.build(c, dtype)
             tm, tn = tile_rows(c)
+            r = resident(spec, c, (tm * 64, shapes[0][1]), dtype)  # the SM's own limit, as the ladder's
             td = getattr(torch, dtype)
             for shape in shapes:
                 ok = spec.legal(c, shape, dtype)
@@ -225,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 m, n = shape
                 nbytes = 2 * m * n * td.itemsize
-                copies = max(1, math.ceil(ROTATE_BYTES / nbytes))
+                copies = 1 if args.same_buffers else max(1, math.ceil(ROTATE_BYTES / nbytes))
                 pairs = [
                     (torch.randn(shape, device="cuda").to(td), torch.empty((n, m), device="cuda", dtype=td))
                     for _ in range(copies)
@@ -239,7 +251,6 @@ def main(argv: list[str] | None = None) -> int:
                     go((x,), out)
                 ms, spread = timed(go, pairs, args.reps)
                 blocks = -(-m // tm) * -(-n // tn)
-                r = resident(spec, c, shape, dtype)
                 row = {"backend": backend, "dtype": dtype, "key": key, "M": m, "N": n, "blocks": blocks,
                        "resident": r, "waves": f"{blocks / (SMS * r):.4f}", "ms": f"{ms:.6f}",
                        "spread_ms": f"{spread:.6f}", "correct": int(correct)}  # fmt: skip

@@ -444,14 +444,17 @@ def test_the_wave_tail_report_reads_a_staircase_as_1_and_a_line_as_0(tmp_path):
         w.writeheader()
         for key, cost in (("stair", lambda r: 10 * math.ceil(r - 1e-9) + 1), ("line", lambda r: 10 * r + 1)):
             for i in range(34):
-                r = 0.5 + i / 12
-                w.writerow({"backend": "cuda", "dtype": "float32", "key": key, "M": 1, "N": 1, "blocks": 1,
-                            "resident": 3, "waves": f"{r:.4f}", "ms": cost(r) / 1e3, "spread_ms": 0,
-                            "correct": 1})  # fmt: skip
+                blocks = round((0.5 + i / 12) * pwt.SMS * 3)  # rounds of 3 blocks an SM
+                r = blocks / (pwt.SMS * 3)
+                # a rung whose grid is under a round says fewer resident blocks: the fit takes the most
+                w.writerow({"backend": "cuda", "dtype": "float32", "key": key, "M": 1, "N": 1,
+                            "blocks": blocks, "resident": 3 if r > 1 else 2, "waves": "0",
+                            "ms": cost(r) / 1e3, "spread_ms": 0, "correct": 1})  # fmt: skip
         # a wrong result is left out of the fit
-        w.writerow({"backend": "cuda", "dtype": "float32", "key": "line", "M": 1, "N": 1, "blocks": 1,
+        w.writerow({"backend": "cuda", "dtype": "float32", "key": "line", "M": 1, "N": 1, "blocks": 594,
                     "resident": 3, "waves": "1.5", "ms": 99.0, "spread_ms": 0, "correct": 0})  # fmt: skip
     got = {r["key"]: r for r in pwt.report(str(path))}
     assert got["stair"]["step_share"] == pytest.approx(1.0, abs=1e-6)
     assert got["line"]["step_share"] == pytest.approx(0.0, abs=1e-3)
     assert got["stair"]["round_us"] == pytest.approx(10.0) and got["line"]["rungs"] == 34
+    assert got["line"]["resident"] == 3
