@@ -235,11 +235,10 @@ def ca_compiled(
     """``line_costs`` without per-line costs on the compiled rule, which checks the addresses as it goes
     (``shared`` and ``glob`` int64 (n, warp), -1 inactive), or None where numpy should do it: a batch under
     ``NUMPY_BELOW`` (``auto``), no numba, a warp of other than 32 lanes, an arch whose banks are not 32 of 4
-    bytes, or a bad address (the numpy checks
-    then say which and why). The backend choice and numba's loading are model_backend's, as for every other
-    op; the batch runs in model_backend's ``_parts`` on plain threads (``_on_every_core``, as .cg's does:
-    no pool made and closed a call), each part writing its own slices of ``wave`` and ``ideal``, so their
-    fresh pages are first touched on every core."""
+    bytes, or a bad address (the numpy checks then say which and why). The backend choice and numba's
+    loading are model_backend's, as for every other op; the batch runs in model_backend's ``_parts`` on
+    plain threads (``_on_every_core``, as .cg's does: no pool made and closed a call), each part writing its
+    own slices of ``wave`` and ``ideal``, so their fresh pages are first touched on every core."""
     from .model_backend import _on_every_core, _parts
     from .model_rules import ADDRESS_LIMIT
 

@@ -30,91 +30,51 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+from profile_transpose_tiles import timed  # noqa: E402  (the timing the profile scripts share)
 
-_CUDA = {"GROUP": 1, "READOUT": 0, "SCALAR_EDGE": 0, "SW_MAX_PHASE": 1, "SW_PER_PHASE": 1, "SW_VEC": 1}
 # (backend, dtype, N, constants): the builds whose tails the recorded studies disagree on (the CUDA ones in
 # GROUP 1's row-major order, legal on a ladder's few tile rows, where the studies' picks walk GROUP 64)
+_CUDA = {"GROUP": 1, "READOUT": 0, "SCALAR_EDGE": 0, "SW_MAX_PHASE": 1, "SW_PER_PHASE": 1, "SW_VEC": 1}
+
+
+def _cuda(dtype: str, n: int, **c: int) -> tuple[str, str, int, dict[str, int]]:
+    return ("cuda", dtype, n, {**_CUDA, **c})
+
+
+def _gluon(**c: int) -> tuple[str, str, int, dict[str, int]]:
+    return ("triton", "float32", 4096, {"SW_VEC": 1, "VEC": 1, **c})
+
+
+# fmt: off
 BUILDS: list[tuple[str, str, int, dict[str, int]]] = [
     # fp32 4096^2's flip (run 115): 128 x 128 VEC 1 at 512 threads, 3 blocks an SM, 2.59 rounds, ran 1.14x
-    ("cuda", "float32", 4096, dict(_CUDA, PAD=1, THREADS=512, TILE_M=128, TILE_N=128, VEC=1)),
-    ("cuda", "float32", 4096, dict(_CUDA, PAD=1, THREADS=512, TILE_M=128, TILE_N=64, VEC=1)),
-    ("cuda", "float32", 4096, dict(_CUDA, PAD=1, THREADS=256, TILE_M=64, TILE_N=64, VEC=1)),
+    _cuda("float32", 4096, PAD=1, THREADS=512, TILE_M=128, TILE_N=128, VEC=1),
+    _cuda("float32", 4096, PAD=1, THREADS=512, TILE_M=128, TILE_N=64, VEC=1),
+    _cuda("float32", 4096, PAD=1, THREADS=256, TILE_M=64, TILE_N=64, VEC=1),
     # the best of run 115 (64 x 64 VEC 4 at 128 threads, 13 blocks an SM)
-    (
-        "cuda",
-        "float32",
-        4096,
-        dict(
-            _CUDA, PAD=0, SW_MAX_PHASE=4, SW_PER_PHASE=16, SW_VEC=4, THREADS=128, TILE_M=64, TILE_N=64, VEC=4
-        ),
-    ),  # fmt: skip
+    _cuda("float32", 4096, PAD=0, SW_MAX_PHASE=4, SW_PER_PHASE=16, SW_VEC=4, THREADS=128, TILE_M=64,
+          TILE_N=64, VEC=4),
     # fp16 4097x8191's flip (runs 34 and 46): 32 x 128 VEC 8 at 128 threads, and the study's best
-    (
-        "cuda",
-        "float16",
-        8192,
-        dict(
-            _CUDA,
-            PAD=0,
-            READOUT=1,
-            SW_MAX_PHASE=8,
-            SW_PER_PHASE=8,
-            SW_VEC=8,
-            THREADS=128,
-            TILE_M=32,
-            TILE_N=128,
-            VEC=8,
-        ),
-    ),  # fmt: skip
-    (
-        "cuda",
-        "float16",
-        8192,
-        dict(
-            _CUDA,
-            PAD=0,
-            READOUT=1,
-            SW_MAX_PHASE=16,
-            SW_PER_PHASE=8,
-            SW_VEC=8,
-            THREADS=128,
-            TILE_M=64,
-            TILE_N=128,
-            VEC=8,
-        ),
-    ),  # fmt: skip
+    _cuda("float16", 8192, PAD=0, READOUT=1, SW_MAX_PHASE=8, SW_PER_PHASE=8, SW_VEC=8, THREADS=128, TILE_M=32,
+          TILE_N=128, VEC=8),
+    _cuda("float16", 8192, PAD=0, READOUT=1, SW_MAX_PHASE=16, SW_PER_PHASE=8, SW_VEC=8, THREADS=128,
+          TILE_M=64, TILE_N=128, VEC=8),
     # the Gluon transpose's fp32 2050x3333 groups (run 206's fastest layout of each)
-    (
-        "triton",
-        "float32",
-        4096,
-        {"BM": 64, "BN": 64, "MAX_PHASE": 16, "PAD": 0, "PER_PHASE": 2, "SW_VEC": 1, "VEC": 1, "WARPS": 4},
-    ),  # fmt: skip
-    (
-        "triton",
-        "float32",
-        4096,
-        {"BM": 128, "BN": 128, "MAX_PHASE": 1, "PAD": 1, "PER_PHASE": 1, "SW_VEC": 1, "VEC": 1, "WARPS": 4},
-    ),  # fmt: skip
-    (
-        "triton",
-        "float32",
-        4096,
-        {"BM": 32, "BN": 64, "MAX_PHASE": 16, "PAD": 0, "PER_PHASE": 4, "SW_VEC": 4, "VEC": 1, "WARPS": 8},
-    ),  # fmt: skip
+    _gluon(BM=64, BN=64, MAX_PHASE=16, PAD=0, PER_PHASE=2, WARPS=4),
+    _gluon(BM=128, BN=128, MAX_PHASE=1, PAD=1, PER_PHASE=1, WARPS=4),
+    _gluon(BM=32, BN=64, MAX_PHASE=16, PAD=0, PER_PHASE=4, SW_VEC=4, WARPS=8),
 ]
+# fmt: on
 SMS = 132  # H100 SXM and H200 alike
 WAVES = [0.5 + i / 12 for i in range(34)]  # 0.5 .. 3.25 rounds
 ROTATE_BYTES = 256 << 20
 FIELDS = ["backend", "dtype", "key", "M", "N", "blocks", "resident", "waves", "ms", "spread_ms", "correct"]
-BATCH = 10
 
 
 def tile_rows(c: dict[str, int]) -> tuple[int, int]:
@@ -140,22 +100,17 @@ def ladder(spec: Any, c: dict[str, int], n: int, dtype: str) -> list[tuple[int, 
     return [(k * tm, n) for k in ks]
 
 
-def timed(go: Any, pairs: list[tuple[Any, Any]], reps: int) -> tuple[float, float]:
-    """(median, interquartile range) in ms of ``reps`` means of BATCH launches over rotating buffers."""
-    import torch
+def rotating(go: Any, pairs: list[tuple[Any, Any]]) -> Any:
+    """A call that launches ``go`` on the next (input, output) pair each time (``timed`` of
+    profile_transpose_tiles.py times it)."""
+    turn = [0]
 
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for i in range(BATCH):
-            x, out = pairs[i % len(pairs)]
-            go((x,), out)
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / BATCH)
-    q = statistics.quantiles(times, n=4)
-    return statistics.median(times), q[2] - q[0]
+    def call() -> None:
+        x, out = pairs[turn[0] % len(pairs)]
+        turn[0] += 1
+        go((x,), out)
+
+    return call
 
 
 def report(path: str) -> list[dict[str, Any]]:
@@ -249,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                 go = spec.launcher(built, shape, dtype)
                 for _ in range(3):
                     go((x,), out)
-                ms, spread = timed(go, pairs, args.reps)
+                ms, spread = (float(v) for v in timed(rotating(go, pairs), (), args.reps))
                 blocks = -(-m // tm) * -(-n // tn)
                 row = {"backend": backend, "dtype": dtype, "key": key, "M": m, "N": n, "blocks": blocks,
                        "resident": r, "waves": f"{blocks / (SMS * r):.4f}", "ms": f"{ms:.6f}",
