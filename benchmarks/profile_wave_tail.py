@@ -12,9 +12,11 @@ against the rounds of blocks its grid runs (the model's resident blocks an SM). 
 cost whole ones steps at every whole round; one whose blocks share the bandwidth rises in a line.
 
 Each timing is the median of ``--reps`` means of 10 back-to-back launches that rotate over enough input and
-output buffers (at least 256 MB in all) that no launch finds its input in L2 (``--same-buffers``: one input
-and output for every launch, as ``tuner_quality.py``'s studies time, so that what L2 keeps of a launch's
-input serves the next); every shape's output is first checked against torch. Usage on a GPU machine (one
+output buffers (at least 256 MB in all) that no launch finds its input in L2. ``--as-studies`` times each
+shape as ``tuner_quality.py``'s studies and ``autopad.tune`` time a candidate instead
+(``autopad.bench_timing.benchmark``: one launch at a time, each behind a 256 MB L2 flush, which leaves L2
+full of the flush's dirty lines, and a GPU spin; the median of 30): what the recorded studies' flips were
+measured under. Every shape's output is first checked against torch. Usage on a GPU machine (one
 CSV row a build and shape)::
 
     python benchmarks/profile_wave_tail.py --out tail.csv
@@ -146,9 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report", help="a --out CSV: print each build's staircase share (no GPU)")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument(
-        "--same-buffers",
+        "--as-studies",
         action="store_true",
-        help="every launch on one input and output, as the exhaustive studies time (L2 stays warm)",
+        help="time as the studies and autopad.tune do (bench_timing.benchmark: L2 flushed, one launch)",
     )
     ap.add_argument("--dry-run", action="store_true", help="print the plan (no GPU needed)")
     args = ap.parse_args(argv)
@@ -176,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import torch
 
+    from autopad.bench_timing import benchmark
+
     with open(args.out, "w", newline="") as f:
         w = csv.DictWriter(f, FIELDS)
         w.writeheader()
@@ -192,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 m, n = shape
                 nbytes = 2 * m * n * td.itemsize
-                copies = 1 if args.same_buffers else max(1, math.ceil(ROTATE_BYTES / nbytes))
+                copies = 1 if args.as_studies else max(1, math.ceil(ROTATE_BYTES / nbytes))
                 pairs = [
                     (torch.randn(shape, device="cuda").to(td), torch.empty((n, m), device="cuda", dtype=td))
                     for _ in range(copies)
@@ -204,7 +208,11 @@ def main(argv: list[str] | None = None) -> int:
                 go = spec.launcher(built, shape, dtype)
                 for _ in range(3):
                     go((x,), out)
-                ms, spread = (float(v) for v in timed(rotating(go, pairs), (), args.reps))
+                if args.as_studies:
+                    t = benchmark(rotating(go, pairs), reps=30)  # one pair: the same buffers
+                    ms, spread = t.ms, t.spread_ms
+                else:
+                    ms, spread = (float(v) for v in timed(rotating(go, pairs), (), args.reps))
                 blocks = -(-m // tm) * -(-n // tn)
                 row = {"backend": backend, "dtype": dtype, "key": key, "M": m, "N": n, "blocks": blocks,
                        "resident": r, "waves": f"{blocks / (SMS * r):.4f}", "ms": f"{ms:.6f}",
