@@ -7,12 +7,21 @@ every lane from a random line. One warm-up batch first (under ``auto`` it loads 
 kernel). Writes lines of text to stdout:
 
     python benchmarks/bench_ca_speed.py > benchmarks/results/cpu/cp_async_ca_speed_DATE.txt
+
+``--against DIR`` compares this checkout's compiled kernel (_model_numba_ca.py's ``ca_rows``) with another
+checkout's (DIR, e.g. a ``git worktree`` of the previous commit) in one process: each case's batch split
+over 2 threads as ``analyze_batch`` splits it, the two kernels alternated (order swapped every round) for
+``--rounds`` rounds after one warm-up, the median and range of each. Separate processes run one after
+another read the machine's drift as much as the kernels (cp_async_ca_speed_2026-12-06d.txt).
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -23,7 +32,75 @@ sys.path.insert(0, str(ROOT))  # this checkout's autopad, before any installed c
 from autopad.model import analyze_batch  # noqa: E402
 
 
+def _sources(rng: np.random.Generator, n: int, w: int) -> dict[str, np.ndarray]:
+    base = rng.integers(0, 1 << 20, (n, 1)) << 7
+    return {
+        "line-ordered": np.arange(32) * w + base,
+        "permuted lines": rng.permuted(np.tile(np.arange(32), (n, 1)), axis=1) * w + base,
+        "random lines": rng.integers(0, 1 << 20, (n, 32)) * w,
+    }
+
+
+def _on_two_threads(fn, shared: np.ndarray, glob: np.ndarray, w: int) -> float:
+    """Seconds for ``fn`` (a ``ca_rows``) over the batch, split in halves on 2 threads as analyze_batch
+    splits it on this machine."""
+    n = shared.shape[0]
+    wave, ideal = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+
+    def part(lo: int, hi: int) -> None:
+        fn(shared[lo:hi], glob[lo:hi], wave[lo:hi], ideal[lo:hi], 1 << 40, w)
+
+    threads = [threading.Thread(target=part, args=(n * p // 2, n * (p + 1) // 2)) for p in (0, 1)]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return time.perf_counter() - t
+
+
+def against(other: Path, rounds: int, n: int = 1_000_000) -> None:
+    """This checkout's ``ca_rows`` beside ``other``'s, alternated in one process (see the docstring)."""
+    from autopad._model_numba_ca import ca_rows
+
+    path = other / "autopad" / "_model_numba_ca.py"
+    spec = importlib.util.spec_from_file_location("_other_ca", path)
+    if spec is None or not path.is_file():
+        raise SystemExit(f"--against {other}: no autopad/_model_numba_ca.py there")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    kernels = [("this", ca_rows), ("other", mod.ca_rows)]
+    print(f"# ca_rows of this checkout vs {other}, {n} instructions a case on 2 threads, {rounds} rounds")
+    when = time.strftime("%Y-%m-%d %H:%M")
+    print(f"# alternated; nproc={os.cpu_count()} loadavg {os.getloadavg()[0]:.2f}, {when}")
+    rng = np.random.default_rng(0)
+    for w in (4, 8, 16):
+        shared = rng.integers(0, 48 * 1024 // w, (n, 32)) * w
+        for name, glob in _sources(rng, n, w).items():
+            glob = np.ascontiguousarray(glob, dtype=np.int64)
+            rates: dict[str, list[float]] = {label: [] for label, _ in kernels}
+            for r in range(rounds + 1):
+                for label, fn in kernels if r % 2 else kernels[::-1]:
+                    dt = _on_two_threads(fn, shared, glob, w)
+                    if r:  # round 0 compiles or loads each kernel
+                        rates[label].append(n / dt / 1e6)
+            cells = [
+                f"{k}: median {np.median(v):.2f} M/s range {min(v):.2f}-{max(v):.2f}"
+                for k, v in rates.items()
+            ]
+            print(f"width={w} global={name} " + " ".join(cells))
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--against", type=Path, help="another checkout: its compiled kernel beside this one's")
+    ap.add_argument("--rounds", type=int, default=10)
+    args = ap.parse_args()
+    if args.against is not None:
+        if args.rounds < 1:
+            ap.error(f"--rounds {args.rounds}: at least 1")
+        against(args.against, args.rounds)
+        return
     rng = np.random.default_rng(0)
     backend = os.environ.get("AUTOPAD_MODEL_BACKEND", "auto")
     print("# autopad.analyze_batch(op='cp.async', global_addresses=...), random shared addresses in 48 KiB, "
@@ -35,13 +112,7 @@ def main() -> None:
     n = 1_000_000
     for w in (4, 8, 16):
         shared = rng.integers(0, 48 * 1024 // w, (n, 32)) * w
-        base = rng.integers(0, 1 << 20, (n, 1)) << 7
-        sources = {
-            "line-ordered": np.arange(32) * w + base,
-            "permuted lines": rng.permuted(np.tile(np.arange(32), (n, 1)), axis=1) * w + base,
-            "random lines": rng.integers(0, 1 << 20, (n, 32)) * w,
-        }
-        for name, glob in sources.items():
+        for name, glob in _sources(rng, n, w).items():
             t = time.perf_counter()
             analyze_batch(shared, w, "cp.async", global_addresses=glob)
             dt = time.perf_counter() - t

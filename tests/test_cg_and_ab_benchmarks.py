@@ -123,3 +123,16 @@ def test_the_phase_probes_take_run_181s_permuted_probes_apart_phase_by_phase():
                   for p in ps[i : i + 3]]  # fmt: skip
         assert copies[0] == copies[1] == copies[2]
         assert [p["name"].rsplit("-", 1)[1] for p in ps[i : i + 3]] == ["alone", "rev", "swap"]
+
+
+def test_the_ca_speed_comparison_times_both_kernels_and_refuses_a_checkout_without_one(capsys, tmp_path):
+    """bench_ca_speed.py --against: both checkouts' compiled kernels on every width and source (here this
+    checkout against itself, on a small batch); a folder without the kernel is refused by name."""
+    pytest.importorskip("numba")
+    import bench_ca_speed as bcs
+
+    bcs.against(Path(__file__).resolve().parents[1], rounds=1, n=4000)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("width=")]
+    assert len(lines) == 9 and all("this: median" in line and "other: median" in line for line in lines)
+    with pytest.raises(SystemExit, match="no autopad/_model_numba_ca.py"):
+        bcs.against(tmp_path, rounds=1, n=10)

@@ -468,10 +468,11 @@ def test_held_out_probes_of_run_189_all_agree_on_both_backends(monkeypatch):
 
 
 def test_the_compiled_kernels_paths_each_equal_numpy():
-    """_model_numba_ca.py's three ways through a row (2026-12-06): one line a phase (counted without a
-    table), every unit once (``|B ∪ S|``) and units repeated inside a phase (``G`` and ``F``), on rows
-    chosen to take each, lane-ordered or not, with inactive lanes; units repeated across phases only, and
-    units 2**30 apart (one hash slot's neighbourhood), take the table's probe loop."""
+    """_model_numba_ca.py's ways through a row (2026-12-06): one line a phase (counted without a table),
+    16-byte copies' all-pairs count (no tables; a repeated unit sends the row on to the masks), every unit
+    once (``|B ∪ S|``) and units repeated inside a phase (``G`` and ``F``), on rows chosen to take each,
+    lane-ordered or not, with inactive lanes (whose sources, any value, repeat no one); units repeated across
+    phases only, and units 2**30 apart (one hash slot's neighbourhood), take the table's probe loop."""
     pytest.importorskip("numba")
     import autopad.model_cp_async as ca
     from autopad._model_numba_ca import ca_rows
@@ -491,6 +492,8 @@ def test_the_compiled_kernels_paths_each_equal_numpy():
             rng.integers(0, 3 * per, (n, 32)) * w + base,  # three lines, units repeated in a phase
             np.tile(rng.integers(0, per, (n, per)) * w, 32 // per) + base,  # each phase repeats the others
             rng.integers(0, 4, (n, 32)) * (1 << 30) + rng.integers(0, 2, (n, 32)) * w,  # 2**30 apart
+            np.where(shared == -1, rng.integers(0, 1 << 30, (n, 1)) * w, rng.integers(0, 1 << 30, (n, 32)) * w),
+            np.where(shared == -1, -7, rng.integers(0, 1 << 30, (n, 32)) * w),  # inactive: a bad source
         ]
         for glob in sources:
             glob = np.ascontiguousarray(glob, dtype=np.int64)
