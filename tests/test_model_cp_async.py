@@ -485,6 +485,7 @@ def test_the_compiled_kernels_paths_each_equal_numpy():
         shared = rng.integers(0, 96, (n, 32)) * w
         shared[rng.random((n, 32)) < 0.2] = -1
         base = rng.integers(0, 1 << 30, (n, 1)) << 7
+        one_unit = rng.integers(0, 1 << 30, (n, 1)) * w
         sources = [
             np.arange(32) * w + base,  # one line a phase
             (np.arange(32) // per) * 128 + rng.integers(0, per, (n, 32)) * w + base,  # one line, repeats
@@ -492,7 +493,7 @@ def test_the_compiled_kernels_paths_each_equal_numpy():
             rng.integers(0, 3 * per, (n, 32)) * w + base,  # three lines, units repeated in a phase
             np.tile(rng.integers(0, per, (n, per)) * w, 32 // per) + base,  # each phase repeats the others
             rng.integers(0, 4, (n, 32)) * (1 << 30) + rng.integers(0, 2, (n, 32)) * w,  # 2**30 apart
-            np.where(shared == -1, rng.integers(0, 1 << 30, (n, 1)) * w, rng.integers(0, 1 << 30, (n, 32)) * w),
+            np.where(shared == -1, one_unit, rng.integers(0, 1 << 30, (n, 32)) * w),  # inactive: one unit
             np.where(shared == -1, -7, rng.integers(0, 1 << 30, (n, 32)) * w),  # inactive: a bad source
         ]
         for glob in sources:
