@@ -17,6 +17,7 @@ from autopad import cuda_runtime, ops
 from autopad.cache import Cache
 from autopad.ops import plans, policy
 from autopad.ops.plans import Item
+from autopad.ops.policy import AutopadTuningWarning
 
 pt = importlib.import_module("autopad.ops.pretune")  # the module (autopad.ops.pretune is the function)
 
@@ -110,7 +111,8 @@ def test_pack_and_unpack_carry_tuned_picks_and_checked_cubins(fake_plan, tmp_pat
     packed = ops.cache_pack(tmp_path / "pack.tar.gz")
     assert packed["tune_files"] == 2 and packed["cubins"] == 1
     monkeypatch.setenv("AUTOPAD_CACHE_DIR", str(tmp_path / "production"))  # another machine, empty cache
-    assert policy.decide(fake_plan, (512, 512), "float32", mode="offline").source != "tuned"
+    with pytest.warns(AutopadTuningWarning, match="not tuned and AUTOPAD_TUNE=offline"):
+        assert policy.decide(fake_plan, (512, 512), "float32", mode="offline").source != "tuned"
     got = ops.cache_unpack(tmp_path / "pack.tar.gz")
     assert got["tune_entries"] == 2 and got["cubins"] == 1 and got["refused"] == 0
     assert policy.decide(fake_plan, (512, 512), "float32", mode="offline").source == "tuned"
