@@ -3,8 +3,8 @@ apart from bench_model_speed.py, which times the ops without a global side.
 
 Random width-aligned shared addresses in 48 KiB, every lane active; the global side lane-ordered (lane ``l``
 copies ``base + l * width``: a line a store phase), each instruction's lanes permuted over those lines, or
-every lane from a random line. One warm-up batch first (under ``auto`` it loads numba and the cached
-kernel). Writes lines of text to stdout:
+every lane from a random line. One warm-up batch a width first (under ``auto`` it loads numba and the
+cached kernel of each width). Writes lines of text to stdout:
 
     python benchmarks/bench_ca_speed.py > benchmarks/results/cpu/cp_async_ca_speed_DATE.txt
 
@@ -107,8 +107,9 @@ def main() -> None:
           "every lane active;")  # fmt: skip
     print(f"# nproc={os.cpu_count()} python={sys.version.split()[0]} loadavg {os.getloadavg()[0]:.2f}, "
           f"{time.strftime('%Y-%m-%d')}, AUTOPAD_MODEL_BACKEND={backend}")  # fmt: skip
-    warm = rng.integers(0, 1000, (30000, 32)) * 16
-    analyze_batch(warm, 16, "cp.async", global_addresses=warm)
+    warm = rng.integers(0, 1000, (30000, 32))
+    for w in (4, 8, 16):  # each width's kernel compiled or loaded before any timing
+        analyze_batch(warm * w, w, "cp.async", global_addresses=warm * w)
     n = 1_000_000
     for w in (4, 8, 16):
         shared = rng.integers(0, 48 * 1024 // w, (n, 32)) * w
