@@ -54,7 +54,7 @@ shared 2-core machine, 4 pairs run alternately with the previous code, sources o
 lines) 5.4-12.4, most 7.5-11.5, against 4.1-11.5: 10 million is not reached there on every run
 (benchmarks/results/cpu/cp_async_ca_speed_2026-12-06c.txt, benchmarks/bench_ca_speed.py; 100,000 and
 400,000 a batch in the same file). Since 2026-12-06d 16-byte copies are counted by all pairs of a phase's 8
-lanes, without tables: one core 99-103 ns an instruction against 146-151 on permuted and random lines; on
+lanes, without tables: one core 99-103 ns an instruction against 146-166 on permuted and random lines; on
 2 cores, the two kernels alternated in one process (``bench_ca_speed.py --against``, 10 rounds), 16-byte
 permuted and random lines 12.5 / 12.2 million a second (medians) against 7.1 / 7.1, the 4- and 8-byte
 kernels unchanged (4-byte random 8.5 against 8.5, 8-byte 7.0-7.5 against 7.2-7.2, in an hour when the
