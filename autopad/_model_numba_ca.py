@@ -22,8 +22,9 @@ distinct units at a (bank, slot) pair. Each instruction goes through:
    its slot; the same pass counts the pairs with one unit (inactive lanes take keys of their own), and a row
    with a repeat goes on to 4. Against 4 alone on one core (2026-12-06, best of 14 alternated runs, batches
    of 100,000, several such runs): 99-103 ns an instruction against 146-166 on permuted and random lines,
-   the answers equal on 8.9 million rows of 17 kinds. At 8 and 4 bytes (16 and 32 lanes a phase) the same all-pairs count,
-   or all-pairs only for the repeats, was slower than the table (199 / 175 against 156-162 ns at 8 bytes).
+   the answers equal on 8.9 million rows of 17 kinds. At 8 and 4 bytes (16 and 32 lanes a phase) the same
+   all-pairs count, or all-pairs only for the repeats, was slower than the table (199 / 175 against 156-162
+   ns at 8 bytes).
    The 8-byte kernel, which leaves this step out at compile time (its machine code differs only by the
    step's three 32-entry arrays), ran 3-5% slower beside the previous one (about 154 -> 160 ns).
 4. **Otherwise** every lane files its bit in two 33-entry lane masks, ``B`` of its (phase, unit-bank) and
