@@ -58,9 +58,10 @@ lanes, without tables: one core 99-103 ns an instruction against 146-166 on perm
 2 cores, the two kernels alternated in one process (``bench_ca_speed.py --against``, 10 rounds), 16-byte
 permuted and random lines 12.5 / 12.2 million a second (medians) against 7.1 / 7.1, the 4- and 8-byte
 kernels unchanged (4-byte random 8.5 against 8.5, 8-byte 7.0-7.5 against 7.2-7.2, in an hour when the
-shared machine ran slow; the same kernels read 10-14 and 8-12 at other hours of that day): the 10 million
-bar on lines mixed in a phase is met at 16 bytes, not at 8 and 4 bytes on every hour
-(benchmarks/results/cpu/cp_async_ca_speed_2026-12-06d.txt).
+shared machine ran slow). Again at 22:52, each batch in analyze_batch's own parts: 16-byte 18.1 / 14.7
+against 11.9 / 10.0, 8-byte 11.8 / 11.4 against 11.1 / 10.7, 4-byte random 13.7 against 13.5. So the 10
+million bar on lines mixed in a phase is met at 16 bytes in every run, at 8 and 4 bytes in some hours of
+the shared machine and not others (benchmarks/results/cpu/cp_async_ca_speed_2026-12-06d.txt).
 ``per_line`` always takes numpy.
 """
 

@@ -4,6 +4,8 @@ text, the variant's constants and the refusal without a GPU."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -127,12 +129,23 @@ def test_the_phase_probes_take_run_181s_permuted_probes_apart_phase_by_phase():
 
 def test_the_ca_speed_comparison_times_both_kernels_and_refuses_a_checkout_without_one(capsys, tmp_path):
     """bench_ca_speed.py --against: both checkouts' compiled kernels on every width and source (here this
-    checkout against itself, on a small batch); a folder without the kernel is refused by name."""
+    checkout against itself, on a small batch), and autopad's own cached kernels still load in a fresh
+    process afterwards (the other checkout's compile apart: loaded by path, it once left cache entries there
+    that no process could import); a folder without the kernel is refused by name."""
     pytest.importorskip("numba")
     import bench_ca_speed as bcs
 
-    bcs.against(Path(__file__).resolve().parents[1], rounds=1, n=4000)
+    root = Path(__file__).resolve().parents[1]
+    bcs.against(root, rounds=1, n=4000)
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("width=")]
     assert len(lines) == 9 and all("this: median" in line and "other: median" in line for line in lines)
+    code = (
+        "import numpy as np; from autopad.model import analyze_batch\n"
+        "a = np.arange(30000 * 32).reshape(30000, 32) % 1000\n"
+        "for w in (4, 8, 16): analyze_batch(a * w, w, 'cp.async', global_addresses=a * w)\n"
+    )
+    env = {**os.environ, "AUTOPAD_MODEL_BACKEND": "numba", "PYTHONPATH": str(root)}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
     with pytest.raises(SystemExit, match="no autopad/_model_numba_ca.py"):
         bcs.against(tmp_path, rounds=1, n=10)
