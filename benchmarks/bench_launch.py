@@ -3,9 +3,11 @@
 A small transpose is all launch: 64x64 fp32 moves 32 KB, about 4 us of GPU time, so what a user waits for
 is the host path (dispatch, allocation, the launch call). This times, in fresh processes, the wall time
 per call of ``autopad.ops.transpose(x)`` through each launch path (``AUTOPAD_LAUNCH=driver``: ctypes
-``cuLaunchKernel`` with a parameter block built once; ``cudacore``: ``cuda.core.launch``) and of
-``x.t().contiguous()``, over many back-to-back calls with the GPU idle (the calls, not the kernels, are
-the bottleneck), and writes a CSV. ``AUTOPAD_TUNE=never``: the model's pick, no tuning.
+``cuLaunchKernel`` with a parameter block built once; ``cudacore``: ``cuda.core.launch``), of
+``autopad.ops.transpose(x, backend="triton")`` (the Gluon kernel: Triton's JIT on the first call, the
+compiled kernel's own launcher after it) and of ``x.t().contiguous()``, over many back-to-back calls with
+the GPU idle (the calls, not the kernels, are the bottleneck), and writes a CSV. ``AUTOPAD_TUNE=never``:
+the model's pick, no tuning.
 
     python benchmarks/bench_launch.py --out DIR
 """
@@ -29,7 +31,8 @@ warnings.simplefilter("ignore")
 out = {}
 for m, n in SHAPES:
     x = torch.randn(m, n, device="cuda")
-    for name, fn in (("autopad", lambda: autopad.ops.transpose(x)), ("eager", lambda: x.t().contiguous())):
+    op = lambda: autopad.ops.transpose(x, backend=BACKEND)  # noqa: E731
+    for name, fn in (("autopad", op), ("eager", lambda: x.t().contiguous())):
         y = fn(); torch.cuda.synchronize()
         assert torch.equal(y, x.t().contiguous()), name
         best = 1e9
@@ -49,27 +52,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("."))
     args = ap.parse_args(argv)
     rows = []
-    for path in ("driver", "cudacore"):
+    for path, backend in (("driver", "auto"), ("cudacore", "auto"), ("triton", "triton")):
         # the child imports this checkout's autopad, as the parent would
         pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "AUTOPAD_LAUNCH": path, "AUTOPAD_TUNE": "never", "PYTHONPATH": pythonpath}
-        code = f"SHAPES = {SHAPES!r}\n" + CHILD
+        env = {**os.environ, "AUTOPAD_TUNE": "never", "PYTHONPATH": pythonpath}
+        if backend == "auto":
+            env["AUTOPAD_LAUNCH"] = path
+        code = f"SHAPES = {SHAPES!r}\nBACKEND = {backend!r}\n" + CHILD
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
         if p.returncode != 0:
             print(f"{path}: failed: {p.stderr[-1500:]}")
             continue
         for k, us in json.loads(p.stdout.strip().splitlines()[-1]).items():
             who, shape = k.split()
-            label = f"autopad ({path})" if who == "autopad" else f"torch eager ({path} run)"
+            name = "autopad (triton backend)" if path == "triton" else f"autopad ({path})"
+            label = name if who == "autopad" else f"torch eager ({path} run)"
             rows.append({"path": label, "shape": shape, "us_per_call": us})
     args.out.mkdir(parents=True, exist_ok=True)
     with open(args.out / "bench_launch.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["path", "shape", "us_per_call"])
         w.writeheader()
         w.writerows(rows)
-    print(f"{'call':24} {'shape':10} {'us per call':>12}")
+    print(f"{'call':26} {'shape':10} {'us per call':>12}")
     for r in rows:
-        print(f"{r['path']:24} {r['shape']:10} {r['us_per_call']:12.2f}")
+        print(f"{r['path']:26} {r['shape']:10} {r['us_per_call']:12.2f}")
     return 0
 
 

@@ -354,6 +354,46 @@ def test_import_autopad_ops_defines_the_operators():
     assert autopad.ops.transpose.__module__ == "autopad.ops.api" and hasattr(torch.ops.autopad, "matmul")
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int8", "float64"])
+def test_transpose_on_the_triton_backend_takes_the_compiled_launcher_and_stays_right(dtype):
+    """``backend="triton"`` (the Gluon kernel): fresh data every call on odd and batched shapes; after the
+    first call of a shape the compiled kernel's own launcher serves (``autopad.triton_launch``), a view
+    at an address off the 16-byte grid goes through the JIT again, and a CUDA graph replays with new data."""
+    import torch
+
+    from autopad.ops import runner
+
+    dt = getattr(torch, dtype)
+    for shape in [(9, 41), (341, 4231), (3, 257, 129)]:
+        for _ in range(3):
+            x = _random(shape, dt)
+            assert torch.equal(_poisoned(ops.transpose, x, "triton"), x.transpose(-1, -2))
+        (bd,) = [
+            b
+            for b in runner._BOUND.values()
+            if b.spec.NAME == "transpose"
+            and b.spec.BACKEND == "triton"
+            and b.shape == shape
+            and b.dtype == dtype
+        ]
+        assert bd.run.fast.ready
+    odd = _random((341 * 4231 + 1,), dt)[1:].view(341, 4231)
+    assert odd.data_ptr() % 16 and odd.is_contiguous()
+    assert torch.equal(ops.transpose(odd, "triton"), odd.t())
+    x = _random((257, 129), dt)
+    ops.transpose(x, "triton")
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.cuda.graph(g):
+        y = ops.transpose(x, "triton")
+    torch.cuda.current_stream().wait_stream(s)
+    x.copy_(_random((257, 129), dt))
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(y, x.t())
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_matmul_16bit_repeated_calls_take_the_compiled_launcher_and_stay_right(dtype):
     """After the first call (Triton's JIT) the Gluon kernel is launched through the compiled kernel's own

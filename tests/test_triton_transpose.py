@@ -217,16 +217,36 @@ def test_spec_on_the_triton_base():
 
 
 @pytest.mark.gpu
-def test_launcher_matches_torch():
+def test_launcher_matches_torch_through_the_jit_once_then_the_compiled_launcher(monkeypatch):
+    """Fresh inputs every call: the first goes through Triton's JIT, the next ones through the compiled
+    kernel's own launcher (FastLaunch), and an input off the 16-byte grid through the JIT again (which
+    specialises the pointer on it); every output equal to torch's."""
     import torch
 
+    from autopad.triton_launch import FastLaunch
+
+    jit_calls = []
+    real_first = FastLaunch.first
+
+    def first(self: FastLaunch, *varying: object) -> None:
+        jit_calls.append(len(varying))
+        real_first(self, *varying)
+
+    monkeypatch.setattr(FastLaunch, "first", first)
     c = T.textbook((64, 64), "float16")
-    built = T.build(c, "float16")
-    x = torch.randn(3, 129, 65, device="cuda").half()
+    go = T.launcher(T.build(c, "float16"), (3, 129, 65), "float16")
+    for _ in range(3):
+        x = torch.randn(3, 129, 65, device="cuda").half()
+        out = torch.full((3, 65, 129), float("nan"), device="cuda", dtype=torch.half)
+        go(T.inputs_from(x), out)
+        torch.cuda.synchronize()
+        assert torch.equal(out, x.transpose(-1, -2))
+    assert go.fast.ready and len(jit_calls) == 1
+    x = torch.randn(3 * 129 * 65 + 1, device="cuda").half()[1:].view(3, 129, 65)  # 2 bytes off the grid
     out = torch.full((3, 65, 129), float("nan"), device="cuda", dtype=torch.half)
-    T.launcher(built, tuple(x.shape), "float16")(T.inputs_from(x), out)
+    go(T.inputs_from(x), out)
     torch.cuda.synchronize()
-    assert torch.equal(out, x.transpose(-1, -2))
+    assert torch.equal(out, x.transpose(-1, -2)) and len(jit_calls) == 2
 
 
 def test_the_spec_loads_triton_only_when_a_kernel_is_asked_for():
