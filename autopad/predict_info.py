@@ -39,6 +39,8 @@ KEYS = {
     "extra_wavefronts": "shared-memory wavefronts per block the pattern does not list (TMA, wgmma reads)",
     "block_cycles": "SM cycles a block spends after its tiles, over all its launches (a counters' flush)",
     "issue_cycles": "SM cycles of instructions per block per tile the pattern does not list (a warp match)",
+    "wait_cycles": "SM cycles per block per tile its warps wait that its own work cannot fill and other "
+    "resident blocks can: charged on the issue stream over the blocks an SM holds (default 0)",
     "regs_per_thread": "registers per thread: the register file then limits blocks per SM (default: none)",
     "flops_efficiency": "share of the arithmetic peak its inner loop reaches, <= 1 (register-cap spills)",
     "swizzle_accesses": "warp accesses per block per tile that compute a swizzled address (default: the "
@@ -74,6 +76,7 @@ INFO_DEFAULTS = {
     "extra_wavefronts": 0.0,
     "block_cycles": 0.0,
     "issue_cycles": 0.0,
+    "wait_cycles": 0.0,
     "flops_efficiency": 1.0,
     "regs_per_thread": 0.0,
     "passes": 1.0,

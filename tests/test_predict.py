@@ -205,6 +205,23 @@ def test_instructions_the_pattern_does_not_list_take_issue_time():
     assert match.bound == "issue"
 
 
+def test_a_wait_that_other_blocks_fill_is_shared_by_the_blocks_an_sm_holds():
+    """``wait_cycles``: a block alone on its SM pays the whole wait on the issue stream, and r resident
+    blocks each 1 / r of it (the narrow copies of the Triton GEMM's PATH 1: matmul_model.py)."""
+    traffic = {"bytes": 1e6, "flops": 0}
+    out = {}
+    for per_sm in (1, 2, 4):
+        info = {"blocks": 132 * per_sm, "threads": 256, "smem_bytes": 1024, "tiles_per_block": 10}
+        base, wait = predict_batch([info, {**info, "wait_cycles": 1000.0}], traffic, np.zeros(2), np.zeros(2))
+        assert wait.occupancy == base.occupancy == per_sm * 256 / A.max_threads_per_sm
+        out[per_sm] = dict(wait.terms)["issue_s"] - dict(base.terms)["issue_s"]
+    # each SM runs per_sm blocks of 10 tiles, each tile's 1000 cycles shared by the per_sm blocks: one
+    # block's 10 x 1000 cycles whatever the SM holds, on the warp knee of its 2 per_sm warps a scheduler
+    for per_sm, t in out.items():
+        want = 10 * 1000 / A.clock_hz / float(_knee(np.array(2.0 * per_sm)))
+        assert t == pytest.approx(want, rel=1e-6)
+
+
 def test_a_simt_kernels_shared_instructions_take_issue_slots_from_its_ffmas():
     # 8 warps a scheduler (the knee ~1), one round: each shared-memory instruction takes smem_issue issue
     # slots at the FFMA rate (a warp FFMA: 64 flops), added to the arithmetic; tensor-core arithmetic and a

@@ -184,10 +184,10 @@ class MatmulGluon(TritonKernel):
             "1.03-1.13x the measured best, within 10% in 6"
         )
         if matmul_model.path1_narrow_copies(shape, dtype):
-            # H100 run 208: six tf32 shapes timed after the 4-byte copies' charge (matmul_model.py)
+            # H100 run 208: six tf32 shapes, none used to choose the 4-byte copies' charge (matmul_model.py)
             note += (
-                "; in tf32, whose copies are then 4 bytes an element, on 6 more shapes timed after the "
-                "model's charge for those copies, 1.00-1.09x, within 10% in 6, rank correlation 0.65-0.78 "
+                "; in tf32, whose copies are then 4 bytes an element, on 6 more shapes not used to set the "
+                "model's charge for those copies, 1.00-1.09x, within 10% in 6, rank correlation 0.69-0.90 "
                 "(the order past the first candidates is rough)"
             )
         return note + ": measure on a GPU where one is at hand"
