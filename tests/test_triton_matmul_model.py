@@ -530,6 +530,28 @@ def test_path1_trust_note_states_run_208s_tf32_figures():
     assert "tf32" not in G.SPEC.trust_note((2048, 1536, 2049), "bfloat16")
 
 
+def test_path1_trust_note_states_run_212s_h200_figures():
+    """H200 run 212 timed every PATH 1 candidate of ten 16-bit shapes TMA refuses (runs 192-200's) and
+    eight tf32 shapes (runs 193-208's), after the 4-byte copies' wait was committed: the caveat's H200
+    ranges and counts are recomputed here from the rows, the tf32 ones only in a tf32 shape's caveat."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import model_only_report as mo
+
+    base = ROOT / "benchmarks/results/h200/2026-12-06/run212"
+    for sub, dtype, n, where in (("bf16", "bfloat16", 10, None), ("tf32", "tf32", 8, "; in tf32")):
+        shapes = mo.load_shapes({"run212": base / sub / "quality_rows.csv.gz"})
+        assert len(shapes) == n and all(s.dtype == dtype for s in shapes)
+        assert all(not G.tma_ok(mo.parse_shape(s.shape), s.dtype) for s in shapes)
+        figs = [mo.figures(s, mo.predicted(s)) for s in shapes]
+        picks, rhos = [f["pick_over_best"] for f in figs], [f["spearman"] for f in figs]
+        note = G.SPEC.trust_note(mo.parse_shape(shapes[0].shape), dtype)
+        h200 = note[note.index("on an H200", note.index(where) if where else 0) :]
+        want = f"{min(picks):.2f}-{max(picks):.2f}x, within 10% in {sum(p < 1.10 for p in picks)}"
+        assert want in h200, (want, h200)
+        if where:
+            assert f"rank correlation {min(rhos):.2f}-{max(rhos):.2f}" in h200
+
+
 @pytest.mark.parametrize(
     "dtype,case,build",
     [

@@ -174,21 +174,26 @@ class MatmulGluon(TritonKernel):
 
     def trust_note(self, shape: tuple[int, ...], dtype: str) -> str | None:
         """What the family's trust line does not cover on this shape, for model-only output: where TMA
-        cannot describe the tensors only PATH 1 runs, a case the H200 studies did not measure."""
+        cannot describe the tensors only PATH 1 runs, a case the recorded H200 studies (the trust file's)
+        did not measure: its own studies, H100 runs 200 and 208 and H200 run 212 (every PATH 1 candidate
+        timed; the tests recompute each range and count from the rows)."""
         if len(shape) != 3 or tma_ok(shape, dtype):
             return None
         note = (
             "TMA cannot describe this shape's tensors (16-byte row strides), so every candidate is the "
             "plain tl.dot kernel (PATH 1); on 7 such shapes whose every candidate was timed on an NVIDIA "
             "H100 (2026-12-06, after the model's PATH 1 terms were set) the model-only pick was "
-            "1.03-1.13x the measured best, within 10% in 6"
+            "1.03-1.13x the measured best, within 10% in 6; on an H200, on 10 16-bit such shapes, "
+            "1.00-1.10x, within 10% in 9"
         )
         if matmul_model.path1_narrow_copies(shape, dtype):
-            # H100 run 208: six tf32 shapes, none used to choose the 4-byte copies' charge (matmul_model.py)
+            # H100 run 208: six tf32 shapes, none used to choose the 4-byte copies' charge; H200 run 212:
+            # eight timed after it was committed (matmul_model.py)
             note += (
                 "; in tf32, whose copies are then 4 bytes an element, on 6 more shapes not used to set the "
-                "model's charge for those copies, 1.00-1.09x, within 10% in 6, rank correlation 0.69-0.90 "
-                "(the order past the first candidates is rough)"
+                "model's charge for those copies, 1.00-1.09x, within 10% in 6, rank correlation 0.69-0.90, "
+                "and on an H200 on 8 tf32 shapes timed after it was set, 1.00-1.09x, within 10% in 8, "
+                "rank correlation 0.69-0.92 (the order past the first candidates is rough)"
             )
         return note + ": measure on a GPU where one is at hand"
 
