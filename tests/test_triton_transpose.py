@@ -324,7 +324,7 @@ def test_trust_note_states_runs_201_to_206():
     assert f"within 10% in {sum(p < 1.10 for p in picks)}" in note
     assert f"rank correlation {min(rho):.2f}-{max(rho):.2f}" in note
     held = [f["pick_over_best"] for f in figs if f["run"] == "run206"]
-    assert f"held out from the model's last term: {min(held):.2f}-{max(held):.2f}x" in note
+    assert f"held out from the model's last fitted term: {min(held):.2f}-{max(held):.2f}x" in note
     assert f"within 10% in {sum(p < 1.10 for p in held)})" in note
     h200 = Path(root) / "benchmarks/results/h200/2026-12-06/run212"
     paths = {"run212": h200 / "gt/quality_rows.csv.gz", "run212b": h200 / "gt2/quality_rows.csv.gz"}
@@ -332,7 +332,7 @@ def test_trust_note_states_runs_201_to_206():
     assert len(shapes) == 11  # the same eleven shapes, on the H200
     figs = [mo.figures(s, mo.predicted(s)) for s in shapes]
     picks, rho = [f["pick_over_best"] for f in figs], [f["spearman"] for f in figs]
-    tail = note[note.index("on an H200") :]
+    tail = " ".join(note[note.index("on an H200") :].split())
     assert f"the same {len(figs)} shapes: {min(picks):.2f}-{max(picks):.2f}x" in tail
     within = sum(p < 1.10 for p in picks)
     assert f"within 10% in {within}, rank correlation {min(rho):.2f}-{max(rho):.2f}" in tail

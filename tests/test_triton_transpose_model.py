@@ -164,6 +164,7 @@ def test_batch_hooks_agree_with_legal_and_launch_info():
     from batch_hooks import hooks_agree
 
     hooks_agree(T.SPEC, T, "float16", [(4097, 8191), (3, 1000, 2000)], every=300)
+    hooks_agree(T.SPEC, T, "int8", [(4100, 2050)], every=3000)  # all, the spilling builds among them
 
 
 def test_store_sectors_against_runs_201_and_202():
@@ -201,3 +202,46 @@ def test_legal_refuses_the_one_byte_tiles_triton_miscompiles(dtype):
     from batch_hooks import hooks_agree
 
     hooks_agree(T.SPEC, T, dtype, [(4100, 2050)], every=50)
+
+
+def test_spilling_builds_write_and_read_back_their_stack_through_l2():
+    """A build the table lists with stack (128 x 128 of 1-byte elements on 4 warps at VEC 1, plain layout)
+    moves 2 x stack x threads x blocks more L2 bytes than the same tile and warps at VEC 2, which does not
+    spill; the batch hook adds the same per build (its layout included: SW_VEC 16 does not spill)."""
+    from kernels.triton import transpose_spills as S
+
+    c = {"BM": 128, "BN": 128, "WARPS": 4, "VEC": 1, "PAD": 0, "SW_VEC": 1, "PER_PHASE": 1, "MAX_PHASE": 1}
+    shape = (4100, 2050)
+    stack = S.stack_bytes(c, 1, False)
+    assert stack > 0 and S.stack_bytes({**c, "VEC": 2}, 1, False) == 0
+    blocks = -(-4100 // 128) * -(-2050 // 128)
+    base = TM._base_info(c, shape, "int8")["l2_bytes"]
+    assert TM.launch_info(c, shape, "int8")["l2_bytes"] - base == 2 * stack * 128 * blocks
+    assert (
+        TM.launch_info({**c, "VEC": 2}, shape, "int8")["l2_bytes"]
+        == TM._base_info({**c, "VEC": 2}, shape, "int8")["l2_bytes"]
+    )
+    sw = {**c, "SW_VEC": 16, "MAX_PHASE": 8}
+    cols = {k: np.array([c[k], sw[k]]) for k in c}
+    batch = TM.launch_info_batch(cols, shape, "int8")["l2_bytes"]
+    assert list(batch) == [
+        TM.launch_info(c, shape, "int8")["l2_bytes"],
+        TM.launch_info(sw, shape, "int8")["l2_bytes"],
+    ]
+    assert S.stack_bytes(sw, 1, False) == 0 and batch[0] > batch[1]
+
+
+def test_the_spill_table_is_what_the_compiler_builds():
+    """Two builds recompiled here for sm_90 without a GPU (Triton 3.6.0), one the table lists with stack and
+    one it lists without, read as benchmarks/triton_transpose_spills.py reads them."""
+    pytest.importorskip("triton")
+    root = os.path.join(os.path.dirname(__file__), "..")
+    sys.path.insert(0, os.path.join(root, "benchmarks"))
+    import triton_transpose_spills as B
+
+    from kernels.triton import transpose_spills as S
+
+    for values in ((128, 128, 4, 1, 0, 1, 1, 1), (128, 128, 4, 2, 0, 1, 1, 1)):
+        c = dict(zip(S.KEYS, values))
+        _regs, stack = B.usage(("int8", values, False))
+        assert stack == S.stack_bytes(c, 1, False), (values, stack)

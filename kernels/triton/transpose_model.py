@@ -10,7 +10,6 @@ keeps matmul_model.py apart from matmul.py.
 from __future__ import annotations
 
 import math
-import sys
 from collections import Counter
 from functools import lru_cache
 from typing import Any
@@ -22,6 +21,8 @@ from autopad.gluon_model import Blocked, Moves, _arrays, moves
 from autopad.kernel_base import batch_columns, batch_rows
 from autopad.layouts import Legality, Padded, Swizzled
 from autopad.spec import DTYPE_BYTES, batched_info, per_distinct
+
+from .transpose_spills import stack_bytes
 
 NAME = "transpose"
 BACKEND = "triton"
@@ -221,11 +222,29 @@ def legal_batch(spec: Any, columns: dict[str, np.ndarray], shape: tuple[int, ...
     return ok
 
 
+class _Base:
+    """``launch_info`` without the spill (which reads the layout too), and ``smem_bytes``: for
+    ``batched_info``."""
+
+    @staticmethod
+    def launch_info(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[str, float]:
+        return _base_info(c, shape, dtype)
+
+    @staticmethod
+    def smem_bytes(c: dict[str, int], dtype: str) -> int:
+        return smem_bytes(c, dtype)
+
+
 def launch_info_batch(columns: dict[str, np.ndarray], shape: tuple[int, ...], dtype: str) -> dict:
     """``launch_info`` of many candidates at once, as a dict of arrays: once per distinct tile and warps,
-    the footprint once per distinct layout."""
+    the footprint once per distinct layout, the spill once per distinct build (tile, warps, VEC, layout)."""
     reads, tile = ("BM", "BN", "VEC", "WARPS"), ("BM", "BN", *LAYOUT_KEYS)
-    return batched_info(sys.modules[__name__], columns, shape, dtype, reads, tile)
+    out = batched_info(_Base, columns, shape, dtype, reads, tile)
+    c = batch_columns(columns, SPACE, _OPTIONAL, dtype=np.int64)
+    rows, at = per_distinct(c, ("BM", "BN", "VEC", "WARPS", *LAYOUT_KEYS))
+    extra = np.array([_spill_l2_bytes(r, shape, dtype) for r in rows], dtype=np.float64)[at]
+    out["l2_bytes"] = np.asarray(out["l2_bytes"], dtype=np.float64) + extra
+    return out
 
 
 def _mnb(shape: tuple[int, ...]) -> tuple[int, int, int]:
@@ -233,7 +252,28 @@ def _mnb(shape: tuple[int, ...]) -> tuple[int, int, int]:
 
 
 def launch_info(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[str, float]:
-    """Blocks, threads, shared bytes and ``l2_bytes``.
+    """Blocks, threads, shared bytes and ``l2_bytes`` (``_base_info``), and where the build spills, its stack
+    bytes written and read back once a tile, through L1 to L2 (``_spill_l2_bytes``)."""
+    info = _base_info(c, shape, dtype)
+    info["l2_bytes"] += _spill_l2_bytes(c, shape, dtype)
+    return info
+
+
+def _spill_l2_bytes(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> float:
+    """Every thread's stack bytes (``transpose_spills.stack_bytes``: read off the compiled build) written
+    once and read back once a tile, as the GEMM's PATH 1 charges its spills (matmul_model.py). H200 run 212
+    (every candidate of the eleven shapes of runs 201-206 timed): the spilling builds, 128 x 128 tiles of 1-
+    and 2-byte elements on 4 warps, read 0.4-0.95 slower in log than the model said without them."""
+    b, m, n = _mnb(shape)
+    stack = stack_bytes(c, DTYPE_BYTES[dtype], m % 16 == 0 and n % 16 == 0)
+    if not stack:
+        return 0.0
+    blocks = -(-m // c["BM"]) * -(-n // c["BN"]) * b
+    return 2.0 * stack * 32 * c["WARPS"] * blocks
+
+
+def _base_info(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[str, float]:
+    """Blocks, threads, shared bytes and ``l2_bytes`` without the spill.
 
     ``l2_bytes``: the tile's reads (each sector of the input once: a narrow load's repeats of a sector hit
     L1) and its writes, every warp store's sectors sent to L2 (``store_sectors``: stores are not merged on
