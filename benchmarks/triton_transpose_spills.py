@@ -1,18 +1,18 @@
 """Stack (spill) bytes per thread of the Gluon transpose's builds at sm_90, compiled without a GPU: the table
 ``kernels/triton/transpose_spills.py`` holds.
 
-Why: a 128 x 128 tile of 1- or 2-byte elements on 4 warps holds 128 elements a thread, and ptxas builds most
-of those at 96 registers with 200-400 bytes of stack, written and read back once a tile through L1 to L2
+Why: a 128 x 128 tile on 4 warps holds 128 elements a thread, and ptxas builds most such builds of 1-, 2-
+and 8-byte elements with up to 400 bytes of stack a thread, written and read back once a tile through L1 to L2
 (H200 run 212, fp16, bf16 and int8: such builds measured 0.4-0.95 in log slower than the model said,
 where it left them out). Which builds spill depends on the element size, the tile, the warps, VEC, the
 shared layout (PAD, SW_VEC, PER_PHASE, MAX_PHASE) and whether M and N are multiples of 16 (the masks),
 nothing else of the shape, so it is read once here and looked up by the spec.
 
-What is compiled: every candidate of the spec's space (at an off-grid shape, and for 2-byte elements also
-on the 16-element grid) whose tile and warps are 128 x 128 on 4 warps, and those of 64 x 128 and 128 x 64
-on 4 warps at VEC 8 in 2 bytes; the rest at the default layout (PAD 0, no swizzle) only, once per (element
-size, BM, BN, WARPS, VEC): none of those spilled but 2-byte 64 x 128 / 128 x 64 at VEC 8 (compiled in full
-above). bf16 compiles as fp16 (checked on three VEC widths and three layouts). Each build with
+What is compiled: every candidate of the spec's space (at an off-grid shape), both off and on the
+16-element grid, whose tile and warps are 128 x 128 on 4 warps, and those of 64 x 128 and 128 x 64 on 4
+warps at VEC 8 in 2 bytes, each with its own layout; the rest at the plain layout only (PAD 0, no swizzle),
+once per (element size, BM, BN, WARPS, VEC, grid). One dtype an element size (``COMPILED``): bf16 compiles
+as fp16 and the fp8 types as int8 (checked on single builds). Each build with
 ``triton.compile`` (Triton 3.6.0), its cubin read with ``cuobjdump --dump-resource-usage``. About 1 s a build;
 prints the table as Python, to paste into transpose_spills.py:
 
@@ -32,10 +32,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
-from kernels.triton.transpose_spills import KEYS, compiled_in_full  # noqa: E402
+from kernels.triton.transpose_spills import COMPILED, KEYS, compiled_in_full  # noqa: E402
 
-DTYPES = {1: "int8", 2: "float16", 4: "float32"}  # element bytes -> the dtype compiled (bf16 as fp16)
-POINTER = {"int8": "*i8", "float16": "*fp16", "float32": "*fp32"}
+# (bf16 and fp8 are not compiled for the table, which holds them under fp16 and int8; the tests compile them)
+POINTER = {"int8": "*i8", "float16": "*fp16", "float32": "*fp32", "float64": "*fp64", "bfloat16": "*bf16"}
+POINTER["float8_e4m3fn"] = "*fp8e4nv"
 
 
 def usage(job: tuple[str, tuple[int, ...], bool]) -> tuple[int, int]:
@@ -75,14 +76,14 @@ def jobs() -> list[tuple[str, tuple[int, ...], bool]]:
     from autopad.search import enumerate_candidates
 
     out = []
-    for eb, dtype in DTYPES.items():
+    for eb, dtype in COMPILED.items():
         spec = builtin_spec("transpose", "triton", dtype)
         seen = set()
         for c in enumerate_candidates(spec, (4097, 8191), dtype):
             full = compiled_in_full(eb, c["BM"], c["BN"], c["WARPS"], c["VEC"])
             plain = dict(c, PAD=0, SW_VEC=1, PER_PHASE=1, MAX_PHASE=1)
             values = tuple(int((c if full else plain)[k]) for k in KEYS)
-            for grid in (False, True) if eb == 2 else (False,):
+            for grid in (False, True):
                 if (values, grid) not in seen:
                     seen.add((values, grid))
                     out.append((dtype, values, grid))
@@ -96,7 +97,7 @@ def main() -> None:
     todo = jobs()
     with ProcessPoolExecutor(args.jobs) as pool:
         got = list(pool.map(usage, todo, chunksize=8))
-    eb_of = {d: e for e, d in DTYPES.items()}
+    eb_of = {d: e for e, d in COMPILED.items()}
     rows = sorted((eb_of[d], *v, int(g), s) for (d, v, g), (_r, s) in zip(todo, got) if s)
     print(f"# {len(todo)} builds compiled, {len(rows)} with stack: (element bytes, {', '.join(KEYS[:7])},")
     print(f"# {KEYS[7]}, on the 16-element grid) -> stack bytes a thread")

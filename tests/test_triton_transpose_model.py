@@ -232,16 +232,48 @@ def test_spilling_builds_write_and_read_back_their_stack_through_l2():
 
 
 def test_the_spill_table_is_what_the_compiler_builds():
-    """Two builds recompiled here for sm_90 without a GPU (Triton 3.6.0), one the table lists with stack and
-    one it lists without, read as benchmarks/triton_transpose_spills.py reads them."""
+    """Builds recompiled here for sm_90 without a GPU (Triton 3.6.0), read as
+    benchmarks/triton_transpose_spills.py reads them: spilling and clean ones, off and on the 16-element grid
+    (the masks move the stack), bf16 and fp8 against the fp16 and int8 rows they share, and fp64."""
     pytest.importorskip("triton")
+    import shutil
+    from pathlib import Path
+
+    import triton
+
+    if not (Path(triton.__file__).parent / "backends/nvidia/bin/cuobjdump").exists() and not shutil.which(
+        "cuobjdump"
+    ):
+        pytest.skip("needs Triton's cuobjdump")
     root = os.path.join(os.path.dirname(__file__), "..")
     sys.path.insert(0, os.path.join(root, "benchmarks"))
     import triton_transpose_spills as B
 
     from kernels.triton import transpose_spills as S
 
-    for values in ((128, 128, 4, 1, 0, 1, 1, 1), (128, 128, 4, 2, 0, 1, 1, 1)):
-        c = dict(zip(S.KEYS, values))
-        _regs, stack = B.usage(("int8", values, False))
-        assert stack == S.stack_bytes(c, 1, False), (values, stack)
+    plain = (0, 1, 1, 1)
+    cases = [
+        ("int8", (128, 128, 4, 1, *plain), False),
+        ("int8", (128, 128, 4, 1, *plain), True),
+        ("int8", (128, 128, 4, 2, *plain), False),
+        ("float8_e4m3fn", (128, 128, 4, 1, *plain), True),
+        ("bfloat16", (128, 128, 4, 2, *plain), False),
+        ("float16", (128, 128, 4, 1, *plain), True),
+        ("float64", (128, 128, 4, 1, *plain), False),
+    ]
+    stacks = []
+    for dtype, values, grid in cases:
+        _regs, stack = B.usage((dtype, values, grid))
+        assert stack == S.stack_bytes(dict(zip(S.KEYS, values)), T.DTYPE_BYTES[dtype], grid), (dtype, values)
+        stacks.append(stack)
+    assert stacks[0] != stacks[1] and stacks[2] == 0 and min(stacks[3:]) > 0
+
+
+def test_every_dtype_the_transpose_takes_has_compiled_spills():
+    """Each dtype of the spec maps to an element size the table was compiled for; any other size is refused
+    rather than read as "no stack"."""
+    from kernels.triton import transpose_spills as S
+
+    assert {T.DTYPE_BYTES[d] for d in TM.DTYPES} <= set(S.COMPILED)
+    with pytest.raises(ValueError, match="no build of 16-byte elements"):
+        S.stack_bytes({"BM": 128, "BN": 128, "WARPS": 4, "VEC": 1}, 16, False)

@@ -242,8 +242,9 @@ def launch_info_batch(columns: dict[str, np.ndarray], shape: tuple[int, ...], dt
     out = batched_info(_Base, columns, shape, dtype, reads, tile)
     c = batch_columns(columns, SPACE, _OPTIONAL, dtype=np.int64)
     rows, at = per_distinct(c, ("BM", "BN", "VEC", "WARPS", *LAYOUT_KEYS))
-    extra = np.array([_spill_l2_bytes(r, shape, dtype) for r in rows], dtype=np.float64)[at]
-    out["l2_bytes"] = np.asarray(out["l2_bytes"], dtype=np.float64) + extra
+    stack = np.array([_stack(r, shape, dtype) for r in rows], dtype=np.float64)[at]
+    threads, blocks = (np.asarray(out[k], dtype=np.float64) for k in ("threads", "blocks"))
+    out["l2_bytes"] = np.asarray(out["l2_bytes"], dtype=np.float64) + 2.0 * stack * threads * blocks
     return out
 
 
@@ -253,23 +254,20 @@ def _mnb(shape: tuple[int, ...]) -> tuple[int, int, int]:
 
 def launch_info(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[str, float]:
     """Blocks, threads, shared bytes and ``l2_bytes`` (``_base_info``), and where the build spills, its stack
-    bytes written and read back once a tile, through L1 to L2 (``_spill_l2_bytes``)."""
+    bytes written and read back once a tile, through L1 to L2 (``_stack``)."""
     info = _base_info(c, shape, dtype)
-    info["l2_bytes"] += _spill_l2_bytes(c, shape, dtype)
+    info["l2_bytes"] += 2.0 * _stack(c, shape, dtype) * info["threads"] * info["blocks"]
     return info
 
 
-def _spill_l2_bytes(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> float:
-    """Every thread's stack bytes (``transpose_spills.stack_bytes``: read off the compiled build) written
-    once and read back once a tile, as the GEMM's PATH 1 charges its spills (matmul_model.py). H200 run 212
-    (every candidate of the eleven shapes of runs 201-206 timed): the spilling builds, 128 x 128 tiles of 1-
-    and 2-byte elements on 4 warps, read 0.4-0.95 slower in log than the model said without them."""
-    b, m, n = _mnb(shape)
-    stack = stack_bytes(c, DTYPE_BYTES[dtype], m % 16 == 0 and n % 16 == 0)
-    if not stack:
-        return 0.0
-    blocks = -(-m // c["BM"]) * -(-n // c["BN"]) * b
-    return 2.0 * stack * 32 * c["WARPS"] * blocks
+def _stack(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> int:
+    """Stack bytes a thread of the build (``transpose_spills.stack_bytes``: read off the compiled build),
+    which every tile writes and reads back through L1 to L2 (``launch_info`` charges 2 x stack x threads x
+    blocks, as the GEMM's PATH 1 charges its spills: matmul_model.py). H200 run 212 (every candidate of the
+    eleven shapes of runs 201-206 timed, none in fp64): the spilling builds, 128 x 128 tiles of 1- and
+    2-byte elements on 4 warps, read 0.4-0.95 slower in log than the model said without that traffic."""
+    _b, m, n = _mnb(shape)
+    return stack_bytes(c, DTYPE_BYTES[dtype], m % 16 == 0 and n % 16 == 0)
 
 
 def _base_info(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[str, float]:
