@@ -316,6 +316,16 @@ def predict_arrays(
     streams = quantised.copy()
     for row, t, tail in ((2, t_smem, flat), (3, t_flops, on_knee), (4, t_issue, on_knee)):
         streams[row] = t * (wave_factor + k.partial_round * (tail - wave_factor))
+    # ... and the memory streams too where a spec says its partial rounds were measured to cost their share
+    # (``partial_memory_rounds``): timed on ladders of shapes from 0.5 to 3.25 rounds, every build's time
+    # rose in a line with its blocks, CUDA and Gluon transposes alike, on fresh data and as the studies time
+    # a candidate (H100 run 211, H200 run 212). Not for every spec: the CUDA transpose's terms were chosen
+    # with whole rounds in, and its studies' picks moved when its memory streams paid their share
+    # (quality/NOTES.md)
+    part = cols["partial_memory_rounds"] > 0
+    if part.any():
+        for row, t in ((0, t_dram), (1, t_l2)):
+            streams[row] = np.where(part, t * flat, streams[row])
     # a block's warps take consecutive warp slots and slot s goes to scheduler s % 4: where a grid runs in
     # one round of blocks whose warps do not fill the four schedulers evenly (3 blocks of 2 warps: 2, 2, 1
     # and 1), the busiest scheduler sets the pace of the round (each k-step's barrier holds its blocks to

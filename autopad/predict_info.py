@@ -56,6 +56,9 @@ KEYS = {
     "loads it cannot pipeline, a tile per k-step): the resident blocks queue for the "
     "DRAM round trip, shared memory, arithmetic and issue, and the bandwidth streams still bound the time "
     "from below (default 0; serial_phases, where stated, takes precedence)",
+    "partial_memory_rounds": "1 if a grid's last partial round of blocks costs the DRAM and L2 streams their "
+    "share of a round (the busiest SM's blocks), as measured on the spec's own builds, rather than a whole "
+    "round (default 0: whole rounds)",
     "phased_loads": "1 if each block issues its global loads in one phase before a barrier (load, barrier, "
     "read out) rather than streaming them through a loop: its bytes in flight then need resident warps "
     "too, and the share of the bandwidth they reach is also bounded by occupancy / 0.25, the bound taken "
@@ -85,6 +88,7 @@ INFO_DEFAULTS = {
     "serial_phases": 0.0,
     "latency_phases": 0.0,
     "phased_loads": 0.0,
+    "partial_memory_rounds": 0.0,
 }
 
 

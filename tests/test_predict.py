@@ -222,6 +222,23 @@ def test_a_wait_that_other_blocks_fill_is_shared_by_the_blocks_an_sm_holds():
         assert t == pytest.approx(want, rel=1e-6)
 
 
+def test_a_spec_may_say_its_memory_streams_pay_a_partial_round_at_its_share():
+    """``partial_memory_rounds``: a grid of 1.5 rounds of blocks costs the DRAM and L2 streams 1.5 rounds'
+    time, not 2 (the busiest SM runs 1 + 1/2 of a round); a grid of whole rounds is unchanged, and without
+    the key the whole-round charge (the wave factor) stands."""
+    traffic = {"bytes": 1e9, "flops": 0}
+    info = {"blocks": 132 * 3, "threads": 256, "smem_bytes": 1024, "inflight_bytes": 64, "l2_bytes": 2e9}
+    info["regs_per_thread"] = 64  # 4 blocks of 8 warps an SM by registers: 396 blocks are 0.75 rounds
+    for blocks, want in ((132 * 4 * 3 // 2, 1.5 / 2.0), (132 * 4 * 2, 1.0)):
+        one = {**info, "blocks": blocks}
+        whole, part = predict_batch(
+            [one, {**one, "partial_memory_rounds": 1}], traffic, np.zeros(2), np.zeros(2)
+        )
+        for term in ("dram_s", "l2_s"):
+            assert dict(part.terms)[term] == pytest.approx(dict(whole.terms)[term] * want, rel=1e-9), term
+        assert dict(part.terms)["smem_s"] == dict(whole.terms)["smem_s"]
+
+
 def test_a_simt_kernels_shared_instructions_take_issue_slots_from_its_ffmas():
     # 8 warps a scheduler (the knee ~1), one round: each shared-memory instruction takes smem_issue issue
     # slots at the FFMA rate (a warp FFMA: 64 flops), added to the arithmetic; tensor-core arithmetic and a

@@ -295,6 +295,9 @@ def _base_info(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[st
         "threads": 32 * c["WARPS"],
         "smem_bytes": smem_bytes(c, dtype),
         "tiles_per_block": 1,
+        # a partial round costs the memory streams its share (H100 run 211 and H200 run 212: three Gluon
+        # builds on ladders of 0.5-3.25 rounds, step share -0.00..+0.09)
+        "partial_memory_rounds": 1,
         "l2_bytes": half
         * (1.0 + store_sectors(c, shape, dtype) + shared_sectors(shape, c["BM"], c["BN"], eb)),
     }
