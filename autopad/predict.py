@@ -133,7 +133,8 @@ def _tail_rounds(
     shapes measured for the purpose afterwards (run 100 of 2026-12-04, the current kernel's 76 launch
     configurations with the unpadded layout: 2304x2304x2048, 2560x2560x1536, 1792x1792x2048), 0.66 / 0.29 /
     0.66 -> 0.86 / 0.68 / 0.81, the pick at 2304 1.078 -> 1.000 of the sample's best. Not for the memory
-    streams: applied to them it moved transpose picks (fp16 4097 x 8191, run 34, 1.018 -> 1.262 of the best).
+    streams in general: applied to them it moved transpose picks (fp16 4097 x 8191, run 34, 1.018 -> 1.262
+    of the best); only where a spec states ``partial_memory_rounds`` (the Gluon transpose).
     The older SIMT kernel of the recorded run 1, whose k-loop waited on each step's loads, measured its tail
     as a whole round (1.3x, the register note above): a block alone cannot hide its own latency. Today's
     kernel keeps its next step's loads in flight."""
