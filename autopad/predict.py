@@ -305,7 +305,7 @@ def predict_arrays(
     cyc = cyc + 4 * cols["issue_cycles"]
     # ... and what a block waits that other resident blocks fill (``wait_cycles``): a block alone on its SM
     # pays it whole, r blocks each 1 / r of it
-    cyc = cyc + 4 * cols["wait_cycles"] / np.maximum(resident, 1)
+    cyc = cyc + 4 * cols["wait_cycles"] / resident  # (resident >= 1, above)
     t_issue = cyc * tiles * blocks / (a.sm_count * a.clock_hz * 4 * _knee(w))
     # every tile a block walks through costs a fixed overhead (barrier, loop, refilling the pipeline)
     # that other resident blocks can hide: per SM, ceil(blocks / (SMs x resident)) rounds of tiles each

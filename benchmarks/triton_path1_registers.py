@@ -82,15 +82,24 @@ def usage(job: tuple[str, str, tuple[int, int, int, int, int]]) -> tuple[int, in
         target=GPUTarget("cuda", 90, 32),
         options={"num_warps": warps, "num_stages": stages},
     )
+    regs, stack = cubin_usage(k.asm["cubin"], job)
+    return regs, stack, int(k.metadata.shared)
+
+
+def cubin_usage(cubin: bytes, what: object) -> tuple[int, int]:
+    """(registers, stack bytes) of the one kernel in ``cubin``, read with Triton's ``cuobjdump
+    --dump-resource-usage``; ``what`` names the build in the error if nothing is read."""
+    import triton
+
     tool = Path(triton.__file__).parent / "backends/nvidia/bin/cuobjdump"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "k.cubin"
-        path.write_bytes(k.asm["cubin"])
+        path.write_bytes(cubin)
         out = subprocess.run([str(tool), "--dump-resource-usage", str(path)], capture_output=True, text=True)
     m = re.search(r"REG:(\d+) STACK:(\d+)", out.stdout)
     if not m:
-        raise RuntimeError(f"no resource usage for {job}: {out.stdout[-500:]} {out.stderr[-500:]}")
-    return int(m[1]), int(m[2]), int(k.metadata.shared)
+        raise RuntimeError(f"no resource usage for {what}: {out.stdout[-500:]} {out.stderr[-500:]}")
+    return int(m[1]), int(m[2])
 
 
 def _wrapped(items: list[str], indent: str) -> list[str]:

@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import subprocess
 import sys
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from triton_path1_registers import cubin_usage  # noqa: E402  (the same cubin reading as PATH 1's table)
+
 from kernels.triton.transpose_spills import COMPILED, KEYS, compiled_in_full  # noqa: E402
 
 # (bf16 and fp8 are not compiled for the table, which holds them under fp16 and int8; the tests compile them)
@@ -59,15 +59,7 @@ def usage(job: tuple[str, tuple[int, ...], bool]) -> tuple[int, int]:
         target=GPUTarget("cuda", 90, 32),
         options={"num_warps": c["WARPS"]},
     )
-    tool = Path(triton.__file__).parent / "backends/nvidia/bin/cuobjdump"
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "k.cubin"
-        path.write_bytes(k.asm["cubin"])
-        out = subprocess.run([str(tool), "--dump-resource-usage", str(path)], capture_output=True, text=True)
-    m = re.search(r"REG:(\d+) STACK:(\d+)", out.stdout)
-    if not m:
-        raise RuntimeError(f"no resource usage for {job}: {out.stdout[-500:]} {out.stderr[-500:]}")
-    return int(m[1]), int(m[2])
+    return cubin_usage(k.asm["cubin"], job)
 
 
 def jobs() -> list[tuple[str, tuple[int, ...], bool]]:
