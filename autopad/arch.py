@@ -40,6 +40,11 @@ class Arch:
     sm_count: int = 132
     dram_bytes_per_s: float = 4.224e12  # device-to-device copy, bytes read + written (measured on H200)
     dram_latency_s: float = 1.0e-6  # loaded DRAM latency the bytes in flight must cover (fitted, see search)
+    # round trip of a load that hits L2, as the delay of a queue whose loads hit it (predict.py's
+    # ``latency_from_l2``: the Triton GEMM's element-wise operand, a k-step at a time). Chosen on the bf16
+    # PATH 1 studies (H100 runs 192-200, H200 run 212), flat from 0.2 to 0.4 us (quality/NOTES.md,
+    # thirty-ninth session); it covers the L2 hit itself, the shared stores after it and wgmma's wait
+    l2_latency_s: float = 0.3e-6
     smem_bytes_per_clk_per_sm: int = 128  # one wavefront per clock per SM
     clock_hz: float = 1.98e9
     fp32_flops: float = 51e12  # cuBLAS fp32 8192^3 (measured on H200)

@@ -375,9 +375,26 @@ def predict_arrays(
         i = np.flatnonzero(lat)  # (those rows only: the queue's loop runs to their most resident blocks)
         free = quantised[:, i].copy()
         free[:2] = 0.0
+        delay = np.full(len(i), a.dram_latency_s)
+        # where the loads a phase waits for hit L2 (``latency_from_l2``: a GEMM operand re-read element by
+        # element), the delay is L2's round trip, and the bytes the plain loads move (l2_bytes less the
+        # ``l2_async`` share the pipelined copies move) queue at the SM's share of the L2 rate, the
+        # station a warp's element-wise reads wait in (H200 run 212's fastest builds: 6-9 SM cycles an SM
+        # spent per 64-byte warp read, where its share of the plain L2 rate moves the read's 2.9 sectors in
+        # 5). The bf16 PATH 1 studies had the builds of BK 32 up to 0.3 in log slower than measured and
+        # those of BK 128 faster under the DRAM round trip: Spearman min 0.59 / 0.61 -> 0.79 / 0.80 (H100
+        # runs 192-200 / H200 run 212, quality/NOTES.md, thirty-ninth session)
+        hit = np.broadcast_to(cols["latency_from_l2"] > 0, combined.shape)[i]
+        if hit.any():
+            share = np.clip(np.broadcast_to(cols["l2_async"], combined.shape)[i], 0.0, 1.0)
+            plain = (1.0 - share) * np.broadcast_to(np.nan_to_num(l2_bytes), combined.shape)[i]
+            # (in the quantised streams' units: the queue multiplies its L2 row by the knee)
+            t_plain = plain / a.l2_bytes_per_s * wave_factor[i] / knee_x[i]
+            free[1] = np.where(hit, t_plain, 0.0)
+            delay = np.where(hit, a.l2_latency_s, delay)
         tiles_sm = (blocks * tiles / a.sm_count)[i]
         combined[i] = np.maximum(
-            combined[i], _queued(free, knee_x[i], wave_factor[i], resident[i], tiles_sm, a)
+            combined[i], _queued(free, knee_x[i], wave_factor[i], resident[i], tiles_sm, a, delay)
         )
     # what overlaps no stream: work each block does once after its tiles (``block_cycles``: a histogram's
     # flush of 32 private replicas, a shuffle tree and a global atomic per bin, ran 18-22 cycles of an SM

@@ -56,6 +56,9 @@ KEYS = {
     "loads it cannot pipeline, a tile per k-step): the resident blocks queue for the "
     "DRAM round trip, shared memory, arithmetic and issue, and the bandwidth streams still bound the time "
     "from below (default 0; serial_phases, where stated, takes precedence)",
+    "latency_from_l2": "1 if the loads a latency phase waits for hit L2 (operand re-reads): the queue's "
+    "delay is then Arch.l2_latency_s, not the DRAM round trip, and the plain share of l2_bytes (all but "
+    "l2_async's) queues at the SM's share of the L2 rate (default 0)",
     "partial_memory_rounds": "1 if a grid's last partial round of blocks costs the DRAM and L2 streams their "
     "share of a round (the busiest SM's blocks), as measured on the spec's own builds, rather than a whole "
     "round (default 0: whole rounds)",
@@ -87,6 +90,7 @@ INFO_DEFAULTS = {
     "smem_instructions": 0.0,
     "serial_phases": 0.0,
     "latency_phases": 0.0,
+    "latency_from_l2": 0.0,
     "phased_loads": 0.0,
     "partial_memory_rounds": 0.0,
 }

@@ -27,6 +27,7 @@ def _queued(
     resident: np.ndarray,
     tiles_per_sm: np.ndarray,
     a: Arch,
+    delay: np.ndarray | float | None = None,
 ) -> np.ndarray:
     """Seconds of a kernel whose blocks run their phases in turn, by exact mean value analysis of a closed
     queueing network: an SM's ``resident`` blocks circulate through the DRAM latency (a delay: every block
@@ -45,7 +46,11 @@ def _queued(
     operand is loaded element by element (``latency_phases``, a tile per k-step, many a block, beside
     asynchronous copies of the other operand). For ``latency_phases`` the DRAM and L2 stations are empty,
     so an asynchronous stream's knee does not arise; the per-tile overhead, tried in the issue station on
-    PATH 1's fifteen H100 studies (runs 192-200), moved no pick and Spearman by at most 0.01: left out."""
+    PATH 1's fifteen H100 studies (runs 192-200), moved no pick and Spearman by at most 0.01: left out.
+
+    ``delay``: each row's round trip in seconds (default the DRAM latency, ``a.dram_latency_s``); PATH 1's
+    element-wise loads hit L2 and wait ``a.l2_latency_s`` (predict.py, ``latency_from_l2``), with their
+    plain L2 bytes in the L2 station."""
     per_tile = np.maximum(tiles_per_sm, 1e-30) * wave_factor  # the streams were scaled by the waves
     demand = (
         np.stack([streams[0] * knee_x, streams[1] * knee_x, streams[2], streams[3], streams[4]]) / per_tile
@@ -53,9 +58,10 @@ def _queued(
     customers = np.maximum(resident, 1).astype(np.int64)
     queue = np.zeros_like(demand)
     rate = np.zeros(demand.shape[1])
+    trip = a.dram_latency_s if delay is None else delay
     for n in range(1, int(customers.max()) + 1):  # MVA: add one customer at a time
         wait = demand * (1.0 + queue)
-        x = n / (a.dram_latency_s + wait.sum(axis=0))
+        x = n / (trip + wait.sum(axis=0))
         on = customers >= n
         rate = np.where(on, x, rate)
         queue = np.where(on, x * wait, queue)

@@ -58,29 +58,37 @@ def plan() -> list[tuple[tuple[int, int, int], dict[str, int]]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = planned_profile_args(__doc__, 20, argv)
-    todo = plan()
+    return run_plan(plan(), "tf32", args)
+
+
+def run_plan(todo: list[tuple[tuple[int, int, int], dict[str, int]]], dtype: str, args) -> int:
+    """Time (or with ``args.once`` launch once, for ncu) each (shape, configuration) of ``todo`` as the
+    Triton GEMM in ``dtype`` ("tf32": B is [N, K]; 16-bit: B is [K, N]), each result checked against
+    fp64; ``args`` as ``planned_profile_args`` parses them. Shared by profile_path1_elementwise.py."""
     if args.dry_run:
         for shape, c in todo:
             print("x".join(map(str, shape)), key(c))
         return 0
 
     import torch
+    from autopad.kernels.triton.matmul_tiles import b_kn
 
     from autopad.kernels_registry import builtin_spec
 
     spec = builtin_spec("matmul", "triton")
+    tdt = {"tf32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
     rows, launch = [], 0
     for shape, c in todo:
         name = "x".join(map(str, shape))
-        legal = spec.legal(c, shape, "tf32")
+        legal = spec.legal(c, shape, dtype)
         if not legal.ok:
             print(f"{name} {key(c)} illegal: {legal.reason}", flush=True)
             continue
         m, n, k = shape
-        a = torch.randn(m, k, device="cuda")
-        b = torch.randn(n, k, device="cuda")  # tf32's B is [N, K]
-        out = torch.empty(m, n, device="cuda")
-        go = spec.launcher(spec.build(c, "tf32"), shape, "tf32")
+        a = torch.randn(m, k, device="cuda").to(tdt)
+        b = torch.randn(k, n, device="cuda").to(tdt) if b_kn(dtype) else torch.randn(n, k, device="cuda")
+        out = torch.empty(m, n, device="cuda", dtype=torch.float32 if dtype == "tf32" else tdt)
+        go = spec.launcher(spec.build(c, dtype), shape, dtype)
         if args.once:
             print(f"LAUNCH {launch} {name} {key(c)}", file=sys.stderr, flush=True)
             go((a, b), out)
@@ -89,9 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         go((a, b), out)
         torch.cuda.synchronize()
-        ref = a.double() @ b.double().T
+        ref = a.double() @ (b.double() if b_kn(dtype) else b.double().T)
         err = float((out.double() - ref).abs().max() / ref.abs().max())
-        correct = err < 1e-2  # tf32 products: ~1e-3 of the largest entry
+        correct = err < 1e-2  # tf32 products: ~1e-3 of the largest entry; 16-bit outputs ~4e-3
         ms, spread = timed(go, ((a, b), out), args.reps)
         rows.append({"shape": name, "key": key(c), "legal": 1, "correct": int(correct), "ms": ms,
                      "spread_ms": spread})  # fmt: skip

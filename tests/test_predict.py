@@ -613,6 +613,37 @@ def test_a_block_alone_with_latency_phases_pays_its_round_trip_and_shared_memory
     assert dict(mixed[2].terms)["resident_blocks"] == 3
 
 
+def test_latency_phases_from_l2_wait_l2s_round_trip_and_queue_their_plain_bytes():
+    # ``latency_from_l2``: the loads a latency phase waits for hit L2, so the queue's delay is
+    # ``Arch.l2_latency_s``, not the DRAM round trip, and the bytes the plain loads move (l2_bytes less the
+    # ``l2_async`` share) queue at the SM's share of the L2 rate
+    from autopad.predict_info import INFO_DEFAULTS, KEYS
+
+    assert "latency_from_l2" in KEYS and INFO_DEFAULTS["latency_from_l2"] == 0
+    tile = {"blocks": 132 * 64, "threads": 512, "smem_bytes": 33 * 1024, "inflight_bytes": 64.0,
+            "regs_per_thread": 113, "latency_phases": 1}  # fmt: skip
+    traffic = {"bytes": 132 * 64 * 16384.0}
+    wave, ideal = np.full(2, 8192.0), np.full(2, 512.0)
+    dram, l2 = predict_batch([tile, {**tile, "latency_from_l2": 1}], traffic, wave, ideal, A)
+    assert dict(l2.terms)["resident_blocks"] == 1
+    smem_tile = 8192 / A.clock_hz
+    issue_tile = dict(l2.terms)["issue_s"] / 64
+    assert dram.seconds == pytest.approx(64 * (A.dram_latency_s + smem_tile + issue_tile), rel=1e-6)
+    # no l2_bytes stated: the L2 station is empty, only the delay changes
+    assert l2.seconds == pytest.approx(64 * (A.l2_latency_s + smem_tile + issue_tile), rel=1e-6)
+    assert A.l2_latency_s < A.dram_latency_s
+    # 128 KB a tile through L2, 3/4 of it by asynchronous copies: the plain quarter queues, the rest not
+    bytes_ = {"l2_bytes": 132 * 64 * 131072.0, "l2_async": 0.75}
+    _, q = predict_batch([{**tile, **bytes_}, {**tile, **bytes_, "latency_from_l2": 1}], traffic, wave, ideal,
+                         A)  # fmt: skip
+    l2_tile = 0.25 * 131072 / (A.l2_bytes_per_s / A.sm_count)
+    assert q.seconds == pytest.approx(64 * (A.l2_latency_s + smem_tile + issue_tile + l2_tile), rel=1e-6)
+    # all of it asynchronous (16 KB a tile, below the queue): nothing queues at L2
+    asy = {"l2_bytes": 132 * 64 * 16384.0, "l2_async": 1.0, "latency_from_l2": 1}
+    _, none = predict_batch([tile, {**tile, **asy}], traffic, wave, ideal, A)
+    assert none.seconds == pytest.approx(l2.seconds, rel=1e-9)
+
+
 def test_phased_loads_need_warps_as_well_as_bytes_in_flight():
     # ``phased_loads``: the loads are issued in one phase before a barrier, so the bytes stated in flight
     # reach the bandwidth only with warps to issue them: the share is also bounded by occupancy / 0.25

@@ -182,9 +182,8 @@ class MatmulGluon(TritonKernel):
         note = (
             "TMA cannot describe this shape's tensors (16-byte row strides), so every candidate is the "
             "plain tl.dot kernel (PATH 1); on 7 such shapes whose every candidate was timed on an NVIDIA "
-            "H100 (2026-12-06, after the model's PATH 1 terms were set) the model-only pick was "
-            "1.03-1.13x the measured best, within 10% in 6; on an H200, on 10 16-bit such shapes, "
-            "1.00-1.10x, within 10% in 9"
+            "H100 (2026-12-06) the model-only pick was 1.02-1.18x the measured best, within 10% in 5; "
+            "on an H200, on 10 16-bit such shapes, 1.00-1.18x, within 10% in 8"
         )
         if matmul_model.path1_narrow_copies(shape, dtype):
             # H100 run 208: six tf32 shapes, none used to choose the 4-byte copies' charge; H200 run 212:

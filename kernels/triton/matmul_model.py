@@ -419,3 +419,4 @@ def _path1_elementwise_info(
     one = (a_step if a_elem else 0) + (b_step if b_elem else 0)
     info["inflight_bytes"] = ((c["STAGES"] - 1) * (a_step + b_step - one) + one) / info["threads"]
     info["latency_phases"] = 1
+    info["latency_from_l2"] = 1
