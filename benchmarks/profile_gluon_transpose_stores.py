@@ -41,18 +41,29 @@ CASES: list[tuple[str, str, tuple[int, ...]]] = [
 BMS, BN, VECS, WARPS = (32, 64, 128), 64, (1, 2, 4, 8), 4
 
 
-def study_best(run: str, dtype: str, shape: tuple[int, ...]) -> dict[tuple[int, int], dict[str, int]]:
-    """The fastest measured candidate of each (BM, VEC) at BN 64 and 4 warps in the study's rows."""
+def study_best(
+    run: str,
+    dtype: str,
+    shape: tuple[int, ...],
+    bms: tuple[int, ...] = BMS,
+    bns: tuple[int, ...] = (BN,),
+    vecs: tuple[int, ...] = VECS,
+    warps: tuple[int, ...] = (WARPS,),
+    studies: Path = STUDIES,
+) -> dict[tuple[int, ...], dict[str, int]]:
+    """The fastest measured candidate of each (BM, VEC) at BN 64 and 4 warps in the study's rows (of each
+    (BM, BN, WARPS, VEC) among the given ones, where more than one BN or warp count is asked for)."""
     name = "x".join(map(str, shape))
     best: dict[tuple[int, int], tuple[float, dict[str, int]]] = {}
-    with gzip.open(STUDIES / run / "study/quality_rows.csv.gz", "rt") as f:
+    with gzip.open(studies / run / "study/quality_rows.csv.gz", "rt") as f:
         for r in csv.DictReader(f):
             if r["dtype"] != dtype or r["shape"] != name or r["correct"] != "1" or not r["ms"]:
                 continue
             c = {k: int(v) for k, v in (kv.split("=") for kv in r["key"].split(","))}
-            if c["BN"] != BN or c["WARPS"] != WARPS or c["BM"] not in BMS or c["VEC"] not in VECS:
+            if c["BN"] not in bns or c["WARPS"] not in warps or c["BM"] not in bms or c["VEC"] not in vecs:
                 continue
-            k = (c["BM"], c["VEC"])
+            k = (c["BM"], c["BN"], c["WARPS"], c["VEC"])
+            k = k if len(bns) + len(warps) > 2 else (c["BM"], c["VEC"])
             if k not in best or float(r["ms"]) < best[k][0]:
                 best[k] = (float(r["ms"]), c)
     return {k: v[1] for k, v in sorted(best.items())}
@@ -68,8 +79,12 @@ def plan() -> list[tuple[str, tuple[int, ...], dict[str, int]]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = planned_profile_args(__doc__, 30, argv)
-    todo = plan()
+    return run_plan(plan(), planned_profile_args(__doc__, 30, argv))
+
+
+def run_plan(todo: list[tuple[str, tuple[int, ...], dict[str, int]]], args) -> int:
+    """Time (or with ``args.once`` launch once, for ncu) each (dtype, shape, configuration) of ``todo`` as the
+    Gluon transpose, each result checked against torch; shared by profile_gluon_transpose_small.py."""
     if args.dry_run:
         for dtype, shape, c in todo:
             print(dtype, "x".join(map(str, shape)), key(c))
