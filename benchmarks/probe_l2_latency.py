@@ -11,7 +11,8 @@ How: a Triton program of one warp (lane 0's load is the chain; the other lanes r
 loads of a random cyclic permutation of 128-byte lines over a buffer of ``size`` bytes: ``.cg`` loads
 (cached in L2, not L1) and plain ones (``.ca``: L1 first; a buffer over L1's 256 KB misses it mostly).
 Buffers of 1-32 MB fit in L2 (50 MB), and each is walked once whole before it is timed, so L2 holds it;
-256 MB does not fit (its walk would take seconds, so it is not warmed). The time per load is the slope
+256 MB does not fit (its walk would take seconds, so it is not warmed), and each timed walk starts at
+its own random line so that it does not find an earlier walk's lines in L2. The time per load is the slope
 between ``steps`` and ``2 steps`` loads (the launch and the first loads cancel), each the median of
 ``--reps`` CUDA-event timings.
 
@@ -37,8 +38,8 @@ def _kernel():
     import triton.language as tl
 
     @triton.jit
-    def chase(nxt, out, steps, CG: tl.constexpr):
-        idx = tl.zeros([32], dtype=tl.int64)  # every lane follows the same chain: one line a load
+    def chase(nxt, out, start, steps, CG: tl.constexpr):
+        idx = tl.zeros([32], dtype=tl.int64) + start  # every lane follows the same chain: one line a load
         for _ in range(0, steps, 1):
             if CG:
                 idx = tl.load(nxt + idx, cache_modifier=".cg").to(tl.int64)
@@ -64,13 +65,14 @@ def _cycle(size: int, seed: int):
 
 
 def _time(fn, reps: int) -> float:
+    """Median ns of ``fn(rep)`` over ``reps`` calls."""
     import torch
 
     times = []
-    for _ in range(reps):
+    for rep in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        fn(rep)
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e6)  # ns
@@ -95,12 +97,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     for size in SIZES:
         nxt = _cycle(size, seed=size % 9973)
         lines = size // LINE
+        # each timed walk starts at its own random line: on a buffer L2 cannot hold, a walk that began where
+        # an earlier one did would find that walk's lines in L2 (run 213's 256 MB rows: 146-174 ns, not DRAM)
+        starts = torch.randint(0, lines, (4 * args.reps + 2,), generator=torch.Generator().manual_seed(size))
+        starts = [int(x) * (LINE // 4) for x in starts]
         for cg in (1, 0):
-            chase[(1,)](nxt, out, lines if size <= 32 << 20 else 1, CG=cg, num_warps=1)  # warm what fits
+            chase[(1,)](nxt, out, 0, lines if size <= 32 << 20 else 1, CG=cg, num_warps=1)  # warm what fits
             torch.cuda.synchronize()
             t1, t2 = (
-                _time(lambda n=n, nxt=nxt, cg=cg: chase[(1,)](nxt, out, n, CG=cg, num_warps=1), args.reps)
-                for n in (args.steps, 2 * args.steps)
+                _time(
+                    lambda rep, n=n, k=k, nxt=nxt, cg=cg, starts=starts: chase[(1,)](
+                        nxt, out, starts[(2 * cg + k) * args.reps + rep], n, CG=cg, num_warps=1
+                    ),
+                    args.reps,
+                )
+                for k, n in enumerate((args.steps, 2 * args.steps))
             )
             ns = (t2 - t1) / args.steps
             row = {"size_bytes": size, "cache": ".cg" if cg else ".ca", "steps": args.steps,

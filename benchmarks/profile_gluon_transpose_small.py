@@ -9,7 +9,7 @@ the output stores' sectors and the sectors two blocks share (``transpose_model.s
 time, for the fastest layout of each tile in the H100 studies of the same shapes (runs 202, 206). Usage::
 
     python benchmarks/profile_gluon_transpose_small.py --out times.csv
-    ncu --csv --kernel-name transpose_kernel --metrics gpu__time_duration.sum,... \\
+    ncu --csv --kernel-name transpose_gluon --metrics gpu__time_duration.sum,... \\
         python benchmarks/profile_gluon_transpose_small.py --once > ncu.csv
 
 Each launch prints one ``LAUNCH i shape dtype key`` line (stderr) in launch order, which is ncu's row order.

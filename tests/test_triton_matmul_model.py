@@ -449,6 +449,33 @@ def test_path1_elementwise_loads_wait_l2_and_queue_there():
     assert before.min() < 0.62 and before.mean() < 0.78
 
 
+def test_path1_trust_note_states_run_213s_blind_figures():
+    """H100 run 213 (2026-12-07): every PATH 1 candidate of twelve new bf16 shapes with an element-wise
+    operand (A, B or both), timed after ``latency_from_l2`` was committed and scored only then. The trust
+    note's range, count and rank correlations are recomputed here; without the key the same rows read picks
+    1.00-1.13x (within 10% in 11) and rank correlation 0.63-0.93 (mean 0.76, against 0.86 with it)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import model_only_report as mo
+    from autopad.kernels.triton import matmul_model as M
+
+    path = ROOT / "benchmarks/results/h100/2026-12-07/run213/study/quality_rows.csv.gz"
+    shapes = mo.load_shapes({"run213": path})
+    assert len(shapes) == 12
+    assert all(any(M.path1_elementwise(mo.parse_shape(s.shape), s.dtype)) for s in shapes)
+    figs = [mo.figures(s, mo.predicted(s)) for s in shapes]
+    picks = [f["pick_over_best"] for f in figs]
+    rho = [f["spearman"] for f in figs]
+    note = G.SPEC.trust_note((2048, 1536, 2049), "bfloat16")
+    assert f"on {len(picks)} new bf16 shapes" in note
+    assert f"{min(picks):.2f}-{max(picks):.2f}x, within 10% in {sum(p < 1.10 for p in picks)}" in note
+    assert f"rank correlation {min(rho):.2f}-{max(rho):.2f}" in note
+    for s in shapes:
+        s.infos = [{k: v for k, v in i.items() if k != "latency_from_l2"} for i in s.infos]
+    before = [mo.figures(s, mo.predicted(s)) for s in shapes]
+    assert sum(f["pick_over_best"] < 1.10 for f in before) == 11
+    assert np.mean([f["spearman"] for f in before]) < np.mean(rho) - 0.05
+
+
 def test_path1_narrow_copies_are_charged_per_copy_where_k_is_off_the_grid():
     """tf32 with K not a multiple of 16: PATH 1's copies are 4 bytes an element, each charged
     ``NARROW_COPY_CYCLES`` SM cycles (a k-step's (BM + BN) x BK / 32 warp copies) and a wait the other blocks
