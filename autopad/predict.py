@@ -248,6 +248,23 @@ def predict_arrays(
     # tiled kernels re-read operands through L2 (a GEMM reads A N/BN times and B M/BM times): where the
     # spec counts those bytes (``l2_bytes``) they stream at the L2 rate, with the same bytes in flight
     t_l2 = np.where(np.isnan(l2_bytes), 0.0, np.nan_to_num(l2_bytes) / (a.l2_bytes_per_s * knee_x))
+    # ... but only loads wait for their bytes: where a spec states what it reads (``read_bytes``), its
+    # stores are posted (they drain behind the block) and stream at the full rate, and the knee of the
+    # bytes in flight prices the reads alone, on DRAM and L2 alike. The Gluon transpose's small tiles (4-8
+    # elements a thread, 8-16 blocks an SM) ran within 1.4x of the best (H100 run 214: int8 [3, 1500, 2222]
+    # 13.4-16.3 us against 11.7) where the knee on its stores' sectors too ranked them with builds three
+    # times slower; the eleven H100 / H200 studies (runs 201-206, 212): Spearman min 0.71 / 0.76 -> 0.77 /
+    # 0.83, picks unchanged (quality/NOTES.md, thirty-ninth session)
+    reads = cols["read_bytes"]
+    split = ~np.isnan(reads)
+    if split.any():
+        rd = np.nan_to_num(reads)
+        posted = np.maximum(traffic["bytes"] - rd, 0.0)
+        t_split = (rd / mem_eff + posted / dram_eff) / a.dram_bytes_per_s
+        t_dram = np.where(split, t_split, t_dram)
+        l2_posted = np.maximum(np.nan_to_num(l2_bytes) - rd, 0.0)
+        t_split = rd / (a.l2_bytes_per_s * knee_x) + l2_posted / a.l2_bytes_per_s
+        t_l2 = np.where(split & ~np.isnan(l2_bytes), t_split, t_l2)
     # ... except what asynchronous bulk copies move (``l2_async``: TMA, Triton's pipelined cp.async): that
     # streams at their own L2 rate, and its bytes in flight must cover the same latency at that rate,
     # latency x its SM share (~90 KB at 12 TB/s, where the DRAM need is 32 KB): a 2-stage ring of

@@ -56,6 +56,9 @@ KEYS = {
     "loads it cannot pipeline, a tile per k-step): the resident blocks queue for the "
     "DRAM round trip, shared memory, arithmetic and issue, and the bandwidth streams still bound the time "
     "from below (default 0; serial_phases, where stated, takes precedence)",
+    "read_bytes": "global bytes the kernel's loads read (DRAM, and the first of l2_bytes): only these wait "
+    "on the bytes in flight; the rest of the traffic and of l2_bytes are posted stores, at the full rate "
+    "(default: every byte waits, as a load)",
     "latency_from_l2": "1 if the loads a latency phase waits for hit L2 (operand re-reads): the queue's "
     "delay is then Arch.l2_latency_s, not the DRAM round trip, and the plain share of l2_bytes (all but "
     "l2_async's) queues at the SM's share of the L2 rate (default 0)",
@@ -91,6 +94,7 @@ INFO_DEFAULTS = {
     "serial_phases": 0.0,
     "latency_phases": 0.0,
     "latency_from_l2": 0.0,
+    "read_bytes": np.nan,
     "phased_loads": 0.0,
     "partial_memory_rounds": 0.0,
 }

@@ -644,6 +644,29 @@ def test_latency_phases_from_l2_wait_l2s_round_trip_and_queue_their_plain_bytes(
     assert none.seconds == pytest.approx(l2.seconds, rel=1e-9)
 
 
+def test_read_bytes_leave_the_posted_stores_off_the_knee():
+    # ``read_bytes``: only loads wait on their bytes in flight; the stores (the rest of the traffic and of
+    # l2_bytes) drain behind the block at the full rate, on DRAM and L2 alike
+    from autopad.predict_info import INFO_DEFAULTS, KEYS
+
+    assert "read_bytes" in KEYS and np.isnan(INFO_DEFAULTS["read_bytes"])
+    traffic = {"bytes": 2 * 132 * 64 * 1024.0}  # a copy: half read, half written
+    few = {"blocks": 132 * 64, "threads": 128, "inflight_bytes": 8.0, "l2_bytes": 3 * 132 * 64 * 1024.0}
+    wave, ideal = np.full(2, 512.0), np.full(2, 512.0)
+    whole, split = predict_batch([few, {**few, "read_bytes": 132 * 64 * 1024.0}], traffic, wave, ideal, A)
+    t = dict(whole.terms)
+    knee = 132 * 64 * 1024.0 * 2 / (A.dram_bytes_per_s * t["dram_s"])  # the row's share of the bandwidth
+    assert knee < 0.9  # 8 bytes a thread in flight: below the knee
+    read = 132 * 64 * 1024.0
+    assert dict(split.terms)["dram_s"] == pytest.approx((read / knee + read) / A.dram_bytes_per_s, rel=1e-9)
+    assert dict(split.terms)["l2_s"] == pytest.approx((read / knee + 2 * read) / A.l2_bytes_per_s, rel=1e-9)
+    assert split.seconds < whole.seconds
+    # all of it read: the key changes nothing
+    same = predict_batch([{**few, "read_bytes": traffic["bytes"], "l2_bytes": traffic["bytes"]},
+                          {**few, "l2_bytes": traffic["bytes"]}], traffic, wave, ideal, A)  # fmt: skip
+    assert same[0].seconds == pytest.approx(same[1].seconds, rel=1e-12)
+
+
 def test_phased_loads_need_warps_as_well_as_bytes_in_flight():
     # ``phased_loads``: the loads are issued in one phase before a barrier, so the bytes stated in flight
     # reach the bandwidth only with warps to issue them: the share is also bounded by occupancy / 0.25

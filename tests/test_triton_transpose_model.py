@@ -277,3 +277,15 @@ def test_every_dtype_the_transpose_takes_has_compiled_spills():
     assert {T.DTYPE_BYTES[d] for d in TM.DTYPES} <= set(S.COMPILED)
     with pytest.raises(ValueError, match="no build of 16-byte elements"):
         S.stack_bytes({"BM": 128, "BN": 128, "WARPS": 4, "VEC": 1}, 16, False)
+
+
+def test_the_tiles_loads_are_its_reads_and_its_stores_are_posted():
+    """``read_bytes``: the input, once (its stores' sectors, the shared ones and any spill are the rest of
+    ``l2_bytes``, posted); the batch hook states the same as the scalar one."""
+    c = {**T.DEFAULTS, "BM": 32, "BN": 32, "WARPS": 8, "VEC": 1}
+    shape = (3, 1500, 2222)
+    info = TM.launch_info(c, shape, "int8")
+    assert info["read_bytes"] == 3 * 1500 * 2222 and info["l2_bytes"] > 1.8 * info["read_bytes"]
+    cols = {k: np.array([v]) for k, v in c.items()}
+    batch = TM.launch_info_batch(cols, shape, "int8")
+    assert float(np.asarray(batch["read_bytes"]).ravel()[0]) == info["read_bytes"]

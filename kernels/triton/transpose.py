@@ -236,9 +236,9 @@ class TransposeGluon(TransposeIO, TritonKernel):
         return (
             "this kernel's own studies, on an NVIDIA H100 (2026-12-06; fp16, bf16, fp32 and int8, odd "
             "shapes among them): on 11 shapes whose every candidate was timed the model-only pick was "
-            "1.02-1.19x the measured best, within 10% in 10, rank correlation 0.71-0.90 (the last four held "
+            "1.02-1.19x the measured best, within 10% in 10, rank correlation 0.77-0.91 (the last four held "
             "out from the model's last fitted term: 1.04-1.19x, within 10% in 3); on an H200, the same 11 "
-            "shapes: 1.02-1.16x, within 10% in 9, rank correlation 0.76-0.92"
+            "shapes: 1.02-1.16x, within 10% in 9, rank correlation 0.83-0.95"
         )
 
     def check_shape(self, shape: tuple[int, ...]) -> None:
