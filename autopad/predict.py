@@ -254,7 +254,7 @@ def predict_arrays(
     # elements a thread, 8-16 blocks an SM) ran within 1.4x of the best (H100 run 214: int8 [3, 1500, 2222]
     # 13.4-16.3 us against 11.7) where the knee on its stores' sectors too ranked them with builds three
     # times slower; the eleven H100 / H200 studies (runs 201-206, 212): Spearman min 0.71 / 0.76 -> 0.77 /
-    # 0.83, picks unchanged (quality/NOTES.md, thirty-ninth session)
+    # 0.83, picks within 10% as before, four moved by up to 0.05 (quality/NOTES.md, thirty-ninth session)
     reads = cols["read_bytes"]
     split = ~np.isnan(reads)
     if split.any():

@@ -44,8 +44,9 @@ def _queued(
     the keys today: the CUDA transpose (``serial_phases`` on its original path, ``latency_phases`` on its
     vector path where a block is alone on its SM), one tile a block; and the Triton GEMM's PATH 1 where an
     operand is loaded element by element (``latency_phases``, a tile per k-step, many a block, beside
-    asynchronous copies of the other operand). For ``latency_phases`` the DRAM and L2 stations are empty,
-    so an asynchronous stream's knee does not arise; the per-tile overhead, tried in the issue station on
+    asynchronous copies of the other operand). For ``latency_phases`` the DRAM and L2 stations are empty
+    (but for the plain L2 bytes where the loads hit L2: ``delay`` below), so an asynchronous stream's knee
+    does not arise; the per-tile overhead, tried in the issue station on
     PATH 1's fifteen H100 studies (runs 192-200), moved no pick and Spearman by at most 0.01: left out.
 
     ``delay``: each row's round trip in seconds (default the DRAM latency, ``a.dram_latency_s``); PATH 1's
