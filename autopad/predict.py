@@ -392,6 +392,10 @@ def predict_arrays(
         i = np.flatnonzero(lat)  # (those rows only: the queue's loop runs to their most resident blocks)
         free = quantised[:, i].copy()
         free[:2] = 0.0
+
+        def rows(col: np.ndarray) -> np.ndarray:  # a column at those rows (0-d columns too)
+            return np.broadcast_to(col, combined.shape)[i]
+
         delay = np.full(len(i), a.dram_latency_s)
         # where the loads a phase waits for hit L2 (``latency_from_l2``: a GEMM operand re-read element by
         # element), the delay is L2's round trip, and the bytes the plain loads move (l2_bytes less the
@@ -401,10 +405,10 @@ def predict_arrays(
         # 5). The bf16 PATH 1 studies had the builds of BK 32 up to 0.3 in log slower than measured and
         # those of BK 128 faster under the DRAM round trip: Spearman min 0.59 / 0.61 -> 0.79 / 0.80 (H100
         # runs 192-200 / H200 run 212, quality/NOTES.md, thirty-ninth session)
-        hit = np.broadcast_to(cols["latency_from_l2"] > 0, combined.shape)[i]
+        hit = rows(cols["latency_from_l2"] > 0)
         if hit.any():
-            share = np.clip(np.broadcast_to(cols["l2_async"], combined.shape)[i], 0.0, 1.0)
-            plain = (1.0 - share) * np.broadcast_to(np.nan_to_num(l2_bytes), combined.shape)[i]
+            share = np.clip(rows(cols["l2_async"]), 0.0, 1.0)
+            plain = (1.0 - share) * rows(np.nan_to_num(l2_bytes))
             # (in the quantised streams' units: the queue multiplies its L2 row by the knee)
             t_plain = plain / a.l2_bytes_per_s * wave_factor[i] / knee_x[i]
             free[1] = np.where(hit, t_plain, 0.0)

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from profile_tf32_path1 import BASE, run_plan  # noqa: E402
+from profile_tf32_path1 import plan, run_plan  # noqa: E402
 from profile_transpose_tiles import planned_profile_args  # noqa: E402
 
 SHAPES = [(1024, 5002, 2048), (2500, 1800, 1199), (1024, 5008, 2048)]
@@ -48,17 +48,8 @@ BUILDS = [
 ]
 
 
-def plan() -> list[tuple[tuple[int, int, int], dict[str, int]]]:
-    """(shape, configuration) in launch order."""
-    out = []
-    for shape in SHAPES:
-        for bm, bn, bk, st, w in BUILDS:
-            out.append((shape, dict(BASE, BM=bm, BN=bn, BK=bk, STAGES=st, WARPS=w)))
-    return out
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_plan(plan(), "bfloat16", planned_profile_args(__doc__, 20, argv))
+    return run_plan(plan(SHAPES, BUILDS), "bfloat16", planned_profile_args(__doc__, 20, argv))
 
 
 if __name__ == "__main__":

@@ -47,11 +47,13 @@ BUILDS = [
 BASE = {"GROUP_M": 8, "PATH": 1, "PERSIST": 0, "SPLIT_K": 1, "SWIZZLE": 128}
 
 
-def plan() -> list[tuple[tuple[int, int, int], dict[str, int]]]:
-    """(shape, configuration) in launch order."""
+def plan(
+    shapes: Sequence[tuple[int, int, int]] = SHAPES, builds: Sequence[tuple[int, ...]] = BUILDS
+) -> list[tuple[tuple[int, int, int], dict[str, int]]]:
+    """(shape, configuration) in launch order: every build (BM, BN, BK, STAGES, WARPS) at every shape."""
     out = []
-    for shape in SHAPES:
-        for bm, bn, bk, st, w in BUILDS:
+    for shape in shapes:
+        for bm, bn, bk, st, w in builds:
             out.append((shape, dict(BASE, BM=bm, BN=bn, BK=bk, STAGES=st, WARPS=w)))
     return out
 
