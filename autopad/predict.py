@@ -319,11 +319,16 @@ def predict_arrays(
         cyc = np.where(np.isnan(acc), cyc, own)
     # instructions the pattern does not list, in SM cycles (``issue_cycles``): a histogram's warp match
     # (__match_any_sync: MATCH.ANY) takes ~63 SM cycles a warp instruction on the H200 (cuda/histogram.py)
-    cyc = cyc + 4 * cols["issue_cycles"]
+    extra = 4 * cols["issue_cycles"]
     # ... and what a block waits that other resident blocks fill (``wait_cycles``): a block alone on its SM
     # pays it whole, r blocks each 1 / r of it
-    cyc = cyc + 4 * cols["wait_cycles"] / resident  # (resident >= 1, above)
-    t_issue = cyc * tiles * blocks / (a.sm_count * a.clock_hz * 4 * _knee(w))
+    extra = extra + 4 * cols["wait_cycles"] / resident  # (resident >= 1, above)
+    # both on the warp knee (one warp a scheduler issues at 0.84 of the rate, latencies exposed), unless the
+    # spec says they are the SM's throughput (``cycles_off_knee``: the Triton GEMM's 4-byte copies cost the
+    # same per copy on one 4-warp block an SM as on one of 8 warps, H100 run 208 and the tf32 studies)
+    knee_w = _knee(w)
+    extra = extra * np.where(cols["cycles_off_knee"] > 0, knee_w, 1.0)
+    t_issue = (cyc + extra) * tiles * blocks / (a.sm_count * a.clock_hz * 4 * knee_w)
     # every tile a block walks through costs a fixed overhead (barrier, loop, refilling the pipeline)
     # that other resident blocks can hide: per SM, ceil(blocks / (SMs x resident)) rounds of tiles each
     t_tiles = np.ceil(waves) * tiles * k.tile_cycles / a.clock_hz / np.maximum(resident, 1) ** 0.5

@@ -41,6 +41,8 @@ KEYS = {
     "issue_cycles": "SM cycles of instructions per block per tile the pattern does not list (a warp match)",
     "wait_cycles": "SM cycles per block per tile its warps wait that its own work cannot fill and other "
     "resident blocks can: charged on the issue stream over the blocks an SM holds (default 0)",
+    "cycles_off_knee": "1 if issue_cycles and wait_cycles are the SM's throughput, which more warps a "
+    "scheduler do not hide: charged without the warp knee the listed accesses' arithmetic takes (default 0)",
     "regs_per_thread": "registers per thread: the register file then limits blocks per SM (default: none)",
     "flops_efficiency": "share of the arithmetic peak its inner loop reaches, <= 1 (register-cap spills)",
     "swizzle_accesses": "warp accesses per block per tile that compute a swizzled address (default: the "
@@ -86,6 +88,7 @@ INFO_DEFAULTS = {
     "block_cycles": 0.0,
     "issue_cycles": 0.0,
     "wait_cycles": 0.0,
+    "cycles_off_knee": 0.0,
     "flops_efficiency": 1.0,
     "regs_per_thread": 0.0,
     "passes": 1.0,

@@ -701,3 +701,20 @@ def test_the_original_transposes_phases_in_turn_rank_it_as_measured():
     assert mo.figures(s, mo.predicted(s))["spearman"] > 0.9
     s.infos = [{k: v for k, v in i.items() if k != "serial_phases"} for i in s.infos]
     assert mo.figures(s, mo.predicted(s))["spearman"] < 0.8
+
+
+def test_cycles_off_knee_are_charged_whatever_warps_a_scheduler_holds():
+    """``cycles_off_knee``: a spec's issue and wait cycles that are the SM's throughput cost the same on one
+    warp a scheduler as on many (the Triton GEMM's 4-byte copies); without the key they take the warp knee
+    (0.84 of the rate at one warp a scheduler), as the listed accesses' arithmetic still does."""
+    traffic = {"bytes": 1e6, "flops": 0}
+    info = {"blocks": 132, "threads": 128, "smem_bytes": 1024, "tiles_per_block": 10}
+    extra = {"issue_cycles": 600.0, "wait_cycles": 400.0}
+    base, on, off = predict_batch(
+        [info, {**info, **extra}, {**info, **extra, "cycles_off_knee": 1}], traffic, np.zeros(3), np.zeros(3)
+    )
+    added_on = dict(on.terms)["issue_s"] - dict(base.terms)["issue_s"]
+    added_off = dict(off.terms)["issue_s"] - dict(base.terms)["issue_s"]
+    # one 4-warp block an SM: one warp a scheduler; 10 tiles of 1000 SM cycles
+    assert added_off == pytest.approx(10 * 1000 / A.clock_hz, rel=1e-6)
+    assert added_on == pytest.approx(added_off / float(_knee(np.array(1.0))), rel=1e-6)

@@ -188,13 +188,13 @@ class MatmulGluon(TritonKernel):
             "10% in 12, rank correlation 0.78-0.91"
         )
         if matmul_model.path1_narrow_copies(shape, dtype):
-            # H100 run 208: six tf32 shapes, none used to choose the 4-byte copies' charge; H200 run 212:
-            # eight timed after it was committed (matmul_model.py)
+            # H100 run 208's six tf32 shapes and H200 run 212's eight: today's charge for the 4-byte copies
+            # was chosen on them (matmul_model.py), so these figures are in sample
             note += (
-                "; in tf32, whose copies are then 4 bytes an element, on 6 more shapes not used to set the "
-                "model's charge for those copies, 1.00-1.09x, within 10% in 6, rank correlation 0.69-0.90, "
-                "and on an H200 on 8 tf32 shapes timed after it was set, 1.00-1.09x, within 10% in 8, "
-                "rank correlation 0.69-0.92 (the order past the first candidates is rough)"
+                "; in tf32, whose copies are then 4 bytes an element, on 6 more shapes, 1.00-1.09x, within "
+                "10% in 6, rank correlation 0.77-0.89, and on an H200 on 8 tf32 shapes, 1.00-1.09x, within "
+                "10% in 8, rank correlation 0.77-0.89, the model's charge for those copies chosen on both "
+                "(the order past the first candidates is rough)"
             )
         return note + ": measure on a GPU where one is at hand"
 

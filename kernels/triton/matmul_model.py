@@ -243,18 +243,24 @@ def path1_elementwise(shape: tuple[int, ...], dtype: str) -> tuple[bool, bool]:
 # What a 4-byte ``cp.async`` warp instruction of PATH 1 costs (``path1_narrow_copies``), in SM cycles: on the
 # issue stream, NARROW_COPY_CYCLES a copy, whatever the SM holds; and what a block waits on its copies that
 # other resident blocks fill (``wait_cycles``, charged over the blocks an SM holds): NARROW_COPY_WAIT a copy
-# of the block (its warps meet at every k-step's barrier) and NARROW_COPY_CHAIN a copy of one warp (a warp's
-# copies are a chain of about 8 dependent instructions each). The form is run 208's profile's (per copy, an
-# SM spent 10.4-10.9 cycles at one 8-warp block, 6.4-7.3 at two to four 64-row blocks: a share that other
-# blocks hide); the three values were chosen on H100 runs 193 and 200 (tf32 2048x2048x1001 and
-# 3000x1500x777, every PATH 1 build; the same two studies that chose the single 6 cycles before) by their
-# rank correlation with their picks unchanged, from 51 triples: 0.726 / 0.697 -> 0.795 / 0.861 (run 208's six
-# studies were printed beside them while the triples were tried: not blind). A per-copy wait alone (4.7 +
-# 4.4 / blocks, the profile's own fit) ordered the profile best but put 4-warp 128 x 128 builds (64 copies
-# a warp a k-step) too low, and picked them there: 1.054 -> 1.259 of the best at 3000x1500x777
-NARROW_COPY_CYCLES = 4.0
-NARROW_COPY_WAIT = 1.0
-NARROW_COPY_CHAIN = 15.0
+# of the block (its warps meet at every k-step's barrier) and, in a build at the register cap
+# (CAPPED_REGS or more a thread), NARROW_COPY_CHAIN a copy of one warp (a warp's copies are a chain of about
+# 8 dependent instructions each, which a build with registers to spare hoists and overlaps). Both are the
+# SM's throughput, not latency that more warps a scheduler hide (``cycles_off_knee``). The form is run
+# 208's profile's (per copy, an SM spent 10.4-10.9 cycles at one 8-warp block, 6.4-7.3 at two to four 64-row
+# blocks: a share that other blocks hide). The thirty-eighth session charged the chain in every build and
+# both terms on the warp knee (4 / 1 / 15, chosen on H100 runs 193 and 200); the residuals of all eight
+# tf32 studies on both cards (H100 runs 193, 200, 208; H200 run 212) then read -0.21..-0.34 in log for the
+# 4-warp builds alone on their SM below the cap, about 0 for those at it, and a 4-warp block ran as fast as
+# an 8-warp one of the same tile and blocks an SM (1536x3072x999: 64 x 128 x 32, 0.116 / 0.118 ms at two
+# blocks an SM, 0.129 / 0.133 at one) where the knee and the chain put it 21-46% slower. The values were
+# chosen on those eight studies (a grid of 192 triples with the knee on or off each term), for the highest
+# mean Spearman among those with their picks unchanged and the lowest shape at 0.77 or more: in sample, mean
+# 0.827 / 0.836 -> 0.836 / 0.847 (H100 / H200), min 0.687 / 0.693 -> 0.773 / 0.775 (1536x3072x999)
+NARROW_COPY_CYCLES = 5.0
+NARROW_COPY_WAIT = 3.0
+NARROW_COPY_CHAIN = 10.0
+CAPPED_REGS = 250
 
 
 def path1_narrow_copies(shape: tuple[int, ...], dtype: str) -> bool:
@@ -271,17 +277,20 @@ def path1_narrow_copies(shape: tuple[int, ...], dtype: str) -> bool:
     L1 38-64%, L2 19-51% of peak; the warps wait on the long scoreboard and fixed latencies), and the time
     per copy falls as an SM holds more blocks: 10.4-10.9 SM cycles a warp copy at one 8-warp 128 x 256 block
     an SM, 6.4-7.3 at two to four blocks of 64-row tiles. The predictor charges each copy
-    ``NARROW_COPY_CYCLES`` SM cycles (``issue_cycles``: the issue stream, on the warp knee), and what a block
-    waits on its copies (``wait_cycles``: NARROW_COPY_WAIT a copy of the block, NARROW_COPY_CHAIN a copy of
-    one of its warps), which the other blocks an SM holds fill; the 16-byte copies' builds pay neither.
+    ``NARROW_COPY_CYCLES`` SM cycles (``issue_cycles``: the issue stream), and what a block waits on its
+    copies (``wait_cycles``: NARROW_COPY_WAIT a copy of the block and, at the register cap,
+    NARROW_COPY_CHAIN a copy of one of its warps), which the other blocks an SM holds fill; both off the
+    warp knee (``cycles_off_knee``); the 16-byte copies' builds pay neither.
     Without them the model put these builds at half their measured time and ordered runs 193 and 200 at
     Spearman 0.54 / 0.41; 6 cycles a copy alone (the thirty-fifth session) 0.73 / 0.70, with the wait 0.795 /
     0.861 (the ten builds of run 208 at K 1001: 0.70 -> 0.85 -> 0.90). Run 208's six studies, measured before
     either and not used to choose them (though seen while the wait's values were tried): 0.52 / 0.43 / 0.55 /
     0.47 / 0.55 / 0.50 -> 0.70 / 0.65 / 0.74 / 0.75 / 0.78 / 0.76 -> 0.79 / 0.69 / 0.82 / 0.87 / 0.90 / 0.89,
     no pick moved by the wait (4096x1024x1501, 1536x3072x999, 1024x4096x1234, 5000x1000x703, 2500x2500x1111,
-    3000x3000x510). Not modelled: the narrow copies' shared-memory side: ``smem_pattern`` still scores PATH
-    1's 16-byte ``cp.async.cg`` copies (run 208's ncu read about 2.2 shared wavefronts a 4-byte warp copy at
+    3000x3000x510). Those figures are the thirty-eighth session's form; the form of today (above
+    ``NARROW_COPY_CYCLES``) was chosen on all eight tf32 studies of both cards (0.89 on run 208's ten
+    builds). Not modelled: the narrow copies' shared-memory side: ``smem_pattern`` still scores PATH 1's
+    16-byte ``cp.async.cg`` copies (run 208's ncu read about 2.2 shared wavefronts a 4-byte warp copy at
     128 x 256, where 16-byte copies write 128 bytes in one; the shared stream was not these builds' bound)."""
     return _EB[dtype] == 4 and shape[2] % 16 != 0
 
@@ -374,8 +383,10 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
         _path1_elementwise_info(info, c, shape, dtype, a_l2, b_l2)
         if path1_narrow_copies(shape, dtype):
             copies = (bm + bn) * bk / 32  # a k-step's 4-byte warp copies (the block's)
+            capped = info.get("regs_per_thread", 0) >= CAPPED_REGS
             info["issue_cycles"] = NARROW_COPY_CYCLES * copies
-            info["wait_cycles"] = NARROW_COPY_WAIT * copies + NARROW_COPY_CHAIN * copies / c["WARPS"]
+            info["wait_cycles"] = NARROW_COPY_WAIT * copies + capped * NARROW_COPY_CHAIN * copies / c["WARPS"]
+            info["cycles_off_knee"] = 1
     if s > 1:
         base = spec.traffic(shape, dtype)["bytes"]
         extra = 2 * s * _cdiv(m, bm) * bm * n * 4  # partial sums written, then read back
