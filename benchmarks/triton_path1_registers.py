@@ -66,6 +66,13 @@ def builds(dtype: str) -> list[tuple[int, int, int, int, int]]:
 
 def usage(job: tuple[str, str, tuple[int, int, int, int, int]]) -> tuple[int, int, int]:
     """(registers, stack bytes, shared bytes) of one build."""
+    k = compiled(job)
+    regs, stack = cubin_usage(k.asm["cubin"], job)
+    return regs, stack, int(k.metadata.shared)
+
+
+def compiled(job: tuple[str, str, tuple[int, int, int, int, int]]):
+    """One build, ``job`` = (dtype, case, (BM, BN, BK, WARPS, STAGES)), compiled by Triton for sm_90."""
     import triton
     from autopad.kernels.triton import matmul_kernels as mk
     from triton.backends.compiler import GPUTarget
@@ -77,13 +84,11 @@ def usage(job: tuple[str, str, tuple[int, int, int, int, int]]) -> tuple[int, in
     const = {"BM": bm, "BN": bn, "BK": bk, "GROUP_M": 8, "TF32": tf32, "B_KN": kn}
     d16 = [["tt.divisibility", 16]]
     attrs = {(i,): d16 for i, a in enumerate(ARGS) if i < 3 or a in CASES[case]}
-    k = triton.compile(
+    return triton.compile(
         ASTSource(fn=mk.matmul_tl, signature=sig, constexprs=const, attrs=attrs),
         target=GPUTarget("cuda", 90, 32),
         options={"num_warps": warps, "num_stages": stages},
     )
-    regs, stack = cubin_usage(k.asm["cubin"], job)
-    return regs, stack, int(k.metadata.shared)
 
 
 def cubin_usage(cubin: bytes, what: object) -> tuple[int, int]:

@@ -507,14 +507,70 @@ def test_path1_narrow_copies_are_charged_per_copy_where_k_is_off_the_grid():
     assert "issue_cycles" not in path0 and "wait_cycles" not in path0
 
 
+def test_path1_narrow_copies_wait_on_the_loops_spill_reloads():
+    """A narrow-copy build whose k-loop reloads spilled addresses waits an L2 round trip a reload
+    (``SPILL_RELOAD_CYCLES``, matmul_path1_spills.py); one that spills outside the loop, or a 16-bit build
+    that reloads in its loop, waits nothing more."""
+    from autopad.kernels.triton import matmul_model as MM
+    from autopad.kernels.triton import matmul_path1_spills as SP
+
+    shape = (2048, 2048, 1001)  # case "MN": K off the grid
+    reload = {**P1, "BM": 64, "BN": 256, "BK": 64, "WARPS": 4, "STAGES": 2}
+    outside = {**P1, "BM": 64, "BN": 64, "BK": 128, "WARPS": 4, "STAGES": 3}
+    assert SP.loop_locals(reload, shape, "tf32") == (88, 352)
+    assert SP.loop_locals(outside, shape, "tf32") == (0, 0)  # 536 bytes of stack, none of it in the loop
+    for c, n in ((reload, 88), (outside, 0)):
+        info = G.launch_info(c, shape, "tf32")
+        copies = (c["BM"] + c["BN"]) * c["BK"] / 32
+        chain = MM.NARROW_COPY_CHAIN * copies / c["WARPS"] * (info["regs_per_thread"] >= MM.CAPPED_REGS)
+        assert info["wait_cycles"] == MM.NARROW_COPY_WAIT * copies + chain + MM.SPILL_RELOAD_CYCLES * n
+    bf16 = {**P1, "BM": 128, "BN": 128, "BK": 128, "WARPS": 4, "STAGES": 2}
+    assert SP.loop_locals(bf16, (2048, 1001, 2048), "bfloat16")[0] > 0  # case "MK": B element-wise
+    assert G.launch_info(bf16, (2048, 1001, 2048), "bfloat16").get("wait_cycles", 0) == 0
+
+
+def test_path1_loop_locals_are_read_inside_the_loop_only():
+    """``triton_path1_spills.loop_locals``: LDL / STL between a backward branch's target and the branch count,
+    with their widths; those before the loop or after it do not."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import triton_path1_spills as TS
+
+    sass = "\n".join(
+        f"        /*{at:04x}*/    {text} ;    /* 0x0 */"
+        for at, text in (
+            (0x0010, "STL.64 [R1], R2"),  # before the loop
+            (0x0020, "LDL R4, [R1+0x8]"),  # the loop's first instruction (the branch's target)
+            (0x0030, "@P0 LDL.128 R8, [R1+0x10]"),
+            (0x0040, "STL [R1+0x20], R4"),
+            (0x0050, "@!P1 BRA 0x20"),
+            (0x0060, "LDL.64 R2, [R1]"),  # after it
+            (0x0070, "BRA 0x70"),  # the trailing self-loop: no local instruction in it
+        )
+    )
+    assert TS.loop_locals(sass) == (3, 4 + 16 + 4)
+
+
+@pytest.mark.parametrize("job", [("tf32", "MN", (64, 256, 64, 4, 2)), ("tf32", "", (64, 64, 128, 4, 3))])
+def test_path1_loop_locals_table_is_what_triton_compiles(job):
+    """Two builds of the table compiled again (sm_90, no GPU), one that reloads in its loop and one that
+    spills outside it: the table is the compiler's."""
+    pytest.importorskip("triton")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import triton_path1_spills as TS
+    from autopad.kernels.triton import matmul_path1_spills as SP
+
+    assert TS.job_locals(job) == SP.LOOP_LOCALS[job]
+
+
 def test_path1_narrow_copies_against_runs_193_200_and_208():
     """H100 run 208 timed ten PATH 1 tf32 builds at 2048 x 2048 with K 1001, 1000 and 1008: K 1000 (rows
     16-byte aligned, though Triton cannot tell) ran as K 1001, so the term keys on K's divisibility by 16,
     not on alignment; the model orders the ten at K 1001 at Spearman 0.89 with the copies' charge and wait
     (0.70 without, 0.85 with 6 cycles a copy and no wait). On the eight tf32 studies (every PATH 1 build;
-    H100 runs 193, 200 and 208, H200 run 212), on which today's values were chosen, Spearman 0.77-0.89 on
-    both cards (0.69-0.92 with the thirty-eighth session's form, 0.41-0.55 without either), the picks
-    1.000-1.091 of the best as with 6 cycles a copy alone."""
+    H100 runs 193, 200 and 208, H200 run 212), on which today's values were chosen, Spearman 0.78-0.93 on
+    both cards with the loop's spill reloads (0.77-0.89 without them, 0.69-0.92 with the thirty-eighth
+    session's form, 0.41-0.55 without either), the picks 1.000-1.091 of the best as with 6 cycles a copy
+    alone."""
     import csv
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -553,9 +609,9 @@ def test_path1_narrow_copies_against_runs_193_200_and_208():
     rhos = []
     for s in shapes:
         f = mo.figures(s, mo.predicted(s))
-        assert f["spearman"] > 0.77 and f["pick_over_best"] < 1.10, (s.shape, f)
+        assert f["spearman"] > 0.78 and f["pick_over_best"] < 1.10, (s.shape, f)
         rhos.append(f["spearman"])
-    assert np.mean(rhos) > 0.83
+    assert np.mean(rhos) > 0.86
 
 
 def test_path1_trust_note_states_run_200s_held_out_figures():

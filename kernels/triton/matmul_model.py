@@ -21,6 +21,7 @@ from autopad.access import Instruction
 from autopad.layouts import Legality, Swizzled
 
 from .matmul_path1_regs import path1_usage
+from .matmul_path1_spills import loop_locals
 from .matmul_tiles import (
     _ARCH,
     _EB,
@@ -261,6 +262,14 @@ NARROW_COPY_CYCLES = 5.0
 NARROW_COPY_WAIT = 3.0
 NARROW_COPY_CHAIN = 10.0
 CAPPED_REGS = 250
+# What a narrow-copy build waits for each local load or store its k-loop issues (matmul_path1_spills.py: the
+# copies' spilled addresses, reloaded one after another at the register cap), in SM cycles: one L2 round trip,
+# as benchmarks/probe_l2_latency.py measured it (H100 run 213: 146-147 ns, 290 cycles at 1,980 MHz; L1 is
+# mostly shared memory in these builds). Not fitted: on the eight tf32 studies of both cards 200-400 cycles
+# scored alike (Spearman mean 0.865-0.873 / 0.874-0.882 on the H100 / H200 against 0.836 / 0.847 without),
+# and those builds (88 of the sixteen studies' rows, 18 or more reloads a k-step) read +0.74 in log without
+# the wait, +0.00 at 240 cycles, -0.11 at 290
+SPILL_RELOAD_CYCLES = 290.0
 
 
 def path1_narrow_copies(shape: tuple[int, ...], dtype: str) -> bool:
@@ -386,6 +395,7 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
             capped = info.get("regs_per_thread", 0) >= CAPPED_REGS
             info["issue_cycles"] = NARROW_COPY_CYCLES * copies
             info["wait_cycles"] = NARROW_COPY_WAIT * copies + capped * NARROW_COPY_CHAIN * copies / c["WARPS"]
+            info["wait_cycles"] += SPILL_RELOAD_CYCLES * loop_locals(c, shape, dtype)[0]
             info["cycles_off_knee"] = 1
     if s > 1:
         base = spec.traffic(shape, dtype)["bytes"]
