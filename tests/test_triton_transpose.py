@@ -307,8 +307,9 @@ def test_the_refused_one_byte_tiles_do_fault_on_gpu(dtype):
 
 def test_trust_note_states_runs_201_to_206():
     """The Gluon transpose's trust caveat quotes the H100 studies (every candidate timed, eleven shapes in
-    four dtypes, run 206's four held out from the last term); its range, count and rank correlations are
-    recomputed here from the rows."""
+    four dtypes, run 206's four held out from the last term), the H200's of the same shapes and run 215's
+    four new ones (held out from ``read_bytes``); its ranges, counts and rank correlations are recomputed
+    here from the rows."""
     root = os.path.join(os.path.dirname(__file__), "..")
     sys.path.insert(0, os.path.join(root, "benchmarks"))
     from pathlib import Path
@@ -336,3 +337,12 @@ def test_trust_note_states_runs_201_to_206():
     assert f"the same {len(figs)} shapes: {min(picks):.2f}-{max(picks):.2f}x" in tail
     within = sum(p < 1.10 for p in picks)
     assert f"within 10% in {within}, rank correlation {min(rho):.2f}-{max(rho):.2f}" in tail
+    # H100 run 215: four new shapes, every candidate timed after read_bytes was committed
+    blind = Path(root) / "benchmarks/results/h100/2026-12-07/run215/gt/quality_rows.csv.gz"
+    shapes = [s for s in mo.load_shapes({"run215": blind}) if s.kernel == "transpose"]
+    assert len(shapes) == 4 and {s.dtype for s in shapes} == {"float16", "bfloat16", "float32", "int8"}
+    figs = [mo.figures(s, mo.predicted(s)) for s in shapes]
+    picks, rho = [f["pick_over_best"] for f in figs], [f["spearman"] for f in figs]
+    tail = " ".join(note[note.index("4 new shapes") :].split())
+    assert f"{min(picks):.2f}-{max(picks):.2f}x, within 10% in {sum(p < 1.10 for p in picks)}" in tail
+    assert f"rank correlation {min(rho):.2f}-{max(rho):.2f}" in tail

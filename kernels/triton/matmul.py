@@ -176,8 +176,8 @@ class MatmulGluon(TritonKernel):
     def trust_note(self, shape: tuple[int, ...], dtype: str) -> str | None:
         """What the family's trust line does not cover on this shape, for model-only output: where TMA
         cannot describe the tensors only PATH 1 runs, a case the recorded H200 studies (the trust file's)
-        did not measure: its own studies, H100 runs 200, 208 and 213 and H200 run 212 (every PATH 1 candidate
-        timed; the tests recompute each range and count from the rows)."""
+        did not measure: its own studies, H100 runs 200, 208, 213 and 215 and H200 run 212 (every PATH 1
+        candidate timed; the tests recompute each range and count from the rows)."""
         if len(shape) != 3 or tma_ok(shape, dtype):
             return None
         note = (
@@ -189,13 +189,14 @@ class MatmulGluon(TritonKernel):
             "10% in 12, rank correlation 0.78-0.91"
         )
         if matmul_model.path1_narrow_copies(shape, dtype):
-            # H100 run 208's six tf32 shapes and H200 run 212's eight: today's charge for the 4-byte copies
-            # was chosen on them (matmul_model.py), so these figures are in sample
+            # H100 run 215: seven new tf32 shapes TMA refuses, timed after today's charge for the 4-byte
+            # copies was committed (held out); H100 run 208's six and H200 run 212's eight: chosen on them
             note += (
-                "; in tf32, whose copies are then 4 bytes an element, on 6 more shapes, 1.00-1.09x, within "
-                "10% in 6, rank correlation 0.78-0.93, and on an H200 on 8 tf32 shapes, 1.00-1.09x, within "
-                "10% in 8, rank correlation 0.78-0.93, the model's charge for those copies chosen on both "
-                "(the order past the first candidates is rough)"
+                "; in tf32, whose copies are then 4 bytes an element, on 7 more shapes timed on an H100 "
+                "after the model's charge for those copies was set (2026-12-07), 1.00-1.09x, within 10% in "
+                "7, rank correlation 0.73-0.93 (on the 6 H100 shapes it was chosen on, 1.00-1.09x, within "
+                "10% in 6, rank correlation 0.78-0.93; on an H200 on 8 such shapes, 1.00-1.09x, within 10% "
+                "in 8, rank correlation 0.78-0.93); the order past the first candidates is rough"
             )
         return note + ": measure on a GPU where one is at hand"
 

@@ -402,6 +402,11 @@ def launch_info(spec: MatmulGluon, constants: dict[str, int], shape: tuple[int, 
         extra = 2 * s * _cdiv(m, bm) * bm * n * 4  # partial sums written, then read back
         info["dram_efficiency"] = base / (base + extra)
         info["l2_bytes"] += extra
+        # ... by a second launch (matmul_launch.py: ``splitk_reduce`` after the GEMM), which costs the
+        # predictor's launch_s: at tf32 1000^3 (H100 run 215, every candidate timed) the split-K builds ran
+        # 18.8-21 us where the model said 11.4-12.1 and the best, one launch, 15.6; the model-only pick, a
+        # split-K build, went from 1.28x the best to 1.09x with the second launch counted
+        info["passes"] = 2
     return info
 
 
