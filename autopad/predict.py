@@ -327,8 +327,8 @@ def predict_arrays(
     # spec says they are the SM's throughput (``cycles_off_knee``: the Triton GEMM's 4-byte copies cost the
     # same per copy on one 4-warp block an SM as on one of 8 warps, H100 run 208 and the tf32 studies)
     knee_w = _knee(w)
-    extra = extra * np.where(cols["cycles_off_knee"] > 0, knee_w, 1.0)
-    t_issue = (cyc + extra) * tiles * blocks / (a.sm_count * a.clock_hz * 4 * knee_w)
+    extra_knee = np.where(cols["cycles_off_knee"] > 0, 1.0, knee_w)
+    t_issue = (cyc / knee_w + extra / extra_knee) * tiles * blocks / (a.sm_count * a.clock_hz * 4)
     # every tile a block walks through costs a fixed overhead (barrier, loop, refilling the pipeline)
     # that other resident blocks can hide: per SM, ceil(blocks / (SMs x resident)) rounds of tiles each
     t_tiles = np.ceil(waves) * tiles * k.tile_cycles / a.clock_hz / np.maximum(resident, 1) ** 0.5

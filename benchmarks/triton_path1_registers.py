@@ -91,16 +91,21 @@ def compiled(job: tuple[str, str, tuple[int, int, int, int, int]]):
     )
 
 
-def cubin_usage(cubin: bytes, what: object) -> tuple[int, int]:
-    """(registers, stack bytes) of the one kernel in ``cubin``, read with Triton's ``cuobjdump
-    --dump-resource-usage``; ``what`` names the build in the error if nothing is read."""
+def cuobjdump(cubin: bytes, flag: str) -> subprocess.CompletedProcess:
+    """Triton's bundled ``cuobjdump flag`` run on ``cubin`` (written to a temporary file)."""
     import triton
 
     tool = Path(triton.__file__).parent / "backends/nvidia/bin/cuobjdump"
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "k.cubin"
         path.write_bytes(cubin)
-        out = subprocess.run([str(tool), "--dump-resource-usage", str(path)], capture_output=True, text=True)
+        return subprocess.run([str(tool), flag, str(path)], capture_output=True, text=True)
+
+
+def cubin_usage(cubin: bytes, what: object) -> tuple[int, int]:
+    """(registers, stack bytes) of the one kernel in ``cubin``, read with Triton's ``cuobjdump
+    --dump-resource-usage``; ``what`` names the build in the error if nothing is read."""
+    out = cuobjdump(cubin, "--dump-resource-usage")
     m = re.search(r"REG:(\d+) STACK:(\d+)", out.stdout)
     if not m:
         raise RuntimeError(f"no resource usage for {what}: {out.stdout[-500:]} {out.stderr[-500:]}")

@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
-import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -55,14 +53,10 @@ def loop_locals(sass: str) -> tuple[int, int]:
 
 def job_locals(job: tuple[str, str, tuple[int, int, int, int, int]]) -> tuple[int, int]:
     """``loop_locals`` of one build (``triton_path1_registers.compiled``'s job)."""
-    import triton
-    from triton_path1_registers import compiled
+    from triton_path1_registers import compiled, cuobjdump
 
-    tool = Path(triton.__file__).parent / "backends/nvidia/bin/cuobjdump"
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "k.cubin"
-        path.write_bytes(compiled(job).asm["cubin"])
-        out = subprocess.run([str(tool), "-sass", str(path)], capture_output=True, text=True, check=True)
+    out = cuobjdump(compiled(job).asm["cubin"], "-sass")
+    out.check_returncode()
     return loop_locals(out.stdout)
 
 
