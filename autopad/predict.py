@@ -134,7 +134,8 @@ def _tail_rounds(
     configurations with the unpadded layout: 2304x2304x2048, 2560x2560x1536, 1792x1792x2048), 0.66 / 0.29 /
     0.66 -> 0.86 / 0.68 / 0.81, the pick at 2304 1.078 -> 1.000 of the sample's best. Not for the memory
     streams in general: applied to them it moved transpose picks (fp16 4097 x 8191, run 34, 1.018 -> 1.262
-    of the best); only where a spec states ``partial_memory_rounds`` (the Gluon transpose).
+    of the best); only where a spec states ``partial_memory_rounds`` (the Gluon transpose), and there at the
+    blocks' share of a round, not the busiest SM's (``predict_arrays``).
     The older SIMT kernel of the recorded run 1, whose k-loop waited on each step's loads, measured its tail
     as a whole round (1.3x, the register note above): a block alone cannot hide its own latency. Today's
     kernel keeps its next step's loads in flight."""
@@ -339,16 +340,22 @@ def predict_arrays(
     streams = quantised.copy()
     for row, t, tail in ((2, t_smem, flat), (3, t_flops, on_knee), (4, t_issue, on_knee)):
         streams[row] = t * (wave_factor + k.partial_round * (tail - wave_factor))
-    # ... and the memory streams too where a spec says its partial rounds were measured to cost their share
-    # (``partial_memory_rounds``): timed on ladders of shapes from 0.5 to 3.25 rounds, every build's time
-    # rose in a line with its blocks, CUDA and Gluon transposes alike, on fresh data and as the studies time
-    # a candidate (H100 run 211, H200 run 212). Not for every spec: the CUDA transpose's terms were chosen
-    # with whole rounds in, and its studies' picks moved when its memory streams paid their share
-    # (quality/NOTES.md)
+    # ... and the memory streams pay no rounds at all where a spec says its partial rounds were measured to
+    # cost their share (``partial_memory_rounds``): timed on ladders of shapes from 0.5 to 3.25 rounds, every
+    # build's time rose in a line with its blocks, CUDA and Gluon transposes alike, on fresh data and as the
+    # studies time a candidate (H100 run 211, H200 run 212). DRAM and L2 serve the whole chip: SMs left with
+    # fewer of the last round's blocks leave their share of the bandwidth to those with more, so a partial
+    # round's bytes take their share of a round's time, not the busiest SM's (as shared memory's wavefronts,
+    # each SM's own, do). The busiest SM's share had put a grid of 819 blocks at 7 an SM (6.2 on average) a
+    # whole round up; the blocks' share fits every Gluon ladder of runs 211-212 closer (rms of a line through
+    # the rungs 0.11-2.18 us against 0.17-2.75; one equal) and, on the Gluon transpose's studies, Spearman
+    # min 0.77 -> 0.80, picks over 1.10x the best 4 -> 1 of 25 (quality/NOTES.md, forty-first session).
+    # Not for every spec: the CUDA transpose's terms were chosen with whole rounds in, and its studies'
+    # picks moved when its memory streams paid their share (quality/NOTES.md)
     part = cols["partial_memory_rounds"] > 0
     if part.any():
         for row, t in ((0, t_dram), (1, t_l2)):
-            streams[row] = np.where(part, t * flat, streams[row])
+            streams[row] = np.where(part, t, streams[row])
     # a block's warps take consecutive warp slots and slot s goes to scheduler s % 4: where a grid runs in
     # one round of blocks whose warps do not fill the four schedulers evenly (3 blocks of 2 warps: 2, 2, 1
     # and 1), the busiest scheduler sets the pace of the round (each k-step's barrier holds its blocks to

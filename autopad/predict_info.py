@@ -65,8 +65,8 @@ KEYS = {
     "delay is then Arch.l2_latency_s, not the DRAM round trip, and the plain share of l2_bytes (all but "
     "l2_async's) queues at the SM's share of the L2 rate (default 0)",
     "partial_memory_rounds": "1 if a grid's last partial round of blocks costs the DRAM and L2 streams their "
-    "share of a round (the busiest SM's blocks), as measured on the spec's own builds, rather than a whole "
-    "round (default 0: whole rounds)",
+    "blocks' share of a round (the chip's bandwidth serves every SM: no rounds at all), as measured on the "
+    "spec's own builds, rather than a whole round (default 0: whole rounds)",
     "phased_loads": "1 if each block issues its global loads in one phase before a barrier (load, barrier, "
     "read out) rather than streaming them through a loop: its bytes in flight then need resident warps "
     "too, and the share of the bandwidth they reach is also bounded by occupancy / 0.25, the bound taken "

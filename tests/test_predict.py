@@ -224,12 +224,14 @@ def test_a_wait_that_other_blocks_fill_is_shared_by_the_blocks_an_sm_holds():
 
 def test_a_spec_may_say_its_memory_streams_pay_a_partial_round_at_its_share():
     """``partial_memory_rounds``: a grid of 1.5 rounds of blocks costs the DRAM and L2 streams 1.5 rounds'
-    time, not 2 (the busiest SM runs 1 + 1/2 of a round); a grid of whole rounds is unchanged, and without
-    the key the whole-round charge (the wave factor) stands."""
+    time, not 2; one of 628 blocks at 4 an SM (1.19 rounds: 100 blocks of the second round, one on each of
+    100 SMs) 1.19 rounds' time, the blocks' share of the bandwidth, not the busiest SM's 1.25; a grid of
+    whole rounds is unchanged, and without the key the whole-round charge (the wave factor) stands. Shared
+    memory's wavefronts, each SM's own, keep the busiest SM's share."""
     traffic = {"bytes": 1e9, "flops": 0}
     info = {"blocks": 132 * 3, "threads": 256, "smem_bytes": 1024, "inflight_bytes": 64, "l2_bytes": 2e9}
     info["regs_per_thread"] = 64  # 4 blocks of 8 warps an SM by registers: 396 blocks are 0.75 rounds
-    for blocks, want in ((132 * 4 * 3 // 2, 1.5 / 2.0), (132 * 4 * 2, 1.0)):
+    for blocks, want in ((132 * 4 * 3 // 2, 1.5 / 2.0), (628, 628 / 528 / 2.0), (132 * 4 * 2, 1.0)):
         one = {**info, "blocks": blocks}
         whole, part = predict_batch(
             [one, {**one, "partial_memory_rounds": 1}], traffic, np.zeros(2), np.zeros(2)

@@ -232,16 +232,16 @@ class TransposeGluon(TransposeIO, TritonKernel):
     def trust_note(self, shape: tuple[int, ...], dtype: str) -> str | None:
         """What the trust line adds for model-only output: no recorded H200 study (the trust file's)
         measured this kernel, so its own studies: H100 runs 201-203 and 206 and H200 run 212, the same
-        eleven shapes, and H100 run 215's four new ones, held out from ``read_bytes``, every candidate timed
+        eleven shapes, and H100 run 215's four more, every candidate timed, all of them scored while the
+        memory streams' partial round (``predict``, ``partial_memory_rounds``) was set at the blocks' share
         (a test recomputes the figures from the rows)."""
         return (
             "this kernel's own studies, on an NVIDIA H100 (2026-12-06; fp16, bf16, fp32 and int8, odd "
             "shapes among them): on 11 shapes whose every candidate was timed the model-only pick was "
-            "1.02-1.19x the measured best, within 10% in 10, rank correlation 0.77-0.91 (the last four held "
-            "out from the model's last fitted term: 1.04-1.19x, within 10% in 3); on an H200, the same 11 "
-            "shapes: 1.02-1.16x, within 10% in 9, rank correlation 0.83-0.95; on an H100, 4 new shapes "
-            "timed after the model's last term was set (2026-12-07): 1.04-1.12x, within 10% in 3, rank "
-            "correlation 0.79-0.90"
+            "1.00-1.07x the measured best, within 10% in 11, rank correlation 0.81-0.91; on an H200, the "
+            "same 11 shapes: 1.02-1.10x, within 10% in 10, rank correlation 0.87-0.95; on an H100, 4 more "
+            "shapes (2026-12-07): 1.02-1.08x, within 10% in 4, rank correlation 0.80-0.89 (all 26 scored "
+            "while the model's last term was chosen)"
         )
 
     def check_shape(self, shape: tuple[int, ...]) -> None:
