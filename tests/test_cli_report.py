@@ -195,4 +195,7 @@ def test_the_gluon_transposes_trust_line_carries_its_h100_studies():
     res = TuneResult("transpose", "triton", (4100, 2050), "int8", "sm_90", "model-only", "m", best, ())
     text = report.trust_statement(res)
     assert "no recorded study covers transpose [triton] int8" in text
-    assert "on an NVIDIA H100" in text and "1.02-1.19x" in text
+    from autopad.kernels.triton import transpose as T
+
+    note = T.SPEC.trust_note((4100, 2050), "int8")
+    assert "on an NVIDIA H100" in text and note in " ".join(text.split())
