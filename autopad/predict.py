@@ -347,9 +347,11 @@ def predict_arrays(
     # fewer of the last round's blocks leave their share of the bandwidth to those with more, so a partial
     # round's bytes take their share of a round's time, not the busiest SM's (as shared memory's wavefronts,
     # each SM's own, do). The busiest SM's share had put a grid of 819 blocks at 7 an SM (6.2 on average) a
-    # whole round up; the blocks' share fits every Gluon ladder of runs 211-212 closer (rms of a line through
-    # the rungs 0.11-2.18 us against 0.17-2.75; one equal) and, on the Gluon transpose's studies, Spearman
-    # min 0.77 -> 0.80, picks over 1.10x the best 4 -> 1 of 25 (quality/NOTES.md, forty-first session).
+    # whole round up; the blocks' share fits 8 of the 9 Gluon ladders of runs 211-212 closer (rms of a line
+    # through the rungs 0.11-2.18 us against 0.17-2.75; the ninth equal) and, on the Gluon transpose's 26
+    # studies, Spearman min 0.77 -> 0.80, picks over 1.10x the best 4 -> 1; held out on six new shapes (H100
+    # run 217), picks within 10% in 4 -> 6, Spearman mean 0.906 -> 0.914 (quality/NOTES.md, forty-first
+    # session).
     # Not for every spec: the CUDA transpose's terms were chosen with whole rounds in, and its studies'
     # picks moved when its memory streams paid their share (quality/NOTES.md)
     part = cols["partial_memory_rounds"] > 0
