@@ -308,8 +308,8 @@ def test_the_refused_one_byte_tiles_do_fault_on_gpu(dtype):
 def test_trust_note_states_runs_201_to_206():
     """The Gluon transpose's trust caveat quotes the H100 studies (every candidate timed, eleven shapes in
     four dtypes), the H200's of the same shapes and run 215's four more, all scored while the model's last
-    term was chosen, and run 217's six new shapes, timed after it; its ranges, counts and rank correlations
-    are recomputed here from the rows."""
+    term was chosen, and run 217's six new shapes, timed after it (and again by run 218); its ranges, counts
+    and rank correlations are recomputed here from the rows."""
     root = os.path.join(os.path.dirname(__file__), "..")
     sys.path.insert(0, os.path.join(root, "benchmarks"))
     from pathlib import Path
@@ -350,4 +350,9 @@ def test_trust_note_states_runs_201_to_206():
     run217 = Path(root) / "benchmarks/results/h100/2026-12-07/run217/gt/quality_rows.csv.gz"
     picks, rho = figures({"run217": run217})
     assert len(picks) == 6
-    stated(note[note.index("6 new shapes") :], picks, rho)
+    stated(note[note.index("6 new shapes") : note.index("timed again")], picks, rho)
+    # H100 run 218: the same six, timed again on another H100
+    run218 = Path(root) / "benchmarks/results/h100/2026-12-07/run218/gt/quality_rows.csv.gz"
+    picks, rho = figures({"run218": run218})
+    assert len(picks) == 6
+    stated(note[note.index("timed again") :], picks, rho)

@@ -234,8 +234,8 @@ class TransposeGluon(TransposeIO, TritonKernel):
         measured this kernel, so its own studies: H100 runs 201-203 and 206 and H200 run 212, the same
         eleven shapes, and H100 run 215's four more, every candidate timed, all of them scored while the
         memory streams' partial round (``predict``, ``partial_memory_rounds``) was set at the blocks' share,
-        and H100 run 217's six new shapes, timed after it was (a test recomputes the figures from the
-        rows)."""
+        and H100 run 217's six new shapes, timed after it was, and again by run 218 on another H100 (a test
+        recomputes the figures from the rows)."""
         return (
             "this kernel's own studies, on an NVIDIA H100 (2026-12-06; fp16, bf16, fp32 and int8, odd "
             "shapes among them): on 11 shapes whose every candidate was timed the model-only pick was "
@@ -243,7 +243,8 @@ class TransposeGluon(TransposeIO, TritonKernel):
             "same 11 shapes: 1.02-1.10x, within 10% in 10, rank correlation 0.87-0.95; on an H100, 4 more "
             "shapes (2026-12-07): 1.02-1.08x, within 10% in 4, rank correlation 0.80-0.89 (all 26 scored "
             "while the model's last term was chosen); on an H100, 6 new shapes timed after it was set "
-            "(2026-12-07): 1.01-1.09x, within 10% in 6, rank correlation 0.89-0.95"
+            "(2026-12-07): 1.01-1.09x, within 10% in 6, rank correlation 0.89-0.95; timed again on another "
+            "H100: 1.01-1.09x, within 10% in 6, rank correlation 0.89-0.94"
         )
 
     def check_shape(self, shape: tuple[int, ...]) -> None:
