@@ -305,7 +305,7 @@ def test_the_refused_one_byte_tiles_do_fault_on_gpu(dtype):
     assert "illegal memory access" in r.stderr, r.stderr[-3000:]
 
 
-def test_trust_note_states_runs_201_to_206():
+def test_trust_note_states_runs_201_to_218():
     """The Gluon transpose's trust caveat quotes the H100 studies (every candidate timed, eleven shapes in
     four dtypes), the H200's of the same shapes and run 215's four more, all scored while the model's last
     term was chosen, and run 217's six new shapes, timed after it (and again by run 218); its ranges, counts
