@@ -295,8 +295,9 @@ def _base_info(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[st
         "threads": 32 * c["WARPS"],
         "smem_bytes": smem_bytes(c, dtype),
         "tiles_per_block": 1,
-        # a partial round costs the memory streams its share (H100 run 211 and H200 run 212: three Gluon
-        # builds on ladders of 0.5-3.25 rounds, step share -0.00..+0.09)
+        # a partial round costs the memory streams its blocks' share (H100 run 211 and H200 run 212: three
+        # Gluon builds on ladders of 0.5-3.25 rounds, step share -0.00..+0.09; the blocks' share rather than
+        # the busiest SM's since H100 runs 217-218, predict.py)
         "partial_memory_rounds": 1,
         # the tile's loads are its reads; its stores drain behind the block (H100 run 214, ncu: the knee of
         # the bytes in flight on the stores too had put 32 x 32 tiles far below their measured speed)
