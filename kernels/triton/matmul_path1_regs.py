@@ -24,7 +24,7 @@ figures in that order (``_USAGE``), as the benchmark prints them; ``PATH1_REGS``
 
 from __future__ import annotations
 
-__all__ = ["BUILDS", "PATH1_REGS", "path1_case", "path1_usage"]
+__all__ = ["BUILDS", "PATH1_REGS", "path1_build", "path1_case", "path1_usage"]
 
 BUILDS: dict[str, tuple[tuple[int, int, int, int, int], ...]] = {
     'bfloat16': (
@@ -433,8 +433,17 @@ def path1_case(shape: tuple[int, ...]) -> str:
     return "".join(name for name, v in zip("MNK", shape) if v % 16 == 0)
 
 
+def path1_build(
+    c: dict[str, int], shape: tuple[int, ...], dtype: str
+) -> tuple[tuple[str, str], tuple[int, int, int, int, int]]:
+    """How the compiled tables key candidate ``c``'s PATH 1 build on ``shape``: ((dtype compiled, case),
+    (BM, BN, BK, WARPS, STAGES)); 16-bit types compile alike, so both are held under bf16."""
+    table = ("tf32" if dtype == "tf32" else "bfloat16", path1_case(shape))
+    return table, (c["BM"], c["BN"], c["BK"], c["WARPS"], c["STAGES"])
+
+
 def path1_usage(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> tuple[int, int, int] | None:
     """(registers, stack bytes, shared bytes) of candidate ``c``'s PATH 1 build on ``shape``, or None for a
     build the table does not hold (a tile outside today's space)."""
-    table = PATH1_REGS.get(("tf32" if dtype == "tf32" else "bfloat16", path1_case(shape)))
-    return None if table is None else table.get((c["BM"], c["BN"], c["BK"], c["WARPS"], c["STAGES"]))
+    table, build = path1_build(c, shape, dtype)
+    return PATH1_REGS.get(table, {}).get(build)

@@ -19,7 +19,7 @@ STAGES)) -> (local loads and stores in the k-loop, their bytes a thread); a buil
 
 from __future__ import annotations
 
-from .matmul_path1_regs import path1_case
+from .matmul_path1_regs import path1_build
 
 __all__ = ["LOOP_LOCALS", "loop_locals"]
 
@@ -210,5 +210,5 @@ LOOP_LOCALS: dict[tuple[str, str, tuple[int, int, int, int, int]], tuple[int, in
 def loop_locals(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> tuple[int, int]:
     """(local loads and stores a thread in each k-step, their bytes) of candidate ``c``'s PATH 1 build on
     ``shape``: (0, 0) where it keeps no stack or keeps it outside the loop."""
-    key = ("tf32" if dtype == "tf32" else "bfloat16", path1_case(shape))
-    return LOOP_LOCALS.get((*key, (c["BM"], c["BN"], c["BK"], c["WARPS"], c["STAGES"])), (0, 0))
+    table, build = path1_build(c, shape, dtype)
+    return LOOP_LOCALS.get((*table, build), (0, 0))
