@@ -304,7 +304,10 @@ def predict_arrays(
     # Spearman with it; on the four shapes held out from it, slightly less (quality/simt_gemm_model_notes.md).
     # The issue stream below still charges the same accesses' address arithmetic (``issue_cycles``),
     # overlapped: a small double count, left as measured
-    slots = np.where(mma == 0, k.smem_issue * cols["smem_instructions"] * tiles * blocks, 0.0)
+    # ... and so does what else the k-loop issues that the spec counts in issue slots (``loop_slots``: the
+    # SIMT GEMM's checked loop tests each global load's bounds on shapes off its grid; matmul_cost.py)
+    own = k.smem_issue * cols["smem_instructions"] + cols["loop_slots"]
+    slots = np.where(mma == 0, own * tiles * blocks, 0.0)
     t_flops = (traffic.get("flops", 0.0) + 64.0 * slots) / (rate * _knee(w) * cols["flops_efficiency"])
     # instruction issue: every shared access costs its address arithmetic (one instruction per phase of
     # 32 lanes, ``ideal``, on four schedulers per SM); an XOR swizzle's per-access shift-mask-XOR more.

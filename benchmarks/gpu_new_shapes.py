@@ -25,6 +25,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 10 --out $OUT  # transposes held out from phased_loads
     python benchmarks/gpu_new_shapes.py --round 11 --out $OUT  # SIMT GEMMs held out from smem_issue
     python benchmarks/gpu_new_shapes.py --round 12 --out $OUT  # SIMT GEMMs held out from REG_CAP_SLACK
+    python benchmarks/gpu_new_shapes.py --round 13 --out $OUT  # SIMT GEMMs for the checked k-loop
 """
 
 from __future__ import annotations
@@ -303,6 +304,16 @@ ROUND12: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("matmul", "cuda", "float32", None, (1800, 5000, 1500)),
     ("matmul", "cuda", "float32", None, (2500, 1300, 4000)),
 ]
+# round 13 (2026-12-07, forty-second session): SIMT GEMM shapes drawn for the checked k-loop's issue slots
+# (``CHECKED_LOAD_SLOTS``, kernels/cuda/matmul_cost.py, measured by benchmarks/profile_simt_checked.py): three
+# with K % 16 = 8 (BK 16 builds run the checked loop, BK 8 ones do not) and one with K % 8 = 4 (every build
+# checked); the sample holds the top 30 of the model before the term and of the model with it
+ROUND13: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("matmul", "cuda", "float32", None, (2560, 1536, 1800)),
+    ("matmul", "cuda", "float32", None, (1500, 3500, 1400)),
+    ("matmul", "cuda", "float32", None, (4000, 1000, 2200)),
+    ("matmul", "cuda", "float32", None, (2048, 1536, 1244)),
+]
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -403,7 +414,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
         )
 ROUNDS = {
     1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9,
-    10: ROUND10, 11: ROUND11, 12: ROUND12,
+    10: ROUND10, 11: ROUND11, 12: ROUND12, 13: ROUND13,
 }  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
@@ -421,6 +432,7 @@ SAMPLES = {
     10: _QUALITY / "model_only_new_shapes10_sample.json",
     11: _QUALITY / "model_only_new_shapes11_sample.json",
     12: _QUALITY / "model_only_new_shapes12_sample.json",
+    13: _QUALITY / "model_only_new_shapes13_sample.json",
 }
 RANDOM = 90
 

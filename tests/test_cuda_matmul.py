@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from autopad.kernels.cuda import matmul as G
+from autopad.kernels.cuda.matmul_cost import CHECKED_LOAD_SLOTS
 from batch_hooks import hooks_agree
 from simt_gemm_checks import nvrtc_cuobjdump, predicted, registers
 
@@ -147,7 +148,11 @@ def test_launch_info_and_traffic():
         # the shared-memory instructions a block issues per k-step: 32 + 8 staging stores (As, Bs), 8 warps
         # x 8 k x 4 fragment loads
         "smem_instructions": 32 + 8 + 8 * 8 * 4,
+        # K = 5 is no multiple of BK (nor of 4): the checked k-loop, its bounds tests on each warp's 16-byte
+        # loads, (128 x 8 + 8 x 128) / 4 / 32 = 16 of them a k-step
+        "loop_slots": CHECKED_LOAD_SLOTS * 16,
     }
+    assert "loop_slots" not in G.launch_info(G.DEFAULTS, (1000, 36, 8))  # K 8, N 36: unchecked
     assert G.traffic((2, 3, 4))["flops"] == 48
     m, n, k = 128, 8192, 8192
     one, two = G.launch_info(G.DEFAULTS, (m, n, k)), G.launch_info(dict(G.DEFAULTS, SPLIT_K=2), (m, n, k))

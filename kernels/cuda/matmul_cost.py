@@ -8,7 +8,8 @@ matmul_regs.py plus what a swizzle adds; ``register_cap``: what ``__launch_bound
 the blocks an SM holds; what a cap below the need costs the arithmetic (``flops_efficiency``,
 ``REG_CAP_COST``, fitted on run 2); the swizzled address arithmetic, once per instruction
 (``swizzle_accesses``); the warp instructions a block issues to shared memory, which take issue slots its
-FFMAs need (``smem_instructions``); and split-K's workspace, written and read back once
+FFMAs need (``smem_instructions``); the checked k-loop's bounds tests on shapes that need them, issue
+slots too (``loop_slots``, ``CHECKED_LOAD_SLOTS``); and split-K's workspace, written and read back once
 (``dram_efficiency``).
 
 Why a module of its own: this is the model's side of the spec, apart from what the tuner enumerates
@@ -50,6 +51,18 @@ if TYPE_CHECKING:
 REG_CAP_COST = 0.75
 REG_CAP_SLACK = 0.2
 REGS_PER_SM = _ARCH.regs_per_sm  # the register file that __launch_bounds__ divides
+
+# What the checked k-loop costs: matmul.cu runs one of two k-loops for the whole grid. Where K is a multiple
+# of BK and K and N of 4 (``full``, ``checked_loop`` False) no global load tests its bounds; otherwise every
+# 16-byte load of every k-step tests its row and k range first and branches (``load_global<false>``), warp
+# instructions that take issue slots the FFMAs need, as the shared accesses' arithmetic does
+# (``smem_instructions``). Charged as CHECKED_LOAD_SLOTS issue slots per warp 16-byte load
+# (``loop_slots``), measured by benchmarks/profile_simt_checked.py: every launch configuration at K = 1000
+# and 1008, where a BK 16 build runs the same 63 k-steps checked and unchecked (NOTES, forty-second
+# session). What showed it: at K = 1000 (1000^3 and 3072x3072x1000, H100 and H200 samples) the BK 16 builds
+# (K % 16 = 8: checked) read 0.06 in log slower against the BK 8 builds (unchecked) than the model put them,
+# where on the other twenty SIMT GEMM shapes they read 0.03 faster.
+CHECKED_LOAD_SLOTS = 6.0
 
 
 def _regs_estimate(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
@@ -124,6 +137,22 @@ def smem_instructions(c: Any) -> Any:
     return c["BM"] * bk // 32 + c["BN"] * bk // 128 + warps * bk * (c["TM"] // 4 + c["TN"] // 4)
 
 
+def checked_loop(c: Any, shape: tuple[int, ...]) -> Any:
+    """Whether matmul.cu runs the checked k-loop on ``shape`` (the kernel's ``full`` negated): K not a
+    multiple of BK, or K or N not of 4 (each block's K range, ``k_per_split``, is whole BK steps whatever
+    SPLIT_K). Scalars (a candidate's dict) or int arrays (columns)."""
+    _, n, k = shape
+    return (k % c["BK"] != 0) | (k % 4 != 0) | (n % 4 != 0)
+
+
+def loop_slots(c: Any, shape: tuple[int, ...]) -> Any:
+    """Issue slots per block per k-step the checked k-loop's bounds tests take from the FFMAs
+    (``CHECKED_LOAD_SLOTS`` per warp 16-byte load: BM BK / 4 vectors of A and BK BN / 4 of B a k-step, 32 a
+    warp instruction); 0 where the unchecked loop runs. Scalars or int arrays."""
+    vectors = (c["BM"] * c["BK"] + c["BK"] * c["BN"]) // 4
+    return CHECKED_LOAD_SLOTS * vectors / 32 * checked_loop(c, shape)
+
+
 _SWIZZLE_READS = ("BM", "BN", "BK", "TM", "TN", "SW_MAX_PHASE_A", "SW_MAX_PHASE_B")
 
 
@@ -147,6 +176,9 @@ def launch_info(
     info["regs_per_thread"] = min(register_cap(c), register_need(c))
     info["swizzle_accesses"] = int(swizzle_accesses(c))
     info["smem_instructions"] = int(smem_instructions(c))
+    slots = float(loop_slots(c, shape))
+    if slots:
+        info["loop_slots"] = slots
     # launch bounds that cap the registers below the tile's need (REG_CAP_COST)
     eff = flops_efficiency(c)
     if eff < 1.0:
