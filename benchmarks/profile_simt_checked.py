@@ -37,6 +37,7 @@ BATCH = 10  # launches per timing
 def configurations() -> list[dict[str, int]]:
     """Every launch configuration legal at both shapes, on the unpadded layout, SPLIT_K 1."""
     from autopad.kernels.cuda import matmul as G
+
     from autopad.kernels_registry import builtin_spec
     from autopad.search import enumerate_candidates
 
