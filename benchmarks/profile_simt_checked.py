@@ -16,10 +16,17 @@ product), the two shapes alternated configuration by configuration::
 
     python benchmarks/profile_simt_checked.py --out times.csv
     python benchmarks/profile_simt_checked.py --dry-run
+    python benchmarks/profile_simt_checked.py --fit times.csv     # no GPU: the slots a load that fit it
+
+``--fit`` reads such a CSV and, for each value of ``CHECKED_LOAD_SLOTS`` on a grid, predicts every
+configuration's time at both shapes (``autopad.search.rank``'s inputs, the spec's own launch info) and
+compares the predicted ratio K 1000 / K 1008 with the measured one: the value with the least squared log
+error over the BK 16 builds is the measured cost; the BK 8 builds' ratios are the control.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from profile_transpose_tiles import planned_profile_args, timed, write_times  # noqa: E402
+from profile_transpose_tiles import timed, write_times  # noqa: E402
 
 SHAPES: list[tuple[int, int, int]] = [(2048, 2048, 1000), (2048, 2048, 1008)]
 BATCH = 10  # launches per timing
@@ -55,8 +62,75 @@ def key(c: dict[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(c.items()))
 
 
+def predicted_ratios(plan: list[dict[str, int]], slots: float) -> list[float]:
+    """The model's time at K 1000 over its time at K 1008 for each configuration, with ``slots`` issue slots
+    a checked warp load."""
+    from autopad.kernels.cuda import matmul_cost as cost
+
+    from autopad.arch import get_arch
+    from autopad.kernels_registry import builtin_spec
+    from autopad.predict import predict_arrays
+    from autopad.search import _launch_infos, _layout, _traffic, score_candidates
+
+    spec, arch = builtin_spec("matmul", "cuda"), get_arch("sm_90")
+    layouts = [_layout(spec, c, "float32") for c in plan]
+    wave, ideal = score_candidates(spec, plan, layouts, "float32", None, arch)
+    saved, cost.CHECKED_LOAD_SLOTS = cost.CHECKED_LOAD_SLOTS, slots
+    try:
+        sec = [
+            predict_arrays(_launch_infos(spec, plan, layouts, s, "float32"), _traffic(spec, s, "float32"),
+                           wave, ideal, arch, layouts)[0]
+            for s in SHAPES
+        ]  # fmt: skip
+    finally:
+        cost.CHECKED_LOAD_SLOTS = saved
+    return list(sec[0] / sec[1])
+
+
+def fit(path: str) -> None:
+    """``--fit``: the measured ratios against the model's for each CHECKED_LOAD_SLOTS on a grid."""
+    import csv
+    import math
+
+    ms: dict[tuple[str, str], float] = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["correct"] == "1" and r["ms"]:
+                ms[(r["shape"], r["key"])] = float(r["ms"])
+    names = ["x".join(map(str, s)) for s in SHAPES]
+    plan = [c for c in configurations() if all((n, key(c)) in ms for n in names)]
+    measured = [ms[(names[0], key(c))] / ms[(names[1], key(c))] for c in plan]
+    for bk in (8, 16):
+        got = sorted(m for c, m in zip(plan, measured) if c["BK"] == bk)
+        print(f"BK {bk}: {len(got)} configurations, measured K 1000 / K 1008 median "
+              f"{got[len(got) // 2]:.4f}, range {got[0]:.4f}-{got[-1]:.4f}")  # fmt: skip
+    best = None
+    for slots in (0, 2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32):
+        pred = predicted_ratios(plan, slots)
+        err = [math.log(m / p) for c, m, p in zip(plan, measured, pred) if c["BK"] == 16]
+        ctl = [math.log(m / p) for c, m, p in zip(plan, measured, pred) if c["BK"] == 8]
+        sq = sum(e * e for e in err) / len(err)
+        mean = sum(err) / len(err)
+        print(f"slots {slots:4.1f}: BK 16 log error rms {math.sqrt(sq):.4f} mean {mean:+.4f}; "
+              f"BK 8 (control) mean {sum(ctl) / len(ctl):+.4f}")  # fmt: skip
+        if best is None or sq < best[0]:
+            best = (sq, slots)
+    print(f"least squared error at {best[1]} slots a checked warp load")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = planned_profile_args(__doc__ or "", 30, argv)
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--out", help="CSV of the timings (shape, key, ms, spread_ms, legal, correct)")
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--once", action="store_true", help="launch each configuration once (for ncu)")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan (no GPU needed)")
+    ap.add_argument("--fit", metavar="CSV", help="fit CHECKED_LOAD_SLOTS to these timings (no GPU needed)")
+    args = ap.parse_args(argv)
+    if args.reps < 2:
+        ap.error(f"--reps {args.reps}: the spread needs at least 2 timings")
+    if args.fit:
+        fit(args.fit)
+        return 0
     plan = configurations()
     if args.dry_run:
         for c in plan:

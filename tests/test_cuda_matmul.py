@@ -418,6 +418,7 @@ def test_batch_hooks_agree_with_legal_and_launch_info():
         (64, 64, 64),
         (65535 * 128 + 1, 8, 8),
         (512, 512, 100000),
+        (100, 1001, 64),  # N off the 4-element grid: every build checked
     ]
     hooks_agree(KernelSpec(G), G, "float32", shapes)
 

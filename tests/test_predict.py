@@ -268,6 +268,26 @@ def test_a_simt_kernels_shared_instructions_take_issue_slots_from_its_ffmas():
     assert mo.figures(s, mo.predicted(s))["spearman"] < 0.7
 
 
+def test_a_simt_loops_other_slots_are_charged_as_its_shared_instructions_are():
+    # ``loop_slots`` (the SIMT GEMM's checked k-loop: its bounds tests) are issue slots at the FFMA rate, as
+    # ``smem_instructions`` x smem_issue are: the same slots either way give the same time; tensor-core
+    # arithmetic takes none of them
+    info = {"blocks": 132, "threads": 1024, "smem_bytes": 1024, "tiles_per_block": 10}
+    traffic = {"bytes": 1e6, "flops": 1e12}
+    base, by_smem, by_loop, both, mma, mma_loop = predict_batch(
+        [info, {**info, "smem_instructions": 500.0},
+         {**info, "loop_slots": 500.0 * CONSTANTS.smem_issue},
+         {**info, "smem_instructions": 500.0, "loop_slots": 500.0 * CONSTANTS.smem_issue},
+         {**info, "mma_bytes": 2}, {**info, "mma_bytes": 2, "loop_slots": 300.0}],
+        traffic, np.zeros(6), np.zeros(6),
+    )  # fmt: skip
+    assert by_loop.seconds == pytest.approx(by_smem.seconds, rel=1e-12)
+    assert by_loop.seconds > base.seconds
+    grow = dict(by_smem.terms)["flops_s"] - dict(base.terms)["flops_s"]
+    assert dict(both.terms)["flops_s"] - dict(base.terms)["flops_s"] == pytest.approx(2 * grow, rel=1e-9)
+    assert mma_loop.seconds == mma.seconds
+
+
 def test_the_misaligned_transposes_instructions_rank_its_vector_widths_as_measured():
     # fp16 4097 x 8191, H200 run 46, the vector path in its best block order (SCALAR_EDGE 0, GROUP 64): the
     # best 4-byte-vector layout of a tile and thread count measured a median 1.54x the best 16-byte one; the
