@@ -474,6 +474,10 @@ FITTED_ON = {
     ("run165/round9", "matmul [cuda] float32", "384x768x4096"),
     ("run165/round9", "matmul [cuda] float32", "1200x3000x800"),
     ("run165/round1", "matmul [cuda] float32", "768x1536x1024"),
+    # 2026-12-07, forty-second session: the SIMT GEMM's checked k-loop (``CHECKED_LOAD_SLOTS``) was seen in
+    # the residuals by BK at K 1000 (run 165's 1000^3, above, and run 186's 3072x3072x1000); its value is
+    # H100 run 219's profile's
+    ("run186/round12", "matmul [cuda] float32", "3072x3072x1000"),
 }
 # (an exhaustive study of those two shapes, given as --current, belongs in INFORMED under its own run name)
 # today's studies that a model term was read off or chosen on, so not held out (the trust file says how
@@ -831,6 +835,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             fitted += (
                 "; run186's round 12 (SIMT GEMMs) was drawn after ``REG_CAP_SLACK`` (the register cap "
                 "charged from 0.2 over the cap, its cost fitted on run 55's 1536x1000x2000), held out from it"
+                "; its 3072x3072x1000 and run165's 1000x1000x1000 then showed the SIMT GEMM's checked k-loop "
+                "(``CHECKED_LOAD_SLOTS``, its value from H100 run 219's profile)"
             )
         if fitted:
             fitted += (

@@ -16,12 +16,13 @@ product), the two shapes alternated configuration by configuration::
 
     python benchmarks/profile_simt_checked.py --out times.csv
     python benchmarks/profile_simt_checked.py --dry-run
-    python benchmarks/profile_simt_checked.py --fit times.csv     # no GPU: the slots a load that fit it
+    python benchmarks/profile_simt_checked.py --fit times.csv     # no GPU: CHECKED_LOAD_SLOTS from them
 
 ``--fit`` reads such a CSV and, for each value of ``CHECKED_LOAD_SLOTS`` on a grid, predicts every
 configuration's time at both shapes (``autopad.search.rank``'s inputs, the spec's own launch info) and
-compares the predicted ratio K 1000 / K 1008 with the measured one: the value with the least squared log
-error over the BK 16 builds is the measured cost; the BK 8 builds' ratios are the control.
+compares the predicted ratio K 1000 / K 1008 with the measured one. The BK 8 builds' errors are the control
+(what K 1000 itself costs any build, beyond its k-steps); the value at which the BK 16 builds' median error
+meets the control's median is the measured cost.
 """
 
 from __future__ import annotations
@@ -87,11 +88,15 @@ def predicted_ratios(plan: list[dict[str, int]], slots: float) -> list[float]:
     return list(sec[0] / sec[1])
 
 
-def fit(path: str) -> None:
-    """``--fit``: the measured ratios against the model's for each CHECKED_LOAD_SLOTS on a grid."""
+def fit(path: str, show: bool = True) -> float | None:
+    """``--fit``: the measured ratios against the model's for each CHECKED_LOAD_SLOTS on a grid, and the
+    value at which the BK 16 builds' median log error equals the BK 8 builds' (the control: what K 1000
+    itself costs any build), interpolated on the grid (returned; None if it is off the grid)."""
     import csv
     import math
+    import statistics
 
+    out = print if show else (lambda *a, **k: None)
     ms: dict[tuple[str, str], float] = {}
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
@@ -102,20 +107,26 @@ def fit(path: str) -> None:
     measured = [ms[(names[0], key(c))] / ms[(names[1], key(c))] for c in plan]
     for bk in (8, 16):
         got = sorted(m for c, m in zip(plan, measured) if c["BK"] == bk)
-        print(f"BK {bk}: {len(got)} configurations, measured K 1000 / K 1008 median "
-              f"{got[len(got) // 2]:.4f}, range {got[0]:.4f}-{got[-1]:.4f}")  # fmt: skip
-    best = None
-    for slots in (0, 2, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32):
-        pred = predicted_ratios(plan, slots)
-        err = [math.log(m / p) for c, m, p in zip(plan, measured, pred) if c["BK"] == 16]
-        ctl = [math.log(m / p) for c, m, p in zip(plan, measured, pred) if c["BK"] == 8]
-        sq = sum(e * e for e in err) / len(err)
-        mean = sum(err) / len(err)
-        print(f"slots {slots:4.1f}: BK 16 log error rms {math.sqrt(sq):.4f} mean {mean:+.4f}; "
-              f"BK 8 (control) mean {sum(ctl) / len(ctl):+.4f}")  # fmt: skip
-        if best is None or sq < best[0]:
-            best = (sq, slots)
-    print(f"least squared error at {best[1]} slots a checked warp load")
+        out(f"BK {bk}: {len(got)} configurations, measured K 1000 / K 1008 median "
+            f"{statistics.median(got):.4f}, range {got[0]:.4f}-{got[-1]:.4f}")  # fmt: skip
+    grid = (0, 5, 10, 15, 20, 25, 30, 40)
+    gaps = []
+    for slots in grid:
+        err = [math.log(m / p) for c, m, p in zip(plan, measured, predicted_ratios(plan, slots))]
+        ctl = statistics.median(e for c, e in zip(plan, err) if c["BK"] == 8)
+        d = [e - ctl for c, e in zip(plan, err) if c["BK"] == 16]
+        gaps.append(statistics.median(d))
+        rms = math.sqrt(sum(x * x for x in d) / len(d))
+        out(
+            f"slots {slots:4.1f}: BK 16 log error less the BK 8 median: median {gaps[-1]:+.4f}, rms {rms:.4f}"
+        )
+    for (s0, g0), (s1, g1) in zip(zip(grid, gaps), zip(grid[1:], gaps[1:])):
+        if g0 >= 0 >= g1:
+            at = s0 + (s1 - s0) * g0 / (g0 - g1)
+            out(f"the BK 16 median meets the control's at {at:.1f} slots")
+            return at
+    out("the BK 16 median does not meet the control's on the grid")
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -693,3 +693,45 @@ def test_capped_builds_within_the_slack_mostly_do_not_spill(table):
     assert len(within) == 38 and sum(within) <= 9  # 8 (nvcc) / 9 (NVRTC) spill, a few loads each
     assert len(beyond) == 112 and sum(beyond) >= 99
     assert all(int(r["regs"]) <= int(r["cap"]) for r in rows)  # the cap held: what did not fit spilled
+
+
+def test_the_checked_loop_is_the_kernels_own_choice():
+    # matmul.cu's ``full``: K a multiple of BK (each block's K range, k_per_split, is whole BK steps whatever
+    # SPLIT_K) and K and N of 4; checked_loop is its negation, for a candidate and for columns alike
+    from autopad.kernels.cuda.matmul_cost import checked_loop, loop_slots
+
+    c8, c16 = dict(G.DEFAULTS, BK=8), dict(G.DEFAULTS, BK=16)
+    assert not checked_loop(c8, (2048, 2048, 1000)) and checked_loop(c16, (2048, 2048, 1000))
+    assert not checked_loop(c16, (2048, 2048, 1008))
+    assert checked_loop(c8, (2048, 2046, 1008)) and checked_loop(c8, (2048, 2048, 1004))
+    assert "full = vec_a && vec_b && K % BK == 0 && KS % BK == 0" in G.source()
+    cols = {k: np.array([c8[k], c16[k]]) for k in c8}
+    assert list(checked_loop(cols, (64, 64, 1000))) == [False, True]
+    # the slots: CHECKED_LOAD_SLOTS a warp 16-byte load at an 8x8 thread tile, TM TN / 64 of it elsewhere;
+    # 128 x 128 x 16 loads (128 x 16 + 16 x 128) / 4 / 32 = 32 warp loads a k-step
+    assert loop_slots(c16, (64, 64, 1000)) == CHECKED_LOAD_SLOTS * 32
+    assert loop_slots(dict(c16, TM=4, TN=4), (64, 64, 1000)) == CHECKED_LOAD_SLOTS * 32 / 4
+    assert list(loop_slots(cols, (64, 64, 1000))) == [0.0, CHECKED_LOAD_SLOTS * 32]
+
+
+def test_the_checked_loops_slots_are_run_219s_and_order_the_k_1000_samples():
+    # the constant is the profile's (H100 run 219: every launch configuration at K 1000 and 1008, where a BK
+    # 16 build runs the same 63 k-steps checked and unchecked): the value at which the BK 16 builds' median
+    # log error meets the BK 8 builds' (the control)
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "benchmarks"))
+    import model_only_report as mo
+    import profile_simt_checked as profile
+
+    at = profile.fit(str(root / "benchmarks/results/h100/2026-12-07/run219/checked.csv"), show=False)
+    assert at is not None and abs(at - CHECKED_LOAD_SLOTS) < 1.0
+    # what showed it: the SIMT GEMM's samples at K 1000, where BK 16 builds run checked and BK 8 ones do not
+    # (H200 run 165's 1000^3, run 186's 3072x3072x1000): model-only Spearman 0.89 / 0.83 without the slots
+    path = root / "benchmarks/results/h200/2026-12-05/run165/round9/new_quality_rows.csv.gz"
+    group = ("matmul", "cuda", "float32", "1000x1000x1000")
+    s = mo._features(*group, mo.load_rows(path)[group], "run165")
+    assert mo.figures(s, mo.predicted(s))["spearman"] > 0.95
+    s.infos = [{k: v for k, v in i.items() if k != "loop_slots"} for i in s.infos]
+    assert mo.figures(s, mo.predicted(s))["spearman"] < 0.9

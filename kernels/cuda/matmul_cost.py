@@ -8,8 +8,8 @@ matmul_regs.py plus what a swizzle adds; ``register_cap``: what ``__launch_bound
 the blocks an SM holds; what a cap below the need costs the arithmetic (``flops_efficiency``,
 ``REG_CAP_COST``, fitted on run 2); the swizzled address arithmetic, once per instruction
 (``swizzle_accesses``); the warp instructions a block issues to shared memory, which take issue slots its
-FFMAs need (``smem_instructions``); the checked k-loop's bounds tests on shapes that need them, issue
-slots too (``loop_slots``, ``CHECKED_LOAD_SLOTS``); and split-K's workspace, written and read back once
+FFMAs need (``smem_instructions``); the checked k-loop on shapes off its grid, issue slots too
+(``loop_slots``, ``CHECKED_LOAD_SLOTS``); and split-K's workspace, written and read back once
 (``dram_efficiency``).
 
 Why a module of its own: this is the model's side of the spec, apart from what the tuner enumerates
@@ -54,15 +54,20 @@ REGS_PER_SM = _ARCH.regs_per_sm  # the register file that __launch_bounds__ divi
 
 # What the checked k-loop costs: matmul.cu runs one of two k-loops for the whole grid. Where K is a multiple
 # of BK and K and N of 4 (``full``, ``checked_loop`` False) no global load tests its bounds; otherwise every
-# 16-byte load of every k-step tests its row and k range first and branches (``load_global<false>``), warp
-# instructions that take issue slots the FFMAs need, as the shared accesses' arithmetic does
-# (``smem_instructions``). Charged as CHECKED_LOAD_SLOTS issue slots per warp 16-byte load
-# (``loop_slots``), measured by benchmarks/profile_simt_checked.py: every launch configuration at K = 1000
-# and 1008, where a BK 16 build runs the same 63 k-steps checked and unchecked (NOTES, forty-second
-# session). What showed it: at K = 1000 (1000^3 and 3072x3072x1000, H100 and H200 samples) the BK 16 builds
-# (K % 16 = 8: checked) read 0.06 in log slower against the BK 8 builds (unchecked) than the model put them,
-# where on the other twenty SIMT GEMM shapes they read 0.03 faster.
-CHECKED_LOAD_SLOTS = 6.0
+# 16-byte load of every k-step tests its row and k range first and branches (``load_global<false>``). Timed
+# on every launch configuration at K 1000 and 1008 (M = N = 2048; a BK 16 build runs the same 63 k-steps
+# checked and unchecked, a BK 8 build unchecked at both: the control; H100 run 219,
+# benchmarks/profile_simt_checked.py), the checked loop cost the BK 16 builds a median 5.7% (1.016-1.307),
+# and what it costs grows with the thread tile: 1.02-1.06 at 4x4, 1.02-1.09 at 4x8 and 8x4, 1.05-1.31 at
+# 8x8 (a charge by the warp loads alone would put most on the small thread tiles, which issue the most
+# loads an FFMA). So each warp 16-byte load of a k-step is charged CHECKED_LOAD_SLOTS issue slots at an
+# 8x8 thread tile, TM x TN / 64 of that at others (``loop_slots``), taken from the FFMAs as the shared
+# accesses' are (``smem_instructions``). The value is the profile's: the one whose BK 16 builds' median log
+# error equals the BK 8 builds' (rms 0.043 over the 52, against 0.052 for slots by the loads alone). What
+# showed it: at K 1000 (1000^3 and 3072x3072x1000, H100 and H200 samples) the BK 16 builds read 0.06 in
+# log slower against the BK 8 builds than the model put them, where on the other twenty SIMT GEMM shapes
+# they read 0.03 faster (NOTES, forty-second session).
+CHECKED_LOAD_SLOTS = 20.0
 
 
 def _regs_estimate(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
@@ -146,11 +151,11 @@ def checked_loop(c: Any, shape: tuple[int, ...]) -> Any:
 
 
 def loop_slots(c: Any, shape: tuple[int, ...]) -> Any:
-    """Issue slots per block per k-step the checked k-loop's bounds tests take from the FFMAs
-    (``CHECKED_LOAD_SLOTS`` per warp 16-byte load: BM BK / 4 vectors of A and BK BN / 4 of B a k-step, 32 a
-    warp instruction); 0 where the unchecked loop runs. Scalars or int arrays."""
-    vectors = (c["BM"] * c["BK"] + c["BK"] * c["BN"]) // 4
-    return CHECKED_LOAD_SLOTS * vectors / 32 * checked_loop(c, shape)
+    """Issue slots per block per k-step the checked k-loop takes from the FFMAs: ``CHECKED_LOAD_SLOTS`` per
+    warp 16-byte load (BM BK / 4 vectors of A and BK BN / 4 of B a k-step, 32 a warp instruction) at an 8x8
+    thread tile, TM TN / 64 of that at others; 0 where the unchecked loop runs. Scalars or int arrays."""
+    loads = (c["BM"] * c["BK"] + c["BK"] * c["BN"]) // 4 / 32
+    return CHECKED_LOAD_SLOTS * loads * (c["TM"] * c["TN"] / 64) * checked_loop(c, shape)
 
 
 _SWIZZLE_READS = ("BM", "BN", "BK", "TM", "TN", "SW_MAX_PHASE_A", "SW_MAX_PHASE_B")
