@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from profile_transpose_tiles import timed, write_times  # noqa: E402
+from profile_simt_gemm import checked_timing  # noqa: E402
+from profile_transpose_tiles import write_times  # noqa: E402
 
 SHAPES: list[tuple[int, int, int]] = [(2048, 2048, 1000), (2048, 2048, 1008)]
-BATCH = 10  # launches per timing
 
 
 def configurations() -> list[dict[str, int]]:
@@ -169,15 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 spec.run(built, (a, b), out)
                 torch.cuda.synchronize()
                 continue
-            for _ in range(3):
-                spec.run(built, (a, b), out)
-            torch.cuda.synchronize()
-            err = float(((out.double() - ref).abs().max() / ref.abs().max()).item())
-            go = spec.launcher(built, shape, "float32")
-            ms, spread = timed(go, ((a, b), out), args.reps, BATCH)
-            rows.append({"shape": name, "key": key(c), "legal": 1, "correct": int(err < 1e-4), "ms": ms,
-                         "spread_ms": spread})  # fmt: skip
-            print(f"{name:16s} {ms} ok={err < 1e-4} {key(c)}", flush=True)
+            rows.append({"shape": name, "key": key(c), **checked_timing(spec, built, shape, (a, b), ref, out,
+                                                                     args.reps)})  # fmt: skip
+            print(f"{name:16s} {rows[-1]['ms']} ok={bool(rows[-1]['correct'])} {key(c)}", flush=True)
     if args.out and not args.once:
         write_times(args.out, rows)
     return 0

@@ -30,6 +30,7 @@ import csv
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
@@ -98,6 +99,20 @@ def model_rows() -> list[dict[str, object]]:
     return rows
 
 
+def checked_timing(spec: Any, built: Any, shape: tuple[int, int, int], ab: tuple, ref: Any, out: Any,
+                   reps: int) -> dict[str, Any]:  # fmt: skip
+    """One build's row: three warm-up launches, the output checked against the float64 product ``ref``
+    (relative error under 1e-4), then ``timed`` through the launcher users' calls take."""
+    import torch
+
+    for _ in range(3):
+        spec.run(built, ab, out)
+    torch.cuda.synchronize()
+    err = float(((out.double() - ref).abs().max() / ref.abs().max()).item())
+    ms, spread = timed(spec.launcher(built, shape, "float32"), (ab, out), reps, BATCH)
+    return {"legal": 1, "correct": int(err < 1e-4), "ms": ms, "spread_ms": spread}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="CSV of the timings (or, with --model, of the model's figures)")
@@ -144,16 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 torch.cuda.synchronize()
                 launch += 1
                 continue
-            for _ in range(3):
-                spec.run(built, (a, b), out)
-            torch.cuda.synchronize()
-            err = float(((out.double() - ref).abs().max() / ref.abs().max()).item())
-            correct = err < 1e-4
-            go = spec.launcher(built, shape, "float32")
-            ms, spread = timed(go, ((a, b), out), args.reps, BATCH)
-            rows.append({"shape": name, "key": key(c), "legal": 1, "correct": int(correct), "ms": ms,
-                         "spread_ms": spread})  # fmt: skip
-            print(f"{name:16s} {rows[-1]['ms']} ok={correct} {key(c)}", flush=True)
+            rows.append({"shape": name, "key": key(c), **checked_timing(spec, built, shape, (a, b), ref, out,
+                                                                     args.reps)})  # fmt: skip
+            print(f"{name:16s} {rows[-1]['ms']} ok={bool(rows[-1]['correct'])} {key(c)}", flush=True)
     if args.out and not args.once:
         write_times(args.out, rows)
     return 0
