@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from profile_simt_gemm import checked_timing  # noqa: E402
+from profile_simt_gemm import checked_timing, key  # noqa: E402
 from profile_transpose_tiles import write_times  # noqa: E402
 
 SHAPES: list[tuple[int, int, int]] = [(2048, 2048, 1000), (2048, 2048, 1008)]
@@ -59,32 +59,36 @@ def configurations() -> list[dict[str, int]]:
     return sorted(out, key=key)
 
 
-def key(c: dict[str, int]) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(c.items()))
-
-
-def predicted_ratios(plan: list[dict[str, int]], slots: float) -> list[float]:
-    """The model's time at K 1000 over its time at K 1008 for each configuration, with ``slots`` issue slots
-    a checked warp load."""
-    from autopad.kernels.cuda import matmul_cost as cost
-
+def model_inputs(plan: list[dict[str, int]]) -> tuple:
+    """What the predictor takes for each configuration at both shapes (``autopad.search.rank``'s inputs,
+    the spec's own launch info, with the committed ``CHECKED_LOAD_SLOTS``): computed once for a fit."""
     from autopad.arch import get_arch
     from autopad.kernels_registry import builtin_spec
-    from autopad.predict import predict_arrays
     from autopad.search import _launch_infos, _layout, _traffic, score_candidates
 
     spec, arch = builtin_spec("matmul", "cuda"), get_arch("sm_90")
     layouts = [_layout(spec, c, "float32") for c in plan]
     wave, ideal = score_candidates(spec, plan, layouts, "float32", None, arch)
-    saved, cost.CHECKED_LOAD_SLOTS = cost.CHECKED_LOAD_SLOTS, slots
-    try:
-        sec = [
-            predict_arrays(_launch_infos(spec, plan, layouts, s, "float32"), _traffic(spec, s, "float32"),
-                           wave, ideal, arch, layouts)[0]
-            for s in SHAPES
-        ]  # fmt: skip
-    finally:
-        cost.CHECKED_LOAD_SLOTS = saved
+    per_shape = [
+        (_launch_infos(spec, plan, layouts, s, "float32"), _traffic(spec, s, "float32")) for s in SHAPES
+    ]
+    return arch, layouts, wave, ideal, per_shape
+
+
+def predicted_ratios(plan: list[dict[str, int]], slots: float, inputs: tuple | None = None) -> list[float]:
+    """The model's time at K 1000 over its time at K 1008 for each configuration, with ``slots`` issue slots
+    a checked warp load (``loop_slots`` is linear in it); ``inputs``: ``model_inputs(plan)``, if at hand."""
+    from autopad.kernels.cuda.matmul_cost import CHECKED_LOAD_SLOTS
+
+    from autopad.predict import predict_arrays
+
+    arch, layouts, wave, ideal, per_shape = inputs or model_inputs(plan)
+    scale = slots / CHECKED_LOAD_SLOTS
+    sec = [
+        predict_arrays([{**i, "loop_slots": i.get("loop_slots", 0.0) * scale} for i in infos], traffic, wave,
+                       ideal, arch, layouts)[0]
+        for infos, traffic in per_shape
+    ]  # fmt: skip
     return list(sec[0] / sec[1])
 
 
@@ -111,8 +115,9 @@ def fit(path: str, show: bool = True) -> float | None:
             f"{statistics.median(got):.4f}, range {got[0]:.4f}-{got[-1]:.4f}")  # fmt: skip
     grid = (0, 5, 10, 15, 20, 25, 30, 40)
     gaps = []
+    inputs = model_inputs(plan)
     for slots in grid:
-        err = [math.log(m / p) for c, m, p in zip(plan, measured, predicted_ratios(plan, slots))]
+        err = [math.log(m / p) for c, m, p in zip(plan, measured, predicted_ratios(plan, slots, inputs))]
         ctl = statistics.median(e for c, e in zip(plan, err) if c["BK"] == 8)
         d = [e - ctl for c, e in zip(plan, err) if c["BK"] == 16]
         gaps.append(statistics.median(d))
@@ -164,14 +169,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         built = spec.build(c, "float32")
         for shape in SHAPES:
             a, b, ref, out = data[shape]
-            name = "x".join(map(str, shape))
             if args.once:
                 spec.run(built, (a, b), out)
                 torch.cuda.synchronize()
                 continue
-            rows.append({"shape": name, "key": key(c), **checked_timing(spec, built, shape, (a, b), ref, out,
-                                                                     args.reps)})  # fmt: skip
-            print(f"{name:16s} {rows[-1]['ms']} ok={bool(rows[-1]['correct'])} {key(c)}", flush=True)
+            rows.append(checked_timing(spec, built, c, shape, (a, b), ref, out, args.reps))
     if args.out and not args.once:
         write_times(args.out, rows)
     return 0

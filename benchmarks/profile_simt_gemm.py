@@ -99,10 +99,11 @@ def model_rows() -> list[dict[str, object]]:
     return rows
 
 
-def checked_timing(spec: Any, built: Any, shape: tuple[int, int, int], ab: tuple, ref: Any, out: Any,
-                   reps: int) -> dict[str, Any]:  # fmt: skip
-    """One build's row: three warm-up launches, the output checked against the float64 product ``ref``
-    (relative error under 1e-4), then ``timed`` through the launcher users' calls take."""
+def checked_timing(spec: Any, built: Any, c: dict[str, int], shape: tuple[int, int, int], ab: tuple, ref: Any,
+                   out: Any, reps: int) -> dict[str, Any]:  # fmt: skip
+    """Build ``c``'s row (printed as it comes): three warm-up launches, the output checked against the
+    float64 product ``ref`` (relative error under 1e-4), then ``timed`` through the launcher users' calls
+    take."""
     import torch
 
     for _ in range(3):
@@ -110,7 +111,16 @@ def checked_timing(spec: Any, built: Any, shape: tuple[int, int, int], ab: tuple
     torch.cuda.synchronize()
     err = float(((out.double() - ref).abs().max() / ref.abs().max()).item())
     ms, spread = timed(spec.launcher(built, shape, "float32"), (ab, out), reps, BATCH)
-    return {"legal": 1, "correct": int(err < 1e-4), "ms": ms, "spread_ms": spread}
+    name = "x".join(map(str, shape))
+    print(f"{name:16s} {ms} ok={err < 1e-4} {key(c)}", flush=True)
+    return {
+        "shape": name,
+        "key": key(c),
+        "legal": 1,
+        "correct": int(err < 1e-4),
+        "ms": ms,
+        "spread_ms": spread,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -159,9 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 torch.cuda.synchronize()
                 launch += 1
                 continue
-            rows.append({"shape": name, "key": key(c), **checked_timing(spec, built, shape, (a, b), ref, out,
-                                                                     args.reps)})  # fmt: skip
-            print(f"{name:16s} {rows[-1]['ms']} ok={bool(rows[-1]['correct'])} {key(c)}", flush=True)
+            rows.append(checked_timing(spec, built, c, shape, (a, b), ref, out, args.reps))
     if args.out and not args.once:
         write_times(args.out, rows)
     return 0
