@@ -26,6 +26,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 11 --out $OUT  # SIMT GEMMs held out from smem_issue
     python benchmarks/gpu_new_shapes.py --round 12 --out $OUT  # SIMT GEMMs held out from REG_CAP_SLACK
     python benchmarks/gpu_new_shapes.py --round 13 --out $OUT  # SIMT GEMMs for the checked k-loop
+    python benchmarks/gpu_new_shapes.py --round 14 --out $OUT  # SIMT GEMMs for the scalar loads
 """
 
 from __future__ import annotations
@@ -314,6 +315,16 @@ ROUND13: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("matmul", "cuda", "float32", None, (4000, 1000, 2200)),
     ("matmul", "cuda", "float32", None, (2048, 1536, 1244)),
 ]
+# round 14 (2026-12-07, forty-third session): SIMT GEMM shapes drawn for the checked loop's scalar loads
+# (``SCALAR_LOAD_SLOTS``, measured by benchmarks/profile_simt_scalar.py): N off the 4-element grid (B's loads
+# scalar), K off it (A's), and both; the sample holds the top 30 of the model before the term and of the
+# model with its provisional value
+ROUND14: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("matmul", "cuda", "float32", None, (3000, 2001, 1500)),
+    ("matmul", "cuda", "float32", None, (2000, 2500, 1999)),
+    ("matmul", "cuda", "float32", None, (1777, 3333, 1234)),
+    ("matmul", "cuda", "float32", None, (4001, 1203, 2047)),
+]
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -414,7 +425,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
         )
 ROUNDS = {
     1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9,
-    10: ROUND10, 11: ROUND11, 12: ROUND12, 13: ROUND13,
+    10: ROUND10, 11: ROUND11, 12: ROUND12, 13: ROUND13, 14: ROUND14,
 }  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
@@ -433,6 +444,7 @@ SAMPLES = {
     11: _QUALITY / "model_only_new_shapes11_sample.json",
     12: _QUALITY / "model_only_new_shapes12_sample.json",
     13: _QUALITY / "model_only_new_shapes13_sample.json",
+    14: _QUALITY / "model_only_new_shapes14_sample.json",
 }
 RANDOM = 90
 

@@ -42,8 +42,8 @@ from profile_transpose_tiles import write_times  # noqa: E402
 SHAPES: list[tuple[int, int, int]] = [(2048, 2048, 1000), (2048, 2048, 1008)]
 
 
-def configurations() -> list[dict[str, int]]:
-    """Every launch configuration legal at both shapes, on the unpadded layout, SPLIT_K 1."""
+def configurations(shapes: Sequence[tuple[int, int, int]] = SHAPES) -> list[dict[str, int]]:
+    """Every launch configuration legal at every one of ``shapes``, on the unpadded layout, SPLIT_K 1."""
     from autopad.kernels.cuda import matmul as G
 
     from autopad.kernels_registry import builtin_spec
@@ -52,16 +52,16 @@ def configurations() -> list[dict[str, int]]:
     spec = builtin_spec("matmul", "cuda")
     plain = {k: v for k, v in G.DEFAULTS.items() if k.startswith(("PAD_", "SW_"))}
     out = []
-    for c in enumerate_candidates(spec, SHAPES[0], "float32"):
+    for c in enumerate_candidates(spec, shapes[0], "float32"):
         if c["SPLIT_K"] == 1 and all(c[k] == v for k, v in plain.items()):
-            if all(G.SPEC.legal(c, s, "float32") for s in SHAPES):
+            if all(G.SPEC.legal(c, s, "float32") for s in shapes):
                 out.append(dict(c))
     return sorted(out, key=key)
 
 
-def model_inputs(plan: list[dict[str, int]]) -> tuple:
-    """What the predictor takes for each configuration at both shapes (``autopad.search.rank``'s inputs,
-    the spec's own launch info, with the committed ``CHECKED_LOAD_SLOTS``): computed once for a fit."""
+def model_inputs(plan: list[dict[str, int]], shapes: Sequence[tuple[int, int, int]] = SHAPES) -> tuple:
+    """What the predictor takes for each configuration at each of ``shapes`` (``autopad.search.rank``'s
+    inputs, the spec's own launch info, with the committed constants): computed once for a fit."""
     from autopad.arch import get_arch
     from autopad.kernels_registry import builtin_spec
     from autopad.search import _launch_infos, _layout, _traffic, score_candidates
@@ -70,7 +70,7 @@ def model_inputs(plan: list[dict[str, int]]) -> tuple:
     layouts = [_layout(spec, c, "float32") for c in plan]
     wave, ideal = score_candidates(spec, plan, layouts, "float32", None, arch)
     per_shape = [
-        (_launch_infos(spec, plan, layouts, s, "float32"), _traffic(spec, s, "float32")) for s in SHAPES
+        (_launch_infos(spec, plan, layouts, s, "float32"), _traffic(spec, s, "float32")) for s in shapes
     ]
     return arch, layouts, wave, ideal, per_shape
 
@@ -154,29 +154,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(plan)} configurations x {len(SHAPES)} shapes")
         return 0
 
+    rows = measure(plan, SHAPES, args.reps, args.once)
+    if args.out and not args.once:
+        write_times(args.out, rows)
+    return 0
+
+
+def measure(
+    plan: list[dict[str, int]], shapes: Sequence[tuple[int, int, int]], reps: int, once: bool = False
+) -> list[dict]:
+    """Each configuration built once and timed at every one of ``shapes`` in turn (``checked_timing``; with
+    ``once``, launched once each for ncu and nothing returned). Inputs: seeded normal A and B per shape."""
     import torch
     from autopad.kernels.cuda import matmul as G
 
     spec = G.SPEC
     data = {}
-    for m, n, k in SHAPES:
-        gen = torch.Generator(device="cuda").manual_seed(k)
+    for m, n, k in shapes:
+        gen = torch.Generator(device="cuda").manual_seed(k * 7 + n)
         a = torch.randn(m, k, device="cuda", generator=gen)
         b = torch.randn(k, n, device="cuda", generator=gen)
         data[(m, n, k)] = (a, b, a.double() @ b.double(), torch.empty(m, n, device="cuda"))
     rows = []
     for c in plan:
         built = spec.build(c, "float32")
-        for shape in SHAPES:
+        for shape in shapes:
             a, b, ref, out = data[shape]
-            if args.once:
+            if once:
                 spec.run(built, (a, b), out)
                 torch.cuda.synchronize()
                 continue
-            rows.append(checked_timing(spec, built, c, shape, (a, b), ref, out, args.reps))
-    if args.out and not args.once:
-        write_times(args.out, rows)
-    return 0
+            rows.append(checked_timing(spec, built, c, shape, (a, b), ref, out, reps))
+    return rows
 
 
 if __name__ == "__main__":

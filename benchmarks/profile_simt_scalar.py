@@ -1,0 +1,156 @@
+"""What the SIMT GEMM's scalar loads cost: every launch configuration of the CUDA fp32 GEMM (unpadded, no
+split-K) timed at 2048x2044x1004, at 2048x2044x1003 (K off the 4-element grid) and at 2048x2045x1004 (N off
+it).
+
+Why: ``kernels/cuda/matmul.cu``'s checked k-loop loads an operand as one 16-byte vector per four elements
+only where its rows are 16-byte aligned: A's where K is a multiple of 4 (``vec_a``), B's where N is
+(``vec_b``). Otherwise each of that operand's vectors is four 4-byte loads, each behind its own bounds test
+(``load_global<false>``'s fallback). The model charged every checked load as a vector
+(``CHECKED_LOAD_SLOTS``), so a user's odd K or N was priced as a multiple of 4. All three shapes run the
+checked loop in every build (1004 is no multiple of 8 or 16), with the same k-steps (63 at BK 16, 126 at BK
+8) and the same grid, so a configuration's time at K 1003 over its time at K 1004 is what A's scalar loads
+cost it, and at N 2045 over N 2044 what B's cost.
+
+Timing as profile_simt_checked.py's (CUDA events around 10 back-to-back launches through the launcher
+users' calls take, median of ``--reps``, each output checked against a float64 product)::
+
+    python benchmarks/profile_simt_scalar.py --out times.csv
+    python benchmarks/profile_simt_scalar.py --dry-run
+    python benchmarks/profile_simt_scalar.py --fit times.csv     # no GPU: SCALAR_LOAD_SLOTS from them
+
+``--fit`` predicts every configuration's three times for each value of the scalar charge on a grid, in two
+forms (issue slots per scalar warp load; the same scaled by the thread tile, TM TN / 64, as the checked
+loop's charge is), and prints, for A's pair and B's, the median and rms of log(measured ratio / predicted
+ratio); the value at which the two pairs' joint median error crosses zero is the measured cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from profile_simt_checked import configurations, measure, model_inputs  # noqa: E402
+from profile_simt_gemm import key  # noqa: E402
+from profile_transpose_tiles import write_times  # noqa: E402
+
+BASE, A_SCALAR, B_SCALAR = (2048, 2044, 1004), (2048, 2044, 1003), (2048, 2045, 1004)
+SHAPES: list[tuple[int, int, int]] = [BASE, A_SCALAR, B_SCALAR]
+GRID = (0, 10, 20, 30, 40, 60, 80, 100, 120, 160)
+
+
+def scalar_form(c: dict[str, int], shape: tuple[int, int, int], scaled: bool) -> float:
+    """Scalar warp loads per block per k-step at ``shape`` (A's BM BK / 128 where K % 4, B's BK BN / 128
+    where N % 4), times TM TN / 64 if ``scaled``."""
+    _, n, k = shape
+    loads = (c["BM"] * c["BK"] * (k % 4 != 0) + c["BK"] * c["BN"] * (n % 4 != 0)) / 4 / 32
+    return loads * (c["TM"] * c["TN"] / 64 if scaled else 1.0)
+
+
+def predicted(plan: list[dict[str, int]], slots: float, scaled: bool, inputs: tuple) -> list[list[float]]:
+    """The model's seconds for each configuration at each of SHAPES, ``slots`` issue slots charged per
+    scalar warp load (``scalar_form``) in place of the spec's own scalar charge (``SCALAR_LOAD_SLOTS``)."""
+    from autopad.kernels.cuda.matmul_cost import SCALAR_LOAD_SLOTS, scalar_loads
+
+    from autopad.predict import predict_arrays
+
+    arch, layouts, wave, ideal, per_shape = inputs
+    out = []
+    for shape, (infos, traffic) in zip(SHAPES, per_shape):
+        extra = [slots * scalar_form(c, shape, scaled) - SCALAR_LOAD_SLOTS * scalar_loads(c, shape)
+                 for c in plan]  # fmt: skip
+        infos = [{**i, "loop_slots": i.get("loop_slots", 0.0) + x} for i, x in zip(infos, extra)]
+        out.append(list(predict_arrays(infos, traffic, wave, ideal, arch, layouts)[0]))
+    return out
+
+
+def fit(path: str, show: bool = True) -> dict[bool, float | None]:
+    """``--fit``: for each form (unscaled, scaled by the thread tile) and each value on GRID, the median
+    and rms of log(measured / predicted) of A's ratio (K 1003 / K 1004) and B's (N 2045 / N 2044); returns
+    each form's value at which the joint median crosses zero (None if it does not on the grid)."""
+    import csv
+    import math
+    import statistics
+
+    out = print if show else (lambda *a, **k: None)
+    ms: dict[tuple[str, str], float] = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if r["correct"] == "1" and r["ms"]:
+                ms[(r["shape"], r["key"])] = float(r["ms"])
+    names = ["x".join(map(str, s)) for s in SHAPES]
+    plan = [c for c in configurations(SHAPES) if all((n, key(c)) in ms for n in names)]
+    meas = {
+        "A": [ms[(names[1], key(c))] / ms[(names[0], key(c))] for c in plan],
+        "B": [ms[(names[2], key(c))] / ms[(names[0], key(c))] for c in plan],
+    }
+    for side, got in meas.items():
+        g = sorted(got)
+        out(f"{side} scalar / vector: {len(g)} configurations, median {statistics.median(g):.4f}, "
+            f"range {g[0]:.4f}-{g[-1]:.4f}")  # fmt: skip
+        for tt in sorted({(c["TM"], c["TN"]) for c in plan}):
+            sub = sorted(m for c, m in zip(plan, got) if (c["TM"], c["TN"]) == tt)
+            out(f"   thread tile {tt[0]}x{tt[1]}: median {statistics.median(sub):.4f}, "
+                f"range {sub[0]:.4f}-{sub[-1]:.4f} ({len(sub)})")  # fmt: skip
+    inputs = model_inputs(plan, SHAPES)
+    found: dict[bool, float | None] = {}
+    for scaled in (False, True):
+        out(f"form: slots per scalar warp load{' x TM TN / 64' if scaled else ''}")
+        meds = []
+        for slots in GRID:
+            sec = predicted(plan, slots, scaled, inputs)
+            err = {
+                "A": [math.log(m / (a / b)) for m, a, b in zip(meas["A"], sec[1], sec[0])],
+                "B": [math.log(m / (a / b)) for m, a, b in zip(meas["B"], sec[2], sec[0])],
+            }
+            both = err["A"] + err["B"]
+            meds.append(statistics.median(both))
+            parts = "  ".join(
+                f"{s}: median {statistics.median(e):+.4f} rms {math.sqrt(sum(x * x for x in e) / len(e)):.4f}"
+                for s, e in err.items()
+            )
+            rms = math.sqrt(sum(x * x for x in both) / len(both))
+            out(f"  slots {slots:5.1f}: {parts}  both: median {meds[-1]:+.4f} rms {rms:.4f}")
+        found[scaled] = None
+        for (s0, g0), (s1, g1) in zip(zip(GRID, meds), zip(GRID[1:], meds[1:])):
+            if g0 >= 0 >= g1:
+                found[scaled] = s0 + (s1 - s0) * g0 / (g0 - g1)
+                out(f"  the joint median crosses zero at {found[scaled]:.1f} slots")
+                break
+        else:
+            out("  the joint median does not cross zero on the grid")
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--out", help="CSV of the timings (shape, key, ms, spread_ms, legal, correct)")
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--once", action="store_true", help="launch each configuration once (for ncu)")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan (no GPU needed)")
+    ap.add_argument("--fit", metavar="CSV", help="fit the scalar loads' charge to these timings (no GPU)")
+    args = ap.parse_args(argv)
+    if args.reps < 2:
+        ap.error(f"--reps {args.reps}: the spread needs at least 2 timings")
+    if args.fit:
+        fit(args.fit)
+        return 0
+    plan = configurations(SHAPES)
+    if args.dry_run:
+        for c in plan:
+            print(key(c))
+        print(f"{len(plan)} configurations x {len(SHAPES)} shapes")
+        return 0
+    rows = measure(plan, SHAPES, args.reps, args.once)
+    if args.out and not args.once:
+        write_times(args.out, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
