@@ -68,13 +68,15 @@ REGS_PER_SM = _ARCH.regs_per_sm  # the register file that __launch_bounds__ divi
 # log slower against the BK 8 builds than the model put them, where on the other twenty SIMT GEMM shapes
 # they read 0.03 faster (NOTES, forty-second session).
 CHECKED_LOAD_SLOTS = 20.0
-# What the checked loop's scalar loads cost: it loads an operand as 16-byte vectors only where the operand's
-# rows are 16-byte aligned (A's where K % 4 = 0, B's where N % 4 = 0: ``vec_a``, ``vec_b``); otherwise each
-# of its vectors is four 4-byte loads, each behind its own bounds test. SCALAR_LOAD_SLOTS issue slots are
-# charged per such warp vector load (``scalar_loads``), on top of its checked charge. Provisional, to be
-# measured: benchmarks/profile_simt_scalar.py times every launch configuration at 2048x2044x1004 against
-# K 1003 (A's loads scalar) and N 2045 (B's), all checked with the same k-steps and grid.
-SCALAR_LOAD_SLOTS = 30.0
+# Not charged: where K or N is off the 4-element grid the checked loop loads that operand as four 4-byte
+# loads a vector (``vec_a`` / ``vec_b`` false). Timed on every launch configuration at 2048x2044x1004
+# against K 1003 and N 2045 (H100 run 222, benchmarks/profile_simt_scalar.py) it cost a median 3.2% (A)
+# and 4.3% (B), 0.82-1.13 by build, growing with the threads a block runs (64: 0.96-1.02, 512: 1.05-1.08),
+# not with its loads per FFMA. Charged as issue slots (on top of the checked charge, scaled by the thread
+# tile, or in place of it: 33 slots a warp load, the profile's value) it lowered the rank correlation on
+# all six studies with an operand off the grid (3001x2047x1536 on both cards and round 14's four: by
+# 0.008-0.020 in place of the checked charge, 0.003-0.033 on top of it) and moved no pick: a build's own
+# share of a cost every build pays, which issue slots do not place (NOTES, forty-third session).
 
 
 def _regs_estimate(bm: int, bn: int, bk: int, tm: int, tn: int) -> int:
@@ -157,22 +159,12 @@ def checked_loop(c: Any, shape: tuple[int, ...]) -> Any:
     return (k % c["BK"] != 0) | (k % 4 != 0) | (n % 4 != 0)
 
 
-def scalar_loads(c: Any, shape: tuple[int, ...]) -> Any:
-    """Warp vector loads per block per k-step the checked loop makes as four 4-byte loads: A's BM BK / 128
-    where K is no multiple of 4, B's BK BN / 128 where N is none (rows not 16-byte aligned). Scalars or int
-    arrays."""
-    _, n, k = shape
-    return (c["BM"] * c["BK"] * (k % 4 != 0) + c["BK"] * c["BN"] * (n % 4 != 0)) / 128
-
-
 def loop_slots(c: Any, shape: tuple[int, ...]) -> Any:
     """Issue slots per block per k-step the checked k-loop takes from the FFMAs: ``CHECKED_LOAD_SLOTS`` per
     warp 16-byte load (BM BK / 4 vectors of A and BK BN / 4 of B a k-step, 32 a warp instruction) at an 8x8
-    thread tile, TM TN / 64 of that at others, and ``SCALAR_LOAD_SLOTS`` more per load made as four scalar
-    ones (``scalar_loads``); 0 where the unchecked loop runs. Scalars or int arrays."""
+    thread tile, TM TN / 64 of that at others; 0 where the unchecked loop runs. Scalars or int arrays."""
     loads = (c["BM"] * c["BK"] + c["BK"] * c["BN"]) // 4 / 32
-    checked = CHECKED_LOAD_SLOTS * loads * (c["TM"] * c["TN"] / 64) * checked_loop(c, shape)
-    return checked + SCALAR_LOAD_SLOTS * scalar_loads(c, shape)
+    return CHECKED_LOAD_SLOTS * loads * (c["TM"] * c["TN"] / 64) * checked_loop(c, shape)
 
 
 _SWIZZLE_READS = ("BM", "BN", "BK", "TM", "TN", "SW_MAX_PHASE_A", "SW_MAX_PHASE_B")
