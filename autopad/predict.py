@@ -305,7 +305,9 @@ def predict_arrays(
     # The issue stream below still charges the same accesses' address arithmetic (``issue_cycles``),
     # overlapped: a small double count, left as measured
     # ... and so does what else the k-loop issues that the spec counts in issue slots (``loop_slots``: the
-    # SIMT GEMM's checked loop tests each global load's bounds on shapes off its grid; matmul_cost.py)
+    # SIMT GEMM states every instruction of its compiled k-loop besides the FFMAs there, the shared ones
+    # among them, in place of smem_instructions (kernels/cuda/matmul_loop.py), and its checked loop's
+    # bounds tests on shapes off its grid; matmul_cost.py)
     own = k.smem_issue * cols["smem_instructions"] + cols["loop_slots"]
     slots = np.where(mma == 0, own * tiles * blocks, 0.0)
     t_flops = (traffic.get("flops", 0.0) + 64.0 * slots) / (rate * _knee(w) * cols["flops_efficiency"])

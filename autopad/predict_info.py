@@ -50,9 +50,9 @@ KEYS = {
     "smem_instructions": "warp instructions per block per tile that access shared memory, issued by the "
     "warps that do SIMT arithmetic ('flops' with mma_bytes 0): each takes Constants.smem_issue issue slots "
     "(itself and its address arithmetic) from the FFMAs (default 0: not charged)",
-    "loop_slots": "issue slots per block per tile that other instructions of the k-loop (a checked loop's "
-    "bounds tests) take from the FFMAs, issued by the warps that do SIMT arithmetic, as smem_instructions' "
-    "are: charged at the FFMA rate (default 0)",
+    "loop_slots": "issue slots per block per tile that other instructions of the k-loop (its compiled "
+    "instructions besides the FFMAs, a checked loop's bounds tests) take from the FFMAs, issued by the warps "
+    "that do SIMT arithmetic, as smem_instructions' are: charged at the FFMA rate (default 0)",
     "serial_phases": "1 if each block runs its tile's global loads, shared-memory passes and stores in turn "
     "(barriers between): the resident blocks then queue for DRAM, shared memory and issue (mean value "
     "analysis) instead of the streams overlapping as independent ones (default 0)",

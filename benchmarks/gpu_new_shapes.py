@@ -27,6 +27,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 12 --out $OUT  # SIMT GEMMs held out from REG_CAP_SLACK
     python benchmarks/gpu_new_shapes.py --round 13 --out $OUT  # SIMT GEMMs for the checked k-loop
     python benchmarks/gpu_new_shapes.py --round 14 --out $OUT  # SIMT GEMMs for the scalar loads
+    python benchmarks/gpu_new_shapes.py --round 15 --out $OUT  # SIMT GEMMs for the k-loop's counts
 """
 
 from __future__ import annotations
@@ -325,6 +326,17 @@ ROUND14: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("matmul", "cuda", "float32", None, (1777, 3333, 1234)),
     ("matmul", "cuda", "float32", None, (4001, 1203, 2047)),
 ]
+# round 15 (2026-12-07, forty-third session): SIMT GEMM shapes drawn for the k-loop's compiled instruction
+# counts (kernels/cuda/matmul_loop.py, in place of the shared instructions' ``smem_issue`` slots): three on
+# the kernel's grid, one with K % 16 = 8 (BK 16 checked) and one with N off the 4-element grid; the sample
+# holds the top 30 of the model before the counts and of the model with them
+ROUND15: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("matmul", "cuda", "float32", None, (2304, 1536, 3072)),
+    ("matmul", "cuda", "float32", None, (1280, 4096, 1536)),
+    ("matmul", "cuda", "float32", None, (3584, 1152, 2560)),
+    ("matmul", "cuda", "float32", None, (1900, 2900, 1000)),
+    ("matmul", "cuda", "float32", None, (2600, 1399, 2048)),
+]
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -425,7 +437,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
         )
 ROUNDS = {
     1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9,
-    10: ROUND10, 11: ROUND11, 12: ROUND12, 13: ROUND13, 14: ROUND14,
+    10: ROUND10, 11: ROUND11, 12: ROUND12, 13: ROUND13, 14: ROUND14, 15: ROUND15,
 }  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
@@ -445,6 +457,7 @@ SAMPLES = {
     12: _QUALITY / "model_only_new_shapes12_sample.json",
     13: _QUALITY / "model_only_new_shapes13_sample.json",
     14: _QUALITY / "model_only_new_shapes14_sample.json",
+    15: _QUALITY / "model_only_new_shapes15_sample.json",
 }
 RANDOM = 90
 

@@ -77,18 +77,21 @@ def model_inputs(plan: list[dict[str, int]], shapes: Sequence[tuple[int, int, in
 
 def predicted_ratios(plan: list[dict[str, int]], slots: float, inputs: tuple | None = None) -> list[float]:
     """The model's time at K 1000 over its time at K 1008 for each configuration, with ``slots`` issue slots
-    a checked warp load (``loop_slots`` is linear in it); ``inputs``: ``model_inputs(plan)``, if at hand."""
-    from autopad.kernels.cuda.matmul_cost import CHECKED_LOAD_SLOTS
+    a checked warp load (the checked part of ``loop_slots``, ``matmul_cost.loop_slots``, is linear in it;
+    the rest, the k-loop's counted instructions, stays); ``inputs``: ``model_inputs(plan)``, if at hand."""
+    from autopad.kernels.cuda.matmul_cost import CHECKED_LOAD_SLOTS, loop_slots
 
     from autopad.predict import predict_arrays
 
     arch, layouts, wave, ideal, per_shape = inputs or model_inputs(plan)
     scale = slots / CHECKED_LOAD_SLOTS
-    sec = [
-        predict_arrays([{**i, "loop_slots": i.get("loop_slots", 0.0) * scale} for i in infos], traffic, wave,
-                       ideal, arch, layouts)[0]
-        for infos, traffic in per_shape
-    ]  # fmt: skip
+    sec = []
+    for shape, (infos, traffic) in zip(SHAPES, per_shape):
+        checked = [float(loop_slots(c, shape)) for c in plan]
+        infos = [
+            {**i, "loop_slots": i.get("loop_slots", 0.0) + x * (scale - 1)} for i, x in zip(infos, checked)
+        ]
+        sec.append(predict_arrays(infos, traffic, wave, ideal, arch, layouts)[0])
     return list(sec[0] / sec[1])
 
 

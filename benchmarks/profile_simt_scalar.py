@@ -73,14 +73,25 @@ def form_slots(c: dict[str, int], shape: tuple[int, int, int], form: str, slots:
 
 
 def predicted(plan: list[dict[str, int]], slots: float, form: str, inputs: tuple) -> list[list[float]]:
-    """The model's seconds for each configuration at each of SHAPES, the launch info's ``loop_slots`` put
-    as ``form_slots`` gives them."""
+    """The model's seconds for each configuration at each of SHAPES, the checked part of the launch info's
+    ``loop_slots`` (``matmul_cost.loop_slots``) put as ``form_slots`` gives it; the rest, the k-loop's
+    counted instructions, stays."""
+    from autopad.kernels.cuda.matmul_cost import loop_slots
+
     from autopad.predict import predict_arrays
 
     arch, layouts, wave, ideal, per_shape = inputs
     out = []
     for shape, (infos, traffic) in zip(SHAPES, per_shape):
-        infos = [{**i, "loop_slots": form_slots(c, shape, form, slots)} for i, c in zip(infos, plan)]
+        infos = [
+            {
+                **i,
+                "loop_slots": i.get("loop_slots", 0.0)
+                - float(loop_slots(c, shape))
+                + form_slots(c, shape, form, slots),
+            }
+            for i, c in zip(infos, plan)
+        ]
         out.append(list(predict_arrays(infos, traffic, wave, ideal, arch, layouts)[0]))
     return out
 

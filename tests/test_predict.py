@@ -259,12 +259,13 @@ def test_a_simt_kernels_shared_instructions_take_issue_slots_from_its_ffmas():
     assert dict(mma_simt.terms)["flops_s"] == dict(mma.terms)["flops_s"]
     # the measured effect: H200 run 100's 2560x2560x1536 (the current kernel's 76 launch configurations),
     # whose small thread tiles issue a fragment load for every 8 FFMAs where 8x8 tiles issue one for 16:
-    # model-only Spearman 0.68 without the term, 0.80 with it
+    # model-only Spearman 0.68 without the slots; with the k-loop's compiled instructions as the SIMT
+    # GEMM's spec states them since 2026-12-07 (kernels/cuda/matmul_loop.py), 0.82
     path = QUALITY.parent / "2026-12-04" / "run100" / "new_quality_rows.csv.gz"
     group = ("matmul", "cuda", "float32", "2560x2560x1536")
     s = mo._features(*group, mo.load_rows(path)[group], "run100")
-    assert mo.figures(s, mo.predicted(s))["spearman"] > 0.79
-    s.infos = [{k: v for k, v in i.items() if k != "smem_instructions"} for i in s.infos]
+    assert mo.figures(s, mo.predicted(s))["spearman"] > 0.8
+    s.infos = [{k: v for k, v in i.items() if k not in ("smem_instructions", "loop_slots")} for i in s.infos]
     assert mo.figures(s, mo.predicted(s))["spearman"] < 0.7
 
 

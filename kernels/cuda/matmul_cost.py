@@ -7,8 +7,10 @@ once per row. Beyond the pattern: the registers a thread holds (``register_need`
 matmul_regs.py plus what a swizzle adds; ``register_cap``: what ``__launch_bounds__`` allows), which limit
 the blocks an SM holds; what a cap below the need costs the arithmetic (``flops_efficiency``,
 ``REG_CAP_COST``, fitted on run 2); the swizzled address arithmetic, once per instruction
-(``swizzle_accesses``); the warp instructions a block issues to shared memory, which take issue slots its
-FFMAs need (``smem_instructions``); the checked k-loop on shapes off its grid, issue slots too
+(``swizzle_accesses``); what else the k-loop issues besides its FFMAs, each an issue slot they need: its
+compiled instructions counted per build (matmul_loop.py), or, for a build that table lacks, the warp
+instructions a block issues to shared memory (``smem_instructions``); the checked k-loop on shapes off its
+grid, issue slots too
 (``loop_slots``, ``CHECKED_LOAD_SLOTS``); and split-K's workspace, written and read back once
 (``dram_efficiency``).
 
@@ -26,6 +28,7 @@ import numpy as np
 
 from autopad.spec import batched_info, per_distinct
 
+from .matmul_loop import loop_instructions, loop_instructions_batch
 from .matmul_regs import REGS_SM90, REGS_SWIZZLE_SM90
 from .matmul_tile import _ARCH, _threads, k_per_split
 
@@ -145,7 +148,8 @@ def smem_instructions(c: Any) -> Any:
     As's 4 single-word stores per A vector (BM BK / 32 in all), Bs's 16-byte stores (BN BK / 128) and the
     fragment loads, TM / 4 + TN / 4 per k a warp. The predictor charges them issue slots at the FFMA rate
     (``Constants.smem_issue`` each, what the k-loop issues for each: H100 run 171's ncu counts), since the
-    warps that issue them issue the FFMAs too. Scalars (a candidate's dict) or int arrays (columns)."""
+    warps that issue them issue the FFMAs too; ``launch_info`` states them only for a build the compiled
+    k-loop table (matmul_loop.py) lacks. Scalars (a candidate's dict) or int arrays (columns)."""
     warps = (c["BN"] // c["TN"]) * (c["BM"] // c["TM"]) // 32
     bk = c["BK"]
     return c["BM"] * bk // 32 + c["BN"] * bk // 128 + warps * bk * (c["TM"] // 4 + c["TN"] // 4)
@@ -189,8 +193,15 @@ def launch_info(
     # limit the blocks an SM holds
     info["regs_per_thread"] = min(register_cap(c), register_need(c))
     info["swizzle_accesses"] = int(swizzle_accesses(c))
-    info["smem_instructions"] = int(smem_instructions(c))
+    # what the k-loop issues besides its FFMAs, each an issue slot: the compiled count where the table has
+    # the build (matmul_loop.py; the shared accesses are among them), else the shared instructions, which
+    # the predictor charges ``Constants.smem_issue`` slots each
     slots = float(loop_slots(c, shape))
+    counted = loop_instructions(c)
+    if counted is None:
+        info["smem_instructions"] = int(smem_instructions(c))
+    else:
+        slots += counted * info["threads"] // 32
     if slots:
         info["loop_slots"] = slots
     # launch bounds that cap the registers below the tile's need (REG_CAP_COST)
@@ -220,4 +231,17 @@ def launch_info_batch(
     cap = np.minimum(255, REGS_PER_SM // (cols["MIN_BLOCKS"] * threads) // 8 * 8)
     out["regs_per_thread"] = np.minimum(cap, need).astype(np.float64)
     out["flops_efficiency"] = cap_efficiency(need / cap - 1.0)
+    # the k-loop's compiled count reads THREAD_MAP and the layout too (launch_info above took each
+    # distinct tile's first candidate's): per candidate here, the shared instructions where it is absent
+    shape_cols = {**cols, "THREAD_MAP": np.asarray(columns["THREAD_MAP"], dtype=np.int64)}
+    for k in ("PAD_A", "PAD_B", "SW_PER_PHASE_A", "SW_PER_PHASE_B", "SW_VEC_A", "SW_VEC_B"):
+        shape_cols[k] = np.asarray(columns[k], dtype=np.int64)
+    counted = loop_instructions_batch(shape_cols)
+    checked = np.asarray(loop_slots(shape_cols, shape), dtype=np.float64) * np.ones(len(counted))
+    absent = np.isnan(counted)
+    out["loop_slots"] = checked + np.where(absent, 0.0, counted) * (threads // 32)
+    if absent.any():
+        out["smem_instructions"] = np.where(absent, smem_instructions(shape_cols), 0).astype(np.float64)
+    else:
+        out.pop("smem_instructions", None)
     return out
