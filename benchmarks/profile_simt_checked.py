@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,36 +128,49 @@ def fit(path: str, show: bool = True) -> float | None:
         out(
             f"slots {slots:4.1f}: BK 16 log error less the BK 8 median: median {gaps[-1]:+.4f}, rms {rms:.4f}"
         )
-    for (s0, g0), (s1, g1) in zip(zip(grid, gaps), zip(grid[1:], gaps[1:])):
+    at = crossing(grid, gaps)
+    out("the BK 16 median does not meet the control's on the grid" if at is None else
+        f"the BK 16 median meets the control's at {at:.1f} slots")  # fmt: skip
+    return at
+
+
+def crossing(grid: Sequence[float], values: Sequence[float]) -> float | None:
+    """Where ``values`` (on ``grid``) first go from >= 0 to <= 0, interpolated; None if they do not."""
+    for (s0, g0), (s1, g1) in zip(zip(grid, values), zip(grid[1:], values[1:])):
         if g0 >= 0 >= g1:
-            at = s0 + (s1 - s0) * g0 / (g0 - g1)
-            out(f"the BK 16 median meets the control's at {at:.1f} slots")
-            return at
-    out("the BK 16 median does not meet the control's on the grid")
+            return s0 + (s1 - s0) * g0 / (g0 - g1) if g0 != g1 else s0
     return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    return run_profile(
+        argv, __doc__ or "", SHAPES, fit, "fit CHECKED_LOAD_SLOTS to these timings (no GPU needed)"
+    )
+
+
+def run_profile(argv: Sequence[str] | None, doc: str, shapes: Sequence[tuple[int, int, int]],
+                fit_fn: Callable[[str], object], fit_help: str) -> int:  # fmt: skip
+    """The command line both SIMT profiles share: time every configuration legal at ``shapes`` (``--out``),
+    print the plan (``--dry-run``) or fit a recorded CSV with ``fit_fn`` (``--fit``)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--out", help="CSV of the timings (shape, key, ms, spread_ms, legal, correct)")
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--once", action="store_true", help="launch each configuration once (for ncu)")
     ap.add_argument("--dry-run", action="store_true", help="print the plan (no GPU needed)")
-    ap.add_argument("--fit", metavar="CSV", help="fit CHECKED_LOAD_SLOTS to these timings (no GPU needed)")
+    ap.add_argument("--fit", metavar="CSV", help=fit_help)
     args = ap.parse_args(argv)
     if args.reps < 2:
         ap.error(f"--reps {args.reps}: the spread needs at least 2 timings")
     if args.fit:
-        fit(args.fit)
+        fit_fn(args.fit)
         return 0
-    plan = configurations()
+    plan = configurations(shapes)
     if args.dry_run:
         for c in plan:
             print(key(c))
-        print(f"{len(plan)} configurations x {len(SHAPES)} shapes")
+        print(f"{len(plan)} configurations x {len(shapes)} shapes")
         return 0
-
-    rows = measure(plan, SHAPES, args.reps, args.once)
+    rows = measure(plan, shapes, args.reps, args.once)
     if args.out and not args.once:
         write_times(args.out, rows)
     return 0

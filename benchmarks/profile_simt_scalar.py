@@ -30,7 +30,6 @@ at which the two pairs' joint median error crosses zero is what that form would 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,9 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from profile_simt_checked import configurations, measure, model_inputs  # noqa: E402
+from profile_simt_checked import configurations, crossing, model_inputs, run_profile  # noqa: E402
 from profile_simt_gemm import key  # noqa: E402
-from profile_transpose_tiles import write_times  # noqa: E402
 
 BASE, A_SCALAR, B_SCALAR = (2048, 2044, 1004), (2048, 2044, 1003), (2048, 2045, 1004)
 SHAPES: list[tuple[int, int, int]] = [BASE, A_SCALAR, B_SCALAR]
@@ -147,40 +145,16 @@ def fit(path: str, show: bool = True) -> dict[str, float | None]:
             ma, mb = statistics.median(err["A"]), statistics.median(err["B"])
             out(f"  slots {slots:5.1f}: A median {ma:+.4f}, B {mb:+.4f}; both median {meds[-1]:+.4f} "
                 f"rms {rms:.4f}; by thread tile {by_tile}")  # fmt: skip
-        found[form] = None
-        for (s0, g0), (s1, g1) in zip(zip(GRID, meds), zip(GRID[1:], meds[1:])):
-            if g0 >= 0 >= g1:
-                found[form] = s0 + (s1 - s0) * g0 / (g0 - g1)
-                out(f"  the joint median crosses zero at {found[form]:.1f} slots")
-                break
-        else:
-            out("  the joint median does not cross zero on the grid")
+        found[form] = crossing(GRID, meds)
+        out("  the joint median does not cross zero on the grid" if found[form] is None else
+            f"  the joint median crosses zero at {found[form]:.1f} slots")  # fmt: skip
     return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--out", help="CSV of the timings (shape, key, ms, spread_ms, legal, correct)")
-    ap.add_argument("--reps", type=int, default=30)
-    ap.add_argument("--once", action="store_true", help="launch each configuration once (for ncu)")
-    ap.add_argument("--dry-run", action="store_true", help="print the plan (no GPU needed)")
-    ap.add_argument("--fit", metavar="CSV", help="fit the scalar loads' charge to these timings (no GPU)")
-    args = ap.parse_args(argv)
-    if args.reps < 2:
-        ap.error(f"--reps {args.reps}: the spread needs at least 2 timings")
-    if args.fit:
-        fit(args.fit)
-        return 0
-    plan = configurations(SHAPES)
-    if args.dry_run:
-        for c in plan:
-            print(key(c))
-        print(f"{len(plan)} configurations x {len(SHAPES)} shapes")
-        return 0
-    rows = measure(plan, SHAPES, args.reps, args.once)
-    if args.out and not args.once:
-        write_times(args.out, rows)
-    return 0
+    return run_profile(
+        argv, __doc__ or "", SHAPES, fit, "fit the scalar loads' charge to these timings (no GPU)"
+    )
 
 
 if __name__ == "__main__":
