@@ -14,6 +14,15 @@ swizzle arithmetic, the loop's counters and its barrier. No GPU needed; about 0.
 
     python benchmarks/matmul_loop_counts.py [--jobs 2] [--out kernels/cuda/matmul_loop_sm90.json]
     python benchmarks/matmul_loop_counts.py --check 20    # compile 20 drawn builds, compare with the table
+
+Against the hardware: ``--launch N`` (GPU) launches N builds drawn from the space once each at NCU_SHAPE,
+printing each launch's key; run under ``ncu --csv --metrics smsp__inst_executed.sum --kernel-name
+matmul_kernel``, then ``--compare NCU_CSV LAUNCHES`` (no GPU) sets each launch's executed warp instructions
+beside blocks x warps x k-steps x (FFMAs + the table's count)::
+
+    ncu --csv --kernel-name matmul_kernel --metrics smsp__inst_executed.sum \
+        python benchmarks/matmul_loop_counts.py --launch 24 > ncu.csv 2> launches.txt
+    python benchmarks/matmul_loop_counts.py --compare ncu.csv launches.txt
 """
 
 from __future__ import annotations
@@ -145,12 +154,68 @@ def check(n: int, seed: int = 0) -> int:
     return bad
 
 
+NCU_SHAPE = (2048, 2048, 1024)
+
+
+def launch(n: int, seed: int = 1) -> None:
+    """``--launch``: ``n`` builds drawn from the space, each launched once at NCU_SHAPE (keys to stderr)."""
+    import torch
+    from autopad.kernels.cuda import matmul as G
+
+    m, nn, k = NCU_SHAPE
+    a, b = torch.randn(m, k, device="cuda"), torch.randn(k, nn, device="cuda")
+    out = torch.empty(m, nn, device="cuda")
+    for i, c in enumerate(random.Random(seed).sample(builds(), n)):
+        G.SPEC.run(G.SPEC.build(c, "float32"), (a, b), out)
+        torch.cuda.synchronize()
+        key = ",".join(f"{x}={v}" for x, v in sorted(c.items()))
+        print(f"LAUNCH {i} {key}", file=sys.stderr, flush=True)
+
+
+def compare(ncu_csv: str, launches: str) -> list[float]:
+    """``--compare``: each launch's counted / executed warp instructions (printed, returned)."""
+    import csv
+    import math
+
+    from autopad.kernels.cuda.matmul_loop import loop_instructions
+
+    got = [
+        float(r["Metric Value"].replace(",", ""))
+        for r in csv.DictReader(line for line in open(ncu_csv) if not line.startswith("=="))
+        if r["Metric Name"] == "smsp__inst_executed.sum"
+    ]
+    keys = [line.split()[2] for line in open(launches) if line.startswith("LAUNCH ")]
+    m, n, k = NCU_SHAPE
+    ratios = []
+    for key, executed in zip(keys, got):
+        c = {x: int(v) for x, v in (kv.split("=") for kv in key.split(","))}
+        blocks = math.ceil(m / c["BM"]) * math.ceil(n / c["BN"])
+        warps = c["BM"] * c["BN"] // (c["TM"] * c["TN"]) // 32
+        counted = (
+            blocks * warps * math.ceil(k / c["BK"]) * (c["TM"] * c["TN"] * c["BK"] + loop_instructions(c))
+        )
+        ratios.append(counted / executed)
+        print(f"{counted / executed:.4f}  counted {counted:.0f} executed {executed:.0f}  {key}")
+    if ratios:
+        print(f"{len(ratios)} launches: counted / executed {min(ratios):.4f}-{max(ratios):.4f}")
+    return ratios
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=str(TABLE))
     ap.add_argument("--check", type=int, metavar="N", help="compile N drawn builds, compare with the table")
+    ap.add_argument("--launch", type=int, metavar="N", help="launch N drawn builds once each (GPU, for ncu)")
+    ap.add_argument(
+        "--compare", nargs=2, metavar=("NCU_CSV", "LAUNCHES"), help="ncu's counts against the table"
+    )
     a = ap.parse_args()
+    if a.launch:
+        launch(a.launch)
+        return 0
+    if a.compare:
+        return 0 if compare(*a.compare) else 1
     if a.check:
         return 1 if check(a.check) else 0
     data = table(a.jobs)
