@@ -175,8 +175,8 @@ def launch(n: int, seed: int = 1) -> None:
 def compare(ncu_csv: str, launches: str) -> list[float]:
     """``--compare``: each launch's counted / executed warp instructions (printed, returned)."""
     import csv
-    import math
 
+    from autopad.kernels.cuda import matmul as G
     from autopad.kernels.cuda.matmul_loop import loop_instructions
 
     got = [
@@ -185,15 +185,12 @@ def compare(ncu_csv: str, launches: str) -> list[float]:
         if r["Metric Name"] == "smsp__inst_executed.sum"
     ]
     keys = [line.split()[2] for line in open(launches) if line.startswith("LAUNCH ")]
-    m, n, k = NCU_SHAPE
     ratios = []
     for key, executed in zip(keys, got):
         c = {x: int(v) for x, v in (kv.split("=") for kv in key.split(","))}
-        blocks = math.ceil(m / c["BM"]) * math.ceil(n / c["BN"])
-        warps = c["BM"] * c["BN"] // (c["TM"] * c["TN"]) // 32
-        counted = (
-            blocks * warps * math.ceil(k / c["BK"]) * (c["TM"] * c["TN"] * c["BK"] + loop_instructions(c))
-        )
+        info = G.launch_info(c, NCU_SHAPE)
+        per_step = c["TM"] * c["TN"] * c["BK"] + loop_instructions(c)
+        counted = info["blocks"] * info["threads"] // 32 * info["tiles_per_block"] * per_step
         ratios.append(counted / executed)
         print(f"{counted / executed:.4f}  counted {counted:.0f} executed {executed:.0f}  {key}")
     if ratios:

@@ -95,23 +95,33 @@ def predicted_ratios(plan: list[dict[str, int]], slots: float, inputs: tuple | N
     return list(sec[0] / sec[1])
 
 
-def fit(path: str, show: bool = True) -> float | None:
-    """``--fit``: the measured ratios against the model's for each CHECKED_LOAD_SLOTS on a grid, and the
-    value at which the BK 16 builds' median log error equals the BK 8 builds' (the control: what K 1000
-    itself costs any build), interpolated on the grid (returned; None if it is off the grid)."""
+def read_times(
+    path: str, shapes: Sequence[tuple[int, int, int]]
+) -> tuple[list[dict[str, int]], list[list[float]]]:
+    """A profile's CSV: the configurations legal at every one of ``shapes`` with a correct time at each, and
+    their times (ms), one list a configuration in the order of ``shapes``."""
     import csv
-    import math
-    import statistics
 
-    out = print if show else (lambda *a, **k: None)
     ms: dict[tuple[str, str], float] = {}
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             if r["correct"] == "1" and r["ms"]:
                 ms[(r["shape"], r["key"])] = float(r["ms"])
-    names = ["x".join(map(str, s)) for s in SHAPES]
-    plan = [c for c in configurations() if all((n, key(c)) in ms for n in names)]
-    measured = [ms[(names[0], key(c))] / ms[(names[1], key(c))] for c in plan]
+    names = ["x".join(map(str, s)) for s in shapes]
+    plan = [c for c in configurations(shapes) if all((n, key(c)) in ms for n in names)]
+    return plan, [[ms[(n, key(c))] for n in names] for c in plan]
+
+
+def fit(path: str, show: bool = True) -> float | None:
+    """``--fit``: the measured ratios against the model's for each CHECKED_LOAD_SLOTS on a grid, and the
+    value at which the BK 16 builds' median log error equals the BK 8 builds' (the control: what K 1000
+    itself costs any build), interpolated on the grid (returned; None if it is off the grid)."""
+    import math
+    import statistics
+
+    out = print if show else (lambda *a, **k: None)
+    plan, times = read_times(path, SHAPES)
+    measured = [t[0] / t[1] for t in times]
     for bk in (8, 16):
         got = sorted(m for c, m in zip(plan, measured) if c["BK"] == bk)
         out(f"BK {bk}: {len(got)} configurations, measured K 1000 / K 1008 median "

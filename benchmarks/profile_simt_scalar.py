@@ -38,8 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from profile_simt_checked import configurations, crossing, model_inputs, run_profile  # noqa: E402
-from profile_simt_gemm import key  # noqa: E402
+from profile_simt_checked import crossing, model_inputs, read_times, run_profile  # noqa: E402
 
 BASE, A_SCALAR, B_SCALAR = (2048, 2044, 1004), (2048, 2044, 1003), (2048, 2045, 1004)
 SHAPES: list[tuple[int, int, int]] = [BASE, A_SCALAR, B_SCALAR]
@@ -98,22 +97,12 @@ def fit(path: str, show: bool = True) -> dict[str, float | None]:
     """``--fit``: for each of FORMS and each value on GRID, the median and rms of log(measured / predicted)
     of A's ratio (K 1003 / K 1004) and B's (N 2045 / N 2044), and the median by thread tile; returns each
     form's value at which the joint median crosses zero (None if it does not on the grid)."""
-    import csv
     import math
     import statistics
 
     out = print if show else (lambda *a, **k: None)
-    ms: dict[tuple[str, str], float] = {}
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            if r["correct"] == "1" and r["ms"]:
-                ms[(r["shape"], r["key"])] = float(r["ms"])
-    names = ["x".join(map(str, s)) for s in SHAPES]
-    plan = [c for c in configurations(SHAPES) if all((n, key(c)) in ms for n in names)]
-    meas = {
-        "A": [ms[(names[1], key(c))] / ms[(names[0], key(c))] for c in plan],
-        "B": [ms[(names[2], key(c))] / ms[(names[0], key(c))] for c in plan],
-    }
+    plan, times = read_times(path, SHAPES)
+    meas = {"A": [t[1] / t[0] for t in times], "B": [t[2] / t[0] for t in times]}
     for side, got in meas.items():
         g = sorted(got)
         out(f"{side} scalar / vector: {len(g)} configurations, median {statistics.median(g):.4f}, "

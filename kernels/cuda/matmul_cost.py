@@ -28,7 +28,7 @@ import numpy as np
 
 from autopad.spec import batched_info, per_distinct
 
-from .matmul_loop import loop_instructions, loop_instructions_batch
+from .matmul_loop import CONFIG_KEYS, LAYOUT_KEYS, loop_instructions, loop_instructions_batch
 from .matmul_regs import REGS_SM90, REGS_SWIZZLE_SM90
 from .matmul_tile import _ARCH, _threads, k_per_split
 
@@ -224,7 +224,7 @@ def launch_info_batch(
     out = batched_info(spec, columns, shape, dtype, reads, ("BM", "BN", "BK", *spec.LAYOUT_KEYS))
     # the keys that read the layout (whether each operand is swizzled), as array arithmetic: the swizzled
     # accesses, and the registers (a swizzle adds to the need: ``register_need``) with what a cap costs
-    cols = {k: np.asarray(columns[k], dtype=np.int64) for k in (*_SWIZZLE_READS, "MIN_BLOCKS")}
+    cols = {k: np.asarray(columns[k], dtype=np.int64) for k in {*_SWIZZLE_READS, *CONFIG_KEYS, *LAYOUT_KEYS}}
     out["swizzle_accesses"] = swizzle_accesses(cols).astype(np.float64)
     need = register_need(cols)
     threads = (cols["BN"] // cols["TN"]) * (cols["BM"] // cols["TM"])
@@ -233,15 +233,11 @@ def launch_info_batch(
     out["flops_efficiency"] = cap_efficiency(need / cap - 1.0)
     # the k-loop's compiled count reads THREAD_MAP and the layout too (launch_info above took each
     # distinct tile's first candidate's): per candidate here, the shared instructions where it is absent
-    shape_cols = {**cols, "THREAD_MAP": np.asarray(columns["THREAD_MAP"], dtype=np.int64)}
-    for k in ("PAD_A", "PAD_B", "SW_PER_PHASE_A", "SW_PER_PHASE_B", "SW_VEC_A", "SW_VEC_B"):
-        shape_cols[k] = np.asarray(columns[k], dtype=np.int64)
-    counted = loop_instructions_batch(shape_cols)
-    checked = np.asarray(loop_slots(shape_cols, shape), dtype=np.float64) * np.ones(len(counted))
+    counted = loop_instructions_batch(cols)
     absent = np.isnan(counted)
-    out["loop_slots"] = checked + np.where(absent, 0.0, counted) * (threads // 32)
+    out["loop_slots"] = loop_slots(cols, shape) + np.where(absent, 0.0, counted) * (threads // 32)
     if absent.any():
-        out["smem_instructions"] = np.where(absent, smem_instructions(shape_cols), 0).astype(np.float64)
+        out["smem_instructions"] = np.where(absent, smem_instructions(cols), 0).astype(np.float64)
     else:
         out.pop("smem_instructions", None)
     return out
