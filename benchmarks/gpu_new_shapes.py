@@ -337,6 +337,20 @@ ROUND15: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("matmul", "cuda", "float32", None, (1900, 2900, 1000)),
     ("matmul", "cuda", "float32", None, (2600, 1399, 2048)),
 ]
+# round 16 (2026-12-07, forty-fourth session): every CUDA family on today's model, held out from all of it.
+# The CUDA transposes and histograms were last held out on 2026-12-05 (rounds 7-10) and 2026-12-01 (round 2);
+# the predictor has since gained the partial round, the k-loop counts and the spec keys of later sessions.
+# Odd, batched and small shapes no study recorded; the sample was committed before the run
+ROUND16: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("transpose", "cuda", "float32", None, (3001, 5003)),
+    ("transpose", "cuda", "float16", None, (2, 4096, 2500)),
+    ("transpose", "cuda", "int8", None, (7000, 3001)),
+    ("transpose", "cuda", "float64", None, (3000, 2049)),
+    ("transpose", "cuda", "bfloat16", None, (5000, 1537)),
+    ("histogram", "cuda", "int32", "uniform", (5_000_000, 700)),
+    ("histogram", "cuda", "uint8", "uniform", (7_000_001, 128)),
+    ("matmul", "cuda", "float32", None, (1664, 2816, 1792)),
+]
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -437,7 +451,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
         )
 ROUNDS = {
     1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9,
-    10: ROUND10, 11: ROUND11, 12: ROUND12, 13: ROUND13, 14: ROUND14, 15: ROUND15,
+    10: ROUND10, 11: ROUND11, 12: ROUND12, 13: ROUND13, 14: ROUND14, 15: ROUND15, 16: ROUND16,
 }  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
@@ -458,6 +472,7 @@ SAMPLES = {
     13: _QUALITY / "model_only_new_shapes13_sample.json",
     14: _QUALITY / "model_only_new_shapes14_sample.json",
     15: _QUALITY / "model_only_new_shapes15_sample.json",
+    16: _QUALITY / "model_only_new_shapes16_sample.json",
 }
 RANDOM = 90
 
