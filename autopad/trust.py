@@ -19,6 +19,9 @@ figures over every recorded family and the plain advice to measure: a model that
 kernels well has not been shown to rank a new one. A built-in family that only held-out samples measured
 (``sampled_only`` in the file: the bf16, fp64, int8 and uint8 transposes) gets those figures first; sampled
 shapes that a fit or a term choice saw (``sampled_seen``, ``seen``) are stated apart, not as held out.
+Held-out shapes timed on another card (``other_gpus`` in the file, by card: an H100's rounds, scored with
+the same H200-fitted model, so a user of that card reads how the answer held up there) close the sentence of
+their family, whichever branch it takes.
 """
 
 from __future__ import annotations
@@ -175,7 +178,30 @@ def _rough(rho: float) -> str:
     )
 
 
+def _other_gpus(kernel: str, backend: str, dtype: str, path: str | Path) -> str:
+    """The clause of held-out shapes timed on other cards (``other_gpus``: card -> family -> a sampled
+    entry), one per card that measured this family, or nothing."""
+    out = []
+    for gpu, fams in sorted((_load(str(path)).get("other_gpus") or {}).items()):
+        e = (fams or {}).get(f"{kernel}/{backend}/{dtype}") or {}
+        n = int(e.get("shapes", 0))
+        if n:
+            s, their = ("s", "their") if n != 1 else ("", "its")
+            out.append(
+                f"; on {n} held-out {gpu} shape{s} timed on a sample of {their} space, "
+                f"within 10% of the sample's best in {int(e.get('within_10pct', 0))} (worst "
+                f"{float(e.get('worst', 0)):.2f}x)"
+            )
+    return "".join(out)
+
+
 def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE) -> str:
+    """One sentence for model-only output: how close the model-only pick came to the measured best for
+    this kernel family (``_statement``), with the held-out shapes other cards measured last."""
+    return _statement(kernel, backend, dtype, path) + _other_gpus(kernel, backend, dtype, path)
+
+
+def _statement(kernel: str, backend: str, dtype: str, path: str | Path) -> str:
     """One sentence for model-only output: how close the model-only pick came to the measured best for
     this kernel family, on the exhaustive studies of today's kernel first (where the family has them), then
     on the recorded studies of runs 1-2 and on held-out samples; for a kernel no study covered, over all of

@@ -523,10 +523,12 @@ def trust_json(
     source: str,
     sampled: Sequence[dict[str, Any]] = (),
     current: Sequence[dict[str, Any]] = (),
+    other: dict[str, Sequence[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """Per family: the exhaustive studies' figures ``autopad.trust`` turns into a sentence, under
     "sampled" those of held-out new shapes (pick over the best of a ~120-candidate sample, a weaker bar)
-    and under "current" those of the exhaustive studies of today's kernels (``--current``)."""
+    and under "current" those of the exhaustive studies of today's kernels (``--current``); ``other``
+    (card -> rows): held-out sampled shapes other cards measured, under "other_gpus" by card and family."""
     fam: dict[str, list] = defaultdict(list)
     for x in rows:
         fam[x["family"]].append(x)
@@ -562,6 +564,12 @@ def trust_json(
             if seen.get(name):
                 entry["seen"] = _sampled_entry(seen[name])
             out.setdefault("sampled_only", {})[_family_key(name)] = entry
+    for gpu, xs in sorted((other or {}).items()):
+        by: dict[str, list] = defaultdict(list)
+        for x in xs:
+            by[x["family"]].append(x)
+        fams = {_family_key(n): _sampled_entry(v) for n, v in sorted(by.items())}
+        out.setdefault("other_gpus", {})[gpu] = fams
     return out
 
 
@@ -755,6 +763,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="exhaustive studies of today's kernels (tuner_quality.py rows): a section of their own and, "
         "with --trust, the trust file's 'current' figures",
     )
+    ap.add_argument(
+        "--other",
+        nargs="*",
+        default=[],
+        help="rows of new shapes held out from today's model and measured on another card (--other-gpu): "
+        "a section of their own and, with --trust, the trust file's 'other_gpus' figures",
+    )
+    ap.add_argument("--other-gpu", default="NVIDIA H100", help="the card that measured the --other rows")
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "autopad_model_only.pkl"))
     ap.add_argument("--md", help="write the Markdown report here")
     ap.add_argument("--csv", help="write the per-shape figures here")
@@ -855,6 +871,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             + "\n"
             + family_table(current)
         )
+    # held-out shapes another card measured: scored with the same model, kept out of every H200 figure
+    other_paths = {extra_name(Path(p)) or f"other{i}": Path(p) for i, p in enumerate(args.other)}
+    if len(other_paths) != len(args.other):
+        ap.error("--other: two files named alike (name a file by the folder of its run)")
+    other_shapes = load_shapes(other_paths, None) if other_paths else []
+    other = evaluate(other_shapes, k, a, args.proposed, layouts)
+    if other:
+        md.append(
+            f"\n## Held out on another card ({args.other_gpu})\n\nNew shapes drawn and committed before "
+            "their run, no model change since, timed on a sample of their space; the model's ceilings are "
+            "the H200's.\n\n" + table(other) + "\n" + family_table(other)
+        )
     if superseded:
         md.append("\nRe-measured later, so left out above (a later file of the same kind, --extra or "
                   "--current, holding the same configuration-shape replaces an earlier one): "
@@ -884,7 +912,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"benchmarks/results/h200/quality run1+run2, sampled {runs.lstrip('+') or 'none'}, "
             f"today's kernels {now} ({keys})"
         )
-        Path(args.trust).write_text(json.dumps(trust_json(recorded, src, extra, current), indent=1) + "\n")
+        if other:
+            src += f", held out on an {args.other_gpu} " + "+".join(sorted({r["run"] for r in other}))
+        trust = trust_json(recorded, src, extra, current, {args.other_gpu: other} if other else None)
+        Path(args.trust).write_text(json.dumps(trust, indent=1) + "\n")
     return 0
 
 

@@ -244,3 +244,24 @@ def test_the_shipped_trust_file_counts_no_row_a_fit_saw_as_held_out():
         key = mor._family_key(family)
         held = data.get("families", {}).get(key, {}).get("sampled") or data.get("sampled_only", {}).get(key)
         assert held is None or shape not in held["shapes_list"], (family, shape)
+
+
+def test_held_out_rows_of_another_card_are_kept_by_card_and_family_apart_from_the_h200_figures():
+    import model_only_report as mor
+
+    def row(run, family, shape, pick):
+        return {"run": run, "family": family, "shape": shape, "pick_over_best": pick, "spearman": 0.9}
+
+    recorded = [row("run1", "histogram [cuda] int32", "67108864x256", 1.01)]
+    other = [
+        row("run225/round16", "transpose [cuda] float32", "3001x5003", 1.22),
+        row("run225/round16", "histogram [cuda] int32", "5000000x700", 1.04),
+    ]
+    out = mor.trust_json(recorded, "src", (), (), {"NVIDIA H100": other})
+    h100 = out["other_gpus"]["NVIDIA H100"]
+    assert h100["transpose/cuda/float32"] == {"shapes": 1, "within_10pct": 0, "worst": 1.22,
+                                              "shapes_list": ["3001x5003"]}  # fmt: skip
+    assert h100["histogram/cuda/int32"]["within_10pct"] == 1
+    # the H200's entries do not take them in
+    assert "sampled" not in out["families"]["histogram/cuda/int32"] and "sampled_only" not in out
+    assert "other_gpus" not in mor.trust_json(recorded, "src")

@@ -267,3 +267,31 @@ def test_a_rank_correlation_under_the_bar_says_what_it_means_and_one_above_says_
     assert "rough" not in trust.statement("matmul", "cuda", "float32")
     assert "rough" not in trust.statement("histogram", "cuda", "int32")
     assert trust._rough(trust.ROUGH_ORDER) == "" and trust._rough(0.79)
+
+
+def test_held_out_shapes_of_another_card_close_the_sentence_of_their_family_only(tmp_path):
+    d = json.loads(json.dumps(FIGURES))
+    d["other_gpus"] = {
+        "NVIDIA H100": {"transpose/cuda/float32": {"shapes": 1, "within_10pct": 0, "worst": 1.22}}
+    }
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(d))
+    s = trust.statement("transpose", "cuda", "float32", p)
+    assert "in 3 of 3 recorded NVIDIA H200 shapes" in s  # the H200's figures are not mixed with the H100's
+    assert s.endswith("; on 1 held-out NVIDIA H100 shape timed on a sample of its space, within 10% of the "
+                      "sample's best in 0 (worst 1.22x)")  # fmt: skip
+    assert "H100" not in trust.statement("matmul", "triton", "bfloat16", p)  # a family it did not measure
+    # a family no study covered still gets the other card's figures where that card measured it
+    d["other_gpus"]["NVIDIA H100"]["histogram/cuda/uint8"] = {"shapes": 2, "within_10pct": 1, "worst": 1.14}
+    p.write_text(json.dumps(d))
+    trust._load.cache_clear()
+    s = trust.statement("histogram", "cuda", "uint8", p)
+    assert (
+        "no recorded study covers" in s and "on 2 held-out NVIDIA H100 shapes timed on a sample of their" in s
+    )
+
+
+def test_the_shipped_file_states_the_h100_held_out_round_for_the_cuda_families():
+    other = json.loads(trust.TRUST_FILE.read_text())["other_gpus"]["NVIDIA H100"]
+    assert {"transpose/cuda/float32", "histogram/cuda/uint8", "matmul/cuda/float32"} <= set(other)
+    assert "held-out NVIDIA H100 shape" in trust.statement("transpose", "cuda", "float32")
