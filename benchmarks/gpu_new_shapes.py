@@ -28,6 +28,9 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 13 --out $OUT  # SIMT GEMMs for the checked k-loop
     python benchmarks/gpu_new_shapes.py --round 14 --out $OUT  # SIMT GEMMs for the scalar loads
     python benchmarks/gpu_new_shapes.py --round 15 --out $OUT  # SIMT GEMMs for the k-loop's counts
+    python benchmarks/gpu_new_shapes.py --round 16 --out $OUT  # every CUDA family on today's model
+    python benchmarks/gpu_new_shapes.py --round 16 --shape 3001x5003 --shape 7000001x128 --out $OUT
+                                                               # some of a round's shapes again
 """
 
 from __future__ import annotations
@@ -640,10 +643,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sample", help="the committed sample (default: the round's; else drawn here)")
     ap.add_argument("--write-sample", help="draw the samples (no GPU), write them here and stop")
     ap.add_argument("--only", help="measure only the round's shapes of this kernel (e.g. matmul)")
+    ap.add_argument(
+        "--shape",
+        action="append",
+        default=[],
+        help="measure only the round's shapes of this size (as the rows write it: 3001x5003); repeatable",
+    )
     args = ap.parse_args(argv)
     shapes = [c for c in ROUNDS[args.round] if not args.only or c[0] == args.only]
     if not shapes:
         ap.error(f"--only {args.only}: no shape of round {args.round} is of that kernel")
+    if args.shape:
+        known = {shape_text(c[4]) for c in shapes}
+        missing = sorted(set(args.shape) - known)
+        if missing:
+            have = ", ".join(sorted(known))
+            ap.error(f"--shape {', '.join(missing)}: not in round {args.round} (its shapes: {have})")
+        shapes = [c for c in shapes if shape_text(c[4]) in args.shape]
     args.sample = args.sample or str(SAMPLES[args.round])
     if args.write_sample:
         drawn = [draw(cfg) for cfg in shapes]

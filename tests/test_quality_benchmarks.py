@@ -458,3 +458,21 @@ def test_the_wave_tail_report_reads_a_staircase_as_1_and_a_line_as_0(tmp_path):
     assert got["line"]["step_share"] == pytest.approx(0.0, abs=1e-3)
     assert got["stair"]["round_us"] == pytest.approx(10.0) and got["line"]["rungs"] == 34
     assert got["line"]["resident"] == 3
+
+
+def test_new_shapes_can_be_limited_to_some_of_a_rounds_sizes_and_refuse_one_it_lacks(tmp_path, capsys):
+    import json
+
+    import gpu_new_shapes as gn
+
+    out = tmp_path / "sample.json"
+    assert (
+        gn.main(
+            ["--round", "16", "--only", "histogram", "--shape", "7000001x128", "--write-sample", str(out)]
+        )
+        == 0
+    )
+    assert [d["id"] for d in json.loads(out.read_text())] == ["histogram/cuda/uint8/7000001x128"]
+    with pytest.raises(SystemExit):
+        gn.main(["--round", "16", "--shape", "4096x4096", "--write-sample", str(out)])
+    assert "--shape 4096x4096: not in round 16" in capsys.readouterr().err
