@@ -148,24 +148,26 @@ def lookup(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE)
 ROUGH_ORDER = 0.8
 
 
-def _sampled(n: int, within: int, worst: float, seen: bool = False) -> str:
-    """The clause of sampled new shapes: held out (timed on a sample of their space), or, with ``seen``, those
-    a fit or a term choice saw (not held out, but not left unsaid); nothing where there are none."""
+def _sampled(n: int, within: int, worst: float, seen: bool = False, gpu: str = "") -> str:
+    """The clause of sampled new shapes: held out (timed on a sample of their space; on ``gpu`` where that is
+    another card than the file's), or, with ``seen``, those a fit or a term choice saw (not held out, but
+    not left unsaid); nothing where there are none."""
     if not n:
         return ""
-    s = "s" if n != 1 else ""
+    s, their, card = "s" if n != 1 else "", "their" if n != 1 else "its", f"{gpu} " if gpu else ""
     what = (
         f"{n} more sampled shape{s} that a fit or a term choice saw (not held out)"
         if seen
-        else f"{n} held-out shape{s} timed on a sample of {'their' if n != 1 else 'its'} space"
+        else f"{n} held-out {card}shape{s} timed on a sample of {their} space"
     )
     return f"; on {what}, within 10% of the sample's best in {within} (worst {worst:.2f}x)"
 
 
-def _sampled_entry(entry: dict[str, Any], seen: bool = False) -> str:
-    """``_sampled`` of a file entry (``sampled_only``'s, or its ``seen``), or nothing where it has none."""
+def _sampled_entry(entry: dict[str, Any], seen: bool = False, gpu: str = "") -> str:
+    """``_sampled`` of a file entry (``sampled_only``'s, its ``seen``, or another card's), or nothing where
+    it has none."""
     n, within = int(entry.get("shapes", 0)), int(entry.get("within_10pct", 0))
-    return _sampled(n, within, float(entry.get("worst", 0)), seen)
+    return _sampled(n, within, float(entry.get("worst", 0)), seen, gpu)
 
 
 def _rough(rho: float) -> str:
@@ -181,18 +183,10 @@ def _rough(rho: float) -> str:
 def _other_gpus(kernel: str, backend: str, dtype: str, path: str | Path) -> str:
     """The clause of held-out shapes timed on other cards (``other_gpus``: card -> family -> a sampled
     entry), one per card that measured this family, or nothing."""
-    out = []
-    for gpu, fams in sorted((_load(str(path)).get("other_gpus") or {}).items()):
-        e = (fams or {}).get(f"{kernel}/{backend}/{dtype}") or {}
-        n = int(e.get("shapes", 0))
-        if n:
-            s, their = ("s", "their") if n != 1 else ("", "its")
-            out.append(
-                f"; on {n} held-out {gpu} shape{s} timed on a sample of {their} space, "
-                f"within 10% of the sample's best in {int(e.get('within_10pct', 0))} (worst "
-                f"{float(e.get('worst', 0)):.2f}x)"
-            )
-    return "".join(out)
+    cards = sorted((_load(str(path)).get("other_gpus") or {}).items())
+    return "".join(
+        _sampled_entry((f or {}).get(f"{kernel}/{backend}/{dtype}") or {}, gpu=g) for g, f in cards
+    )
 
 
 def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE) -> str:
