@@ -29,6 +29,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 14 --out $OUT  # SIMT GEMMs for the scalar loads
     python benchmarks/gpu_new_shapes.py --round 15 --out $OUT  # SIMT GEMMs for the k-loop's counts
     python benchmarks/gpu_new_shapes.py --round 16 --out $OUT  # every CUDA family on today's model
+    python benchmarks/gpu_new_shapes.py --round 17 --out $OUT  # transposes held out from the partial round
     python benchmarks/gpu_new_shapes.py --round 16 --shape 3001x5003 --shape 7000001x128 --out $OUT
                                                                # some of a round's shapes again
 """
@@ -354,6 +355,21 @@ ROUND16: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("histogram", "cuda", "uint8", "uniform", (7_000_001, 128)),
     ("matmul", "cuda", "float32", None, (1664, 2816, 1792)),
 ]
+# round 17 (2026-12-07, forty-fifth session): CUDA transposes held out from the partial memory round and the
+# aligned vector build's registers (``model_only_report.PROPOSED``'s transpose entry, scored on every
+# recorded transpose study before this round was drawn): aligned, odd, batched and small shapes no study
+# recorded; the sample holds the top 30 of the model before the change (top_tuner) and with it
+# (top_proposed), committed before the run
+ROUND17: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("transpose", "cuda", "float32", None, (6144, 4096)),
+    ("transpose", "cuda", "float32", None, (2560, 1536)),
+    ("transpose", "cuda", "float32", None, (5001, 2999)),
+    ("transpose", "cuda", "float32", None, (4, 1500, 2049)),
+    ("transpose", "cuda", "float16", None, (4099, 3001)),
+    ("transpose", "cuda", "bfloat16", None, (3000, 4000)),
+    ("transpose", "cuda", "int8", None, (5000, 5003)),
+    ("transpose", "cuda", "float64", None, (2047, 4100)),
+]
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -455,6 +471,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
 ROUNDS = {
     1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9,
     10: ROUND10, 11: ROUND11, 12: ROUND12, 13: ROUND13, 14: ROUND14, 15: ROUND15, 16: ROUND16,
+    17: ROUND17,
 }  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
@@ -476,6 +493,7 @@ SAMPLES = {
     14: _QUALITY / "model_only_new_shapes14_sample.json",
     15: _QUALITY / "model_only_new_shapes15_sample.json",
     16: _QUALITY / "model_only_new_shapes16_sample.json",
+    17: _QUALITY / "model_only_new_shapes17_sample.json",
 }
 RANDOM = 90
 
