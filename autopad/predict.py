@@ -134,8 +134,9 @@ def _tail_rounds(
     configurations with the unpadded layout: 2304x2304x2048, 2560x2560x1536, 1792x1792x2048), 0.66 / 0.29 /
     0.66 -> 0.86 / 0.68 / 0.81, the pick at 2304 1.078 -> 1.000 of the sample's best. Not for the memory
     streams in general: applied to them it moved transpose picks (fp16 4097 x 8191, run 34, 1.018 -> 1.262
-    of the best); only where a spec states ``partial_memory_rounds`` (the Gluon transpose), and there at the
-    blocks' share of a round, not the busiest SM's (``predict_arrays``).
+    of the best); only where a spec states ``partial_memory_rounds`` (the Gluon transpose, and since
+    2026-12-07 the CUDA one), and there at the blocks' share of a round, not the busiest SM's
+    (``predict_arrays``).
     The older SIMT kernel of the recorded run 1, whose k-loop waited on each step's loads, measured its tail
     as a whole round (1.3x, the register note above): a block alone cannot hide its own latency. Today's
     kernel keeps its next step's loads in flight."""
@@ -357,8 +358,8 @@ def predict_arrays(
     # studies, Spearman min 0.77 -> 0.80, picks over 1.10x the best 4 -> 1; held out on six new shapes (H100
     # run 217), picks within 10% in 4 -> 6, Spearman mean 0.906 -> 0.914 (quality/NOTES.md, forty-first
     # session).
-    # Not for every spec: the CUDA transpose's terms were chosen with whole rounds in, and its studies'
-    # picks moved when its memory streams paid their share (quality/NOTES.md)
+    # Not for every spec: the CUDA transpose states it since 2026-12-07, with its aligned build's registers
+    # (alone, it moved that spec's picks both ways: kernels/cuda/transpose_cost.py, quality/NOTES.md)
     part = cols["partial_memory_rounds"] > 0
     if part.any():
         for row, t in ((0, t_dram), (1, t_l2)):

@@ -356,10 +356,10 @@ ROUND16: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("matmul", "cuda", "float32", None, (1664, 2816, 1792)),
 ]
 # round 17 (2026-12-07, forty-fifth session): CUDA transposes held out from the partial memory round and the
-# aligned vector build's registers (``model_only_report.PROPOSED``'s transpose entry, scored on every
-# recorded transpose study before this round was drawn): aligned, odd, batched and small shapes no study
-# recorded; the sample holds the top 30 of the model before the change (top_tuner) and with it
-# (top_proposed), committed before the run
+# aligned vector build's registers (kernels/cuda/transpose_cost.py; drawn while they were
+# ``model_only_report.PROPOSED``'s transpose entry, after they were scored on every recorded transpose
+# study): aligned, odd, batched and small shapes no study recorded; the sample holds the top 30 of the model
+# before the change (top_tuner) and with it (top_proposed), committed before the run (4bfa75e)
 ROUND17: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("transpose", "cuda", "float32", None, (6144, 4096)),
     ("transpose", "cuda", "float32", None, (2560, 1536)),

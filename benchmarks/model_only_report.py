@@ -83,33 +83,9 @@ def _gluon_gemm(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[s
     }
 
 
-def _cuda_transpose(c: dict[str, int], shape: tuple[int, ...], dtype: str) -> dict[str, float]:
-    from autopad.kernels.cuda.transpose_launch import register_need
-    from autopad.kernels.cuda.transpose_tile import _dims, _phases
-
-    from autopad.spec import DTYPE_BYTES
-
-    # the memory streams pay a partial round at its blocks' share (the tail ladders of H100 run 211 and H200
-    # run 212: no partial round of a CUDA build costs a whole one), and the aligned vector-path build states
-    # the registers it is built for (``register_need``, what ``min_blocks`` builds for): where they hold
-    # fewer blocks than threads and shared memory allow (fp32 128 x 128 at 512 threads: 2, not 3; H100 run
-    # 166's profile read 47% of the SM's warps), the predictor counts the blocks the build holds
-    out = {"partial_memory_rounds": 1.0}
-    if c.get("SCALAR_EDGE", 1) == 0:
-        _, m, n = _dims(shape)
-        vec = c["VEC"]
-        if vec == 1 or (m % vec == 0 and n % vec == 0):
-            lpass = _phases(c)[2]
-            out["regs_per_thread"] = float(
-                register_need(vec, DTYPE_BYTES[dtype], lpass, c.get("READOUT", 0), False)
-            )
-    return out
-
-
 PROPOSED: dict[tuple[str, str], Callable[[dict[str, int], tuple[int, ...], str], dict[str, float]]] = {
     ("matmul", "cuda"): _simt_gemm,
     ("matmul", "triton"): _gluon_gemm,
-    ("transpose", "cuda"): _cuda_transpose,
 }
 
 

@@ -488,14 +488,16 @@ def test_the_search_keeps_the_class_of_layout_it_stands_on_where_the_model_order
     # H200 run 63, fp32 4096^2: from a swizzled tile on the original path the model's best layout on the
     # vector path (SCALAR_EDGE 0) is padded, measured 1.079 of the best, where its best swizzled layout
     # there (predicted within TWIN_MARGIN of it) measured 1.020; the step offers that one too (its kin),
-    # only where the best layout is of another class and the kin is predicted within TWIN_MARGIN
+    # only where the best layout is of another class and the kin is predicted within TWIN_MARGIN. (Since the
+    # CUDA transpose's partial memory round and aligned-build registers of 2026-12-07 the model puts a
+    # swizzle first in that 64 x 64 configuration; the same swizzle on 32 x 32 tiles stands in for it)
     from autopad.kernels_registry import builtin_spec
     from autopad.search import TWIN_MARGIN, launch_config, neighbours
 
     tr = builtin_spec("transpose", "cuda")
     ranked = rank(tr, (4096, 4096), "float32")
     want = {"GROUP": 1, "PAD": 0, "READOUT": 0, "SCALAR_EDGE": 1, "SW_MAX_PHASE": 16, "SW_PER_PHASE": 2,
-            "SW_VEC": 2, "THREADS": 128, "TILE_M": 64, "TILE_N": 64, "VEC": 2}  # fmt: skip
+            "SW_VEC": 2, "THREADS": 128, "TILE_M": 32, "TILE_N": 32, "VEC": 2}  # fmt: skip
     here = next(c for c in ranked if c.params == want)
     steps = neighbours(tr, ranked, here)
     vector = launch_config(tr, {**want, "SCALAR_EDGE": 0})

@@ -16,7 +16,9 @@ and 2-byte elements it streams about 5% worse than the vector path (``ORIGINAL_P
 comment) and, on output rows that are not whole 32-byte sectors, the sectors two tiles write
 (``SEAM_SECTOR_BYTES``); the vector path pays those too on output rows of whole 16-byte blocks, on the share
 of rows that start inside a sector (``vector_seam_rows``), and its 1- and 2-byte VEC 1 tiles, which pay no
-seam off that grid, the short segments' cost (``SEGMENT_BYTES``) there instead.
+seam off that grid, the short segments' cost (``SEGMENT_BYTES``) there instead. Both paths' memory streams
+pay a grid's last partial round at its blocks' share (``partial_memory_rounds``), and the vector path states
+the registers it is built for (``register_need``) wherever its build is not the shifted one.
 
 Why a module of its own: these are the measured and read-off constants of the predictor's transpose terms,
 apart from the pattern the bank model scores (transpose_pattern.py) and the build and launch
@@ -311,8 +313,9 @@ def _launch_arrays(
     """The launch info of candidates given as arrays (one entry each; ``pad`` is the tile's padding, 0 for
     a swizzled tile): blocks, threads, the tile's footprint, tiles per block, bytes in flight, the
     global side's efficiency, the misaligned build's extra instructions (``issue_cycles``), on the
-    original path its compiled registers and its phases in turn (``serial_phases``), and on the vector path,
-    where registers leave a block alone on its SM, its estimated registers and ``latency_phases``; on both,
+    original path its compiled registers and its phases in turn (``serial_phases``), and on the vector path
+    its estimated registers (the shifted build's only where they leave a block alone on its SM) and, where
+    they do, ``latency_phases``; on both the memory streams' partial round (``partial_memory_rounds``) and
     ``phased_loads`` (the tile's loads issued in one phase before the barrier)."""
     b, m, n = _dims(shape)
     gx, gy = -(-n // tn), -(-m // tm)
@@ -419,6 +422,13 @@ def _launch_arrays(
     hbuild = shifted & (readout != 2)  # the misaligned build's halo passes are in its registers
     need = register_need(vec, e, lpass + np.where(hbuild, hpass, 0), readout, shifted)
     alone = ~scalar & (65536 // (threads * need) <= 1)
+    # ... and, since 2026-12-07 (forty-fifth session), stated wherever the build is not the shifted one (VEC
+    # 1, or rows and pointers on the vector grid): ``min_blocks`` builds for what its registers allow, so
+    # fp32 128 x 128 tiles of 512 threads at VEC 1 (32 load passes, 48 registers) hold 2 blocks an SM where
+    # threads and shared memory allow 3 (H100 run 166's profile at 6144 x 3072 read 47% of the SM's warps
+    # resident). Not the shifted build: its estimate, stated wherever it lowers the residency, took run 46's
+    # fp16 4097 x 8191 pick from 1.024 to 1.283 of the best (quality/NOTES.md, forty-fifth session)
+    stated = alone | ~shifted
     return {
         "blocks": np.where(scalar, gx * gy * min(b, 65535), b * gx * gy),
         "threads": threads,
@@ -433,7 +443,7 @@ def _launch_arrays(
         "dram_efficiency": eff,
         "issue_cycles": issue,
         "regs_per_thread": np.where(
-            scalar, _regs_original(e, tm, tn, threads, vec, readout, swizzled), np.where(alone, need, 0.0)
+            scalar, _regs_original(e, tm, tn, threads, vec, readout, swizzled), np.where(stated, need, 0.0)
         ),
         "serial_phases": scalar.astype(np.float64),
         # ... and a vector-path block alone on its SM runs its load, barrier and read-out in turn, with no
@@ -447,6 +457,14 @@ def _launch_arrays(
         # its bytes in flight need resident warps too (``phased_loads``; predict.py: H100 run 166's profile,
         # fp32 VEC 1 tiles at a third of the SM's warps ~9% slower at the same DRAM bytes; H200 run 114)
         "phased_loads": np.ones(len(threads), dtype=np.float64),
+        # a grid's last partial round of blocks costs the DRAM and L2 streams its blocks' share, not a whole
+        # round (``partial_memory_rounds``; predict.py): the tail ladders of H100 run 211 (fresh data) and
+        # H200 run 212 (as the studies time) found no CUDA build's partial round costing a whole one (step
+        # share -0.03..+0.09). Left out until 2026-12-07 because it moved picks both ways; with the aligned
+        # build's registers above, on the 60 recorded transpose studies of both cards: picks within 10% of
+        # the best 52 -> 56, Spearman under 0.8 on 11 -> 4, mean 0.867 -> 0.883 (quality/NOTES.md,
+        # forty-fifth session; held out on round 17 of gpu_new_shapes.py)
+        "partial_memory_rounds": np.ones(len(threads), dtype=np.float64),
     }
 
 
