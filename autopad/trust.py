@@ -277,9 +277,11 @@ def _statement(kernel: str, backend: str, dtype: str, path: str | Path) -> str:
             f"measured best in {pooled.within_10pct} of {pooled.shapes} (worst {pooled.worst:.2f}x): measure "
             f"it on a GPU before relying on it"
         )
+    # (a family whose only samples a fit or a term choice saw: those, stated as such, before the advice)
+    seen = _sampled_entry(smp.get("seen") or {}, seen=True).replace(" more sampled", " sampled")
     return (
-        f"model-only pick: no recorded study covers {kernel} [{backend}] {dtype}; on the built-in kernels "
-        f"the model-only pick was within 10% of the measured best in {pooled.within_10pct} of "
+        f"model-only pick: no recorded study covers {kernel} [{backend}] {dtype}{seen}; on the built-in "
+        f"kernels the model-only pick was within 10% of the measured best in {pooled.within_10pct} of "
         f"{pooled.shapes} recorded {pooled.gpu} shapes (worst {pooled.worst:.2f}x), which says little about "
         f"a new kernel: measure it on a GPU before relying on it"
     )

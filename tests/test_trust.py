@@ -157,11 +157,13 @@ def test_sampled_shapes_a_fit_or_a_term_choice_saw_are_stated_apart_not_as_held_
     assert (t.seen_shapes, t.seen_within_10pct, t.seen_worst) == (3, 0, 1.203)
     s8 = trust.statement("transpose", "cuda", "int8", p)
     assert "on 2 held-out" in s8 and "on 1 more sampled shape that a fit or a term choice saw" in s8
-    # the shipped file: the fp32 transpose's three run-165 shapes chose phased_loads; they are stated apart
+    # the shipped file: the fp32 transpose's three run-165 shapes chose phased_loads, and all six of its H200
+    # samples the partial round (2026-12-07); they are stated apart
     trust._load.cache_clear()
     f32 = json.loads(trust.TRUST_FILE.read_text())["families"]["transpose/cuda/float32"]
-    assert f32["sampled_seen"]["shapes"] == 3 and f32["sampled_seen"]["worst"] > 1.1
-    assert "3 more sampled shapes that a fit or a term choice saw" in trust.statement(
+    assert f32["sampled_seen"]["shapes"] == 6 and f32["sampled_seen"]["worst"] > 1.1
+    assert "sampled" not in f32
+    assert "6 more sampled shapes that a fit or a term choice saw" in trust.statement(
         "transpose", "cuda", "float32"
     )
 
@@ -213,10 +215,11 @@ def test_the_shipped_figures_cover_every_recorded_family():
     # was chosen, nor run 186's 3072x3072x1000, where the checked k-loop showed, nor the bf16, fp64, int8
     # and uint8 transposes, families with no recorded study; run 34's int8 sample is superseded by run
     # 149's): 20 of 43; the trust file calls its samples held-out, so the shapes a fit or a term choice saw
-    # are left out (FITTED_ON) and stated apart (sampled_seen: 13)
+    # are left out (FITTED_ON) and stated apart (sampled_seen: 13); since 2026-12-07 every fp16 and fp32
+    # transpose sample too (the partial round was chosen on them, CHOSEN_ON_EVERY): 11 held out, 22 apart
     assert sum(f["shapes"] for f in fams.values()) == 19
-    assert sum(f.get("sampled", {}).get("shapes", 0) for f in fams.values()) == 20
-    assert sum(f.get("sampled_seen", {}).get("shapes", 0) for f in fams.values()) == 13
+    assert sum(f.get("sampled", {}).get("shapes", 0) for f in fams.values()) == 11
+    assert sum(f.get("sampled_seen", {}).get("shapes", 0) for f in fams.values()) == 22
     runs = ("run10", "run34", "run100", "run149", "run152", "run153", "run165/round1", "run165/round8",
             "run175/round10", "run175/round11")  # fmt: skip
     assert all(r in data["source"] for r in runs)
@@ -295,3 +298,28 @@ def test_the_shipped_file_states_the_h100_held_out_round_for_the_cuda_families()
     other = json.loads(trust.TRUST_FILE.read_text())["other_gpus"]["NVIDIA H100"]
     assert {"transpose/cuda/float32", "histogram/cuda/uint8", "matmul/cuda/float32"} <= set(other)
     assert "held-out NVIDIA H100 shape" in trust.statement("transpose", "cuda", "float32")
+
+
+def test_a_family_whose_only_samples_a_term_choice_saw_still_states_them(tmp_path):
+    # every H200 sample of the bf16 transpose was scored when the CUDA transpose's partial round was chosen
+    # (model_only_report.CHOSEN_ON_EVERY): no held-out shape, but its samples are said, as not held out
+    d = json.loads(json.dumps(FIGURES))
+    d["sampled_only"] = {
+        "transpose/cuda/bfloat16": {
+            "shapes": 0,
+            "within_10pct": 0,
+            "seen": {"shapes": 2, "within_10pct": 1, "worst": 1.12, "shapes_list": ["a", "b"]},
+        }
+    }
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(d))
+    s = trust.statement("transpose", "cuda", "bfloat16", p)
+    assert s.startswith(
+        "model-only pick: no recorded study covers transpose [cuda] bfloat16; on 2 sampled shapes that a fit "
+        "or a term choice saw (not held out), within 10% of the sample's best in 1 (worst 1.12x); on the "
+    )
+    assert s.endswith("measure it on a GPU before relying on it")
+    d["sampled_only"]["transpose/cuda/bfloat16"].pop("seen")
+    p.write_text(json.dumps(d))
+    trust._load.cache_clear()
+    assert "sampled" not in trust.statement("transpose", "cuda", "bfloat16", p)
