@@ -7,9 +7,10 @@ re-read their operands, L2 bytes at the L2 rate), shared-memory wavefronts at on
 arithmetic at the fp32 or the tensor-core rate, and instruction issue (the index arithmetic of every shared
 access; a swizzle's XOR costs more than a pad's add). Occupancy (from threads and the layout's footprint)
 scales how much of the memory bandwidth the kernel can keep in flight, the last partial wave of blocks
-costs the memory streams a whole wave and the arithmetic ones a round at its own occupancy
-(``_tail_rounds``), and every tile a block walks through (a GEMM's k-steps) costs a fixed barrier-and-loop
-overhead. Among candidates free of conflicts, those terms are what separate a fast kernel from a slow one.
+costs the memory streams a whole wave (its blocks' share where a spec states ``partial_memory_rounds``) and
+the arithmetic ones a round at its own occupancy (``_tail_rounds``), and every tile a block walks through
+(a GEMM's k-steps) costs a fixed barrier-and-loop overhead. Among candidates free of conflicts, those
+terms are what separate a fast kernel from a slow one.
 A spec whose blocks run their phases in turn (``serial_phases``: load a tile, barrier, read it out) has its
 streams combined by a closed queue of the resident blocks instead (``_queued``): with few blocks an SM, a
 block's shared-memory time adds to its DRAM time rather than hiding under other blocks' loads. With

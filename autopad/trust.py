@@ -16,9 +16,10 @@ the sentence that model-only output prints.
 
 A kernel the studies did not cover (a user's own spec, or a built-in one in another dtype) gets the
 figures over every recorded family and the plain advice to measure: a model that ranks the built-in
-kernels well has not been shown to rank a new one. A built-in family that only held-out samples measured
-(``sampled_only`` in the file: the bf16, fp64, int8 and uint8 transposes) gets those figures first; sampled
-shapes that a fit or a term choice saw (``sampled_seen``, ``seen``) are stated apart, not as held out.
+kernels well has not been shown to rank a new one. A built-in family that only samples measured
+(``sampled_only`` in the file: the bf16 and uint8 transposes; the fp64 and int8 ones have exhaustive studies
+of today's kernel too) gets those figures first: the held-out ones, and apart, not as held out, those a fit
+or a term choice saw (``sampled_seen``, ``seen``; since 2026-12-07 every H200 sample of a CUDA transpose).
 Held-out shapes timed on another card (``other_gpus`` in the file, by card: an H100's rounds, scored with
 the same H200-fitted model, so a user of that card reads how the answer held up there) close the sentence of
 their family, whichever branch it takes.
@@ -217,7 +218,7 @@ def _statement(kernel: str, backend: str, dtype: str, path: str | Path) -> str:
                 noise = "all within the timing noise" if not k else f"{k} beyond the timing noise"
                 slower = f", slower than the unpadded default in {t.current_slower_than_default} ({noise})"
             informed = (
-                f"; the model's terms were read off {t.current_informed} of these shapes"
+                f"; the model's terms were read off or chosen on {t.current_informed} of these shapes"
                 if t.current_informed
                 else "; none of these shapes was used to choose the model's terms"
             )
@@ -261,26 +262,32 @@ def _statement(kernel: str, backend: str, dtype: str, path: str | Path) -> str:
             f"on today's kernel, model-only picks for {kernel} [{backend}] {dtype} were within 2% of the "
             f"measured best in {cur['within_2pct']} and within 10% in {cur['within_10pct']} of {n} "
             f"shape{'s' if n != 1 else ''} whose every candidate was timed on an {pooled.gpu} (worst "
-            f"{float(cur['worst']):.2f}x{slower}{rho}; the model's terms were read off "
+            f"{float(cur['worst']):.2f}x{slower}{rho}; the model's terms were read off or chosen on "
             f"{int(cur.get('informed', 0))} of these shapes){held}"
             f"{_rough(low) if low is not None else ''}"
         )
-    if int(smp.get("shapes", 0)):  # no exhaustive study, but held-out shapes timed on a sample of theirs
-        n = int(smp["shapes"])
+    seen = smp.get("seen") or {}
+    if int(smp.get("shapes", 0)) or int(seen.get("shapes", 0)):
+        # no exhaustive study, but shapes timed on a sample of theirs: held out, and those a term choice saw
+        n = int(smp.get("shapes", 0))
+        held = (
+            f"; on {n} held-out {pooled.gpu} shape{'s' if n != 1 else ''} timed on a sample of "
+            f"{'their' if n != 1 else 'its'} space the pick was within 10% of the sample's best in "
+            f"{smp['within_10pct']} (worst {float(smp['worst']):.2f}x)"
+            if n
+            else ""
+        )
+        saw = _sampled_entry(seen, seen=True)
+        if not n:  # ("more" than none held out reads wrong)
+            saw = saw.replace(" more sampled", f" sampled {pooled.gpu}")
         return (
-            f"model-only pick: no exhaustive study covers {kernel} [{backend}] {dtype}; on {n} held-out "
-            f"{pooled.gpu} shape{'s' if n != 1 else ''} timed on a sample of {'their' if n != 1 else 'its'} "
-            f"space the pick was within 10% of the sample's best in {smp['within_10pct']} (worst "
-            f"{float(smp['worst']):.2f}x)"
-            f"{_sampled_entry(smp.get('seen') or {}, seen=True)}"
+            f"model-only pick: no exhaustive study covers {kernel} [{backend}] {dtype}{held}{saw}"
             f"; on the built-in kernels' exhaustive studies, within 10% of the "
             f"measured best in {pooled.within_10pct} of {pooled.shapes} (worst {pooled.worst:.2f}x): measure "
             f"it on a GPU before relying on it"
         )
-    # (a family whose only samples a fit or a term choice saw: those, stated as such, before the advice)
-    seen = _sampled_entry(smp.get("seen") or {}, seen=True).replace(" more sampled", " sampled")
     return (
-        f"model-only pick: no recorded study covers {kernel} [{backend}] {dtype}{seen}; on the built-in "
+        f"model-only pick: no recorded study covers {kernel} [{backend}] {dtype}; on the built-in "
         f"kernels the model-only pick was within 10% of the measured best in {pooled.within_10pct} of "
         f"{pooled.shapes} recorded {pooled.gpu} shapes (worst {pooled.worst:.2f}x), which says little about "
         f"a new kernel: measure it on a GPU before relying on it"

@@ -30,6 +30,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 15 --out $OUT  # SIMT GEMMs for the k-loop's counts
     python benchmarks/gpu_new_shapes.py --round 16 --out $OUT  # every CUDA family on today's model
     python benchmarks/gpu_new_shapes.py --round 17 --out $OUT  # transposes held out from the partial round
+    python benchmarks/gpu_new_shapes.py --round 18 --out $OUT  # ... and from the halo's short segments
     python benchmarks/gpu_new_shapes.py --round 16 --shape 3001x5003 --shape 7000001x128 --out $OUT
                                                                # some of a round's shapes again
 """
@@ -370,6 +371,19 @@ ROUND17: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("transpose", "cuda", "int8", None, (5000, 5003)),
     ("transpose", "cuda", "float64", None, (2047, 4100)),
 ]
+# round 18 (2026-12-07, forty-fifth session): CUDA transposes held out from the halo build's short-segment
+# term (``HALO_SEGMENT_BYTES``) and from the partial round and registers: odd, batched and small shapes no
+# study recorded, rows off the vector grid among them; the sample holds the model's top 30 as committed
+ROUND18: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("transpose", "cuda", "float16", None, (3001, 2049)),
+    ("transpose", "cuda", "bfloat16", None, (2, 2047, 3000)),
+    ("transpose", "cuda", "int8", None, (3003, 4001)),
+    ("transpose", "cuda", "float16", None, (6001, 1999)),
+    ("transpose", "cuda", "float32", None, (3333, 2222)),
+    ("transpose", "cuda", "float32", None, (2, 2048, 3001)),
+    ("transpose", "cuda", "float64", None, (1999, 3001)),
+    ("transpose", "cuda", "bfloat16", None, (4100, 2050)),
+]
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -471,7 +485,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
 ROUNDS = {
     1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9,
     10: ROUND10, 11: ROUND11, 12: ROUND12, 13: ROUND13, 14: ROUND14, 15: ROUND15, 16: ROUND16,
-    17: ROUND17,
+    17: ROUND17, 18: ROUND18,
 }  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
@@ -494,6 +508,7 @@ SAMPLES = {
     15: _QUALITY / "model_only_new_shapes15_sample.json",
     16: _QUALITY / "model_only_new_shapes16_sample.json",
     17: _QUALITY / "model_only_new_shapes17_sample.json",
+    18: _QUALITY / "model_only_new_shapes18_sample.json",
 }
 RANDOM = 90
 

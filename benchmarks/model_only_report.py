@@ -31,6 +31,7 @@ import hashlib
 import json
 import math
 import pickle
+import re
 import sys
 import tempfile
 import time
@@ -478,6 +479,10 @@ FITTED_ON = {
     # the residuals by BK at K 1000 (run 165's 1000^3, above, and run 186's 3072x3072x1000); its value is
     # H100 run 219's profile's
     ("run186/round12", "matmul [cuda] float32", "3072x3072x1000"),
+    # 2026-12-07, forty-fifth session: the halo build's short output segments (``HALO_SEGMENT_BYTES``,
+    # kernels/cuda/transpose_cost.py) were read off round 17's fp16 pick (and run 34's, which
+    # CHOSEN_ON_EVERY already states apart)
+    ("run227/round17", "transpose [cuda] float16", "4099x3001"),
 }
 # (an exhaustive study of those two shapes, given as --current, belongs in INFORMED under its own run name)
 # a family's terms chosen after scoring every study of it recorded so far: family prefix -> the first device
@@ -488,9 +493,13 @@ CHOSEN_ON_EVERY = {"transpose [cuda]": 227}
 
 
 def chosen_on(run: str, family: str) -> bool:
-    """Did a term choice see this run's shape of this family (``FITTED_ON``, ``INFORMED`` or
-    ``CHOSEN_ON_EVERY``)?"""
-    return any(family.startswith(p) and _run_order(run)[0] < first for p, first in CHOSEN_ON_EVERY.items())
+    """Did a choice that scored every study of the family so far see this run's shape (``CHOSEN_ON_EVERY``;
+    ``FITTED_ON`` and ``INFORMED`` list single shapes)? A run named otherwise than ``run<N>...`` is not
+    taken as seen."""
+    m = re.match(r"run(\d+)", run)
+    if m is None:
+        return False
+    return any(family.startswith(p) and int(m.group(1)) < first for p, first in CHOSEN_ON_EVERY.items())
 
 
 # today's studies that a model term was read off or chosen on, so not held out (the trust file says how
@@ -871,11 +880,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "; its 3072x3072x1000 and run165's 1000x1000x1000 then showed the SIMT GEMM's checked k-loop "
                 "(``CHECKED_LOAD_SLOTS``, its value from H100 run 219's profile)"
             )
-        if any(x["family"].startswith("transpose [cuda]") for x in extra):
+        if any(chosen_on(x["run"], x["family"]) for x in extra):
             fitted += (
-                "; every CUDA transpose above was then scored when the transpose's partial memory round "
-                "and its aligned build's registers were chosen (2026-12-07, ``CHOSEN_ON_EVERY``): round 17 "
-                "(H100 run 227, below) was drawn after, held out from them"
+                "; every CUDA transpose above measured before run 227 was then scored when the transpose's "
+                "partial memory round and its aligned build's registers were chosen (2026-12-07, "
+                "``CHOSEN_ON_EVERY``): round 17 (H100 run 227) was drawn after, held out from them"
             )
         if fitted:
             fitted += (
@@ -903,10 +912,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if other:
         md.append(
             f"\n## Held out on another card ({args.other_gpu})\n\nNew shapes drawn and committed before "
-            "their run, timed on a sample of their space; the model's ceilings are the H200's. Round 16's "
-            "transposes (run 225) were then scored when the CUDA transpose's partial memory round and "
-            "aligned-build registers were chosen (``CHOSEN_ON_EVERY``): the trust file leaves them out; "
-            "round 17 (run 227) was drawn after that choice.\n\n" + table(other) + "\n" + family_table(other)
+            "their run, timed on a sample of their space; the model's ceilings are the H200's."
+            + (
+                " Those of a family whose terms were later chosen after scoring them (``CHOSEN_ON_EVERY``: "
+                + ", ".join(
+                    sorted({f"{x['run']} {x['family']}" for x in other if chosen_on(x["run"], x["family"])})
+                )
+                + ") are left out of the trust file."
+                if any(chosen_on(x["run"], x["family"]) for x in other)
+                else ""
+            )
+            + "\n\n"
+            + table(other)
+            + "\n"
+            + family_table(other)
         )
     if superseded:
         md.append("\nRe-measured later, so left out above (a later file of the same kind, --extra or "

@@ -469,23 +469,33 @@ def test_the_vector_build_states_its_registers_and_partial_rounds():
     the predictor holds the blocks the build holds: fp32 128 x 128 tiles of 512 threads at VEC 1 (32 load
     passes, 48 registers) 2 an SM where shared memory allows 3 (H100 run 166 read 47% of the warps
     resident). The shifted build (rows off the vector grid) states its estimate only where it leaves a block
-    alone on its SM. Both paths' memory streams pay a partial round at its blocks' share."""
+    alone on its SM. The vector path's memory streams pay a partial round at its blocks' share; the original
+    path's queue keeps whole rounds."""
     from autopad.kernels.cuda.transpose_launch import register_need
 
     c = dict(T.DEFAULTS, SCALAR_EDGE=0, GROUP=64, TILE_M=128, TILE_N=128, THREADS=512, VEC=1, PAD=1)
     big = T.launch_info(c, (4096, 4096), "float32")
     assert big["regs_per_thread"] == register_need(1, 4, 32, 0, False) == 48
-    assert big["smem_bytes"] == 128 * 129 * 4  # shared memory alone allows 3 blocks an SM
-    assert T.min_blocks(c, "float32") == 2  # what the build is compiled for
+    assert big["smem_bytes"] == 128 * 129 * 4  # shared memory alone allows 3 blocks an SM ...
+    unstated = dict(big, regs_per_thread=0.0)
     traffic = T.traffic((4096, 4096), "float32")
-    out = predict_arrays([big], traffic, np.zeros(1), np.zeros(1), "sm_90")
-    assert out[7][0] == 2  # resident blocks
+    resident = predict_arrays([big, unstated], traffic, np.zeros(2), np.zeros(2), "sm_90")[7]
+    assert resident[1] == 3  # ... as the predictor counted them without the registers
+    assert T.min_blocks(c, "float32") == 2 == resident[0]  # what the build is compiled for, and holds
     # the shifted build of a 4-byte vector tile on odd rows: registers only where it is alone
     shifted = dict(c, VEC=4, SW_VEC=4, PAD=0, TILE_M=64, TILE_N=64, THREADS=256)
     assert T.launch_info(shifted, (4097, 8191), "float32")["regs_per_thread"] == 0
     assert T.launch_info(shifted, (4096, 8192), "float32")["regs_per_thread"] > 0
-    for cc in (c, dict(c, SCALAR_EDGE=1, GROUP=1), shifted):
+    for cc in (c, shifted):
         assert T.launch_info(cc, (4097, 8191), "float32")["partial_memory_rounds"] == 1
+    # a partial last round costs the vector path its share: 4096 x 4096 fp32 in 128 x 128 tiles is 1,024
+    # blocks, 3.88 rounds of 2 an SM on 132 SMs; charged as 4 whole rounds without the key
+    whole = predict_arrays([dict(big, partial_memory_rounds=0.0), big], traffic, np.zeros(2), np.zeros(2))[0]
+    assert whole[1] < whole[0] and whole[1] / whole[0] > 3.88 / 4 - 0.01
+    # the original path (queued, ``serial_phases``) keeps whole rounds and does not state the key
+    assert (
+        T.launch_info(dict(c, SCALAR_EDGE=1, GROUP=1), (4097, 8191), "float32")["partial_memory_rounds"] == 0
+    )
 
 
 def test_the_register_table_is_the_compilers(monkeypatch):
@@ -547,9 +557,12 @@ def test_vector_path_pays_seam_sectors_on_rows_of_whole_vectors_that_are_not_who
     the rows, SEAM_SECTOR_BYTES on each (H200 runs 135-136, ``vector_seam_rows``). Rows of whole sectors
     pay nothing. Off the 16-byte grid the misaligned build's halo tiles (VEC 16 on 4097 or 4104 rows) keep
     GROUP_GAIN[False] alone; the aligned build (M % VEC == 0) pays the same share of seams (H200 runs 149,
-    153), but not on 1- and 2-byte VEC 1 tiles, whose narrow-access cost holds it."""
+    153), but not on 1- and 2-byte VEC 1 tiles, whose narrow-access cost holds it. (The halo tiles' short
+    segments, ``HALO_SEGMENT_BYTES``, are held out here: their own test is below.)"""
     from autopad.kernels.cuda import transpose_cost
 
+    monkeypatch.setattr(transpose_cost, "HALO_SEGMENT_BYTES", 1)  # (every segment at or above it)
+    transpose_cost._launch_info.cache_clear()
     assert T.vector_seam_rows(4112, 1) == 0.5 and T.vector_seam_rows(4096, 1) == 0.0
     assert T.vector_seam_rows(3000, 2) == 0.5 and T.vector_seam_rows(4100, 4) == 0.5  # 6000 B, 16400 B
     assert T.vector_seam_rows(1000, 4) == 0.0 and T.vector_seam_rows(4097, 4) == 0.875
@@ -678,7 +691,7 @@ def test_a_vector_block_alone_on_its_sm_runs_its_phases_in_turn():
     assert with_term[2] == without[2]  # the pick did not move (1.073 of the best)
     # as shipped the one-block tiles stay within 0.1 of the space, and the rank correlation is at the 0.8
     # bar (0.806 with phased_loads; 0.800 since the partial round and the registers)
-    assert abs(shipped[0]) < 0.1 and shipped[1] > 0.795 and shipped[2] == with_term[2]
+    assert abs(shipped[0]) < 0.1 and shipped[1] >= 0.8 and shipped[2] == with_term[2]
 
 
 def test_a_tile_loaded_in_one_phase_needs_warps_as_well_as_bytes_in_flight():
@@ -1507,3 +1520,46 @@ def test_wide_tiles_are_for_one_byte_elements():
     for dt in ("int8", "float16"):
         cands = enumerate_candidates(spec, (4096, 4096), dt)
         assert any(c["TILE_N"] == 256 for c in cands) == (dt == "int8")
+
+
+def test_the_halo_builds_short_output_segments_pay_the_seam_beyond_128_bytes(monkeypatch):
+    """The halo build (M % VEC != 0) with 8-byte vectors and wider pays the aligned build's seam charge on
+    output segments shorter than ``HALO_SEGMENT_BYTES`` beyond what a 128-byte segment pays: fp16 32 x 128
+    tiles of 16-byte vectors at 4099 x 3001 (round 17, H100 run 227) measured 1.10-1.16x the 64-row tiles
+    the model had put them level with; run 34's fp16 4097 x 8191 sample, 1.26x."""
+    from autopad.kernels.cuda import transpose_cost
+
+    c = dict(T.DEFAULTS, SCALAR_EDGE=0, GROUP=4096, READOUT=1, TILE_M=32, TILE_N=128, THREADS=128, VEC=8,
+             PAD=0, SW_VEC=8, SW_PER_PHASE=4, SW_MAX_PHASE=16)  # fmt: skip
+    odd, eff = (4099, 3001), "dram_efficiency"
+    assert T.legal(c, odd, "float16") and T.legal(dict(c, TILE_M=64), odd, "float16")
+    short, long = (T.launch_info(x, odd, "float16")[eff] for x in (c, dict(c, TILE_M=64)))
+    vsr = transpose_cost.vector_seam_rows(4099, 2)
+    # 64-byte segments pay 0.5 x vsr x 64 x (1/64 - 1/128) more; 128-byte ones nothing more
+    assert short == pytest.approx(long / (1 + 0.5 * vsr * 64 * (1 / 64 - 1 / 128)))
+    # not on aligned rows, nor 4-byte vectors, nor the aligned build of rows on the vector grid
+    for x, shape in ((c, (4096, 3000)), (dict(c, VEC=2, SW_VEC=2), odd), (c, (4096, 3001))):
+        before = T.launch_info(x, shape, "float16")[eff]
+        monkeypatch.setattr(transpose_cost, "HALO_SEGMENT_BYTES", 1)  # (every segment at or above it)
+        transpose_cost._launch_info.cache_clear()
+        assert T.launch_info(x, shape, "float16")[eff] == before
+        monkeypatch.undo()
+        transpose_cost._launch_info.cache_clear()
+    # run 34's sample: the model-only pick with the term and without it
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import model_only_report as mo
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks/results/h200/2026-12-01/run34"
+    group = ("transpose", "cuda", "float16", "4097x8191")
+    rows = mo.load_rows(path / "new_quality_rows.csv.gz")[group]
+
+    def pick() -> float:
+        s = mo._features(*group, rows, "run34")
+        return mo.figures(s, mo.predicted(s))["pick_over_best"]
+
+    assert pick() < 1.05
+    monkeypatch.setattr(transpose_cost, "HALO_SEGMENT_BYTES", 1)
+    transpose_cost._launch_info.cache_clear()
+    assert pick() > 1.2
+    monkeypatch.undo()
+    transpose_cost._launch_info.cache_clear()

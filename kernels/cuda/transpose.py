@@ -19,10 +19,12 @@ per SM), the vector path 40 to 48. The original path states the registers its bu
 (``REGS_ORIGINAL_SM90``, compiled) and that its blocks run load, shared-memory passes and stores in turn
 (``serial_phases``: the predictor queues its resident blocks for DRAM and shared memory), which together
 rank the recorded studies' spaces (runs 1 and 2: all original path) at Spearman 0.92-0.94 on aligned
-shapes; the vector path states neither where its launch bounds hold the model's occupancy (under the queue
-run 46's pick went from 1.02 to 1.13 of the best: transpose_model_gaps.md, fifth pass), but where its
-registers leave a block alone on its SM it states them and ``latency_phases`` (its loads, barrier and read-out
-in turn, with the DRAM round trip but not the bandwidth in the queue: H200 run 114). Both paths state
+shapes; the vector path does not run its phases in turn (under the queue run 46's pick went from 1.02 to
+1.13 of the best: transpose_model_gaps.md, fifth pass), but states the registers it is built for (its aligned
+build everywhere since 2026-12-07, its shifted build where they leave a block alone on its SM) and, where a
+block is alone, ``latency_phases`` (its loads, barrier and read-out in turn, with the DRAM round trip but not
+the bandwidth in the queue: H200 run 114); its memory streams pay a partial round at its blocks' share
+(``partial_memory_rounds``). Both paths state
 ``phased_loads`` (every pass of the tile's loads is issued before the barrier, so its bytes in flight need
 resident warps too: H100 run 166's profile). On misaligned rows the
 vector path's shuffles, funnel shifts and shifted read-out cost instructions the aligned build does not run;

@@ -16,9 +16,9 @@ and 2-byte elements it streams about 5% worse than the vector path (``ORIGINAL_P
 comment) and, on output rows that are not whole 32-byte sectors, the sectors two tiles write
 (``SEAM_SECTOR_BYTES``); the vector path pays those too on output rows of whole 16-byte blocks, on the share
 of rows that start inside a sector (``vector_seam_rows``), and its 1- and 2-byte VEC 1 tiles, which pay no
-seam off that grid, the short segments' cost (``SEGMENT_BYTES``) there instead. Both paths' memory streams
-pay a grid's last partial round at its blocks' share (``partial_memory_rounds``), and the vector path states
-the registers it is built for (``register_need``) wherever its build is not the shifted one.
+seam off that grid, the short segments' cost (``SEGMENT_BYTES``) there instead. The vector path's memory
+streams pay a grid's last partial round at its blocks' share (``partial_memory_rounds``), and it states the
+registers it is built for (``register_need``) wherever its build is not the shifted one.
 
 Why a module of its own: these are the measured and read-off constants of the predictor's transpose terms,
 apart from the pattern the bank model scores (transpose_pattern.py) and the build and launch
@@ -52,6 +52,7 @@ __all__ = [
     "WIDE_PITCH_ORDER_TIME",
     "wide_pitch",
     "SEAM_SECTOR_BYTES",
+    "HALO_SEGMENT_BYTES",
     "vector_seam_rows",
     "SEGMENT_BYTES",
     "ORIGINAL_PATH_EFFICIENCY",
@@ -173,6 +174,18 @@ _GATHER_EXTRA: dict[tuple[int, tuple[int, ...], int], float] = {}
 # H200 run 1 (fp32 4097 x 8191, original path: Spearman 0.64 against 0.58 with the same pick); run 2's fp16
 # held out (0.81 against 0.80). transpose_model_gaps.md, fifth pass.
 SEAM_SECTOR_BYTES = 64
+# The halo build (output rows off the vector grid, M % VEC != 0) takes its seams inside GROUP_GAIN[False], one
+# figure for every tile; but its output segments shorter than HALO_SEGMENT_BYTES (TILE_M x the element size)
+# start inside a sector on most rows as the aligned build's do, and cost that build's seam charge beyond
+# what a segment of HALO_SEGMENT_BYTES pays (0 at or above it). Read off two fp16 picks (2026-12-07,
+# forty-fifth session, after the partial memory round): 32 x 128 tiles of 16-byte vectors at 4097 x 8191
+# (run 34's sample) and 4099 x 3001 (round 17, H100 run 227) were predicted level with the 64-row tiles and
+# measured 1.26x / 1.12x the best, where 64-byte segments at odd 2-byte offsets span 3 sectors for 2 of data
+# against 5 for 4 at 128 bytes. With it those picks read 1.018 / 1.005 and no other pick of the 68 CUDA
+# transpose studies moves (Spearman mean 0.883 -> 0.882); a reference of 96 bytes reads the same, 256 bytes
+# with 16-byte vectors and wider moved int8 picks to 1.13-1.46x. Charged on 8-byte vectors and wider (VEC 4
+# fp16, VEC 8 int8, ...), where the two misses were; narrower ones were not tried. Not held out
+HALO_SEGMENT_BYTES = 128
 
 
 def vector_seam_rows(m: int, e: int) -> float:
@@ -315,7 +328,7 @@ def _launch_arrays(
     global side's efficiency, the misaligned build's extra instructions (``issue_cycles``), on the
     original path its compiled registers and its phases in turn (``serial_phases``), and on the vector path
     its estimated registers (the shifted build's only where they leave a block alone on its SM) and, where
-    they do, ``latency_phases``; on both the memory streams' partial round (``partial_memory_rounds``) and
+    they do, ``latency_phases``, and its memory streams' partial round (``partial_memory_rounds``); on both
     ``phased_loads`` (the tile's loads issued in one phase before the barrier)."""
     b, m, n = _dims(shape)
     gx, gy = -(-n // tn), -(-m // tm)
@@ -346,6 +359,10 @@ def _launch_arrays(
         else:
             pays = ~scalar & (m % vec == 0) & ((vec > 1) | (e >= 4))
         eff = np.where(pays, eff / (1.0 + 0.5 * vector_seam_rows(m, e) * seam), eff)
+        # ... and the halo build's short output segments (HALO_SEGMENT_BYTES), beyond its GROUP_GAIN[False]
+        short = SEAM_SECTOR_BYTES * np.maximum(0.0, 1.0 / (tm * e) - 1.0 / HALO_SEGMENT_BYTES)
+        halo_short = ~scalar & (m % vec != 0) & (vec * e >= 8)
+        eff = np.where(halo_short, eff / (1.0 + 0.5 * vector_seam_rows(m, e) * short), eff)
     # short contiguous segments (SEGMENT_BYTES), on rows of whole 16-byte blocks: a block reads TILE_M
     # segments of TILE_N elements and writes TILE_N of TILE_M (clipped to the matrix), half the traffic
     # each way
@@ -411,8 +428,8 @@ def _launch_arrays(
     per_thread = passes * (_MIS_PASS_INSTR + _MIS_WORD_INSTR * words)
     shifted = ~scalar & misaligned & (vec > 1)
     issue = np.where(shifted, threads // 32 * per_thread / _INT_WARP_INSTR_PER_CLK, 0.0)
-    # the vector path's registers, stated only where they allow one resident block an SM: the predictor
-    # otherwise takes the residency threads and shared memory allow (MIN_BLOCKS builds for it), but a
+    # the vector path's registers, stated (until 2026-12-07; below) only where they allow one resident
+    # block an SM: the predictor otherwise took the residency threads and shared memory allow, but a
     # block alone on its SM has no neighbour to overlap its load, barrier and store phases. H200 run 149
     # (int8 8193 x 16383, the window read-out's misaligned build): 256 x 128 and 128 x 256 tiles of 512
     # threads at 80 registers, one block an SM, measured 1.38-1.44x the best where the model had them
@@ -457,14 +474,15 @@ def _launch_arrays(
         # its bytes in flight need resident warps too (``phased_loads``; predict.py: H100 run 166's profile,
         # fp32 VEC 1 tiles at a third of the SM's warps ~9% slower at the same DRAM bytes; H200 run 114)
         "phased_loads": np.ones(len(threads), dtype=np.float64),
-        # a grid's last partial round of blocks costs the DRAM and L2 streams its blocks' share, not a whole
-        # round (``partial_memory_rounds``; predict.py): the tail ladders of H100 run 211 (fresh data) and
-        # H200 run 212 (as the studies time) found no CUDA build's partial round costing a whole one (step
-        # share -0.03..+0.09). Left out until 2026-12-07 because it moved picks both ways; with the aligned
-        # build's registers above, on the 60 recorded transpose studies of both cards: picks within 10% of
-        # the best 52 -> 56, Spearman under 0.8 on 11 -> 4, mean 0.867 -> 0.883 (quality/NOTES.md,
-        # forty-fifth session; held out on round 17 of gpu_new_shapes.py)
-        "partial_memory_rounds": np.ones(len(threads), dtype=np.float64),
+        # on the vector path a grid's last partial round of blocks costs the DRAM and L2 streams its
+        # blocks' share, not a whole round (``partial_memory_rounds``; predict.py): the tail ladders of H100
+        # run 211 (fresh data) and H200 run 212 (as the studies time) found no CUDA build's partial round
+        # costing a whole one (step share -0.03..+0.09). Left out until 2026-12-07 because it moved picks
+        # both ways; with the aligned build's registers above, on the 60 recorded transpose studies of both
+        # cards: picks within 10% of the best 52 -> 56, Spearman under 0.8 on 11 -> 4, mean 0.867 -> 0.883
+        # (quality/NOTES.md, forty-fifth session; held out on round 17 of gpu_new_shapes.py). The original
+        # path's queue (``serial_phases``) keeps whole rounds, as the predictor has it
+        "partial_memory_rounds": (~scalar).astype(np.float64),
     }
 
 

@@ -51,8 +51,10 @@ class Built:
 
 def min_blocks(spec: TransposeCuda, constants: dict[str, int], dtype: str, misaligned: bool = False) -> int:
     """The occupancy the vector path (SCALAR_EDGE 0) is built for (``__launch_bounds__`` min blocks):
-    what threads and shared memory allow (the model's assumption), lowered only where the loaded vectors
-    plus the measured register overhead would not fit (then registers allow fewer blocks, not spills)."""
+    what threads and shared memory allow, lowered only where the loaded vectors plus the measured register
+    overhead would not fit (then registers allow fewer blocks, not spills). The model states the same
+    estimate (``transpose_cost``: the aligned build's everywhere, the shifted build's where a block is alone
+    on its SM), so it counts the blocks the build holds."""
     c, e = constants, spec._e(dtype)
     fit = min(
         _ARCH.max_threads_per_sm // c["THREADS"],
