@@ -152,12 +152,14 @@ ROUGH_ORDER = 0.8
 def _sampled(n: int, within: int, worst: float, seen: bool = False, gpu: str = "") -> str:
     """The clause of sampled new shapes: held out (timed on a sample of their space; on ``gpu`` where that is
     another card than the file's), or, with ``seen``, those a fit or a term choice saw (not held out, but
-    not left unsaid); nothing where there are none."""
+    not left unsaid: "more" beside held-out ones, or, with ``gpu``, on their own); nothing where there are
+    none."""
     if not n:
         return ""
     s, their, card = "s" if n != 1 else "", "their" if n != 1 else "its", f"{gpu} " if gpu else ""
     what = (
-        f"{n} more sampled shape{s} that a fit or a term choice saw (not held out)"
+        f"{n} {f'sampled {card}' if gpu else 'more sampled '}shape{s} that a fit or a term choice saw (not "
+        "held out)"
         if seen
         else f"{n} held-out {card}shape{s} timed on a sample of {their} space"
     )
@@ -277,9 +279,8 @@ def _statement(kernel: str, backend: str, dtype: str, path: str | Path) -> str:
             if n
             else ""
         )
-        saw = _sampled_entry(seen, seen=True)
-        if not n:  # ("more" than none held out reads wrong)
-            saw = saw.replace(" more sampled", f" sampled {pooled.gpu}")
+        # ("more" than none held out reads wrong: then the card is named instead)
+        saw = _sampled_entry(seen, seen=True, gpu="" if n else pooled.gpu)
         return (
             f"model-only pick: no exhaustive study covers {kernel} [{backend}] {dtype}{held}{saw}"
             f"; on the built-in kernels' exhaustive studies, within 10% of the "

@@ -502,6 +502,11 @@ def chosen_on(run: str, family: str) -> bool:
     return any(family.startswith(p) and int(m.group(1)) < first for p, first in CHOSEN_ON_EVERY.items())
 
 
+def _seen(x: dict[str, Any]) -> bool:
+    """Did a fit or a term choice see this sampled row (``FITTED_ON`` or ``CHOSEN_ON_EVERY``)?"""
+    return (x["run"], x["family"], x["shape"]) in FITTED_ON or chosen_on(x["run"], x["family"])
+
+
 # today's studies that a model term was read off or chosen on, so not held out (the trust file says how
 # many): the transpose's misaligned-build instructions and ORIGINAL_PATH_EFFICIENCY (runs 46, 67, 69), the
 # histogram's grid-stride tail (run 41's 10000019 x 100), the Gluon GEMM's async L2 rate with PATH 1's
@@ -557,8 +562,7 @@ def trust_json(
     extra: dict[str, list] = defaultdict(list)
     seen: dict[str, list] = defaultdict(list)  # sampled rows a fit or a term choice saw: stated apart
     for x in sampled:
-        saw = (x["run"], x["family"], x["shape"]) in FITTED_ON or chosen_on(x["run"], x["family"])
-        (seen if saw else extra)[x["family"]].append(x)
+        (seen if _seen(x) else extra)[x["family"]].append(x)
     out: dict[str, Any] = {"arch": "sm_90", "gpu": "NVIDIA H200", "source": source, "families": {}}
     for name, xs in sorted(fam.items()):
         entry = out["families"][_family_key(name)] = _exhaustive_entry(xs, [x["shape"] for x in xs])
@@ -592,7 +596,7 @@ def trust_json(
     for gpu, xs in sorted((other or {}).items()):
         by: dict[str, list] = defaultdict(list)
         for x in xs:  # (held out only: rows a term choice saw are left out)
-            if (x["run"], x["family"], x["shape"]) not in FITTED_ON and not chosen_on(x["run"], x["family"]):
+            if not _seen(x):
                 by[x["family"]].append(x)
         fams = {_family_key(n): _sampled_entry(v) for n, v in sorted(by.items())}
         out.setdefault("other_gpus", {})[gpu] = fams
@@ -910,16 +914,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     other_shapes = load_shapes(other_paths, None) if other_paths else []
     other = evaluate(other_shapes, k, a, args.proposed, layouts)
     if other:
+        later = sorted({f"{x['run']} {x['family']}" for x in other if chosen_on(x["run"], x["family"])})
         md.append(
             f"\n## Held out on another card ({args.other_gpu})\n\nNew shapes drawn and committed before "
             "their run, timed on a sample of their space; the model's ceilings are the H200's."
             + (
                 " Those of a family whose terms were later chosen after scoring them (``CHOSEN_ON_EVERY``: "
-                + ", ".join(
-                    sorted({f"{x['run']} {x['family']}" for x in other if chosen_on(x["run"], x["family"])})
-                )
+                + ", ".join(later)
                 + ") are left out of the trust file."
-                if any(chosen_on(x["run"], x["family"]) for x in other)
+                if later
                 else ""
             )
             + "\n\n"

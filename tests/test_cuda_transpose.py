@@ -1538,13 +1538,13 @@ def test_the_halo_builds_short_output_segments_pay_the_seam_beyond_128_bytes(mon
     # 64-byte segments pay 0.5 x vsr x 64 x (1/64 - 1/128) more; 128-byte ones nothing more
     assert short == pytest.approx(long / (1 + 0.5 * vsr * 64 * (1 / 64 - 1 / 128)))
     # not on aligned rows, nor 4-byte vectors, nor the aligned build of rows on the vector grid
-    for x, shape in ((c, (4096, 3000)), (dict(c, VEC=2, SW_VEC=2), odd), (c, (4096, 3001))):
-        before = T.launch_info(x, shape, "float16")[eff]
-        monkeypatch.setattr(transpose_cost, "HALO_SEGMENT_BYTES", 1)  # (every segment at or above it)
-        transpose_cost._launch_info.cache_clear()
-        assert T.launch_info(x, shape, "float16")[eff] == before
-        monkeypatch.undo()
-        transpose_cost._launch_info.cache_clear()
+    untouched = ((c, (4096, 3000)), (dict(c, VEC=2, SW_VEC=2), odd), (c, (4096, 3001)))
+    before = [T.launch_info(x, shape, "float16")[eff] for x, shape in untouched]
+    monkeypatch.setattr(transpose_cost, "HALO_SEGMENT_BYTES", 1)  # (every segment at or above it)
+    transpose_cost._launch_info.cache_clear()
+    assert [T.launch_info(x, shape, "float16")[eff] for x, shape in untouched] == before
+    monkeypatch.undo()
+    transpose_cost._launch_info.cache_clear()
     # run 34's sample: the model-only pick with the term and without it
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import model_only_report as mo

@@ -358,11 +358,12 @@ def _launch_arrays(
             pays = ~scalar
         else:
             pays = ~scalar & (m % vec == 0) & ((vec > 1) | (e >= 4))
-        eff = np.where(pays, eff / (1.0 + 0.5 * vector_seam_rows(m, e) * seam), eff)
+        vsr = vector_seam_rows(m, e)
+        eff = np.where(pays, eff / (1.0 + 0.5 * vsr * seam), eff)
         # ... and the halo build's short output segments (HALO_SEGMENT_BYTES), beyond its GROUP_GAIN[False]
         short = SEAM_SECTOR_BYTES * np.maximum(0.0, 1.0 / (tm * e) - 1.0 / HALO_SEGMENT_BYTES)
         halo_short = ~scalar & (m % vec != 0) & (vec * e >= 8)
-        eff = np.where(halo_short, eff / (1.0 + 0.5 * vector_seam_rows(m, e) * short), eff)
+        eff = np.where(halo_short, eff / (1.0 + 0.5 * vsr * short), eff)
     # short contiguous segments (SEGMENT_BYTES), on rows of whole 16-byte blocks: a block reads TILE_M
     # segments of TILE_N elements and writes TILE_N of TILE_M (clipped to the matrix), half the traffic
     # each way
