@@ -31,6 +31,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 16 --out $OUT  # every CUDA family on today's model
     python benchmarks/gpu_new_shapes.py --round 17 --out $OUT  # transposes held out from the partial round
     python benchmarks/gpu_new_shapes.py --round 18 --out $OUT  # ... and from the halo's short segments
+    python benchmarks/gpu_new_shapes.py --round 19 --out $OUT  # every CUDA family, mostly histograms and GEMMs
     python benchmarks/gpu_new_shapes.py --round 16 --shape 3001x5003 --shape 7000001x128 --out $OUT
                                                                # some of a round's shapes again
 """
@@ -384,6 +385,20 @@ ROUND18: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("transpose", "cuda", "float64", None, (1999, 3001)),
     ("transpose", "cuda", "bfloat16", None, (4100, 2050)),
 ]
+# round 19 (2026-12-07, forty-sixth session): every CUDA family on today's model, held out from all of it;
+# the histograms and SIMT GEMMs had one held-out shape each on the H100 (round 16), so most are theirs: odd,
+# small and large inputs, bins off a power of two, K off the k-loop's grid; the sample holds the model's top
+# 30 as committed, drawn and committed before the run
+ROUND19: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("histogram", "cuda", "int32", "uniform", (12_000_007, 2048)),
+    ("histogram", "cuda", "int32", "uniform", (800_003, 256)),
+    ("histogram", "cuda", "uint8", "uniform", (30_000_001, 256)),
+    ("histogram", "cuda", "uint8", "uniform", (4_000_037, 200)),
+    ("matmul", "cuda", "float32", None, (1500, 2500, 1200)),
+    ("matmul", "cuda", "float32", None, (3000, 1000, 3000)),
+    ("matmul", "cuda", "float32", None, (2048, 2048, 777)),
+    ("transpose", "cuda", "float16", None, (3, 1500, 2500)),
+]
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -485,7 +500,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
 ROUNDS = {
     1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9,
     10: ROUND10, 11: ROUND11, 12: ROUND12, 13: ROUND13, 14: ROUND14, 15: ROUND15, 16: ROUND16,
-    17: ROUND17, 18: ROUND18,
+    17: ROUND17, 18: ROUND18, 19: ROUND19,
 }  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
@@ -509,6 +524,7 @@ SAMPLES = {
     16: _QUALITY / "model_only_new_shapes16_sample.json",
     17: _QUALITY / "model_only_new_shapes17_sample.json",
     18: _QUALITY / "model_only_new_shapes18_sample.json",
+    19: _QUALITY / "model_only_new_shapes19_sample.json",
 }
 RANDOM = 90
 
