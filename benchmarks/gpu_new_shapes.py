@@ -31,7 +31,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 16 --out $OUT  # every CUDA family on today's model
     python benchmarks/gpu_new_shapes.py --round 17 --out $OUT  # transposes held out from the partial round
     python benchmarks/gpu_new_shapes.py --round 18 --out $OUT  # ... and from the halo's short segments
-    python benchmarks/gpu_new_shapes.py --round 19 --out $OUT  # every CUDA family, mostly histograms and GEMMs
+    python benchmarks/gpu_new_shapes.py --round 19 --out $OUT  # every CUDA family, mostly histograms, GEMMs
     python benchmarks/gpu_new_shapes.py --round 16 --shape 3001x5003 --shape 7000001x128 --out $OUT
                                                                # some of a round's shapes again
 """
