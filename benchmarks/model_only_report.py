@@ -488,7 +488,8 @@ FITTED_ON = {
 # a family's terms chosen after scoring every study of it recorded so far: family prefix -> the first device
 # run drawn after the choice (held out). 2026-12-07, forty-fifth session: the CUDA transpose's partial memory
 # round and its aligned build's registers were chosen on every CUDA transpose study of both cards up to run
-# 225; round 17 (H100 run 227) was drawn after, and is the blind test
+# 225; round 17 (H100 run 227) was drawn after, and is the blind test; round 18 (H100 run 228) was drawn after
+# the halo term too (``FITTED_ON`` above), held out from all three
 CHOSEN_ON_EVERY = {"transpose [cuda]": 227}
 
 
@@ -915,6 +916,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     other = evaluate(other_shapes, k, a, args.proposed, layouts)
     if other:
         later = sorted({f"{x['run']} {x['family']}" for x in other if chosen_on(x["run"], x["family"])})
+        read = sorted(f"{x['run']} {x['family']} {x['shape']}" for x in other if _seen(x) and not
+                      chosen_on(x["run"], x["family"]))  # fmt: skip
         md.append(
             f"\n## Held out on another card ({args.other_gpu})\n\nNew shapes drawn and committed before "
             "their run, timed on a sample of their space; the model's ceilings are the H200's."
@@ -923,6 +926,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 + ", ".join(later)
                 + ") are left out of the trust file."
                 if later
+                else ""
+            )
+            + (
+                " Those a term was later read off (``FITTED_ON``: " + ", ".join(read) + ") are left out too."
+                if read
                 else ""
             )
             + "\n\n"

@@ -251,6 +251,12 @@ def test_the_shipped_trust_file_counts_no_row_a_fit_saw_as_held_out():
         assert "sampled" not in data["families"][key], key
     for key in [k for k in data.get("sampled_only", {}) if k.startswith("transpose/cuda/")]:
         assert data["sampled_only"][key]["shapes"] == 0, key
+    # nor on the other card: round 17's fp16 shape the halo term was read off is out, round 18's are in
+    h100 = data["other_gpus"]["NVIDIA H100"]
+    for run, family, shape in mor.FITTED_ON:
+        held = h100.get(mor._family_key(family), {}).get("shapes_list", [])
+        assert shape not in held, (run, family, shape)
+    assert {"3001x2049", "6001x1999"} <= set(h100["transpose/cuda/float16"]["shapes_list"])
     assert mor.chosen_on("run175/round10", "transpose [cuda] float32")
     assert not mor.chosen_on("run227/round17", "transpose [cuda] float32")
     assert not mor.chosen_on("run175/round11", "matmul [cuda] float32")
