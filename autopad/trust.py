@@ -68,6 +68,10 @@ class Trust:
     seen_shapes: int = 0
     seen_within_10pct: int = 0
     seen_worst: float = 0.0
+    # held-out new shapes whose pick measured slower than the unpadded default (in the same sample) by more
+    # than twice the two medians' standard error
+    sampled_slower_beyond_noise: int = 0
+    seen_slower_beyond_noise: int = 0  # ... and of the sampled shapes a fit or a term choice saw
 
 
 @lru_cache(maxsize=4)
@@ -107,6 +111,8 @@ def _trust(family: str, d: dict[str, Any], gpu: str) -> Trust:
         int(seen.get("shapes", 0)),
         int(seen.get("within_10pct", 0)),
         float(seen.get("worst", 0.0)),
+        int(smp.get("slower_beyond_noise", 0)),
+        int(seen.get("slower_beyond_noise", 0)),
     )
 
 
@@ -149,11 +155,12 @@ def lookup(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE)
 ROUGH_ORDER = 0.8
 
 
-def _sampled(n: int, within: int, worst: float, seen: bool = False, gpu: str = "") -> str:
+def _sampled(n: int, within: int, worst: float, seen: bool = False, gpu: str = "", slower: int = 0) -> str:
     """The clause of sampled new shapes: held out (timed on a sample of their space; on ``gpu`` where that is
     another card than the file's), or, with ``seen``, those a fit or a term choice saw (not held out, but
-    not left unsaid: "more" beside held-out ones, or, with ``gpu``, on their own); nothing where there are
-    none."""
+    not left unsaid: "more" beside held-out ones, or, with ``gpu``, on their own); ``slower``: how many
+    answers measured slower than the unpadded default of their sample beyond the timing noise (said only
+    where there are some); nothing where there are no shapes."""
     if not n:
         return ""
     s, their, card = "s" if n != 1 else "", "their" if n != 1 else "its", f"{gpu} " if gpu else ""
@@ -163,14 +170,16 @@ def _sampled(n: int, within: int, worst: float, seen: bool = False, gpu: str = "
         if seen
         else f"{n} held-out {card}shape{s} timed on a sample of {their} space"
     )
-    return f"; on {what}, within 10% of the sample's best in {within} (worst {worst:.2f}x)"
+    beyond = f"; slower than the unpadded default beyond the timing noise in {slower}" if slower else ""
+    return f"; on {what}, within 10% of the sample's best in {within} (worst {worst:.2f}x{beyond})"
 
 
 def _sampled_entry(entry: dict[str, Any], seen: bool = False, gpu: str = "") -> str:
     """``_sampled`` of a file entry (``sampled_only``'s, its ``seen``, or another card's), or nothing where
     it has none."""
     n, within = int(entry.get("shapes", 0)), int(entry.get("within_10pct", 0))
-    return _sampled(n, within, float(entry.get("worst", 0)), seen, gpu)
+    slower = int(entry.get("slower_beyond_noise", 0))
+    return _sampled(n, within, float(entry.get("worst", 0)), seen, gpu, slower)
 
 
 def _rough(rho: float) -> str:
@@ -210,7 +219,12 @@ def _statement(kernel: str, backend: str, dtype: str, path: str | Path) -> str:
             if t.slower_than_default
             else "; never slower than the unpadded default"
         )
-        held = _sampled(t.sampled_shapes, t.sampled_within_10pct, t.sampled_worst)
+        held = _sampled(
+            t.sampled_shapes, t.sampled_within_10pct, t.sampled_worst, slower=t.sampled_slower_beyond_noise
+        )
+        saw = _sampled(
+            t.seen_shapes, t.seen_within_10pct, t.seen_worst, True, slower=t.seen_slower_beyond_noise
+        )
         now = ""
         if t.current_shapes:  # today's kernel first: the answer printed is ranked in today's space
             n = t.current_shapes
@@ -239,7 +253,7 @@ def _statement(kernel: str, backend: str, dtype: str, path: str | Path) -> str:
             f"{t.within_10pct} of {t.shapes} recorded {t.gpu} shapes (median {t.median:.2f}x, worst "
             f"{t.worst:.2f}x{worse}; rank correlation of predicted with measured time: min "
             f"{t.spearman_min:.2f}, median {t.spearman_median:.2f}){held}"
-            f"{_sampled(t.seen_shapes, t.seen_within_10pct, t.seen_worst, seen=True)}{_rough(rho)}"
+            f"{saw}{_rough(rho)}"
         )
     data = _load(str(path))
     pooled = _pooled(data.get("families", {}), data.get("gpu", "NVIDIA H200"))

@@ -283,3 +283,15 @@ def test_held_out_rows_of_another_card_are_kept_by_card_and_family_apart_from_th
     # the H200's entries do not take them in
     assert "sampled" not in out["families"]["histogram/cuda/int32"] and "sampled_only" not in out
     assert "other_gpus" not in mor.trust_json(recorded, "src")
+
+
+def test_a_sampled_entry_counts_picks_slower_than_the_default_beyond_noise_only_where_there_are_some():
+    import model_only_report as mor
+
+    def row(shape, pick, z):
+        return {"shape": shape, "pick_over_best": pick, "spearman": 0.9, "pick_over_default": 1.0 + z / 20,
+                "pick_vs_default_z": z}  # fmt: skip
+
+    slow = mor._sampled_entry([row("7000001x128", 1.14, 9.0), row("5000000x700", 1.04, 1.5)])
+    assert slow["slower_beyond_noise"] == 1 and slow["shapes"] == 2  # 1.5 standard errors is noise
+    assert "slower_beyond_noise" not in mor._sampled_entry([row("5000000x700", 1.04, 1.5)])

@@ -302,6 +302,37 @@ def test_held_out_shapes_of_another_card_close_the_sentence_of_their_family_only
     )
 
 
+def test_sampled_picks_slower_than_the_default_beyond_noise_are_said_and_none_says_nothing(tmp_path):
+    d = json.loads(json.dumps(FIGURES))
+    fam = d["families"]["transpose/cuda/float32"]
+    fam["sampled"] = {"shapes": 4, "within_10pct": 4, "worst": 1.06}
+    fam["sampled_seen"] = {"shapes": 2, "within_10pct": 2, "worst": 1.07, "slower_beyond_noise": 1}
+    d["other_gpus"] = {
+        "NVIDIA H100": {
+            "transpose/cuda/float32": {
+                "shapes": 1,
+                "within_10pct": 0,
+                "worst": 1.14,
+                "slower_beyond_noise": 1,
+            }
+        }
+    }
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(d))
+    s = trust.statement("transpose", "cuda", "float32", p)
+    # the held-out H200 samples have none: their clause is as before
+    assert "timed on a sample of their space, within 10% of the sample's best in 4 (worst 1.06x);" in s
+    assert "(not held out), within 10% of the sample's best in 2 (worst 1.07x; slower than the unpadded " \
+        "default beyond the timing noise in 1)" in s  # fmt: skip
+    assert s.endswith("in 0 (worst 1.14x; slower than the unpadded default beyond the timing noise in 1)")
+
+
+def test_the_shipped_file_says_the_h100_uint8_histogram_pick_was_slower_than_its_default():
+    # round 16's uint8 histogram (H100 run 225): the answer measured 1.14x the unpadded default of its sample
+    s = trust.statement("histogram", "cuda", "uint8")
+    assert s.endswith("slower than the unpadded default beyond the timing noise in 1)"), s
+
+
 def test_the_shipped_file_states_the_h100_held_out_round_for_the_cuda_families():
     other = json.loads(trust.TRUST_FILE.read_text())["other_gpus"]["NVIDIA H100"]
     assert {"transpose/cuda/float32", "histogram/cuda/uint8", "matmul/cuda/float32"} <= set(other)
