@@ -483,6 +483,10 @@ FITTED_ON = {
     # kernels/cuda/transpose_cost.py) were read off round 17's fp16 pick (and run 34's, which
     # CHOSEN_ON_EVERY already states apart)
     ("run227/round17", "transpose [cuda] float16", "4099x3001"),
+    # 2026-12-07, forty-sixth session: PRIV 1's flush requests to one line of the global histogram
+    # (``FLUSH_LINE_CYCLES``, kernels/cuda/histogram_cost.py) were looked for after round 19's uint8 pick at
+    # 30,000,001 x 256 (H100 run 229), their cost read off the H200 studies
+    ("run229/round19", "histogram [cuda] uint8", "30000001x256"),
 }
 # (an exhaustive study of those two shapes, given as --current, belongs in INFORMED under its own run name)
 # a family's terms chosen after scoring every study of it recorded so far: family prefix -> the first device

@@ -96,7 +96,41 @@ def test_the_flush_charges_every_bin_and_a_warp_per_bin_with_lane_replicas():
     assert HC._flush_cycles(c, 1000) == pytest.approx(HC.FLUSH_BIN_CYCLES * 1000)
     lane = dict(c, PRIV=1)  # 8 warps take 256 bins a pass: 32 iterations each, four passes (the last 232)
     iters = 3 * 256 + 29 * 8
+    # ... and each pass's busiest 128-byte line of the global histogram: 32 single-bin requests a block, every
+    # block of the grid in turn (a block carries SMs x its own)
+    line = 4 * 32 * HC.ARCH.sm_count
     assert HC._flush_cycles(lane, 1000) == pytest.approx(
-        HC.FLUSH_WARP_CYCLES * iters + HC.FLUSH_BIN_CYCLES * 1000
+        HC.FLUSH_WARP_CYCLES * iters + HC.FLUSH_BIN_CYCLES * 1000 + HC.FLUSH_LINE_CYCLES * line
     )
     assert S.launch_info(c, (1 << 20, 1000), "int32")["block_cycles"] == HC._flush_cycles(c, 1000)
+
+
+def test_a_lane_replica_flush_of_few_bins_pays_the_line_its_bins_fill():
+    # 20 bins fill 20 words of one line: 20 single-bin requests a block, not 32; PRIV 0's warp adds a line in
+    # one request, so it pays no line term
+    lane = dict(H.DEFAULTS, BINS_PER_PASS=256, THREADS=256, PRIV=1)
+    iters = 3 * 8  # 8 warps take bins w, w + 8, w + 16: three iterations each (the last partly idle)
+    assert HC._flush_cycles(lane, 20) == pytest.approx(
+        HC.FLUSH_WARP_CYCLES * iters + HC.FLUSH_BIN_CYCLES * 20 + HC.FLUSH_LINE_CYCLES * 20 * HC.ARCH.sm_count
+    )
+    assert HC._flush_cycles(dict(lane, PRIV=0), 20) == pytest.approx(HC.FLUSH_BIN_CYCLES * 20)
+
+
+def test_the_lane_replica_flush_s_line_term_moves_the_answer_off_it_at_30_million_bytes():
+    # H100 run 229 (round 19): uint8 30,000,001 x 256, where the model answered PRIV 1 (32 interleaved lane
+    # replicas, one 1024-thread block an SM), measured 1.45x the best; every PRIV 1 build of that sample ran
+    # 1.45-1.48x. With the line term the answer is a PRIV 0 build (1.05x there)
+    shape = (30_000_001, 256)
+    base = dict(H.DEFAULTS, THREADS=1024, BLOCKS_PER_SM=1, ITEMS=4, BINS_PER_PASS=256)
+    lane = dict(base, PRIV=1, REPLICAS=32, INTERLEAVED=1)
+    extra = HC.FLUSH_LINE_CYCLES * 32 * HC.ARCH.sm_count
+    got = (
+        S.launch_info(lane, shape, "uint8")["block_cycles"]
+        - S.launch_info(base, shape, "uint8")["block_cycles"]
+    )
+    assert got == pytest.approx(HC.FLUSH_WARP_CYCLES * 256 + extra)
+    assert extra / HC.ARCH.clock_hz == pytest.approx(4.27e-6, rel=0.01)  # 4.3 us a block at the H200's clock
+    from autopad.search import rank
+
+    first = rank(builtin_spec("histogram", "cuda"), shape, "uint8", dist="uniform")[0]
+    assert first.params["PRIV"] == 0, first.params

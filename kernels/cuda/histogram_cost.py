@@ -24,7 +24,14 @@ from .histogram_space import ARCH
 if TYPE_CHECKING:
     from .histogram import HistogramCuda
 
-__all__ = ["FLUSH_WARP_CYCLES", "FLUSH_BIN_CYCLES", "MATCH_ANY_CYCLES", "UNIFORM_TEST_CYCLES", "SPILL_AT"]
+__all__ = [
+    "FLUSH_WARP_CYCLES",
+    "FLUSH_BIN_CYCLES",
+    "FLUSH_LINE_CYCLES",
+    "MATCH_ANY_CYCLES",
+    "UNIFORM_TEST_CYCLES",
+    "SPILL_AT",
+]
 
 
 SPILL_AT = 4096  # histogram.cu: a 16-bit counter >= this is moved to global memory at a scan
@@ -37,6 +44,19 @@ SPILL_AT = 4096  # histogram.cu: a 16-bit counter >= this is moved to global mem
 # reading the input takes about 2. A COUNTER 16 build's second launch (the workspace reduce) is not charged.
 FLUSH_WARP_CYCLES = 30.7
 FLUSH_BIN_CYCLES = 3.9
+# ... and PRIV 1's flush adds its bins one address a request (lane 0's atomicAdd, histogram.cu), where
+# PRIV 0's warp adds 32 consecutive bins, one 128-byte line of the global histogram, in one request. The L2
+# serves the requests to one line one after another, and every block flushes the same lines at once (warp w
+# takes bins w, w + warps, ...): a pass's busiest line takes min(bins of the pass, 32) single-bin requests
+# from every block of the grid, in turn. Charged FLUSH_LINE_CYCLES SM cycles a request through
+# ``block_cycles`` (summed over an SM's blocks, so each block carries SMs x its requests to that line). Read
+# off PRIV 1 against PRIV 0 at equal launch constants (the fastest PRIV 0 layout; 32 interleaved replicas):
+# what PRIV 1 took beyond the warp loop's charge, per request so counted, had a median of 0.5-3.2 SM cycles
+# on each of the six H200 studies that time both (runs 8, 23, 41 and run 165's round 1; 256 bins a pass
+# 3.2, 100 bins 1.6, the 1000-bin samples the warp loop was fitted on 0.5-0.7; run 41's 2^28 values left
+# out, where PRIV 1 also reads faster): their median, 2.0. Looked for after H100 run 229 (round 19's uint8
+# 30,000,001 x 256, where the model's PRIV 1 answer measured 1.45x the best; 2.4 there).
+FLUSH_LINE_CYCLES = 2.0
 
 # AGG 1's __match_any_sync compiles to MATCH.ANY, which the shared-memory model does not see: one per value
 # of every warp, on a unit of ~63 SM cycles a warp instruction. Measured on one shape of H200 study run 1
@@ -75,13 +95,17 @@ def _busiest_sm_tiles(c: dict[str, int], n: int, per: int) -> float:
 
 
 def _flush_cycles(c: dict[str, int], bins: int) -> float:
-    """SM cycles of one block's flushes over all passes: warp iterations of the flush loop and bins added."""
+    """SM cycles of one block's flushes over all passes: warp iterations of the flush loop and bins added,
+    and with PRIV 1 its share of the busiest line's single-bin requests (``FLUSH_LINE_CYCLES``)."""
     warps = c["THREADS"] // 32
     iters = 0
+    line = 0
     if c["PRIV"] == 1:  # a warp per bin: every warp iterates ceil(bins of the pass / warps) times
         for lo in range(0, bins, c["BINS_PER_PASS"]):
-            iters += -(-min(c["BINS_PER_PASS"], bins - lo) // warps) * warps
-    return FLUSH_WARP_CYCLES * iters + FLUSH_BIN_CYCLES * bins
+            here = min(c["BINS_PER_PASS"], bins - lo)
+            iters += -(-here // warps) * warps
+            line += min(here, 32)  # the pass's busiest 128-byte line of 4-byte bins: its requests a block
+    return FLUSH_WARP_CYCLES * iters + FLUSH_BIN_CYCLES * bins + FLUSH_LINE_CYCLES * line * ARCH.sm_count
 
 
 def launch_info(
