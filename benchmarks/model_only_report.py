@@ -547,6 +547,12 @@ INFORMED = {
     # 2026-12-05, twenty-fourth session: a vector-path block alone on its SM runs its phases in turn
     # (``latency_phases``), read off the fp32 study's misaligned shape
     ("run114/study", "transpose [cuda] float32", "4097x8191"),
+    # 2026-12-07, forty-sixth session: the cost of PRIV 1's flush requests to one line of the global histogram
+    # (``FLUSH_LINE_CYCLES``) is the median of what PRIV 1 took beyond PRIV 0 on the H200 studies timing both
+    # (run 41's 10000019 x 100, listed above, among them)
+    ("run23/study", "histogram [cuda] int32", "67108864x256"),
+    ("run23/study", "histogram [cuda] uint8", "16777216x256"),
+    ("run41/study", "histogram [cuda] int32", "67108864x4096"),
 }
 
 

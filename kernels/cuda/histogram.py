@@ -45,6 +45,7 @@ from . import histogram_cost, histogram_launch, histogram_pattern, histogram_spa
 from .histogram_cost import (  # noqa: F401
     _AGG_CYCLES,
     FLUSH_BIN_CYCLES,
+    FLUSH_LINE_CYCLES,
     FLUSH_WARP_CYCLES,
     MATCH_ANY_CYCLES,
     SPILL_AT,
