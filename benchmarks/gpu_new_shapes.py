@@ -32,6 +32,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 17 --out $OUT  # transposes held out from the partial round
     python benchmarks/gpu_new_shapes.py --round 18 --out $OUT  # ... and from the halo's short segments
     python benchmarks/gpu_new_shapes.py --round 19 --out $OUT  # every CUDA family, mostly histograms, GEMMs
+    python benchmarks/gpu_new_shapes.py --round 20 --out $OUT  # histograms held out from the line term
     python benchmarks/gpu_new_shapes.py --round 16 --shape 3001x5003 --shape 7000001x128 --out $OUT
                                                                # some of a round's shapes again
 """
@@ -399,6 +400,17 @@ ROUND19: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("matmul", "cuda", "float32", None, (2048, 2048, 777)),
     ("transpose", "cuda", "float16", None, (3, 1500, 2500)),
 ]
+# round 20 (2026-12-07, forty-sixth session): CUDA histograms held out from the flush's line term
+# (``FLUSH_LINE_CYCLES``, read off round 19's uint8 30,000,001 x 256): inputs from 20 to 120 million values,
+# where lane replicas (PRIV 1) and warp replicas (PRIV 0) trade the read against the flush; the sample holds
+# the model's top 30 as committed, drawn and committed before the run
+ROUND20: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("histogram", "cuda", "uint8", "uniform", (60_000_001, 256)),
+    ("histogram", "cuda", "uint8", "uniform", (120_000_007, 64)),
+    ("histogram", "cuda", "uint8", "uniform", (20_000_003, 128)),
+    ("histogram", "cuda", "uint8", "uniform", (100_000_007, 200)),
+    ("histogram", "cuda", "int32", "uniform", (40_000_001, 256)),
+]
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -500,7 +512,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
 ROUNDS = {
     1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9,
     10: ROUND10, 11: ROUND11, 12: ROUND12, 13: ROUND13, 14: ROUND14, 15: ROUND15, 16: ROUND16,
-    17: ROUND17, 18: ROUND18, 19: ROUND19,
+    17: ROUND17, 18: ROUND18, 19: ROUND19, 20: ROUND20,
 }  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
@@ -525,6 +537,7 @@ SAMPLES = {
     17: _QUALITY / "model_only_new_shapes17_sample.json",
     18: _QUALITY / "model_only_new_shapes18_sample.json",
     19: _QUALITY / "model_only_new_shapes19_sample.json",
+    20: _QUALITY / "model_only_new_shapes20_sample.json",
 }
 RANDOM = 90
 
