@@ -170,8 +170,16 @@ def _sampled(n: int, within: int, worst: float, seen: bool = False, gpu: str = "
         if seen
         else f"{n} held-out {card}shape{s} timed on a sample of {their} space"
     )
-    beyond = f"; slower than the unpadded default beyond the timing noise in {slower}" if slower else ""
-    return f"; on {what}, within 10% of the sample's best in {within} (worst {worst:.2f}x{beyond})"
+    return f"; on {what}, within 10% of the sample's best in {within} (worst {worst:.2f}x{_beyond(slower)})"
+
+
+SLOW = "slower_beyond_noise"  # the file's key of that count (sampled entries carry it where it is not 0)
+
+
+def _beyond(slower: int) -> str:
+    """What a clause of sampled shapes adds where answers measured slower than their sample's unpadded
+    default beyond the timing noise, or nothing."""
+    return f"; slower than the unpadded default beyond the timing noise in {slower}" if slower else ""
 
 
 def _sampled_entry(entry: dict[str, Any], seen: bool = False, gpu: str = "") -> str:
@@ -289,7 +297,7 @@ def _statement(kernel: str, backend: str, dtype: str, path: str | Path) -> str:
         held = (
             f"; on {n} held-out {pooled.gpu} shape{'s' if n != 1 else ''} timed on a sample of "
             f"{'their' if n != 1 else 'its'} space the pick was within 10% of the sample's best in "
-            f"{smp['within_10pct']} (worst {float(smp['worst']):.2f}x)"
+            f"{smp['within_10pct']} (worst {float(smp['worst']):.2f}x{_beyond(int(smp.get(SLOW, 0)))})"
             if n
             else ""
         )

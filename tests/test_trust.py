@@ -365,3 +365,19 @@ def test_a_family_whose_only_samples_a_term_choice_saw_still_states_them(tmp_pat
     trust._load.cache_clear()
     s = trust.statement("transpose", "cuda", "bfloat16", p)
     assert "sampled" not in s and "no recorded study covers" in s
+
+
+def test_a_family_only_samples_measured_says_its_answers_slower_than_the_default_beyond_noise(tmp_path):
+    d = json.loads(json.dumps(FIGURES))
+    d["sampled_only"] = {
+        "transpose/cuda/uint8": {"shapes": 2, "within_10pct": 1, "worst": 1.2, "slower_beyond_noise": 1}
+    }
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(d))
+    s = trust.statement("transpose", "cuda", "uint8", p)
+    assert "within 10% of the sample's best in 1 (worst 1.20x; slower than the unpadded default beyond the " \
+        "timing noise in 1)" in s  # fmt: skip
+    del d["sampled_only"]["transpose/cuda/uint8"]["slower_beyond_noise"]
+    p.write_text(json.dumps(d))
+    trust._load.cache_clear()
+    assert "slower than the unpadded default" not in trust.statement("transpose", "cuda", "uint8", p)

@@ -55,7 +55,11 @@ FLUSH_BIN_CYCLES = 3.9
 # on each of the six H200 studies that time both (runs 8, 23, 41 and run 165's round 1; 256 bins a pass
 # 3.2, 100 bins 1.6, the 1000-bin samples the warp loop was fitted on 0.5-0.7; run 41's 2^28 values left
 # out, where PRIV 1 also reads faster): their median, 2.0. Looked for after H100 run 229 (round 19's uint8
-# 30,000,001 x 256, where the model's PRIV 1 answer measured 1.45x the best; 2.4 there).
+# 30,000,001 x 256, where the model's PRIV 1 answer measured 1.45x the best; 2.4 there). Every pass is
+# charged its line, though passes launch overlapping the one before (histogram.cu AP_GRID_WAIT), so a pass's
+# flush may hide behind the next pass's counting: the two 1000-bin samples (four passes of 256, one PRIV 1 /
+# PRIV 0 pair each) read a quarter of the one-pass studies' figure. No answer of the studies turns on it;
+# the predicted times of many-pass PRIV 1 builds may be high.
 FLUSH_LINE_CYCLES = 2.0
 
 # AGG 1's __match_any_sync compiles to MATCH.ANY, which the shared-memory model does not see: one per value
