@@ -328,9 +328,10 @@ def test_sampled_picks_slower_than_the_default_beyond_noise_are_said_and_none_sa
 
 
 def test_the_shipped_file_says_the_h100_uint8_histogram_pick_was_slower_than_its_default():
-    # round 16's uint8 histogram (H100 run 225): the answer measured 1.14x the unpadded default of its sample
+    # round 16's uint8 histogram (H100 run 225, 1.14x its sample's unpadded default) and round 20's three
+    # lane-replica answers (run 230, 1.04-1.18x): the H100 clause says so
     s = trust.statement("histogram", "cuda", "uint8")
-    assert s.endswith("slower than the unpadded default beyond the timing noise in 1)"), s
+    assert s.endswith("slower than the unpadded default beyond the timing noise in 4)"), s
 
 
 def test_the_shipped_file_states_the_h100_held_out_round_for_the_cuda_families():
