@@ -173,9 +173,6 @@ def _sampled(n: int, within: int, worst: float, seen: bool = False, gpu: str = "
     return f"; on {what}, within 10% of the sample's best in {within} (worst {worst:.2f}x{_beyond(slower)})"
 
 
-SLOW = "slower_beyond_noise"  # the file's key of that count (sampled entries carry it where it is not 0)
-
-
 def _beyond(slower: int) -> str:
     """What a clause of sampled shapes adds where answers measured slower than their sample's unpadded
     default beyond the timing noise, or nothing."""
@@ -293,11 +290,11 @@ def _statement(kernel: str, backend: str, dtype: str, path: str | Path) -> str:
     seen = smp.get("seen") or {}
     if int(smp.get("shapes", 0)) or int(seen.get("shapes", 0)):
         # no exhaustive study, but shapes timed on a sample of theirs: held out, and those a term choice saw
-        n = int(smp.get("shapes", 0))
+        n, beyond = int(smp.get("shapes", 0)), _beyond(int(smp.get("slower_beyond_noise", 0)))
         held = (
             f"; on {n} held-out {pooled.gpu} shape{'s' if n != 1 else ''} timed on a sample of "
             f"{'their' if n != 1 else 'its'} space the pick was within 10% of the sample's best in "
-            f"{smp['within_10pct']} (worst {float(smp['worst']):.2f}x{_beyond(int(smp.get(SLOW, 0)))})"
+            f"{smp['within_10pct']} (worst {float(smp['worst']):.2f}x{beyond})"
             if n
             else ""
         )
