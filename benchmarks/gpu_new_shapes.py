@@ -33,6 +33,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 18 --out $OUT  # ... and from the halo's short segments
     python benchmarks/gpu_new_shapes.py --round 19 --out $OUT  # every CUDA family, mostly histograms, GEMMs
     python benchmarks/gpu_new_shapes.py --round 20 --out $OUT  # histograms held out from the line term
+    python benchmarks/gpu_new_shapes.py --round 21 --out $OUT  # uint8 x 256: PRIV 1 against PRIV 0
     python benchmarks/gpu_new_shapes.py --round 16 --shape 3001x5003 --shape 7000001x128 --out $OUT
                                                                # some of a round's shapes again
 """
@@ -411,6 +412,17 @@ ROUND20: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("histogram", "cuda", "uint8", "uniform", (100_000_007, 200)),
     ("histogram", "cuda", "int32", "uniform", (40_000_001, 256)),
 ]
+# round 21 (2026-12-07, forty-seventh session): the lane replicas' (PRIV 1) crossover with the warp replicas
+# (PRIV 0) on uint8 x 256, where the model answers PRIV 1 from about 60 million values: round 20's H100 run
+# measured those answers 1.05-1.25x the best, the H200's run 41 measured PRIV 1 ahead at 2^28 values. On
+# both cards, so that the two are told apart; each shape's sample adds the model's top 10 of every PRIV
+# (BY_PRIV), so that the best of each is among the rows whatever the model puts first
+ROUND21: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("histogram", "cuda", "uint8", "uniform", (45_000_007, 256)),
+    ("histogram", "cuda", "uint8", "uniform", (180_000_001, 256)),
+    ("histogram", "cuda", "uint8", "uniform", (268_435_456, 256)),
+]
+BY_PRIV = {tuple(c[4]) for c in ROUND21}
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -512,7 +524,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
 ROUNDS = {
     1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9,
     10: ROUND10, 11: ROUND11, 12: ROUND12, 13: ROUND13, 14: ROUND14, 15: ROUND15, 16: ROUND16,
-    17: ROUND17, 18: ROUND18, 19: ROUND19, 20: ROUND20,
+    17: ROUND17, 18: ROUND18, 19: ROUND19, 20: ROUND20, 21: ROUND21,
 }  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
@@ -538,6 +550,7 @@ SAMPLES = {
     18: _QUALITY / "model_only_new_shapes18_sample.json",
     19: _QUALITY / "model_only_new_shapes19_sample.json",
     20: _QUALITY / "model_only_new_shapes20_sample.json",
+    21: _QUALITY / "model_only_new_shapes21_sample.json",
 }
 RANDOM = 90
 
@@ -570,6 +583,10 @@ def sample(kernel: str, backend: str, dtype: str, dist: str | None, shape: tuple
     for c in ranked:
         if c.roles:
             why.setdefault(c.key, "+".join(c.roles))
+    if kernel == "histogram" and tuple(shape) in BY_PRIV:  # the model's first 10 of every privatisation
+        for priv in sorted({c.params["PRIV"] for c in ranked}):
+            for c in [c for c in ranked if c.params["PRIV"] == priv][:10]:
+                why.setdefault(c.key, f"priv{priv}_first10")
     for want, label in PICKS.get((kernel, dtype, tuple(shape)), []):
         hit = [c.key for c in ranked if c.params == want]
         if not hit:
