@@ -31,6 +31,7 @@ __all__ = [
     "MATCH_ANY_CYCLES",
     "UNIFORM_TEST_CYCLES",
     "SPILL_AT",
+    "COUNT8_CHAIN_CYCLES",
 ]
 
 
@@ -77,6 +78,21 @@ MATCH_ANY_CYCLES = 63.3
 # 1.71 (run 2: 2^24 x 256); 2.12 on today's kernel (run 23, uint8 2^24 x 256, whose AGG 0 has a check-free
 # uint8 path). The int32 shapes stream from DRAM and hide it (0.1-0.2 there).
 UNIFORM_TEST_CYCLES = 1.66
+# PRIV 2's update (histogram.cu ap_update8) is a plain load, add and store of the thread's own word, and
+# the next value's load may read the word just stored: the compiler keeps them in order, so each thread
+# counts its values one after another, a load-to-store round trip each, which the shared-memory model (two
+# conflict-free wavefronts a warp-value) does not see. Charged as ``wait_cycles``, COUNT8_CHAIN_CYCLES SM
+# cycles a value of a thread's tile (ITEMS x values a vector), which the block's other warps cannot fill
+# and other resident blocks do. Read off H200 run 41 (uint8, 2^28 values x 256 bins, every candidate timed,
+# benchmarks/results/h200/2026-12-02/run41): its nine PRIV 2 builds measured 252-483 us whatever their
+# ITEMS (the model said 105-516, falling with ITEMS: the bytes in flight), the time following the values
+# each thread counts (256-thread blocks alone on an SM 1.6-1.9x those of 512 threads); 100 cycles puts
+# their median log(measured / predicted) at 0.00 (0.55 before). Checked on the H200's other uint8 studies
+# (run 23's 2^24 x 256: 0.93 -> 0.31; run 41's 10,000,019 x 100: 1.04 -> 0.46: a fixed cost of small
+# inputs remains) and, not read, on the H100's (round 20's three shapes 0.99-1.04 -> 0.17-0.24, round 19's
+# 30,000,001 x 256 0.11 -> -0.03). No recorded answer was PRIV 2 before it; the model put PRIV 2 first at
+# 45,000,007 x 256 (round 21's sample, drawn before it), 19.8 us where the chain alone is 34.
+COUNT8_CHAIN_CYCLES = 100.0
 _AGG_CYCLES = {1: MATCH_ANY_CYCLES, 2: UNIFORM_TEST_CYCLES}  # SM cycles a warp-value, by AGG
 
 
@@ -142,6 +158,8 @@ def launch_info(
     if c["PRIV"] == 2:  # the flushes: every counter word loaded and zeroed, 32 words a wavefront
         flushes = math.ceil(iters / (254 // (c["ITEMS"] * per))) + 1
         info["extra_wavefronts"] = flushes * 2 * c["BINS_PER_PASS"] // 4 * c["THREADS"] // 32
+        # ... and each thread's values counted one after another (COUNT8_CHAIN_CYCLES a value)
+        info["wait_cycles"] = COUNT8_CHAIN_CYCLES * c["ITEMS"] * per
     if c["COUNTER"] == 16:
         # shared memory the pattern does not list: zeroing, the overflow scans (every word loaded once
         # per scan) and the copy to the workspace, 32 words a wavefront
