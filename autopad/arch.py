@@ -2,9 +2,9 @@
 
 Every other module asks this one how many banks there are, how wide a bank is, how a warp's lanes are
 split into phases for an access width, and which machine ceilings (bandwidth, shared memory per block) to
-plan with. Only ``sm_90`` is measured (558 Nsight Compute probes on an H200, ../shared/hardware); the
-other profiles say plainly whether they are assumed or unvalidated, so nobody mistakes a guess for a
-measurement.
+plan with. Only ``sm_90`` is measured (558 Nsight Compute probes on an H200, ../shared/hardware), and
+``h100``: the same chip with an H100's measured DRAM rate. The other profiles say plainly whether they are
+assumed or unvalidated, so nobody mistakes a guess for a measurement.
 
 Phase rule (sm_90, measured): a warp instruction is served in *phases* of consecutive lanes. One phase
 moves at most ``banks * bank_bytes`` = 128 bytes, so 1-, 2- and 4-byte accesses use one phase of 32 lanes,
@@ -15,9 +15,9 @@ n^2 reads), because the pair needs only half the data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-__all__ = ["Arch", "ARCHS", "get_arch", "arch_names"]
+__all__ = ["Arch", "ARCHS", "get_arch", "arch_names", "arch_for_device"]
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,8 @@ class Arch:
 
     name: str
     description: str
-    status: str  # "measured", "assumed equal to sm_90 until measured", or "unvalidated"
+    # "measured", "measured (...)" (saying what was), "assumed equal to sm_90 until measured" or "unvalidated"
+    status: str
     warp_size: int = 32
     banks: int = 32
     bank_bytes: int = 4
@@ -86,12 +87,29 @@ class Arch:
 
 _SM90 = Arch(
     name="sm_90",
-    description="NVIDIA Hopper (H100/H200); rules fitted to 558 Nsight Compute probes on an H200",
+    description="NVIDIA Hopper, H200 ceilings (an H100: h100); rules fitted to 558 ncu probes on an H200",
     status="measured",
+)
+
+# An H100 SXM is the H200's sm_90 chip (132 SMs, the same clocks, shared memory and bank rules: the H100
+# probes of runs 179-188 agree with them) on slower memory: a device-to-device copy of 1 GiB moved 2,982 GB/s
+# read + written on H100 run 232 (benchmarks/results/h100/2026-12-07/run232/bandwidth.json), the H200's
+# 4,224 measured the same way. Everything else is the H200's. Scored on the 172 configuration-shapes the
+# H100 timed (2026-12-05..07, every family; quality/NOTES.md, forty-seventh session): model-only picks within
+# 10% of the best 157 -> 163, worst 1.254 -> 1.178, Spearman mean 0.880 -> 0.882 (min 0.64 -> 0.70; five
+# shapes moved under 0.8, by up to 0.07): the lane-replica histograms, which read at the DRAM
+# rate where the warp replicas count at the SMs', overtake them at about twice the input on this card
+_H100 = replace(
+    _SM90,
+    name="h100",
+    description="NVIDIA H100 SXM (sm_90): the H200's rules and ceilings but its own DRAM rate",
+    status="measured (its DRAM rate; the other ceilings are the H200's)",
+    dram_bytes_per_s=2.982e12,
 )
 
 ARCHS: dict[str, Arch] = {
     "sm_90": _SM90,
+    "h100": _H100,
     "sm_75": Arch(
         name="sm_75",
         description="NVIDIA Turing",
@@ -166,6 +184,14 @@ ARCHS: dict[str, Arch] = {
 def arch_names() -> list[str]:
     """Names ``get_arch`` accepts."""
     return sorted(ARCHS)
+
+
+def arch_for_device(cc: str, name: str = "") -> str:
+    """The profile to plan with on a CUDA device of compute capability ``cc`` ("90") named ``name``: ``h100``
+    for an H100, the ``sm_<cc>`` profile where there is one, else sm_90 (what tune() and autopad.ops use)."""
+    if cc == "90" and "H100" in name.upper():
+        return "h100"
+    return f"sm_{cc}" if cc and f"sm_{cc}" in ARCHS else "sm_90"
 
 
 def get_arch(arch: str | Arch) -> Arch:

@@ -132,7 +132,10 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dist", help="histogram input class: uniform | skewed | single")
     p.add_argument("--device", type=int, default=0, help="CUDA device index")
-    p.add_argument("--arch", help="bank geometry for the model (default: the GPU's, else sm_90)")
+    p.add_argument(
+        "--arch",
+        help="the GPU the model plans for: sm_90 (H200), h100, sm_80, ... (default: this GPU's, else sm_90)",
+    )
     p.add_argument("--export", metavar="FILE", help="write the pick as .json, .h or .py ('-': stdout)")
     p.add_argument(
         "--format", choices=EXPORT_FORMATS, help="export format (default: from the suffix; needed for -)"
@@ -198,6 +201,7 @@ def _request(args: argparse.Namespace, kernel: Any) -> Any:
     from .device import device_count, device_info
     from .request import Request
 
+    gpu = device_info(args.device) if args.device >= 0 else {}
     try:
         return Request.make(
             kernel,
@@ -212,8 +216,9 @@ def _request(args: argparse.Namespace, kernel: Any) -> Any:
             arch=args.arch,
             retune=args.retune,
             refine=args.refine,
-            gpu_cc=device_info(args.device).get("cc", "") if args.device >= 0 else "",
+            gpu_cc=gpu.get("cc", ""),
             device_count=device_count(),
+            gpu_name=gpu.get("name", ""),
         )
     except ValueError as err:
         msg = cli_message(err)

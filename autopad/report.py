@@ -231,8 +231,8 @@ def trust_statement(res: Any) -> str | None:
     """How far a model-only ranking of this kernel can be trusted, or None (a measured result needs none).
 
     From autopad/trust.py (another engineer's: the recorded model-only figures per kernel family),
-    ``trust.statement(kernel, backend, dtype) -> str``. A missing or failing trust module never breaks a
-    report: the statement is then simply absent.
+    ``trust.statement(kernel, backend, dtype, arch=...) -> str``. A missing or failing trust module never
+    breaks a report: the statement is then simply absent.
     """
     if getattr(res, "mode", "") != "model-only":
         return None
@@ -244,7 +244,12 @@ def trust_statement(res: Any) -> str | None:
     if not callable(fn):
         return None
     try:
-        text = fn(res.kernel, res.backend, res.dtype)
+        arch = getattr(res, "arch", None)
+        text = (
+            fn(res.kernel, res.backend, res.dtype, arch=arch)
+            if arch
+            else fn(res.kernel, res.backend, res.dtype)
+        )
     except Exception:  # the statement is a courtesy: never fail a tune report over it
         return None
     note = _shape_note(res)

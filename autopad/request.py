@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .arch import ARCHS, get_arch
+from .arch import arch_for_device, get_arch
 from .kernels_registry import builtin_spec
 from .spec import DTYPE_BYTES, KernelSpec, SpecError
 
@@ -167,6 +167,7 @@ class Request:
         export: str | Path | None = None,
         gpu_cc: str = "",
         device_count: int | None = None,
+        gpu_name: str = "",
     ) -> Request:
         shape = normalize_shape(shape)
         dtype = normalize_dtype(dtype)
@@ -210,7 +211,7 @@ class Request:
                 f"device: {device!r} is not one of the {device_count} CUDA device(s) 0..{device_count - 1}"
             )
         if arch is None:
-            arch = f"sm_{gpu_cc}" if gpu_cc and f"sm_{gpu_cc}" in ARCHS else "sm_90"
+            arch = arch_for_device(gpu_cc, gpu_name)
         get_arch(arch)
         out = None
         if export is not None:

@@ -22,7 +22,8 @@ of today's kernel too) gets those figures first: the held-out ones, and apart, n
 or a term choice saw (``sampled_seen``, ``seen``; since 2026-12-07 every H200 sample of a CUDA transpose).
 Held-out shapes timed on another card (``other_gpus`` in the file, by card: an H100's rounds, scored with
 the same H200-fitted model, so a user of that card reads how the answer held up there) close the sentence of
-their family, whichever branch it takes.
+their family, whichever branch it takes; an answer ranked with that card's own profile (``arch="h100"``:
+the H100's DRAM rate) reads them ranked so (``other_gpus_by_arch``).
 """
 
 from __future__ import annotations
@@ -197,19 +198,30 @@ def _rough(rho: float) -> str:
     )
 
 
-def _other_gpus(kernel: str, backend: str, dtype: str, path: str | Path) -> str:
+def _other_gpus(kernel: str, backend: str, dtype: str, path: str | Path, arch: str = "sm_90") -> str:
     """The clause of held-out shapes timed on other cards (``other_gpus``: card -> family -> a sampled
-    entry), one per card that measured this family, or nothing."""
-    cards = sorted((_load(str(path)).get("other_gpus") or {}).items())
-    return "".join(
-        _sampled_entry((f or {}).get(f"{kernel}/{backend}/{dtype}") or {}, gpu=g) for g, f in cards
-    )
+    entry), one per card that measured this family, or nothing. Where the file ranked those shapes with
+    the profile ``arch`` too (``other_gpus_by_arch``: the H100's rounds as ``h100``), those, saying so."""
+    data = _load(str(path))
+    by_arch = (data.get("other_gpus_by_arch") or {}).get(arch)
+    cards = sorted((by_arch if by_arch is not None else data.get("other_gpus") or {}).items())
+    label = f" (ranked as {arch})" if by_arch is not None else ""
+    out = []
+    for g, fams in cards:
+        entry = (fams or {}).get(f"{kernel}/{backend}/{dtype}") or {}
+        out.append(_sampled_entry(entry, gpu=g + label))
+        # ... and those the profile's choice saw (scored when it was adopted): said, not as held out
+        out.append(_sampled_entry(entry.get("seen") or {}, True, gpu=g + label))
+    return "".join(out)
 
 
-def statement(kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE) -> str:
+def statement(
+    kernel: str, backend: str, dtype: str, path: str | Path = TRUST_FILE, arch: str = "sm_90"
+) -> str:
     """One sentence for model-only output: how close the model-only pick came to the measured best for
-    this kernel family (``_statement``), with the held-out shapes other cards measured last."""
-    return _statement(kernel, backend, dtype, path) + _other_gpus(kernel, backend, dtype, path)
+    this kernel family (``_statement``), with the held-out shapes other cards measured last (ranked with
+    the profile ``arch`` where the file has them so)."""
+    return _statement(kernel, backend, dtype, path) + _other_gpus(kernel, backend, dtype, path, arch)
 
 
 def _statement(kernel: str, backend: str, dtype: str, path: str | Path) -> str:

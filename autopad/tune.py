@@ -131,6 +131,7 @@ def tune(
         export,
         gpu_cc=dev_light.get("cc", ""),
         device_count=device_count() if benchmarker is None else None,
+        gpu_name=dev_light.get("name", ""),
     )
     spec = req.spec
     dev = device_info(req.device) if benchmarker is None else {}

@@ -512,6 +512,18 @@ def _seen(x: dict[str, Any]) -> bool:
     return (x["run"], x["family"], x["shape"]) in FITTED_ON or chosen_on(x["run"], x["family"])
 
 
+# another card's profile (``--other-arch``) -> the first run drawn after it was chosen: the h100 profile
+# (that card's DRAM rate, measured) was adopted after scoring every H100 row to run 232 with it, so those
+# rows are not held out from it (the trust file states them apart, as seen)
+PROFILE_CHOSEN_BEFORE = {"h100": 233}
+
+
+def profile_saw(run: str, arch: str) -> bool:
+    """Was the profile ``arch`` chosen after scoring this run's rows (``PROFILE_CHOSEN_BEFORE``)?"""
+    m = re.match(r"run(\d+)", run)
+    return m is not None and int(m.group(1)) < PROFILE_CHOSEN_BEFORE.get(arch, 0)
+
+
 # today's studies that a model term was read off or chosen on, so not held out (the trust file says how
 # many): the transpose's misaligned-build instructions and ORIGINAL_PATH_EFFICIENCY (runs 46, 67, 69), the
 # histogram's grid-stride tail (run 41's 10000019 x 100), the Gluon GEMM's async L2 rate with PATH 1's
@@ -562,11 +574,14 @@ def trust_json(
     sampled: Sequence[dict[str, Any]] = (),
     current: Sequence[dict[str, Any]] = (),
     other: dict[str, Sequence[dict[str, Any]]] | None = None,
+    other_by_arch: dict[str, dict[str, Sequence[dict[str, Any]]]] | None = None,
 ) -> dict[str, Any]:
     """Per family: the exhaustive studies' figures ``autopad.trust`` turns into a sentence, under
     "sampled" those of held-out new shapes (pick over the best of a ~120-candidate sample, a weaker bar)
     and under "current" those of the exhaustive studies of today's kernels (``--current``); ``other``
-    (card -> rows): held-out sampled shapes other cards measured, under "other_gpus" by card and family."""
+    (card -> rows): held-out sampled shapes other cards measured, under "other_gpus" by card and family;
+    ``other_by_arch`` (profile -> card -> rows): the same shapes ranked with another profile of the model
+    (``--other-arch``: an H100's, ``h100``), under "other_gpus_by_arch"."""
     fam: dict[str, list] = defaultdict(list)
     for x in rows:
         fam[x["family"]].append(x)
@@ -605,12 +620,27 @@ def trust_json(
                 entry["seen"] = _sampled_entry(seen[name])
             out.setdefault("sampled_only", {})[_family_key(name)] = entry
     for gpu, xs in sorted((other or {}).items()):
-        by: dict[str, list] = defaultdict(list)
-        for x in xs:  # (held out only: rows a term choice saw are left out)
-            if not _seen(x):
-                by[x["family"]].append(x)
-        fams = {_family_key(n): _sampled_entry(v) for n, v in sorted(by.items())}
-        out.setdefault("other_gpus", {})[gpu] = fams
+        out.setdefault("other_gpus", {})[gpu] = _other_families(xs)
+    for arch, cards in sorted((other_by_arch or {}).items()):
+        for gpu, xs in sorted(cards.items()):
+            out.setdefault("other_gpus_by_arch", {}).setdefault(arch, {})[gpu] = _other_families(xs, arch)
+    return out
+
+
+def _other_families(xs: Sequence[dict[str, Any]], arch: str = "") -> dict[str, Any]:
+    """Another card's held-out rows as the trust file keeps them: a sampled entry per family (rows a term
+    choice saw are left out); ranked with a profile (``arch``), those its choice saw under "seen"."""
+    by: dict[str, list] = defaultdict(list)
+    saw: dict[str, list] = defaultdict(list)
+    for x in xs:
+        if not _seen(x):
+            (saw if arch and profile_saw(x["run"], arch) else by)[x["family"]].append(x)
+    out = {}
+    for n in sorted(set(by) | set(saw)):
+        entry = _sampled_entry(by[n]) if by.get(n) else {"shapes": 0, "within_10pct": 0}
+        if saw.get(n):
+            entry["seen"] = _sampled_entry(saw[n])
+        out[_family_key(n)] = entry
     return out
 
 
@@ -816,6 +846,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "a section of their own and, with --trust, the trust file's 'other_gpus' figures",
     )
     ap.add_argument("--other-gpu", default="NVIDIA H100", help="the card that measured the --other rows")
+    ap.add_argument(
+        "--other-arch",
+        help="also rank the --other rows with this profile of the model (h100: that card's DRAM rate): a "
+        "section of its own and, with --trust, 'other_gpus_by_arch'",
+    )
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "autopad_model_only.pkl"))
     ap.add_argument("--md", help="write the Markdown report here")
     ap.add_argument("--csv", help="write the per-shape figures here")
@@ -952,6 +987,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             + "\n"
             + family_table(other)
         )
+    other_arch = evaluate(other_shapes, k, get_arch(args.other_arch), args.proposed, layouts) if (
+        other and args.other_arch) else []  # fmt: skip
+    if other_arch:
+        md.append(
+            f"\n## Held out on another card ({args.other_gpu}), ranked with the {args.other_arch} profile\n\n"
+            f"The same rows, ranked with ``--arch {args.other_arch}`` "
+            f"({get_arch(args.other_arch).description}); left out as above.\n\n"
+            + table(other_arch)
+            + "\n"
+            + family_table(other_arch)
+        )
     if superseded:
         md.append("\nRe-measured later, so left out above (a later file of the same kind, --extra or "
                   "--current, holding the same configuration-shape replaces an earlier one): "
@@ -983,7 +1029,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if other:
             src += f", held out on an {args.other_gpu} " + "+".join(sorted({r["run"] for r in other}))
-        trust = trust_json(recorded, src, extra, current, {args.other_gpu: other} if other else None)
+        if other_arch:
+            src += f" (also ranked as {args.other_arch})"
+        by_arch = {args.other_arch: {args.other_gpu: other_arch}} if other_arch else None
+        trust = trust_json(recorded, src, extra, current, {args.other_gpu: other} if other else None, by_arch)
         Path(args.trust).write_text(json.dumps(trust, indent=1) + "\n")
     return 0
 

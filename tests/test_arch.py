@@ -25,6 +25,36 @@ def test_profiles_exist_with_their_status():
         assert a.description
 
 
+def test_the_h100_profile_is_sm_90_with_that_card_s_measured_dram_rate():
+    h, ref = ARCHS["h100"], ARCHS["sm_90"]
+    assert h.status.startswith("measured")
+    # H100 run 232: a 1 GiB device-to-device copy, bytes read + written, as the H200's 4,224 GB/s was taken
+    assert h.dram_bytes_per_s == pytest.approx(2.982e12)
+    assert h.dram_bytes_per_s < ref.dram_bytes_per_s
+    from dataclasses import fields
+
+    same = {f.name for f in fields(Arch)} - {"name", "description", "status", "dram_bytes_per_s"}
+    assert all(getattr(h, k) == getattr(ref, k) for k in same)
+
+
+@pytest.mark.parametrize(
+    "cc,name,want",
+    [
+        ("90", "NVIDIA H100 80GB HBM3", "h100"),
+        ("90", "NVIDIA H100 PCIe", "h100"),
+        ("90", "NVIDIA H200", "sm_90"),
+        ("90", "", "sm_90"),
+        ("80", "NVIDIA A100-SXM4-80GB", "sm_80"),
+        ("100", "NVIDIA B200", "sm_90"),  # no profile of its own: the measured one
+        ("", "", "sm_90"),
+    ],
+)
+def test_the_profile_of_a_device(cc, name, want):
+    from autopad.arch import arch_for_device
+
+    assert arch_for_device(cc, name) == want
+
+
 def test_nvidia_profiles_share_sm_90_bank_geometry():
     """'Assumed equal to sm_90 until measured' must mean the same banks, phases and merging."""
     ref = ARCHS["sm_90"]
@@ -178,9 +208,9 @@ ROWS = [16 * lane for lane in range(32)]
 @pytest.mark.parametrize(
     "op,width,have",
     [
-        ("ldmatrix.x4", 16, {"sm_75", "sm_80", "sm_89", "sm_90"}),  # PTX: ldmatrix needs sm_75
-        ("cp.async", 16, {"sm_80", "sm_89", "sm_90"}),  # cp.async needs sm_80
-        ("stmatrix.x4", 16, {"sm_90"}),  # stmatrix needs sm_90
+        ("ldmatrix.x4", 16, {"sm_75", "sm_80", "sm_89", "sm_90", "h100"}),  # PTX: ldmatrix needs sm_75
+        ("cp.async", 16, {"sm_80", "sm_89", "sm_90", "h100"}),  # cp.async needs sm_80
+        ("stmatrix.x4", 16, {"sm_90", "h100"}),  # stmatrix needs sm_90 (an H100 is sm_90)
     ],
 )
 def test_new_ops_exist_only_where_the_hardware_has_them(op, width, have):

@@ -79,12 +79,14 @@ def test_report_dict_has_the_terms_and_the_choice():
 def test_trust_only_for_model_only_and_never_failing(monkeypatch):
     assert report.trust_statement(result([cand(1)], mode="measured")) is None
     fake = type(sys)("autopad.trust")
-    fake.statement = lambda kernel, backend, dtype: f"  {kernel} {backend}\n{dtype}  "
+    fake.statement = lambda kernel, backend, dtype, arch="?": f"  {kernel} {backend}\n{dtype} as {arch} "
     monkeypatch.setitem(sys.modules, "autopad.trust", fake)
     import autopad
 
     monkeypatch.setattr(autopad, "trust", fake, raising=False)
-    assert report.trust_statement(result([cand(1)])) == "transpose cuda float32"
+    res = result([cand(1)])
+    # the profile the answer was ranked with is passed on (an h100 answer reads the H100 rows ranked so)
+    assert report.trust_statement(res) == f"transpose cuda float32 as {res.arch}"
     fake.statement = lambda *a: 1 / 0
     assert report.trust_statement(result([cand(1)])) is None
 

@@ -171,3 +171,18 @@ def test_the_byte_counters_are_not_the_answer_at_45_million_uint8_values():
 
     first = rank(builtin_spec("histogram", "cuda"), (45_000_007, 256), "uint8", dist="uniform")[0]
     assert first.params["PRIV"] != 2, first.params
+
+
+def test_on_the_h100_profile_the_lane_replicas_wait_for_twice_the_input():
+    # H100 runs 230 and 232 (uint8 x 256): the lane-replica (PRIV 1) answers measured 1.25x the best at
+    # 60,000,001 values and were the best at 180,000,001 and 2^28; that card's DRAM rate (h100) puts PRIV 0
+    # first at 60 million, PRIV 1 at 180 million and 2^28, where the H200 profile has PRIV 1 from 60 million
+    from autopad.search import rank
+
+    spec = builtin_spec("histogram", "cuda")
+
+    def first(n, arch):
+        return rank(spec, (n, 256), "uint8", arch, dist="uniform")[0].params["PRIV"]
+
+    assert [first(n, "sm_90") for n in (60_000_001, 180_000_001, 1 << 28)] == [1, 1, 1]
+    assert [first(n, "h100") for n in (60_000_001, 180_000_001, 1 << 28)] == [0, 1, 1]

@@ -295,3 +295,27 @@ def test_a_sampled_entry_counts_picks_slower_than_the_default_beyond_noise_only_
     slow = mor._sampled_entry([row("7000001x128", 1.14, 9.0), row("5000000x700", 1.04, 1.5)])
     assert slow["slower_beyond_noise"] == 1 and slow["shapes"] == 2  # 1.5 standard errors is noise
     assert "slower_beyond_noise" not in mor._sampled_entry([row("5000000x700", 1.04, 1.5)])
+
+
+def test_rows_ranked_with_a_card_s_profile_are_kept_apart_and_those_its_choice_saw_said_as_seen():
+    import model_only_report as mor
+
+    def row(run, family, shape, pick):
+        return {"run": run, "family": family, "shape": shape, "pick_over_best": pick, "spearman": 0.9}
+
+    recorded = [row("run1", "histogram [cuda] int32", "67108864x256", 1.01)]
+    other = [
+        row("run230/round20", "histogram [cuda] uint8", "60000001x256", 1.25),
+        row("run232/round21", "histogram [cuda] uint8", "45000007x256", 1.02),
+        row("run240/round30", "histogram [cuda] uint8", "70000001x256", 1.03),  # drawn after the choice
+    ]
+    ranked = [dict(r, pick_over_best=min(r["pick_over_best"], 1.03)) for r in other]
+    out = mor.trust_json(recorded, "src", (), (), {"NVIDIA H100": other}, {"h100": {"NVIDIA H100": ranked}})
+    # the plain figures are as before: every row held out from the sm_90 model
+    assert out["other_gpus"]["NVIDIA H100"]["histogram/cuda/uint8"]["shapes"] == 3
+    by = out["other_gpus_by_arch"]["h100"]["NVIDIA H100"]["histogram/cuda/uint8"]
+    # the h100 profile was chosen after scoring runs up to 232: those are seen, a later run is held out
+    assert (by["shapes"], by["within_10pct"], by["shapes_list"]) == (1, 1, ["70000001x256"])
+    assert by["seen"]["shapes"] == 2 and by["seen"]["worst"] == 1.03
+    assert mor.profile_saw("run232/round21", "h100") and not mor.profile_saw("run233/round22", "h100")
+    assert not mor.profile_saw("run1", "sm_90")

@@ -223,3 +223,9 @@ def test_recorded_256_bin_histogram_pick_is_not_reused_for_4096_bins():
     best = _candidate(spec, dict(pick, BINS_PER_PASS=4096), shape, "int32", "uniform")
     ok, why = policy.reusable(spec, pick, shape, "int32", "uniform", [best])
     assert not ok and "16 passes" in why
+
+
+def test_the_ops_plan_with_the_profile_tune_uses():
+    assert policy._arch({"cc": "90", "name": "NVIDIA H100 80GB HBM3"}) == "h100"
+    assert policy._arch({"cc": "90", "name": "NVIDIA H200"}) == "sm_90"
+    assert policy._arch({}) == "sm_90"

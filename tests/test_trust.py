@@ -382,3 +382,41 @@ def test_a_family_only_samples_measured_says_its_answers_slower_than_the_default
     p.write_text(json.dumps(d))
     trust._load.cache_clear()
     assert "slower than the unpadded default" not in trust.statement("transpose", "cuda", "uint8", p)
+
+
+def test_an_answer_ranked_with_a_card_s_profile_reads_that_card_s_figures_ranked_so(tmp_path):
+    d = json.loads(json.dumps(FIGURES))
+    d["other_gpus"] = {
+        "NVIDIA H100": {"histogram/cuda/uint8": {"shapes": 3, "within_10pct": 1, "worst": 1.25}}
+    }
+    d["other_gpus_by_arch"] = {
+        "h100": {
+            "NVIDIA H100": {
+                "histogram/cuda/uint8": {
+                    "shapes": 0,
+                    "within_10pct": 0,
+                    "seen": {"shapes": 3, "within_10pct": 3, "worst": 1.03},
+                }
+            }
+        }
+    }
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(d))
+    plain = trust.statement("histogram", "cuda", "uint8", p)
+    assert plain.endswith("; on 3 held-out NVIDIA H100 shapes timed on a sample of their space, within 10% "
+                          "of the sample's best in 1 (worst 1.25x)")  # fmt: skip
+    h100 = trust.statement("histogram", "cuda", "uint8", p, arch="h100")
+    # no held-out shape under the profile: only those its choice saw, said as not held out
+    assert "held-out NVIDIA H100" not in h100
+    want = ("; on 3 sampled NVIDIA H100 (ranked as h100) shapes that a fit or a term choice saw (not held "
+            "out), within 10% of the sample's best in 3 (worst 1.03x)")  # fmt: skip
+    assert h100.endswith(want)
+    # a profile the file did not rank them with reads the plain figures
+    assert trust.statement("histogram", "cuda", "uint8", p, arch="sm_80") == plain
+
+
+def test_the_shipped_file_ranks_the_h100_rounds_with_the_h100_profile_too():
+    data = json.loads(trust.TRUST_FILE.read_text())
+    assert "NVIDIA H100" in data["other_gpus_by_arch"]["h100"]
+    assert "(ranked as h100)" in trust.statement("histogram", "cuda", "uint8", arch="h100")
+    assert "ranked as" not in trust.statement("histogram", "cuda", "uint8")

@@ -515,3 +515,19 @@ def test_a_tune_that_measures_warms_its_own_worker_first_and_ends_it(monkeypatch
     res = autopad.tune(fake_kernel, SHAPE, "float32", progress=False, top_k=2, retune=True)
     assert res.mode == "model-only" and "torch with CUDA is not" in res.message
     assert len(made) == 4 and made[3].calls[:2] == ["prewarm", "close"] and "measure" not in made[3].calls
+
+
+@pytest.mark.parametrize(
+    "cc,name,arch,want",
+    [
+        ("90", "NVIDIA H100 80GB HBM3", None, "h100"),  # the card's own profile (its DRAM rate)
+        ("90", "NVIDIA H200", None, "sm_90"),
+        ("90", "NVIDIA H100 80GB HBM3", "sm_90", "sm_90"),  # one the caller names wins
+        ("", "", None, "sm_90"),  # no GPU: the measured profile
+    ],
+)
+def test_the_request_plans_with_the_device_s_profile_unless_told(cc, name, arch, want):
+    from autopad.request import Request
+
+    req = Request.make(fake_kernel, SHAPE, "float32", arch=arch, gpu_cc=cc, gpu_name=name)
+    assert req.arch == want

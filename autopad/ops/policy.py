@@ -106,10 +106,9 @@ def _shape_text(shape: tuple[int, ...]) -> str:
 
 
 def _arch(dev: dict[str, Any]) -> str:
-    from ..arch import ARCHS
+    from ..arch import arch_for_device
 
-    cc = dev.get("cc", "")
-    return f"sm_{cc}" if cc and f"sm_{cc}" in ARCHS else "sm_90"  # the rule tune() uses
+    return arch_for_device(dev.get("cc", ""), dev.get("name", ""))  # the rule tune() uses
 
 
 def reusable(
