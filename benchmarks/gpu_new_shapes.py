@@ -34,6 +34,7 @@ Rows are written in the study's format (``quality_rows.csv.gz``), so the report 
     python benchmarks/gpu_new_shapes.py --round 19 --out $OUT  # every CUDA family, mostly histograms, GEMMs
     python benchmarks/gpu_new_shapes.py --round 20 --out $OUT  # histograms held out from the line term
     python benchmarks/gpu_new_shapes.py --round 21 --out $OUT  # uint8 x 256: PRIV 1 against PRIV 0
+    python benchmarks/gpu_new_shapes.py --round 22 --out $OUT  # uint8 held out from the h100 profile
     python benchmarks/gpu_new_shapes.py --round 16 --shape 3001x5003 --shape 7000001x128 --out $OUT
                                                                # some of a round's shapes again
 """
@@ -422,7 +423,20 @@ ROUND21: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
     ("histogram", "cuda", "uint8", "uniform", (180_000_001, 256)),
     ("histogram", "cuda", "uint8", "uniform", (268_435_456, 256)),
 ]
-BY_PRIV = {tuple(c[4]) for c in ROUND21}
+# round 22 (2026-12-07, forty-seventh session): held out from the h100 profile (an H100's DRAM rate,
+# autopad/arch.py, chosen after round 21): uint8 histograms from 75 to 140 million values, where that
+# profile answers PRIV 0 and the sm_90 one PRIV 1 (75-90 million) or both PRIV 1 (110-140 million); the
+# lane replicas measured ahead from about 66 million values on the H200 and about 140 million on the H100.
+# Each sample adds the h100 profile's top 30 (ARCH_TOPS) and the first 10 of every PRIV
+ROUND22: list[tuple[str, str, str, str | None, tuple[int, ...]]] = [
+    ("histogram", "cuda", "uint8", "uniform", (75_000_007, 256)),
+    ("histogram", "cuda", "uint8", "uniform", (90_000_001, 256)),
+    ("histogram", "cuda", "uint8", "uniform", (75_000_007, 200)),
+    ("histogram", "cuda", "uint8", "uniform", (110_000_003, 256)),
+    ("histogram", "cuda", "uint8", "uniform", (140_000_001, 128)),
+]
+BY_PRIV = {tuple(c[4]) for c in ROUND21 + ROUND22}
+ARCH_TOPS = {tuple(c[4]): ("h100",) for c in ROUND22}
 # ... with 20 of each shape's one-block vector tiles drawn at random (seed 80 + the shape's place) on top of
 # the sample
 ALONE8: dict[tuple[str, str, tuple[int, ...]], list[tuple[int, ...]]] = {
@@ -524,7 +538,7 @@ for _why, _table in (("old_top", {**OLD_TOP, **OLD_TOP6, **OLD_TOP7}), ("alone",
 ROUNDS = {
     1: SHAPES, 2: ROUND2, 3: ROUND3, 4: ROUND4, 5: ROUND5, 6: ROUND6, 7: ROUND7, 8: ROUND8, 9: ROUND9,
     10: ROUND10, 11: ROUND11, 12: ROUND12, 13: ROUND13, 14: ROUND14, 15: ROUND15, 16: ROUND16,
-    17: ROUND17, 18: ROUND18, 19: ROUND19, 20: ROUND20, 21: ROUND21,
+    17: ROUND17, 18: ROUND18, 19: ROUND19, 20: ROUND20, 21: ROUND21, 22: ROUND22,
 }  # fmt: skip
 TOP = 30
 _QUALITY = Path(__file__).resolve().parent / "results" / "h200" / "quality"
@@ -551,6 +565,7 @@ SAMPLES = {
     19: _QUALITY / "model_only_new_shapes19_sample.json",
     20: _QUALITY / "model_only_new_shapes20_sample.json",
     21: _QUALITY / "model_only_new_shapes21_sample.json",
+    22: _QUALITY / "model_only_new_shapes22_sample.json",
 }
 RANDOM = 90
 
@@ -583,6 +598,9 @@ def sample(kernel: str, backend: str, dtype: str, dist: str | None, shape: tuple
     for c in ranked:
         if c.roles:
             why.setdefault(c.key, "+".join(c.roles))
+    for arch in ARCH_TOPS.get(tuple(shape), ()):  # another profile's top 30 (an H100's: h100)
+        for c in rank(spec, shape, dtype, extra=baselines(spec, shape, dtype), dist=dist, arch=arch)[:TOP]:
+            why.setdefault(c.key, f"{arch}_top30")
     if kernel == "histogram" and tuple(shape) in BY_PRIV:  # the model's first 10 of every privatisation
         for priv in sorted({c.params["PRIV"] for c in ranked}):
             for c in [c for c in ranked if c.params["PRIV"] == priv][:10]:
