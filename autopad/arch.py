@@ -28,6 +28,9 @@ class Arch:
     description: str
     # "measured", "measured (...)" (saying what was), "assumed equal to sm_90 until measured" or "unvalidated"
     status: str
+    # the NVIDIA compute capability (x10) the profile stands for, which says which instructions it has
+    # (model_rules: ldmatrix from 75, cp.async from 80, stmatrix from 90); 0 where it is none (AMD, what-if)
+    sm: int = 0
     warp_size: int = 32
     banks: int = 32
     bank_bytes: int = 4
@@ -89,6 +92,7 @@ _SM90 = Arch(
     name="sm_90",
     description="NVIDIA Hopper, H200 ceilings (an H100: h100); rules fitted to 558 ncu probes on an H200",
     status="measured",
+    sm=90,
 )
 
 # An H100 SXM is the H200's sm_90 chip (132 SMs, the same clocks, shared memory and bank rules: the H100
@@ -114,6 +118,7 @@ ARCHS: dict[str, Arch] = {
         name="sm_75",
         description="NVIDIA Turing",
         status="assumed equal to sm_90 until measured",
+        sm=75,
         smem_per_block=64 * 1024,
         smem_per_sm=64 * 1024,
         max_threads_per_sm=1024,
@@ -127,6 +132,7 @@ ARCHS: dict[str, Arch] = {
         name="sm_80",
         description="NVIDIA Ampere A100",
         status="assumed equal to sm_90 until measured",
+        sm=80,
         smem_per_block=163 * 1024,
         smem_per_sm=164 * 1024,
         sm_count=108,
@@ -138,6 +144,7 @@ ARCHS: dict[str, Arch] = {
         name="sm_89",
         description="NVIDIA Ada",
         status="assumed equal to sm_90 until measured",
+        sm=89,
         smem_per_block=99 * 1024,
         smem_per_sm=100 * 1024,
         max_threads_per_sm=1536,
@@ -188,8 +195,12 @@ def arch_names() -> list[str]:
 
 def arch_for_device(cc: str, name: str = "") -> str:
     """The profile to plan with on a CUDA device of compute capability ``cc`` ("90") named ``name``: ``h100``
-    for an H100, the ``sm_<cc>`` profile where there is one, else sm_90 (what tune() and autopad.ops use)."""
-    if cc == "90" and "H100" in name.upper():
+    for an H100 SXM, the ``sm_<cc>`` profile where there is one, else sm_90 (what tune() and autopad.ops
+    use)."""
+    up = name.upper()
+    # the profile's DRAM rate is an H100 SXM's (80GB HBM3): a PCIe card (114 SMs, ~2 TB/s) or an NVL one
+    # (~3.9 TB/s) is not it, and keeps the measured sm_90 until it is measured
+    if cc == "90" and "H100" in up and "PCIE" not in up and "NVL" not in up:
         return "h100"
     return f"sm_{cc}" if cc and f"sm_{cc}" in ARCHS else "sm_90"
 

@@ -57,7 +57,9 @@ def add_explain(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--block-y", type=int, default=8, help="thread rows of the transpose block (default 8)")
     p.add_argument("--instruction", type=int, default=0, help="which instruction to mark (default 0)")
     p.add_argument(
-        "--arch", default="sm_90", help="bank geometry: sm_90 (measured), sm_80, cdna3, ... (default sm_90)"
+        "--arch",
+        default="sm_90",
+        help="bank geometry: sm_90 (measured), h100, sm_80, cdna3, ... (default sm_90)",
     )
     p.add_argument("--png", metavar="FILE", help="also draw the map to this PNG (needs matplotlib)")
     p.add_argument("--overwrite", action="store_true", help="let --png replace a different existing file")

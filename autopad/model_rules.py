@@ -153,8 +153,9 @@ def _rule_cached(op: str, width: int, arch: Arch) -> _Rule:
         widths = ", ".join(map(str, allowed[:-1])) + (" or " if len(allowed) > 1 else "") + str(allowed[-1])
         raise ValueError(f"access_bytes: {what} {widths} bytes wide, got {width}")
     if family in _MIN_SM:
-        sm = re.fullmatch(r"sm_(\d+)", arch.name)
-        if arch.warp_size != 32 or (sm and int(sm.group(1)) < _MIN_SM[family]):
+        named = re.fullmatch(r"sm_(\d+)", arch.name)  # a custom profile says it by its name
+        sm = arch.sm or (int(named.group(1)) if named else 0)
+        if arch.warp_size != 32 or (sm and sm < _MIN_SM[family]):
             raise ValueError(
                 f"op: {op} is an NVIDIA sm_{_MIN_SM[family]}+ instruction; arch {arch.name} does not have it"
             )

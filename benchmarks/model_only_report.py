@@ -856,6 +856,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--csv", help="write the per-shape figures here")
     ap.add_argument("--trust", help="write the per-family trust JSON here")
     args = ap.parse_args(argv)
+    if args.other_arch is not None:
+        if not args.other:
+            ap.error("--other-arch: ranks the --other rows again; give --other ROWS too")
+        try:
+            get_arch(args.other_arch)
+        except ValueError as err:
+            ap.error(f"--other-arch: {err}")
     d = Path(args.dir)
     paths = {r: d / f"{r}_quality_rows.csv.gz" for r in RUNS}
     # an extra file is named by the device run that measured it (its folder: run8, run10, ...; a sub-folder

@@ -41,7 +41,8 @@ def test_the_h100_profile_is_sm_90_with_that_card_s_measured_dram_rate():
     "cc,name,want",
     [
         ("90", "NVIDIA H100 80GB HBM3", "h100"),
-        ("90", "NVIDIA H100 PCIe", "h100"),
+        ("90", "NVIDIA H100 PCIe", "sm_90"),  # 114 SMs and ~2 TB/s: not the profile's card
+        ("90", "NVIDIA H100 NVL", "sm_90"),
         ("90", "NVIDIA H200", "sm_90"),
         ("90", "", "sm_90"),
         ("80", "NVIDIA A100-SXM4-80GB", "sm_80"),
@@ -231,3 +232,13 @@ def test_matrix_rows_use_the_16_byte_phase_of_the_profile():
         assert (
             analyze([128 * (lane % 8) for lane in range(32)], 16, "ldmatrix.x4", name).phase_costs == (8,) * 4
         )
+
+
+def test_a_profile_s_instructions_follow_its_compute_capability_not_its_name():
+    # the h100 profile is sm_90 (stmatrix, cp.async); a profile named otherwise for an older part is not
+    assert (ARCHS["h100"].sm, ARCHS["sm_90"].sm, ARCHS["sm_80"].sm, ARCHS["cdna3"].sm) == (90, 90, 80, 0)
+    assert analyze(ROWS, 16, "stmatrix.x4", "h100").wavefronts == 4
+    older = Arch(name="a100-like", description="toy", status="unvalidated", sm=80)
+    with pytest.raises(ValueError, match="sm_90"):
+        analyze(ROWS, 16, "stmatrix.x4", older)
+    assert analyze(ROWS, 16, "cp.async", older).wavefronts == 4

@@ -87,6 +87,8 @@ def test_trust_only_for_model_only_and_never_failing(monkeypatch):
     res = result([cand(1)])
     # the profile the answer was ranked with is passed on (an h100 answer reads the H100 rows ranked so)
     assert report.trust_statement(res) == f"transpose cuda float32 as {res.arch}"
+    fake.statement = lambda kernel, backend, dtype: f"{kernel} alone"  # one taking no profile still speaks
+    assert report.trust_statement(res) == "transpose alone"
     fake.statement = lambda *a: 1 / 0
     assert report.trust_statement(result([cand(1)])) is None
 

@@ -531,3 +531,40 @@ def test_the_request_plans_with_the_device_s_profile_unless_told(cc, name, arch,
 
     req = Request.make(fake_kernel, SHAPE, "float32", arch=arch, gpu_cc=cc, gpu_name=name)
     assert req.arch == want
+
+
+def test_tune_and_the_cli_hand_the_device_s_name_to_the_request(monkeypatch):
+    # on an H100 SXM both plan with its profile: tune() passes the name device_info reads (stopped right
+    # after the request is made), and `autopad tune` builds its request the same way
+    import argparse
+    import importlib
+
+    import autopad.device
+    from autopad.cli_tune import _request
+    from autopad.request import Request
+
+    T = importlib.import_module("autopad.tune")  # the module (autopad.tune is also the function's name)
+    h100 = {"name": "NVIDIA H100 80GB HBM3", "cc": "90", "index": 0}
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def make(*a, **kw):
+        seen.update(kw)
+        raise Stop
+
+    monkeypatch.setattr(T, "device_info", lambda index=0: h100)
+    monkeypatch.setattr(T, "device_count", lambda: 1)
+    monkeypatch.setattr(Request, "make", make)
+    with pytest.raises(Stop):
+        T.tune(fake_kernel, SHAPE, "float32")
+    assert (seen["gpu_cc"], seen["gpu_name"]) == ("90", "NVIDIA H100 80GB HBM3")
+    monkeypatch.undo()
+    monkeypatch.setattr(autopad.device, "device_info", lambda index=0: h100)
+    monkeypatch.setattr(autopad.device, "device_count", lambda: 1)
+    args = argparse.Namespace(
+        shape=SHAPE, dtype="float32", backend="auto", top_k=4, device=0, no_cache=True, budget=None,
+        dist=None, arch=None, retune=False, refine=16,
+    )  # fmt: skip
+    assert _request(args, fake_kernel).arch == "h100"

@@ -132,7 +132,7 @@ def launch_info(
     spec: HistogramCuda, constants: dict[str, int], shape: tuple[int, ...], dtype: str = "int32"
 ) -> dict:
     """Blocks, threads, shared memory, tiles per block and passes of ``constants`` on ``shape``, and the
-    predictor's extra terms (``block_cycles``, ``issue_cycles``, ``extra_wavefronts``,
+    predictor's extra terms (``block_cycles``, ``issue_cycles``, ``wait_cycles``, ``extra_wavefronts``,
     ``dram_efficiency``)."""
     n, bins = int(shape[0]), int(shape[1])
     c = constants
