@@ -102,7 +102,9 @@ _SM90 = Arch(
 # H100 timed (2026-12-05..07, every family; quality/NOTES.md, forty-seventh session): model-only picks within
 # 10% of the best 157 -> 163, worst 1.254 -> 1.178, Spearman mean 0.880 -> 0.882 (min 0.64 -> 0.70; five
 # shapes moved under 0.8, by up to 0.07): the lane-replica histograms, which read at the DRAM
-# rate where the warp replicas count at the SMs', overtake them at about twice the input on this card
+# rate where the warp replicas count at the SMs', overtake them at about twice the input on this card.
+# Held out from it (round 22, H100 run 233: uint8 histograms of 75-140 million values drawn after it was
+# chosen): picks within 10% of the best 2 of 5 with sm_90, 5 of 5 with h100
 _H100 = replace(
     _SM90,
     name="h100",

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 import model_only_report as mor  # noqa: E402
 
 from autopad.arch import get_arch  # noqa: E402
@@ -65,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="h100", help="the card's own profile (default h100)")
     ap.add_argument("--against", default="sm_90", help="the profile it would replace (default sm_90)")
-    ap.add_argument("--rows", default=str(Path(__file__).resolve().parent / "results" / "h100"))
+    ap.add_argument("--rows", default=str(ROOT / "benchmarks" / "results" / "h100"))
     args = ap.parse_args(argv)
     for name in (args.profile, args.against):
         try:
