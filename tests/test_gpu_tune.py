@@ -21,6 +21,10 @@ def test_tune_transpose_measures_and_picks_a_correct_fast_layout():
     assert res.best.measured <= unpadded.measured_ms * 1.02
     again = autopad.tune("transpose", (4096, 4096), "float32", backend="cuda", top_k=3, progress=False)
     assert again.cache_hit and again.mode == res.mode and again.best.constants == res.best.constants
+    # planned with this card's profile: h100 on an H100 SXM, sm_90 on an H200 (autopad.arch.arch_for_device)
+    from autopad.arch import arch_for_device
+
+    assert res.arch == arch_for_device(res.device["cc"], res.device["name"]), (res.arch, res.device)
 
 
 def test_faulting_hanging_and_wrong_candidates_never_win_and_tuning_goes_on():
