@@ -14,6 +14,11 @@ import noise_ceiling as noise  # noqa: E402
 from autopad.validate import spearman  # noqa: E402
 
 
+def _card_row(run: str, family: str, shape: str, pick: float) -> dict:
+    """A scored row of a sample, as model_only_report.evaluate writes it."""
+    return {"run": run, "family": family, "shape": shape, "pick_over_best": pick, "spearman": 0.9}
+
+
 def test_median_se_matches_simulated_medians():
     # the standard error the IQR predicts for a median of 10 normal timings is what simulation shows
     rng = np.random.default_rng(1)
@@ -205,8 +210,7 @@ def test_the_reports_answer_is_the_one_tune_gives():
 def test_rows_a_fit_or_a_term_choice_saw_are_not_counted_as_held_out():
     import model_only_report as mor
 
-    def row(run, family, shape, pick):
-        return {"run": run, "family": family, "shape": shape, "pick_over_best": pick, "spearman": 0.9}
+    row = _card_row
 
     seen = sorted(mor.FITTED_ON)
     assert ("run149", "transpose [cuda] int8", "4100x8192") in mor.FITTED_ON  # the seam charge's shape
@@ -265,8 +269,7 @@ def test_the_shipped_trust_file_counts_no_row_a_fit_saw_as_held_out():
 def test_held_out_rows_of_another_card_are_kept_by_card_and_family_apart_from_the_h200_figures():
     import model_only_report as mor
 
-    def row(run, family, shape, pick):
-        return {"run": run, "family": family, "shape": shape, "pick_over_best": pick, "spearman": 0.9}
+    row = _card_row
 
     recorded = [row("run1", "histogram [cuda] int32", "67108864x256", 1.01)]
     other = [
@@ -300,8 +303,7 @@ def test_a_sampled_entry_counts_picks_slower_than_the_default_beyond_noise_only_
 def test_rows_ranked_with_a_card_s_profile_are_kept_apart_and_those_its_choice_saw_said_as_seen():
     import model_only_report as mor
 
-    def row(run, family, shape, pick):
-        return {"run": run, "family": family, "shape": shape, "pick_over_best": pick, "spearman": 0.9}
+    row = _card_row
 
     recorded = [row("run1", "histogram [cuda] int32", "67108864x256", 1.01)]
     other = [
