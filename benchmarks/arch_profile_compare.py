@@ -45,11 +45,16 @@ def compare(rows: Path, profile: str, against: str) -> tuple[list[str], dict[str
             x, y = mor.figures(s, mor.predicted(s, arch=a)), mor.figures(s, mor.predicted(s, arch=b))
             out[against].append(x)
             out[profile].append(y)
-            lines.append(
-                f"{key} | {s.family} | {s.shape} | {x['pick_over_best']:.3f} -> {y['pick_over_best']:.3f} | "
-                f"{x['spearman']:.4f} -> {y['spearman']:.4f}"
-            )
+            lines.append(_line(x, y))
     return lines, out
+
+
+def _line(x: dict, y: dict) -> str:
+    """One configuration-shape's figures under the two profiles (``figures`` rows of the same shape)."""
+    return (
+        f"{x['run']} | {x['family']} | {x['shape']} | "
+        f"{x['pick_over_best']:.3f} -> {y['pick_over_best']:.3f} | {x['spearman']:.4f} -> {y['spearman']:.4f}"
+    )
 
 
 def summary(figs: Sequence[dict]) -> str:
@@ -79,10 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(lines))
     for name in (args.against, args.profile):
         print(f"{name}: {summary(out[name])}")
-    crossed = [
-        ln for ln, x, y in zip([ln for ln in lines if " | " in ln], out[args.against], out[args.profile])
-        if (x["spearman"] >= 0.8) != (y["spearman"] >= 0.8)
-    ]  # fmt: skip
+    pairs = zip(out[args.against], out[args.profile])
+    crossed = [_line(x, y) for x, y in pairs if (x["spearman"] >= 0.8) != (y["spearman"] >= 0.8)]
     print(f"across the 0.8 bar ({len(crossed)}):")
     print("\n".join(crossed))
     return 0

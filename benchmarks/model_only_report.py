@@ -611,11 +611,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--csv", help="write the per-shape figures here")
     ap.add_argument("--trust", help="write the per-family trust JSON here")
     args = ap.parse_args(argv)
+    profile = None  # the --other-arch profile, checked once
     if args.other_arch is not None:
         if not args.other:
             ap.error("--other-arch: ranks the --other rows again; give --other ROWS too")
         try:
-            get_arch(args.other_arch)
+            profile = get_arch(args.other_arch)
         except ValueError as err:
             ap.error(f"--other-arch: {err}")
     d = Path(args.dir)
@@ -749,13 +750,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             + "\n"
             + family_table(other)
         )
-    other_arch = evaluate(other_shapes, k, get_arch(args.other_arch), args.proposed, layouts) if (
-        other and args.other_arch) else []  # fmt: skip
+    other_arch = evaluate(other_shapes, k, profile, args.proposed, layouts) if other and profile else []
     if other_arch:
         md.append(
             f"\n## Held out on another card ({args.other_gpu}), ranked with the {args.other_arch} profile\n\n"
             f"The same rows, ranked with ``--arch {args.other_arch}`` "
-            f"({get_arch(args.other_arch).description}); left out as above.\n\n"
+            f"({profile.description}); left out as above.\n\n"
             + table(other_arch)
             + "\n"
             + family_table(other_arch)
