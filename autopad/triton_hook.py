@@ -19,6 +19,11 @@ occupancy, bytes in flight, waves) as ``g``:
 What the model sees of a config: its integer keyword arguments and ``num_warps`` (as ``WARPS`` and
 ``num_warps``) and the launch's integer arguments (``M``, ``N``, ...): the layout, the pattern and the
 grid are expressed in those names. The estimate is in milliseconds; the autotuner only compares them.
+
+Which GPU profile the model plans with: ``arch=`` if given, else the profile of the card the launch's
+tensors live on, as ``tune()`` chooses it (``arch.arch_for_device``: ``h100`` on an H100 SXM, ``sm_90`` on
+an H200), read when the autotuner first asks (not when the decorator runs, so importing your module does
+not touch CUDA); ``sm_90`` where no CUDA device is seen.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .arch import get_arch
+from .arch import Arch, arch_for_device, get_arch
 from .bases import TileLayout
 from .predict import check_traffic, predict_batch
 from .spec import DTYPE_BYTES
@@ -60,6 +65,23 @@ def _dtype_name(meta: Mapping[str, Any], dtype: str | None) -> str:
     return "float32"
 
 
+def _launch_device(meta: Mapping[str, Any]) -> int:
+    """The CUDA device index of the launch's first CUDA tensor (0 if it has none)."""
+    for v in meta.values():
+        dev = getattr(v, "device", None)
+        if hasattr(v, "data_ptr") and getattr(dev, "type", None) == "cuda":
+            return int(dev.index or 0)
+    return 0
+
+
+def _device_arch(index: int) -> str:
+    """The profile tune() would plan with on CUDA device ``index`` (sm_90 where none is seen)."""
+    from .device import device_info
+
+    info = device_info(index)
+    return arch_for_device(info.get("cc", ""), info.get("name", "")) if info else "sm_90"
+
+
 def _tensor_bytes(meta: Mapping[str, Any]) -> int:
     total = 0
     for v in meta.values():
@@ -78,13 +100,25 @@ class ConfigModel:
         grid: Callable[[dict], Any],
         traffic: Callable[[dict], Mapping[str, float]] | None = None,
         dtype: str | None = None,
-        arch: str = "sm_90",
+        arch: str | Arch | None = None,
     ) -> None:
         if not callable(grid):
             raise ValueError("grid: give the launch grid as a function of the meta-parameters")
         self.layout, self.pattern, self.grid = layout, pattern, grid
-        self.traffic, self.dtype, self.arch = traffic, dtype, get_arch(arch)
+        self.traffic, self.dtype = traffic, dtype
+        # a named profile is checked now (a typo fails at decoration); None is read off the device later
+        self._fixed = get_arch(arch) if arch is not None else None
+        self._by_device: dict[int, Arch] = {}
         self._memo: dict[tuple, float] = {}
+
+    def arch_for(self, meta: Mapping[str, Any]) -> Arch:
+        """The profile this launch is planned with: the fixed one, else its device's (asked once each)."""
+        if self._fixed is not None:
+            return self._fixed
+        index = _launch_device(meta)
+        if index not in self._by_device:
+            self._by_device[index] = get_arch(_device_arch(index))
+        return self._by_device[index]
 
     def _layout(self, consts: dict[str, int], e: int) -> Any:
         if isinstance(self.layout, TileLayout):
@@ -98,7 +132,7 @@ class ConfigModel:
             lay, vec = self._layout(consts, e)
         except (ValueError, KeyError) as exc:
             return False, str(exc)
-        ok = lay.check(vec, self.arch.smem_per_block)
+        ok = lay.check(vec, self.arch_for(meta).smem_per_block)
         if not ok:
             return False, ok.reason
         if 32 * consts.get("num_warps", 4) > 1024:
@@ -110,7 +144,8 @@ class ConfigModel:
 
         consts = _ints(meta)
         dt = _dtype_name(meta, self.dtype)
-        key = (tuple(sorted(consts.items())), dt)
+        arch = self.arch_for(meta)
+        key = (tuple(sorted(consts.items())), dt, arch.name)
         if key in self._memo:
             return self._memo[key]
         e = DTYPE_BYTES[dt]
@@ -121,7 +156,7 @@ class ConfigModel:
             pat = self.pattern.instructions(consts, e, layout=lay)
         else:
             pat = self.pattern(consts, e, lay)
-        cost = score(tuple(pat), lay, self.arch) if len(pat) else None
+        cost = score(tuple(pat), lay, arch) if len(pat) else None
         g = self.grid(dict(meta))
         g = (g,) if isinstance(g, (int, np.integer)) else tuple(g)
         info = {
@@ -133,7 +168,7 @@ class ConfigModel:
         t = check_traffic(traffic, "traffic")
         wave = np.array([cost.wavefronts if cost else 0])
         ideal = np.array([cost.ideal if cost else 0])
-        ms = predict_batch([info], t, wave, ideal, self.arch)[0].seconds * 1e3
+        ms = predict_batch([info], t, wave, ideal, arch)[0].seconds * 1e3
         self._memo[key] = ms
         return ms
 
@@ -145,10 +180,11 @@ def prune_configs_by(
     top_k: int | float = 0.25,
     traffic: Callable[[dict], Mapping[str, float]] | None = None,
     dtype: str | None = None,
-    arch: str = "sm_90",
+    arch: str | Arch | None = None,
 ) -> dict[str, Any]:
     """The ``prune_configs_by`` dict for ``triton.autotune``: legality (early prune) and autopad's estimate
-    (perf model), keeping ``top_k`` configs (an int, or a fraction <= 1 of the configs) for benchmarking."""
+    (perf model), keeping ``top_k`` configs (an int, or a fraction <= 1 of the configs) for benchmarking.
+    ``arch``: the profile to plan with; None (the default) takes the launch device's, as ``tune()`` does."""
     if isinstance(top_k, bool) or not isinstance(top_k, (int, float)) or top_k <= 0:
         raise ValueError(f"top_k: an int >= 1 or a fraction in (0, 1], got {top_k!r}")
     model = ConfigModel(layout, pattern, grid, traffic, dtype, arch)

@@ -70,3 +70,62 @@ def test_bad_top_k_and_grid():
         _hook(top_k=0)
     with pytest.raises(ValueError, match="grid"):
         prune_configs_by(layout=autopad.tile("BM", "BN"), pattern=None, grid=None)
+
+
+class _FakeCuda:
+    """Enough of a CUDA tensor for the hook: a device, a pointer, a size."""
+
+    def __init__(self, index, n=1 << 26):
+        self.device = type("D", (), {"type": "cuda", "index": index})()
+        self.dtype, self._n = "torch.float32", n
+
+    def data_ptr(self):
+        return 0
+
+    def numel(self):
+        return self._n
+
+    def element_size(self):
+        return 4
+
+
+def _devices(monkeypatch, names):
+    import autopad.device
+
+    asked = []
+
+    def info(index=0):
+        asked.append(index)
+        return {"name": names[index], "cc": "90", "index": index} if index < len(names) else {}
+
+    monkeypatch.setattr(autopad.device, "device_info", info)
+    return asked
+
+
+def test_the_default_profile_is_the_launch_devices(monkeypatch):
+    from autopad.triton_hook import ConfigModel
+
+    asked = _devices(monkeypatch, ["NVIDIA H200", "NVIDIA H100 80GB HBM3"])
+    model = ConfigModel(autopad.tile("BM", "BN", pad="PAD"), _pattern, lambda m: (64, 64), dtype="float32")
+    cfg = {"BM": 32, "BN": 32, "PAD": 1, "num_warps": 4}
+    on_h200 = {"x": _FakeCuda(0), **ARGS, **cfg}
+    on_h100 = {"x": _FakeCuda(1), **ARGS, **cfg}
+    assert model.arch_for(on_h200).name == "sm_90" and model.arch_for(on_h100).name == "h100"
+    # a 256 MB read is DRAM-bound: the H100's slower memory makes the same config slower, memoised apart
+    t200, t100 = model.predict_ms(on_h200), model.predict_ms(on_h100)
+    assert t100 > 1.2 * t200
+    model.predict_ms(on_h100)
+    assert sorted(set(asked)) == [0, 1] and len(asked) == 2  # each device is asked once
+
+
+def test_a_named_profile_wins_and_no_device_means_sm_90(monkeypatch):
+    from autopad.triton_hook import ConfigModel
+
+    asked = _devices(monkeypatch, [])
+    lay = autopad.tile("BM", "BN", pad="PAD")
+    meta = {"x": _FakeCuda(0), **ARGS, "BM": 32, "BN": 32, "PAD": 1, "num_warps": 4}
+    assert ConfigModel(lay, _pattern, lambda m: (1,)).arch_for(meta).name == "sm_90"
+    assert ConfigModel(lay, _pattern, lambda m: (1,), arch="h100").arch_for(meta).name == "h100"
+    assert asked == [0]  # the named profile never asks the driver
+    with pytest.raises(ValueError, match="unknown architecture"):
+        _hook(arch="sm_99")  # a typo fails when the decorator runs, not at the first launch
