@@ -87,7 +87,7 @@ def test_triton_autotune_runs_with_the_hook():
     from autopad.arch import arch_for_device
     from autopad.triton_hook import ConfigModel
 
-    cc = "%d%d" % torch.cuda.get_device_capability(x.device)
+    cc = "".join(map(str, torch.cuda.get_device_capability(x.device)))
     want = arch_for_device(cc, torch.cuda.get_device_name(x.device))
     model = ConfigModel(autopad.tile("BM", "BN", pad="PAD"), th._pattern, lambda m: (1,))
     assert model.arch_for(meta).name == want
