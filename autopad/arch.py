@@ -104,13 +104,21 @@ _SM90 = Arch(
 # shapes moved under 0.8, by up to 0.07): the lane-replica histograms, which read at the DRAM
 # rate where the warp replicas count at the SMs', overtake them at about twice the input on this card.
 # Held out from it (round 22, H100 run 233: uint8 histograms of 75-140 million values drawn after it was
-# chosen): picks within 10% of the best 2 of 5 with sm_90, 5 of 5 with h100
+# chosen): picks within 10% of the best 2 of 5 with sm_90, 5 of 5 with h100.
+# Its arithmetic rates are its own too, measured as the H200's were (cuBLAS 8192^3, median of 20, H100 run
+# 234, benchmarks/results/h100/2026-12-08/run234/ceilings.json): fp32 (TF32 off) 51.3 TFLOP/s (the H200
+# 51), bf16 749 (the H200 687; fp16 741), tf32 388 (the sm_90 profile's 343 was half its bf16, assumed);
+# fp8 is the bf16 figure doubled, assumed. On the 177 H100 configuration-shapes: picks within 10% 168 and
+# Spearman as with the H200's rates; the tf32 1000^3 picks 1.088 / 1.073 -> 1.015 / 1.027, one bf16 pick
+# 1.019 -> 1.023 (benchmarks/results/cpu/arch_h100_compare_2026-12-08.txt)
 _H100 = replace(
     _SM90,
     name="h100",
-    description="NVIDIA H100 SXM (sm_90): the H200's rules and ceilings but its own DRAM rate",
-    status="measured (its DRAM rate; the other ceilings are the H200's)",
+    description="NVIDIA H100 SXM (sm_90): the H200's rules, its own DRAM and arithmetic rates",
+    status="measured (its DRAM and cuBLAS rates; the other ceilings are the H200's)",
     dram_bytes_per_s=2.982e12,
+    fp32_flops=51.3e12,
+    mma_flops=((1, 1498e12), (2, 749e12), (4, 388e12)),
 )
 
 ARCHS: dict[str, Arch] = {

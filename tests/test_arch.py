@@ -7,6 +7,8 @@ merging), not read off the model's output.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from autopad import ARCHS, Arch, analyze, get_arch
@@ -25,15 +27,26 @@ def test_profiles_exist_with_their_status():
         assert a.description
 
 
-def test_the_h100_profile_is_sm_90_with_that_card_s_measured_dram_rate():
+def test_the_h100_profile_is_sm_90_with_that_card_s_measured_rates():
+    import json
+
     h, ref = ARCHS["h100"], ARCHS["sm_90"]
     assert h.status.startswith("measured")
     # H100 run 232: a 1 GiB device-to-device copy, bytes read + written, as the H200's 4,224 GB/s was taken
     assert h.dram_bytes_per_s == pytest.approx(2.982e12)
     assert h.dram_bytes_per_s < ref.dram_bytes_per_s
+    # H100 run 234: cuBLAS 8192^3 as the H200's were taken; the profile states what that run measured
+    run234 = Path(__file__).resolve().parents[1] / "benchmarks/results/h100/2026-12-08/run234/ceilings.json"
+    got = json.loads(run234.read_text())
+    assert "H100" in got["gpu"]
+    assert h.fp32_flops == pytest.approx(got["fp32"]["TFLOPs"] * 1e12, rel=0.01)
+    assert h.mma_rate(2) == pytest.approx(got["bf16"]["TFLOPs"] * 1e12, rel=0.01)
+    assert h.mma_rate(4) == pytest.approx(got["tf32"]["TFLOPs"] * 1e12, rel=0.01)
+    assert h.mma_rate(1) == 2 * h.mma_rate(2)  # fp8: the datasheet ratio, unmeasured
     from dataclasses import fields
 
-    same = {f.name for f in fields(Arch)} - {"name", "description", "status", "dram_bytes_per_s"}
+    own = {"name", "description", "status", "dram_bytes_per_s", "fp32_flops", "mma_flops"}
+    same = {f.name for f in fields(Arch)} - own
     assert all(getattr(h, k) == getattr(ref, k) for k in same)
 
 
