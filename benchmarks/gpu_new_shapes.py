@@ -36,6 +36,7 @@ Each round's shapes, why it was drawn and where its committed sample lives are i
     python benchmarks/gpu_new_shapes.py --round 20 --out $OUT  # histograms held out from the line term
     python benchmarks/gpu_new_shapes.py --round 21 --out $OUT  # uint8 x 256: PRIV 1 against PRIV 0
     python benchmarks/gpu_new_shapes.py --round 22 --out $OUT  # uint8 held out from the h100 profile
+    python benchmarks/gpu_new_shapes.py --round 23 --out $OUT  # CUDA families held out from h100
     python benchmarks/gpu_new_shapes.py --round 16 --shape 3001x5003 --shape 7000001x128 --out $OUT
                                                                # some of a round's shapes again
 """
