@@ -27,16 +27,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import math
-import pickle
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +43,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's autopad and kernels, before any installed copy
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import noise_ceiling as noise  # noqa: E402
+from model_only_noise import (  # noqa: E402  (the noise ceiling and the repeat timings)
+    FINAL_REPS,
+    _final_rounds,
+    _rho,
+    noise_figures,
+    noise_md,
+    repeats,
+)
+from model_only_shapes import (  # noqa: E402  (the recorded shapes: the model's inputs, loaded and cached)
+    RUNS,
+    Shape,
+    _features,
+    _run_order,
+    extra_name,
+    load_shapes,
+    supersede,
+)
 from model_only_trust import (  # noqa: E402  (the trust file's entries and what is held out)
     CHOSEN_ON_EVERY,
     FITTED_ON,
@@ -66,12 +80,14 @@ from autopad.predict import CONSTANTS, Constants, predict_arrays  # noqa: E402
 from autopad.search_shortlist import launch_config, layout_key, prefer_plain  # noqa: E402
 
 DIR = Path(__file__).resolve().parent / "results" / "h200" / "quality"
-RUNS = ("run1", "run2")
-# what other scripts and the tests read from here, model_only_trust's names among them
+# what other scripts and the tests read from here, model_only_trust's, model_only_shapes' and
+# model_only_noise's names among them
 __all__ = [
-    "CHOSEN_ON_EVERY", "FITTED_ON", "INFORMED", "PROFILE_CHOSEN_BEFORE", "PROPOSED", "Shape", "_family_key",
-    "_sampled_entry", "_seen", "answer", "chosen_on", "evaluate", "extra_name", "figures", "fit",
-    "load_shapes", "main", "predicted", "profile_saw", "repeats", "summarise", "supersede", "trust_json",
+    "CHOSEN_ON_EVERY", "FINAL_REPS", "FITTED_ON", "INFORMED", "PROFILE_CHOSEN_BEFORE", "PROPOSED", "RUNS",
+    "Shape", "_family_key", "_features", "_final_rounds", "_rho", "_run_order", "_sampled_entry", "_seen",
+    "answer", "chosen_on", "evaluate", "extra_name", "figures", "fit", "load_rows", "load_shapes", "main",
+    "noise_figures", "noise_md", "predicted", "profile_saw", "repeats", "summarise", "supersede",
+    "trust_json",
 ]  # fmt: skip
 
 
@@ -108,164 +124,6 @@ PROPOSED: dict[tuple[str, str], Callable[[dict[str, int], tuple[int, ...], str],
 }
 
 
-# ---- the model's inputs per recorded shape (as search.rank computes them), cached --------------------
-
-
-@dataclass
-class Shape:
-    """One recorded configuration-shape: the model's inputs for every legal candidate, and what was
-    measured."""
-
-    run: str
-    kernel: str
-    backend: str
-    dtype: str
-    shape: str
-    keys: list[str]
-    consts: list[dict[str, int]]
-    layouts: list[Any]
-    wave: np.ndarray
-    ideal: np.ndarray
-    infos: list[dict[str, float]]
-    traffic: dict[str, float]
-    ms: np.ndarray  # nan where the candidate failed or was not measured
-    default: int | None  # index of the spec's DEFAULTS, if legal
-    iqr: np.ndarray | None = None  # the interquartile range of each measured median (spread_ms)
-
-    @property
-    def family(self) -> str:
-        return f"{self.kernel} [{self.backend}] {self.dtype}"
-
-    @property
-    def name(self) -> str:
-        return f"{self.kernel} [{self.backend}] {self.dtype} {self.shape}"
-
-
-def _features(
-    kernel: str, backend: str, dtype: str, shape: str, rows: list[dict[str, Any]], run: str
-) -> Shape:
-    from autopad.kernels_registry import builtin_spec
-    from autopad.search import (
-        _freeze,
-        _launch_infos,
-        _layout,
-        _traffic,
-        baselines,
-        check_legal,
-        enumerate_candidates,
-        score_candidates,
-    )
-
-    spec = builtin_spec(kernel, backend)
-    s = parse_shape(shape)
-    dist = "uniform" if getattr(spec, "DISTS", None) else None
-    seen = {_freeze(c): c for c in enumerate_candidates(spec, s, dtype)}
-    for c in baselines(spec, s, dtype):  # what rank(extra=baselines) adds
-        f = _freeze(c)
-        if f not in seen and check_legal(spec, dict(c), s, dtype):
-            seen[f] = dict(c)
-    # the study measured the space of its day: a constant added to the spec since then is held at its
-    # default, and the ranking covers the recorded candidates (the rest were never measured)
-    meas = {r["key"]: r for r in rows}
-    names = {kv.split("=")[0] for kv in rows[0]["key"].split(",")}
-    defaults = dict(spec.DEFAULTS)
-    keep: dict[str, dict[str, int]] = {}
-    for c in seen.values():
-        if all(v == defaults.get(k) for k, v in c.items() if k not in names):
-            key = ",".join(f"{k}={v}" for k, v in sorted(c.items()) if k in names)
-            if key in meas:
-                keep[key] = c
-    keys, consts = list(keep), list(keep.values())
-    layouts = [_layout(spec, c, dtype) for c in consts]
-    wave, ideal = score_candidates(spec, consts, layouts, dtype, dist, get_arch("sm_90"))
-    infos = _launch_infos(spec, consts, layouts, s, dtype)
-    ms = np.array([meas[k]["ms"] if meas[k]["correct"] and meas[k]["ms"] else np.nan for k in keys])
-    iqr = np.array([float(meas[k].get("spread_ms") or "nan") for k in keys])
-    iqr[np.isnan(ms)] = np.nan
-    dkey = ",".join(f"{k}={v}" for k, v in sorted(defaults.items()) if k in names)
-    default = keys.index(dkey) if dkey in keys else None
-    return Shape(run, kernel, backend, dtype, shape, keys, consts, layouts, wave, ideal, infos,
-                 _traffic(spec, s, dtype), ms, default, iqr)  # fmt: skip
-
-
-def load_shapes(paths: dict[str, Path], cache: Path | None = None) -> list[Shape]:
-    """Every configuration-shape of the given studies ({run name: rows.csv.gz}), model inputs computed
-    once per study file and cached (scoring the histograms' atomics takes most of a minute per shape)."""
-    got: dict[str, Any] = {}
-    if cache is not None and cache.is_file():
-        try:
-            with open(cache, "rb") as f:
-                got = pickle.load(f)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
-            got = {}
-    out = []
-    changed = False
-    for run, path in paths.items():
-        # the cached inputs depend on the study and on the code that computes them (the specs, the model)
-        code = sorted((str(f), f.stat().st_mtime) for d in (ROOT / "kernels", ROOT / "autopad")
-                      for f in d.rglob("*.py"))  # fmt: skip
-        code.append((__file__, Path(__file__).stat().st_mtime))
-        # a digest, not hash(): str hashes are salted per process, so a hash() stamp never matched again
-        stamp = (str(path), path.stat().st_mtime, hashlib.sha256(repr(code).encode()).hexdigest())
-        hit = got.get(run)
-        if isinstance(hit, dict) and hit.get("stamp") == stamp:
-            out += [Shape(**d) for d in hit["shapes"]]
-            continue
-        mine = []
-        for (kernel, backend, dtype, shape), rows in load_rows(path).items():
-            t0 = time.perf_counter()
-            mine.append(_features(kernel, backend, dtype, shape, rows, run))
-            print(f"  scored {run} {kernel} {dtype} {shape}: {len(rows)} rows, "
-                  f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
-        got[run] = {"stamp": stamp, "shapes": [dict(vars(s)) for s in mine]}
-        out += mine
-        changed = True
-    if cache is not None and changed:
-        with open(cache, "wb") as f:
-            pickle.dump(got, f)
-    return out
-
-
-def extra_name(path: Path) -> str:
-    """The run an extra rows file came from: its folder (run8), or its folder's folder and its own
-    (run20/round1) where the file sits in a sub-folder of a run."""
-    parent = path.resolve().parent
-    if parent.name.startswith("run") or not parent.parent.name.startswith("run"):
-        return parent.name
-    return f"{parent.parent.name}/{parent.name}"
-
-
-def _run_order(run: str) -> tuple[int, str]:
-    """A run name's place in time: its device run's number (run20/round1 -> 20), then the rest."""
-    digits = "".join(ch for ch in run.split("/")[0] if ch.isdigit())
-    return (int(digits) if digits else -1, run)
-
-
-def supersede(
-    shapes: list[Shape], apart: frozenset[str] = frozenset()
-) -> tuple[list[Shape], list[tuple[str, str, str, str]]]:
-    """Shapes of the new-shape files, a later run's configuration-shape replacing an earlier run's (a
-    sample re-measured, e.g. the SIMT GEMM's after the harness stopped timing host work, H200 run 20);
-    later by the device run's number, whatever the order of the files on the command line; the recorded
-    studies (RUNS) are never replaced, and the runs in ``apart`` (today's studies, ``--current``) replace
-    and are replaced only among themselves. Returns the kept shapes and (run, kernel, dtype, shape) of each
-    replaced one."""
-    last: dict[tuple, str] = {}
-
-    def key(s: Shape) -> tuple:
-        return (s.run in apart, s.kernel, s.backend, s.dtype, s.shape)
-
-    for s in sorted((s for s in shapes if s.run not in RUNS), key=lambda s: _run_order(s.run)):
-        last[key(s)] = s.run
-    kept, gone = [], []
-    for s in shapes:
-        if s.run in RUNS or last[key(s)] == s.run:
-            kept.append(s)
-        else:
-            gone.append((s.run, s.kernel, s.dtype, s.shape))
-    return kept, gone
-
-
 # ---- ranking and figures -------------------------------------------------------------------------------
 
 
@@ -291,20 +149,6 @@ def order(s: Shape, seconds: np.ndarray) -> list[int]:
     """The candidates in search.rank's order: (seconds, wavefronts per tile, footprint, key)."""
     foot = [int(i.get("smem_bytes", 0)) for i in s.infos]
     return sorted(range(len(seconds)), key=lambda i: (seconds[i], int(s.wave[i]), foot[i], s.keys[i]))
-
-
-def _rho(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman with average ranks for ties (vectorised; agrees with autopad.validate.spearman)."""
-
-    def ranks(v: np.ndarray) -> np.ndarray:
-        _, inv, cnt = np.unique(v, return_inverse=True, return_counts=True)
-        ends = np.cumsum(cnt)
-        return ((ends - cnt + 1 + ends) / 2.0)[inv.ravel()]
-
-    a, b = ranks(x), ranks(y)
-    a, b = a - a.mean(), b - b.mean()
-    den = math.sqrt(float((a * a).sum() * (b * b).sum()))
-    return float((a * b).sum() / den) if den else 0.0
 
 
 def answer(s: Shape, seconds: np.ndarray, rank: Sequence[int]) -> int:
@@ -441,115 +285,6 @@ def family_table(rows: Sequence[dict[str, Any]]) -> str:
             f"{s['spearman_min']:.2f} / {s['spearman_median']:.2f} |"
         )
     return head + "\n".join(out) + "\n"
-
-
-FINAL_REPS = 40  # the final round's timings per candidate (tuner_quality.py)
-
-
-def _final_rounds(d: Path) -> dict[tuple[str, str], dict[str, tuple[float, float]]]:
-    """The final rounds' re-timings: {(run, name): {key: (ms, iqr)}}."""
-    out: dict[tuple[str, str], dict[str, tuple[float, float]]] = defaultdict(dict)
-    for run in RUNS:
-        p = d / f"{run}_quality_final.csv"
-        if not p.is_file():
-            continue
-        with open(p, newline="") as f:
-            for r in csv.DictReader(f):
-                if r["correct"] == "1" and r["ms"]:
-                    name = f"{r['kernel']} [{r['backend']}] {r['dtype']} {r['shape']}"
-                    out[(run, name)][r["key"]] = (float(r["ms"]), float(r["spread_ms"] or "nan"))
-    return out
-
-
-def noise_figures(
-    shapes: Sequence[Shape], rows: Sequence[dict[str, Any]], inflate: float = 1.0
-) -> list[dict[str, Any]]:
-    """Per shape: the median relative IQR, the share of pairs within noise and the noise ceiling of
-    Spearman (``noise_ceiling``; also with the standard errors times ``inflate``), beside the model's
-    Spearman from ``rows`` (``figures``' answers)."""
-    got = {(x["run"], x["family"], x["shape"]): x for x in rows}
-    out = []
-    for s in shapes:
-        if s.iqr is None:
-            continue
-        se = noise.median_se(s.iqr)
-        x = got[(s.run, s.family, s.shape)]
-        out.append({
-            "run": s.run, "family": s.family, "shape": s.shape, "spearman": x["spearman"],
-            "rel_iqr": float(np.nanmedian(s.iqr / s.ms)),
-            "pairs_within_noise": noise.pairs_within_noise(s.ms, se),
-            "noise_ceiling": noise.ceiling(s.ms, se, _rho),
-            "noise_ceiling_inflated": noise.ceiling(s.ms, se * inflate, _rho),
-        })  # fmt: skip
-    return out
-
-
-def repeats(shapes: Sequence[Shape], d: Path, apart: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
-    """Every candidate measured twice: a shape recorded in two runs, and each final round against its
-    exhaustive pass. Two runs of which only one is in ``apart`` (today's studies, ``--current``, beside a
-    sample of another day) are not paired: they would count a day-to-day change as timing noise."""
-    out = []
-    by = defaultdict(list)
-    for s in shapes:
-        by[s.name].append(s)
-    for name, ss in by.items():
-        for a, b in zip(ss, ss[1:]):
-            if a.iqr is None or b.iqr is None or (a.run in apart) != (b.run in apart):
-                continue
-            at = {k: i for i, k in enumerate(a.keys)}
-            ib = [i for i, k in enumerate(b.keys) if k in at]
-            if len(ib) < 2:  # the space's constants changed between the runs: no candidate in common
-                continue
-            ia = [at[b.keys[i]] for i in ib]
-            r = noise.retest(a.ms[ia], a.iqr[ia], b.ms[ib], b.iqr[ib], noise.REPS, _rho)
-            out.append({"what": f"{name}: {a.run} against {b.run} (every candidate)", **r})
-    final = _final_rounds(d)
-    for s in shapes:
-        fin = final.get((s.run, s.name))
-        if not fin or s.iqr is None:
-            continue
-        idx = [i for i, k in enumerate(s.keys) if k in fin]
-        fm = np.array([fin[s.keys[i]][0] for i in idx])
-        fq = np.array([fin[s.keys[i]][1] for i in idx])
-        r = noise.retest(s.ms[idx], s.iqr[idx], fm, fq, FINAL_REPS, _rho)
-        out.append({"what": f"{s.run} {s.name}: final round against the exhaustive pass", **r})
-    return out
-
-
-def noise_md(
-    shapes: Sequence[Shape], rows: Sequence[dict[str, Any]], d: Path, apart: frozenset[str] = frozenset()
-) -> str:
-    """The report's noise section: repeats, the per-shape ceiling and a per-family summary."""
-    md = ["\n## Noise ceiling: how well the measurements agree with themselves\n\n", noise.__doc__.split(
-        "\n\n", 1)[1].strip() + "\n\n"]  # fmt: skip
-    rep = repeats(shapes, d, apart)
-    md.append(
-        "### Repeats\n\n| what | candidates | Spearman | log-ratio spread (robust sd) | the IQRs predict | "
-        "beyond 5% |\n| --- | ---: | ---: | ---: | ---: | ---: |\n"
-    )
-    md += [
-        f"| {r['what']} | {r['n']} | {r['spearman']:.3f} | {r['log_ratio_sd']:.4f} | "
-        f"{r['iqr_predicted_sd']:.4f} | {r['beyond_5pct']} |\n"
-        for r in rep
-    ]
-    k = noise.inflation(rep)
-    nf = noise_figures(shapes, rows, k)
-    md.append(f"\n### Per shape\n\nInflated: every standard error times {k:.2f}, the largest ratio of "
-              "observed to IQR-predicted spread of the repeats above.\n\n" + noise.table(nf))  # fmt: skip
-    fam: dict[str, list] = defaultdict(list)
-    for x in nf:
-        fam[x["family"]].append(x)
-    md.append(
-        "\n| family | noise ceiling min / median | inflated min / median | model Spearman min / median |\n"
-        "| --- | ---: | ---: | ---: |\n"
-    )
-    for name, xs in [*sorted(fam.items()), ("all", nf)]:
-        c = [x["noise_ceiling"] for x in xs]
-        ci = [x["noise_ceiling_inflated"] for x in xs]
-        r = [x["spearman"] for x in xs]
-        md.append(f"| {name} | {min(c):.3f} / {np.median(c):.3f} | {min(ci):.3f} / {np.median(ci):.3f} | "
-                  f"{min(r):.2f} / {np.median(r):.2f} |\n")  # fmt: skip
-    return "".join(md)
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
