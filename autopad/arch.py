@@ -108,9 +108,10 @@ _SM90 = Arch(
 # Its arithmetic rates are its own too, measured as the H200's were (cuBLAS 8192^3, median of 20, H100 run
 # 234, benchmarks/results/h100/2026-12-08/run234/ceilings.json): fp32 (TF32 off) 51.3 TFLOP/s (the H200
 # 51), bf16 749 (the H200 687; fp16 741), tf32 388 (the sm_90 profile's 343 was half its bf16, assumed);
-# fp8 is the bf16 figure doubled, assumed. On the 177 H100 configuration-shapes: picks within 10% 168 and
-# Spearman as with the H200's rates; the tf32 1000^3 picks 1.088 / 1.073 -> 1.015 / 1.027, one bf16 pick
-# 1.019 -> 1.023 (benchmarks/results/cpu/arch_h100_compare_2026-12-08.txt)
+# fp8 is the bf16 figure doubled, assumed. On the H100's 177 configuration-shapes, against the profile with
+# the H200's rates: picks within 10% 168 both, Spearman mean 0.883 both, the tf32 1000^3 picks 1.088 /
+# 1.073 -> 1.015 / 1.027, one bf16 pick 1.019 -> 1.023; against sm_90: within 10% 159 -> 168
+# (benchmarks/results/cpu/arch_h100_compare_2026-12-08.txt, quality/NOTES.md, forty-eighth session)
 _H100 = replace(
     _SM90,
     name="h100",
