@@ -3,8 +3,8 @@
 Every other module asks this one how many banks there are, how wide a bank is, how a warp's lanes are
 split into phases for an access width, and which machine ceilings (bandwidth, shared memory per block) to
 plan with. Only ``sm_90`` is measured (558 Nsight Compute probes on an H200, ../shared/hardware), and
-``h100``: the same chip with an H100's measured DRAM rate. The other profiles say plainly whether they are
-assumed or unvalidated, so nobody mistakes a guess for a measurement.
+``h100``: the same chip with an H100's measured DRAM and cuBLAS rates. The other profiles say plainly
+whether they are assumed or unvalidated, so nobody mistakes a guess for a measurement.
 
 Phase rule (sm_90, measured): a warp instruction is served in *phases* of consecutive lanes. One phase
 moves at most ``banks * bank_bytes`` = 128 bytes, so 1-, 2- and 4-byte accesses use one phase of 32 lanes,
@@ -108,10 +108,14 @@ _SM90 = Arch(
 # Its arithmetic rates are its own too, measured as the H200's were (cuBLAS 8192^3, median of 20, H100 run
 # 234, benchmarks/results/h100/2026-12-08/run234/ceilings.json): fp32 (TF32 off) 51.3 TFLOP/s (the H200
 # 51), bf16 749 (the H200 687; fp16 741), tf32 388 (the sm_90 profile's 343 was half its bf16, assumed);
-# fp8 is the bf16 figure doubled, assumed. On the H100's 177 configuration-shapes, against the profile with
-# the H200's rates: picks within 10% 168 both, Spearman mean 0.883 both, the tf32 1000^3 picks 1.088 /
-# 1.073 -> 1.015 / 1.027, one bf16 pick 1.019 -> 1.023; against sm_90: within 10% 159 -> 168
-# (benchmarks/results/cpu/arch_h100_compare_2026-12-08.txt, quality/NOTES.md, forty-eighth session)
+# fp8 is the bf16 figure doubled, assumed. Against the same profile with the H200's rates, on the H100's
+# rows (benchmarks/results/cpu/arch_h100_rates_2026-12-08.txt): picks within 10% and Spearman unchanged, the
+# tf32 1000^3 picks 1.088 / 1.073 -> 1.015 / 1.027, two bf16 picks 1.019 -> 1.023 (8192x1002x512) and 1.017
+# (1800x4096x999). Held out from the profile with them (round 23, H100 run 235: four transposes, two SIMT
+# GEMMs and an int32 histogram drawn after it): within 10% of the best in 7 of 7 with h100 and sm_90 alike
+# (the same picks, worst 1.089), Spearman min 0.811 (sm_90 0.777). On all 184 H100 shapes against sm_90:
+# within 10% 166 -> 175 (benchmarks/results/cpu/arch_h100_compare_2026-12-08.txt; quality/NOTES.md,
+# forty-eighth session)
 _H100 = replace(
     _SM90,
     name="h100",

@@ -23,7 +23,7 @@ grid are expressed in those names. The estimate is in milliseconds; the autotune
 Which GPU profile the model plans with: ``arch=`` if given, else the profile of the card the launch's
 tensors live on, as ``tune()`` chooses it (``arch.arch_for_device``: ``h100`` on an H100 SXM, ``sm_90`` on
 an H200), read when the autotuner first asks (not when the decorator runs, so importing your module does
-not touch CUDA); ``sm_90`` where no CUDA device is seen.
+not touch CUDA); ``sm_90`` where no CUDA device is seen (or with AUTOPAD_NO_BENCH=1, as for ``tune()``).
 """
 
 from __future__ import annotations
@@ -66,11 +66,17 @@ def _dtype_name(meta: Mapping[str, Any], dtype: str | None) -> str:
 
 
 def _launch_device(meta: Mapping[str, Any]) -> int:
-    """The CUDA device index of the launch's first CUDA tensor (0 if it has none)."""
+    """The CUDA device index of the launch's first CUDA tensor (0 if it has none). Only tensors are asked
+    (``data_ptr``), and an argument whose device cannot be read is passed over, never raised from."""
     for v in meta.values():
-        dev = getattr(v, "device", None)
-        if hasattr(v, "data_ptr") and getattr(dev, "type", None) == "cuda":
-            return int(dev.index or 0)
+        if not hasattr(v, "data_ptr"):
+            continue
+        try:
+            dev = v.device
+            if getattr(dev, "type", None) == "cuda":
+                return int(dev.index or 0)
+        except Exception:  # a tensor-like whose device property fails: not a CUDA tensor we can place
+            continue
     return 0
 
 
@@ -110,6 +116,11 @@ class ConfigModel:
         self._fixed = get_arch(arch) if arch is not None else None
         self._by_device: dict[int, Arch] = {}
         self._memo: dict[tuple, float] = {}
+
+    @property
+    def arch(self) -> Arch | None:
+        """The profile given as ``arch=`` (None: each launch's device's, ``arch_for``)."""
+        return self._fixed
 
     def arch_for(self, meta: Mapping[str, Any]) -> Arch:
         """The profile this launch is planned with: the fixed one, else its device's (asked once each)."""

@@ -23,7 +23,7 @@ or a term choice saw (``sampled_seen``, ``seen``; since 2026-12-07 every H200 sa
 Held-out shapes timed on another card (``other_gpus`` in the file, by card: an H100's rounds, scored with
 the same H200-fitted model, so a user of that card reads how the answer held up there) close the sentence of
 their family, whichever branch it takes; an answer ranked with that card's own profile (``arch="h100"``:
-the H100's DRAM rate) reads them ranked so (``other_gpus_by_arch``).
+the H100's DRAM and cuBLAS rates) reads them ranked so (``other_gpus_by_arch``).
 """
 
 from __future__ import annotations

@@ -4,12 +4,12 @@
     python benchmarks/arch_profile_compare.py --profile h100 --against sm_90 --rows benchmarks/results/h100
 
 What it is for: a card's own profile (``autopad/arch.py``: ``h100`` is sm_90 with an H100's measured DRAM
-rate) is worth shipping only if it ranks that card's measurements better than the profile it replaces
-there. For each configuration-shape of every ``*quality_rows*.csv.gz`` under ``--rows`` (scored with
+and cuBLAS rates) is worth shipping only if it ranks that card's measurements better than the profile it
+replaces there. For each configuration-shape of every ``*quality_rows*.csv.gz`` under ``--rows`` (scored with
 today's specs and constants, as ``model_only_report.py`` scores them), the model-only pick over the
 measured best and Spearman's rank correlation under each profile, then a summary: picks within 10% and 2%,
 geometric mean, worst, Spearman mean and min, and how many shapes sit under the 0.8 bar. Rows whose
-constants today's spec no longer has are skipped and named. CPU only; about 30 s for the H100's 172.
+constants today's spec no longer has are skipped and named. CPU only; about 30 s for the H100's 177.
 """
 
 from __future__ import annotations

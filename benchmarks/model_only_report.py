@@ -80,8 +80,8 @@ from autopad.predict import CONSTANTS, Constants, predict_arrays  # noqa: E402
 from autopad.search_shortlist import launch_config, layout_key, prefer_plain  # noqa: E402
 
 DIR = Path(__file__).resolve().parent / "results" / "h200" / "quality"
-# what other scripts and the tests read from here, model_only_trust's, model_only_shapes' and
-# model_only_noise's names among them
+# names re-exported from model_only_trust, model_only_shapes and model_only_noise, and the report's own that
+# other scripts use (the tests also read a few private helpers and module globals directly)
 __all__ = [
     "CHOSEN_ON_EVERY", "FINAL_REPS", "FITTED_ON", "INFORMED", "PROFILE_CHOSEN_BEFORE", "PROPOSED", "RUNS",
     "Shape", "_family_key", "_features", "_final_rounds", "_rho", "_run_order", "_sampled_entry", "_seen",
@@ -338,8 +338,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--other-gpu", default="NVIDIA H100", help="the card that measured the --other rows")
     ap.add_argument(
         "--other-arch",
-        help="also rank the --other rows with this profile of the model (h100: that card's DRAM rate): a "
-        "section of its own and, with --trust, 'other_gpus_by_arch'",
+        help="also rank the --other rows with this profile of the model (h100: that card's DRAM and cuBLAS "
+        "rates): a section of its own and, with --trust, 'other_gpus_by_arch'",
     )
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "autopad_model_only.pkl"))
     ap.add_argument("--md", help="write the Markdown report here")

@@ -30,3 +30,18 @@ def test_an_unknown_profile_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as err:
         apc.main(["--profile", "h1000", "--rows", str(ROUND22)])
     assert err.value.code == 2 and "arch: unknown architecture 'h1000'" in capsys.readouterr().err
+
+
+def test_round_23_held_out_across_the_cuda_families():
+    # H100 run 235: four transposes, two SIMT GEMMs and an int32 histogram drawn after the h100 profile took
+    # its cuBLAS rates: every answer within 10% of the best under either profile, none slower than the
+    # unpadded default; the h100 profile's rank correlation at least 0.8 on every shape
+    lines, out = apc.compare(ROOT / "benchmarks/results/h100/2026-12-08/run235", "h100", "sm_90")
+    assert len(out["h100"]) == 7 and {f["family"].split(" ")[0] for f in out["h100"]} == {
+        "transpose",
+        "matmul",
+        "histogram",
+    }
+    for figs in out.values():
+        assert all(f["pick_over_best"] <= 1.10 and f["pick_over_default"] < 1.0 for f in figs)
+    assert min(f["spearman"] for f in out["h100"]) >= 0.8

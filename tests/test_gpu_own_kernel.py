@@ -83,14 +83,24 @@ def test_triton_autotune_runs_with_the_hook():
     best = transpose.best_config
     assert best.kwargs["PAD"] != 0
     assert hook["perf_model"](**meta, **best.all_kwargs()) <= second * (1 + 1e-12)
-    # the hook planned with this card's profile, the one tune() takes (h100 on an H100 SXM, sm_90 on an H200)
+    # the hook planned with this card's profile, the one tune() takes (h100 on an H100 SXM, sm_90 on an H200):
+    # its estimates are those of a model given that profile by name
     from autopad.arch import arch_for_device
     from autopad.triton_hook import ConfigModel
 
     cc = "".join(map(str, torch.cuda.get_device_capability(x.device)))
     want = arch_for_device(cc, torch.cuda.get_device_name(x.device))
-    model = ConfigModel(autopad.tile("BM", "BN", pad="PAD"), th._pattern, lambda m: (1,))
-    assert model.arch_for(meta).name == want
+    named = ConfigModel(
+        autopad.tile("BM", "BN", pad="PAD"),
+        th._pattern,
+        lambda m: (triton.cdiv(m["M"], m["BM"]), triton.cdiv(m["N"], m["BN"])),
+        dtype="float32",
+        arch=want,
+    )
+    assert all(
+        hook["perf_model"](**meta, **c.all_kwargs()) == named.predict_ms({**meta, **c.all_kwargs()})
+        for c in th.CONFIGS
+    )
 
 
 def test_an_unguarded_script_tunes_and_exits(tmp_path):

@@ -127,5 +127,34 @@ def test_a_named_profile_wins_and_no_device_means_sm_90(monkeypatch):
     assert ConfigModel(lay, _pattern, lambda m: (1,)).arch_for(meta).name == "sm_90"
     assert ConfigModel(lay, _pattern, lambda m: (1,), arch="h100").arch_for(meta).name == "h100"
     assert asked == [0]  # the named profile never asks the driver
+    # a profile object (your own, say) is taken as it is
+    from dataclasses import replace
+
+    mine = replace(autopad.get_arch("sm_90"), name="mine", dram_bytes_per_s=1e12)
+    model = ConfigModel(lay, _pattern, lambda m: (64, 64), arch=mine)
+    assert model.arch is mine and model.arch_for(meta) is mine
+    assert model.predict_ms(meta) > ConfigModel(lay, _pattern, lambda m: (64, 64)).predict_ms(meta)
+
+
+def test_odd_arguments_never_break_the_device_lookup(monkeypatch):
+    from autopad.triton_hook import ConfigModel
+
+    asked = _devices(monkeypatch, ["NVIDIA H200"])
+
+    class Broken(_FakeCuda):  # a tensor-like whose device cannot be read
+        def __init__(self, index):
+            self.dtype, self._n = "torch.float32", 1 << 20
+
+        @property
+        def device(self):
+            raise RuntimeError("no device")
+
+    class NotATensor:  # has a .device but no data: not asked
+        device = type("D", (), {"type": "cuda", "index": "x"})()
+
+    meta = {"a": Broken(0), "b": NotATensor(), **ARGS, "BM": 32, "BN": 32, "PAD": 1, "num_warps": 4}
+    model = ConfigModel(autopad.tile("BM", "BN", pad="PAD"), _pattern, lambda m: (1,))
+    assert model.arch_for(meta).name == "sm_90" and asked == [0]
+    assert model.arch is None
     with pytest.raises(ValueError, match="unknown architecture"):
         _hook(arch="sm_99")  # a typo fails when the decorator runs, not at the first launch
