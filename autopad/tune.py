@@ -32,7 +32,7 @@ from types import ModuleType
 from typing import Any
 
 from .device import device_count, device_info, gpu_available
-from .request import Request, normalize_dtype, normalize_shape, resolve
+from .request import Request, device_index, normalize_dtype, normalize_shape, resolve
 from .results import Best, CandidateResult, LazyCandidates, Measurement, TuneResult
 from .search import Candidate, check_legal, rank
 from .search_shortlist import model_pick
@@ -110,7 +110,12 @@ def tune(
     .py) when the tune is done; a bad suffix is refused before any work.
     """
     started = time.perf_counter()
-    index_hint = device if isinstance(device, int) and not isinstance(device, bool) else 0
+    # the profile is the named device's, in any form Request accepts ("cuda:1", a torch.device, 1); a device
+    # it refuses is refused there, with its message, so the hint falls back to 0 only to get that far
+    try:
+        index_hint = device_index(device)
+    except ValueError:
+        index_hint = 0
     dev_light = device_info(index_hint) if benchmarker is None else {}
     req = Request.make(
         kernel,

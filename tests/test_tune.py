@@ -568,3 +568,35 @@ def test_tune_and_the_cli_hand_the_device_s_name_to_the_request(monkeypatch):
         dist=None, arch=None, retune=False, refine=16,
     )  # fmt: skip
     assert _request(args, fake_kernel).arch == "h100"
+
+
+@pytest.mark.parametrize("device", ["cuda:1", 1])
+def test_tune_plans_with_the_profile_of_the_device_it_is_given(monkeypatch, device):
+    # device 0 an H200, device 1 an H100: tune(device="cuda:1") (or 1) asks the driver about device 1 and
+    # hands its name on, so the request plans with h100 (stopped right after the request is made)
+    import importlib
+
+    from autopad.request import Request
+
+    T = importlib.import_module("autopad.tune")
+    cards = [{"name": "NVIDIA H200", "cc": "90", "index": 0}, {"name": "NVIDIA H100 80GB HBM3", "cc": "90"}]
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def make(*a, **kw):
+        seen.update(kw)
+        raise Stop
+
+    monkeypatch.setattr(T, "device_info", lambda index=0: cards[index])
+    monkeypatch.setattr(T, "device_count", lambda: 2)
+    monkeypatch.setattr(Request, "make", make)
+    with pytest.raises(Stop):
+        T.tune(fake_kernel, SHAPE, "float32", device=device)
+    assert seen["gpu_name"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_a_device_that_is_not_cuda_is_still_refused_with_its_message():
+    with pytest.raises(ValueError, match="is not a CUDA device"):
+        autopad.tune(fake_kernel, SHAPE, "float32", device="cpu")
