@@ -156,7 +156,10 @@ class ConfigModel:
         consts = _ints(meta)
         dt = _dtype_name(meta, self.dtype)
         arch = self.arch_for(meta)
-        key = (tuple(sorted(consts.items())), dt, arch.name)
+        # the tensors' bytes are the default traffic, so they key the memo too (a launch on larger tensors
+        # with the same integer arguments is another estimate)
+        tensor_bytes = _tensor_bytes(meta) if self.traffic is None else None
+        key = (tuple(sorted(consts.items())), dt, arch.name, tensor_bytes)
         if key in self._memo:
             return self._memo[key]
         e = DTYPE_BYTES[dt]
@@ -175,7 +178,7 @@ class ConfigModel:
             "threads": float(32 * consts.get("num_warps", 4)),
             "smem_bytes": float(getattr(lay, "footprint", 0)),
         }
-        traffic = self.traffic(dict(meta)) if self.traffic else {"bytes": _tensor_bytes(meta), "flops": 0}
+        traffic = self.traffic(dict(meta)) if self.traffic else {"bytes": tensor_bytes, "flops": 0}
         t = check_traffic(traffic, "traffic")
         wave = np.array([cost.wavefronts if cost else 0])
         ideal = np.array([cost.ideal if cost else 0])

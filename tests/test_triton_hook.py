@@ -158,3 +158,16 @@ def test_odd_arguments_never_break_the_device_lookup(monkeypatch):
     assert model.arch is None
     with pytest.raises(ValueError, match="unknown architecture"):
         _hook(arch="sm_99")  # a typo fails when the decorator runs, not at the first launch
+
+
+def test_the_estimate_follows_the_tensors_bytes(monkeypatch):
+    from autopad.triton_hook import ConfigModel
+
+    _devices(monkeypatch, ["NVIDIA H200"])
+    model = ConfigModel(autopad.tile("BM", "BN", pad="PAD"), _pattern, lambda m: (64, 64), dtype="float32")
+    cfg = {**ARGS, "BM": 32, "BN": 32, "PAD": 1, "num_warps": 4}
+    small, large = (
+        model.predict_ms({"x": _FakeCuda(0, 1 << 20), **cfg}),
+        model.predict_ms({"x": _FakeCuda(0, 1 << 28), **cfg}),
+    )
+    assert large > 10 * small  # the same integer arguments, 256x the bytes: not the memoised estimate
