@@ -533,32 +533,42 @@ def test_the_request_plans_with_the_device_s_profile_unless_told(cc, name, arch,
     assert req.arch == want
 
 
+class _Stop(Exception):
+    """Raised in place of Request.make, to stop tune() right after it has built the request's arguments."""
+
+
+def _tune_until_the_request(monkeypatch, cards, **kw):
+    """Run tune() on fake devices ``cards`` (device_info by index) until it makes its request; the
+    keyword arguments it made it with."""
+    import importlib
+
+    from autopad.request import Request
+
+    T = importlib.import_module("autopad.tune")  # the module (autopad.tune is also the function's name)
+    seen = {}
+
+    def make(*a, **kw):
+        seen.update(kw)
+        raise _Stop
+
+    monkeypatch.setattr(T, "device_info", lambda index=0: cards[index])
+    monkeypatch.setattr(T, "device_count", lambda: len(cards))
+    monkeypatch.setattr(Request, "make", make)
+    with pytest.raises(_Stop):
+        T.tune(fake_kernel, SHAPE, "float32", **kw)
+    return seen
+
+
 def test_tune_and_the_cli_hand_the_device_s_name_to_the_request(monkeypatch):
     # on an H100 SXM both plan with its profile: tune() passes the name device_info reads (stopped right
     # after the request is made), and `autopad tune` builds its request the same way
     import argparse
-    import importlib
 
     import autopad.device
     from autopad.cli_tune import _request
-    from autopad.request import Request
 
-    T = importlib.import_module("autopad.tune")  # the module (autopad.tune is also the function's name)
     h100 = {"name": "NVIDIA H100 80GB HBM3", "cc": "90", "index": 0}
-    seen = {}
-
-    class Stop(Exception):
-        pass
-
-    def make(*a, **kw):
-        seen.update(kw)
-        raise Stop
-
-    monkeypatch.setattr(T, "device_info", lambda index=0: h100)
-    monkeypatch.setattr(T, "device_count", lambda: 1)
-    monkeypatch.setattr(Request, "make", make)
-    with pytest.raises(Stop):
-        T.tune(fake_kernel, SHAPE, "float32")
+    seen = _tune_until_the_request(monkeypatch, [h100])
     assert (seen["gpu_cc"], seen["gpu_name"]) == ("90", "NVIDIA H100 80GB HBM3")
     monkeypatch.undo()
     monkeypatch.setattr(autopad.device, "device_info", lambda index=0: h100)
@@ -574,26 +584,8 @@ def test_tune_and_the_cli_hand_the_device_s_name_to_the_request(monkeypatch):
 def test_tune_plans_with_the_profile_of_the_device_it_is_given(monkeypatch, device):
     # device 0 an H200, device 1 an H100: tune(device="cuda:1") (or 1) asks the driver about device 1 and
     # hands its name on, so the request plans with h100 (stopped right after the request is made)
-    import importlib
-
-    from autopad.request import Request
-
-    T = importlib.import_module("autopad.tune")
     cards = [{"name": "NVIDIA H200", "cc": "90", "index": 0}, {"name": "NVIDIA H100 80GB HBM3", "cc": "90"}]
-    seen = {}
-
-    class Stop(Exception):
-        pass
-
-    def make(*a, **kw):
-        seen.update(kw)
-        raise Stop
-
-    monkeypatch.setattr(T, "device_info", lambda index=0: cards[index])
-    monkeypatch.setattr(T, "device_count", lambda: 2)
-    monkeypatch.setattr(Request, "make", make)
-    with pytest.raises(Stop):
-        T.tune(fake_kernel, SHAPE, "float32", device=device)
+    seen = _tune_until_the_request(monkeypatch, cards, device=device)
     assert seen["gpu_name"] == "NVIDIA H100 80GB HBM3"
 
 
