@@ -84,8 +84,8 @@ def _device_arch(index: int) -> str:
     """The profile tune() would plan with on CUDA device ``index`` (sm_90 where none is seen)."""
     from .device import device_info
 
-    info = device_info(index)
-    return arch_for_device(info.get("cc", ""), info.get("name", "")) if info else "sm_90"
+    info = device_info(index)  # {} without one: arch_for_device then says sm_90
+    return arch_for_device(info.get("cc", ""), info.get("name", ""))
 
 
 def _tensor_bytes(meta: Mapping[str, Any]) -> int:

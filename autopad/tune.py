@@ -116,7 +116,7 @@ def tune(
         index_hint = device_index(device)
     except ValueError:
         index_hint = 0
-    dev_light = device_info(index_hint) if benchmarker is None else {}
+    dev = device_info(index_hint) if benchmarker is None else {}
     req = Request.make(
         kernel,
         shape,
@@ -134,12 +134,11 @@ def tune(
         strategy,
         seed,
         export,
-        gpu_cc=dev_light.get("cc", ""),
+        gpu_cc=dev.get("cc", ""),
         device_count=device_count() if benchmarker is None else None,
-        gpu_name=dev_light.get("name", ""),
+        gpu_name=dev.get("name", ""),
     )
-    spec = req.spec
-    dev = device_info(req.device) if benchmarker is None else {}
+    spec = req.spec  # (req.device is index_hint: Request read the same device)
     # whether this machine could measure: a GPU the driver shows (torch is checked only when measuring)
     measuring = benchmarker is not None or bool(dev)
     store = None
