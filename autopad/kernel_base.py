@@ -72,6 +72,9 @@ def batch_columns(
 
 _NO_LAYOUT = Padded(1, 1, 4)  # a kernel with no tuned tile: nothing for the model to score
 _LEGAL = Legality(True)  # ``legal_preamble``'s answer when every check passes (asked per candidate)
+# the spec constants that may be given as functions: LAYOUT (constants, dtype) -> layout, PATTERN
+# (constants, dtype) -> instructions, GRID and BLOCK (constants, shape) -> dims
+_FUNCTION_CONSTANTS = ("LAYOUT", "PATTERN", "GRID", "BLOCK")
 
 
 class KernelBase:
@@ -98,6 +101,13 @@ class KernelBase:
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("NAME"):
             cls.NAME = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+        # a plain function given as one of these constants is a value, not a method: set on the class it
+        # would be bound and called with the spec as an extra first argument (a TypeError); one written
+        # as a method (its first parameter ``self``) stays one
+        for name in _FUNCTION_CONSTANTS:
+            v = cls.__dict__.get(name)
+            if inspect.isfunction(v) and next(iter(inspect.signature(v).parameters), None) != "self":
+                setattr(cls, name, staticmethod(v))
 
     # ---- what the author writes ----------------------------------------------------------------------
 
