@@ -101,3 +101,19 @@ def test_the_registered_operators_refuse_cpu_tensors_by_name(call, match):
     autopad.ops.register()
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_histogram_bins_beyond_int32_are_refused():
+    """The kernels take the bin count as a C int: 2**31 bins or more would wrap."""
+    assert plans.plan_histogram(9, 2**31 - 1, "int32").shape == (9, 2**31 - 1)
+    for bins in (2**31, 2**40):
+        with pytest.raises(ValueError, match="bins: .* at most 2147483647"):
+            plans.plan_histogram(9, bins, "int32")
+    with pytest.raises(ValueError, match="bins"):
+        plans.plan(plans.Item("histogram", (9, 2**31), "int32"))
+
+
+def test_histogram_plans_refuse_an_unknown_input_class():
+    with pytest.raises(ValueError, match="dist: 'Skewed' is not one of uniform, skewed, single, sorted"):
+        plans.plan_histogram(9, 4, "int32", "Skewed")
+    assert plans.plan_histogram(9, 4, "int32", "skewed", "float32").dist == "skewed"
