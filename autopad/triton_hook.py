@@ -96,6 +96,15 @@ def _tensor_bytes(meta: Mapping[str, Any]) -> int:
     return total
 
 
+class _AtLeastOne(float):
+    """A fractional ``top_k`` as Triton reads it: it benchmarks ``int(len(configs) * top_k)`` configs, and
+    that product is made at least 1 here, so that a fraction of a few configs (the default 0.25 of 3) keeps
+    the best-predicted one; it kept none, and the autotuner failed on an empty ``min()`` at the launch."""
+
+    def __rmul__(self, n: Any) -> float:
+        return max(float(self) * n, 1.0)
+
+
 class ConfigModel:
     """Legality and predicted time of one Triton config from its meta-parameters (see the module doc)."""
 
@@ -199,7 +208,9 @@ def prune_configs_by(
     """The ``prune_configs_by`` dict for ``triton.autotune``: legality (early prune) and autopad's estimate
     (perf model), keeping ``top_k`` configs (an int, or a fraction <= 1 of the configs) for benchmarking.
     ``arch``: the profile to plan with; None (the default) takes the launch device's, as ``tune()`` does."""
-    if isinstance(top_k, bool) or not isinstance(top_k, (int, float)) or top_k <= 0:
+    # Triton takes an int, or a float <= 1 as a fraction of the configs (a TypeError at launch otherwise)
+    bad = isinstance(top_k, bool) or not isinstance(top_k, (int, float)) or not top_k > 0
+    if bad or (isinstance(top_k, float) and not top_k <= 1):
         raise ValueError(f"top_k: an int >= 1 or a fraction in (0, 1], got {top_k!r}")
     model = ConfigModel(layout, pattern, grid, traffic, dtype, arch)
 
@@ -218,4 +229,5 @@ def prune_configs_by(
     def perf_model(**meta: Any) -> float:
         return model.predict_ms(meta)
 
-    return {"early_config_prune": early_config_prune, "perf_model": perf_model, "top_k": top_k}
+    keep = _AtLeastOne(top_k) if isinstance(top_k, float) else top_k
+    return {"early_config_prune": early_config_prune, "perf_model": perf_model, "top_k": keep}
