@@ -184,10 +184,33 @@ def _with(**kw):
     return prune_configs_by(**{**args, **kw})
 
 
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"dtype": "fp16"}, "dtype: 'fp16' is not one of"),  # was a KeyError at the first launch
+        ({"layout": None}, "layout: give an autopad.tile"),
+        ({"layout": "BM"}, "layout: give an autopad.tile"),
+        ({"pattern": "rows"}, "pattern: give an autopad.pattern.Pattern"),
+        ({"traffic": {"bytes": 1}}, "traffic: give a function"),
+    ],
+)
+def test_bad_hook_arguments_are_named_when_the_decorator_runs(kw, match):
+    """Each was an error from inside Triton's autotuner at the first launch (KeyError 'fp16', "'NoneType'
+    object is not callable", ...)."""
+    with pytest.raises(ValueError, match=match):
+        _with(**kw)
+
+
 def test_a_top_k_triton_cannot_take_is_named_when_the_decorator_runs():
     for top_k in (2.5, float("nan")):  # Triton takes a float only as a fraction <= 1: a TypeError at launch
         with pytest.raises(ValueError, match="top_k"):
             _with(top_k=top_k)
+
+
+def test_a_torch_dtype_is_taken_by_its_name():
+    torch = pytest.importorskip("torch")
+    cfg = {**ARGS, **CONFIGS[0].all_kwargs()}
+    assert _with(dtype=torch.float32)["perf_model"](**cfg) == _with()["perf_model"](**cfg)
 
 
 def test_a_fraction_of_a_few_configs_benchmarks_the_best_predicted_one():
@@ -207,3 +230,19 @@ def test_a_fraction_of_a_few_configs_benchmarks_the_best_predicted_one():
         assert len(pruned) == kept, (top_k, pruned)
         assert kept == len(configs) or pruned[0].kwargs["PAD"] == 1  # the best predicted first
     assert _with(top_k=0.25)["top_k"] == 0.25
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"pattern": lambda c, e, lay: None}, "pattern: returned None"),
+        ({"layout": lambda c: None}, "layout: returned None"),
+        ({"grid": lambda m: None}, "grid: returned None"),
+    ],
+)
+def test_user_functions_returning_nothing_are_named(kw, match):
+    """Was a TypeError or AttributeError from inside the model ("object of type 'NoneType' has no len()")."""
+    hook = _with(**kw)
+    with pytest.raises(ValueError, match=match):
+        hook["early_config_prune"](CONFIGS, ARGS)
+        hook["perf_model"](**ARGS, **CONFIGS[0].all_kwargs())
