@@ -72,6 +72,9 @@ def batch_columns(
 
 _NO_LAYOUT = Padded(1, 1, 4)  # a kernel with no tuned tile: nothing for the model to score
 _LEGAL = Legality(True)  # ``legal_preamble``'s answer when every check passes (asked per candidate)
+# the spec constants that may be given as functions: LAYOUT (constants, dtype) -> layout, PATTERN
+# (constants, dtype) -> instructions, GRID and BLOCK (constants, shape) -> dims
+_FUNCTION_CONSTANTS = ("LAYOUT", "PATTERN", "GRID", "BLOCK")
 
 
 class KernelBase:
@@ -98,6 +101,13 @@ class KernelBase:
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("NAME"):
             cls.NAME = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+        # a plain function given as one of these constants is a value, not a method: set on the class it
+        # would be bound and called with the spec as an extra first argument (a TypeError); one written
+        # as a method (its first parameter ``self``) stays one
+        for name in _FUNCTION_CONSTANTS:
+            v = cls.__dict__.get(name)
+            if inspect.isfunction(v) and next(iter(inspect.signature(v).parameters), None) != "self":
+                setattr(cls, name, staticmethod(v))
 
     # ---- what the author writes ----------------------------------------------------------------------
 
@@ -401,6 +411,9 @@ class KernelBase:
             r = torch.as_tensor(r, device=o.device)
             if tuple(o.shape) != tuple(r.shape):
                 return False, f"output {i}: shape {tuple(o.shape)}, reference {tuple(r.shape)}"
+            tol = self._tolerance(o.dtype)
+            if o.is_complex() or r.is_complex():  # .long() / .double() would drop the imaginary parts
+                o, r = torch.view_as_real(o.to(torch.complex128)), torch.view_as_real(r.to(torch.complex128))
             if not (o.is_floating_point() or r.is_floating_point()):
                 bad = int((o.long() != r.long()).sum().item())
                 if bad:
@@ -408,11 +421,18 @@ class KernelBase:
                 notes.append("exact")
                 continue
             od, rd = o.double(), r.double()
-            if not torch.isfinite(od[torch.isfinite(rd)]).all():
+            finite = torch.isfinite(rd)
+            # where the reference is NaN or infinite the output must be the same; the error below is taken
+            # over the finite entries alone (one NaN in it made the error NaN, and NaN > tol passed anything)
+            same = (od == rd) | (torch.isnan(od) & torch.isnan(rd))
+            bad = int((~finite & ~same).sum().item())
+            if bad:
+                return False, f"output {i}: {bad} elements differ where the reference is NaN or infinite"
+            od, rd = od[finite], rd[finite]
+            if not torch.isfinite(od).all():
                 return False, f"output {i}: non-finite values where the reference is finite (unwritten?)"
-            tol = self._tolerance(o.dtype)
             err = float(torch.linalg.vector_norm(od - rd) / max(float(torch.linalg.vector_norm(rd)), 1e-300))
-            if err > tol:
+            if not err <= tol:  # (written so that a NaN error fails)
                 return False, f"output {i}: relative error {err:.2e} > tolerance {tol:.0e}"
             notes.append(f"rel err {err:.1e}")
         return True, ", ".join(notes)

@@ -159,10 +159,40 @@ def _check_static(impl: Any) -> None:
             )
     for attr in ("PATTERN_KEYS", "LAYOUT_KEYS", "LAYOUT_READS", "FAMILY_KEYS"):
         keys = getattr(impl, attr, None)
+        if isinstance(keys, str):  # (iterating it would name its letters)
+            raise SpecError(
+                f"{attr}: give a tuple of constant names such as ({keys!r},), got the string {keys!r}"
+            )
         if keys is not None:
             unknown = [k for k in keys if k not in space]
-            if isinstance(keys, str) or unknown:
-                raise SpecError(f"{attr}: {keys!r} names constants not in SPACE ({unknown or keys})")
+            if unknown:
+                raise SpecError(f"{attr}: {keys!r} names constants not in SPACE ({unknown})")
+    # optional fields read later (the space's pruning, the measured outputs' check): a string of
+    # restrictions was iterated character by character, a tolerance of the wrong type silently replaced
+    restrictions = getattr(impl, "RESTRICTIONS", None)
+    if restrictions is not None and (
+        isinstance(restrictions, (str, bytes))
+        or callable(restrictions)
+        or not hasattr(restrictions, "__iter__")
+    ):
+        raise SpecError(
+            f"RESTRICTIONS: give a tuple of expressions or functions, such as ('ROWS <= TILE',), "
+            f"got {restrictions!r}"
+        )
+    tol = getattr(impl, "TOLERANCE", None)
+    if tol is not None and not (
+        _tolerance(tol) or (isinstance(tol, Mapping) and all(_tolerance(v) for v in tol.values()))
+    ):
+        raise SpecError(
+            f"TOLERANCE: a number, or a dict of dtype name -> number (a relative error >= 0), got {tol!r}"
+        )
+
+
+def _tolerance(v: Any) -> bool:
+    """Whether ``v`` is a relative error the outputs' check can use: a finite number >= 0."""
+    return (
+        isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and 0 <= v < np.inf
+    )
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,15 @@ def _tensor_bytes(meta: Mapping[str, Any]) -> int:
     return total
 
 
+class _AtLeastOne(float):
+    """A fractional ``top_k`` as Triton reads it: it benchmarks ``int(len(configs) * top_k)`` configs, and
+    that product is made at least 1 here, so that a fraction of a few configs (the default 0.25 of 3) keeps
+    the best-predicted one; it kept none, and the autotuner failed on an empty ``min()`` at the launch."""
+
+    def __rmul__(self, n: Any) -> float:
+        return max(float(self) * n, 1.0)
+
+
 class ConfigModel:
     """Legality and predicted time of one Triton config from its meta-parameters (see the module doc)."""
 
@@ -108,8 +117,30 @@ class ConfigModel:
         dtype: str | None = None,
         arch: str | Arch | None = None,
     ) -> None:
+        # what is wrong with an argument is said now, when the decorator runs, not from inside Triton's
+        # autotuner at the first launch (a KeyError for dtype="fp16", "'str' object is not callable")
         if not callable(grid):
             raise ValueError("grid: give the launch grid as a function of the meta-parameters")
+        if not (isinstance(layout, TileLayout) or callable(layout)):
+            raise ValueError(
+                f"layout: give an autopad.tile(...) or a function of the config's integers returning a "
+                f"layout, got {layout!r}"
+            )
+        if not (pattern is None or hasattr(pattern, "instructions") or callable(pattern)):
+            raise ValueError(
+                f"pattern: give an autopad.pattern.Pattern, a function (constants, elem_bytes, layout) -> "
+                f"instructions, or None, got {pattern!r}"
+            )
+        if traffic is not None and not callable(traffic):
+            raise ValueError(
+                f"traffic: give a function of the meta-parameters returning {{'bytes': ...}}, got {traffic!r}"
+            )
+        if dtype is not None and not isinstance(dtype, str):  # a torch.dtype: by its name
+            dtype = str(dtype).replace("torch.", "")
+        if dtype is not None and dtype not in DTYPE_BYTES:
+            raise ValueError(
+                f"dtype: {dtype!r} is not one of {', '.join(DTYPE_BYTES)} (or None: the tensors')"
+            )
         self.layout, self.pattern, self.grid = layout, pattern, grid
         self.traffic, self.dtype = traffic, dtype
         # a named profile is checked now (a typo fails at decoration); None is read off the device later
@@ -134,7 +165,10 @@ class ConfigModel:
     def _layout(self, consts: dict[str, int], e: int) -> Any:
         if isinstance(self.layout, TileLayout):
             return self.layout.make(consts, e), self.layout.vec_of(consts, e)
-        return self.layout(consts), 1
+        lay = self.layout(consts)
+        if not callable(getattr(lay, "check", None)):
+            raise ValueError(f"layout: returned {lay!r} for {consts}; return an autopad.layouts layout")
+        return lay, 1
 
     def legal(self, meta: Mapping[str, Any]) -> tuple[bool, str]:
         consts = _ints(meta)
@@ -170,8 +204,12 @@ class ConfigModel:
             pat = self.pattern.instructions(consts, e, layout=lay)
         else:
             pat = self.pattern(consts, e, lay)
+            if pat is None or isinstance(pat, (str, bytes)) or not hasattr(pat, "__len__"):
+                raise ValueError(f"pattern: returned {pat!r} for {consts}; return a list of instructions")
         cost = score(tuple(pat), lay, arch) if len(pat) else None
         g = self.grid(dict(meta))
+        if g is None or isinstance(g, (str, bytes)):
+            raise ValueError(f"grid: returned {g!r}; return the launch grid, an int or a tuple of ints")
         g = (g,) if isinstance(g, (int, np.integer)) else tuple(g)
         info = {
             "blocks": float(max(1, int(np.prod([int(x) for x in g])))),
@@ -199,7 +237,9 @@ def prune_configs_by(
     """The ``prune_configs_by`` dict for ``triton.autotune``: legality (early prune) and autopad's estimate
     (perf model), keeping ``top_k`` configs (an int, or a fraction <= 1 of the configs) for benchmarking.
     ``arch``: the profile to plan with; None (the default) takes the launch device's, as ``tune()`` does."""
-    if isinstance(top_k, bool) or not isinstance(top_k, (int, float)) or top_k <= 0:
+    # Triton takes an int, or a float <= 1 as a fraction of the configs (a TypeError at launch otherwise)
+    bad = isinstance(top_k, bool) or not isinstance(top_k, (int, float)) or not top_k > 0
+    if bad or (isinstance(top_k, float) and not top_k <= 1):
         raise ValueError(f"top_k: an int >= 1 or a fraction in (0, 1], got {top_k!r}")
     model = ConfigModel(layout, pattern, grid, traffic, dtype, arch)
 
@@ -218,4 +258,5 @@ def prune_configs_by(
     def perf_model(**meta: Any) -> float:
         return model.predict_ms(meta)
 
-    return {"early_config_prune": early_config_prune, "perf_model": perf_model, "top_k": top_k}
+    keep = _AtLeastOne(top_k) if isinstance(top_k, float) else top_k
+    return {"early_config_prune": early_config_prune, "perf_model": perf_model, "top_k": keep}

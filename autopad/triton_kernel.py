@@ -56,8 +56,15 @@ class TritonKernel(KernelBase):
         if not isinstance(self.LAYOUT, TileLayout):
             raise SpecError("SMEM_ACCESSES: the shared tile must be an autopad.tile(...) LAYOUT")
         shape = (self.LAYOUT.rows, self.LAYOUT.cols)
+        entries = self.SMEM_ACCESSES
+        # (a string, or one pair not inside a tuple, was unpacked letter by letter: "too many values")
+        if isinstance(entries, str) or not all(isinstance(e, (tuple, list)) and len(e) == 2 for e in entries):
+            raise SpecError(
+                f"SMEM_ACCESSES: give a tuple of (op, layout name) pairs such as (('store', 'IN'), "
+                f"('load', 'OUT')), got {entries!r}"
+            )
         accesses = []
-        for op, name in self.SMEM_ACCESSES:
+        for op, name in entries:
             if op not in ("store", "load") or name not in self.REGISTER_LAYOUTS:
                 raise SpecError(
                     f"SMEM_ACCESSES: ({op!r}, {name!r}) must be ('store' | 'load', one of "

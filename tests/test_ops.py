@@ -82,3 +82,38 @@ def test_tune_modes_and_reuse_tolerance_are_public():
     assert autopad.ops.TUNE_MODES == ("first-use", "always", "never", "offline")
     assert 0 < autopad.ops.REUSE_TOLERANCE <= 0.05
     assert autopad.ops.decisions() == [] or isinstance(autopad.ops.decisions(), list)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: torch.ops.autopad.transpose(torch.ones(4, 4)), "x: autopad.ops runs on CUDA tensors"),
+        (
+            lambda: torch.ops.autopad.histogram(torch.ones(4, dtype=torch.int32), 8),
+            "x: autopad.ops runs on CUDA tensors",
+        ),
+        (lambda: torch.ops.autopad.matmul(torch.ones(2, 3), torch.ones(3, 2)), "a: autopad.ops runs on CUDA"),
+    ],
+)
+def test_the_registered_operators_refuse_cpu_tensors_by_name(call, match):
+    """``torch.ops.autopad.*`` (README: "These are PyTorch operators"), and so a compiled graph, on CPU
+    tensors: the public function's ValueError, not the dispatcher's NotImplementedError."""
+    autopad.ops.register()
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_histogram_bins_beyond_int32_are_refused():
+    """The kernels take the bin count as a C int: 2**31 bins or more would wrap."""
+    assert plans.plan_histogram(9, 2**31 - 1, "int32").shape == (9, 2**31 - 1)
+    for bins in (2**31, 2**40):
+        with pytest.raises(ValueError, match="bins: .* at most 2147483647"):
+            plans.plan_histogram(9, bins, "int32")
+    with pytest.raises(ValueError, match="bins"):
+        plans.plan(plans.Item("histogram", (9, 2**31), "int32"))
+
+
+def test_histogram_plans_refuse_an_unknown_input_class():
+    with pytest.raises(ValueError, match="dist: 'Skewed' is not one of uniform, skewed, single, sorted"):
+        plans.plan_histogram(9, 4, "int32", "Skewed")
+    assert plans.plan_histogram(9, 4, "int32", "skewed", "float32").dist == "skewed"

@@ -167,6 +167,22 @@ def test_bad_mode_is_named(monkeypatch):
         policy.tune_mode()
 
 
+def test_an_unknown_input_class_is_refused_in_every_mode(monkeypatch, tmp_path):
+    """A misspelt ``dist`` ran the model's pick under never / offline (and was written to
+    AUTOPAD_UNTUNED_FILE, which pretune then refused) where first-use's tune refused it."""
+    spec = builtin_spec("histogram", "cuda")
+    log = tmp_path / "untuned.txt"
+    monkeypatch.setenv("AUTOPAD_UNTUNED_FILE", str(log))
+    for mode in policy.TUNE_MODES:
+        with pytest.raises(ValueError, match=r"dist: 'zipf' is not one of uniform, skewed, single, sorted"):
+            policy.decide(spec, (100_000, 256), "int32", "zipf", mode=mode)
+    assert not log.exists() and not [u for u in policy.untuned() if u[3] == "zipf"]
+    assert policy.normalize_dist(spec, None) == "uniform"
+    assert policy.normalize_dist(spec, "sorted") == "sorted"
+    with pytest.raises(ValueError, match="dist: transpose takes no input class"):
+        policy.normalize_dist(builtin_spec("transpose", "cuda"), "uniform")
+
+
 # ---- the built-in specs, on picks recorded on the H200 (tune.csv, 2026-11-29) ------------------------------
 
 T16_16384 = {

@@ -171,3 +171,78 @@ def test_the_estimate_follows_the_tensors_bytes(monkeypatch):
         model.predict_ms({"x": _FakeCuda(0, 1 << 28), **cfg}),
     )
     assert large > 10 * small  # the same integer arguments, 256x the bytes: not the memoised estimate
+
+
+def _with(**kw):
+    """``_hook`` with any of its arguments replaced."""
+    args = {
+        "layout": autopad.tile("BM", "BN", pad="PAD"),
+        "pattern": _pattern,
+        "grid": lambda meta: (triton.cdiv(meta["M"], meta["BM"]), triton.cdiv(meta["N"], meta["BN"])),
+        "dtype": "float32",
+    }
+    return prune_configs_by(**{**args, **kw})
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"dtype": "fp16"}, "dtype: 'fp16' is not one of"),  # was a KeyError at the first launch
+        ({"layout": None}, "layout: give an autopad.tile"),
+        ({"layout": "BM"}, "layout: give an autopad.tile"),
+        ({"pattern": "rows"}, "pattern: give an autopad.pattern.Pattern"),
+        ({"traffic": {"bytes": 1}}, "traffic: give a function"),
+    ],
+)
+def test_bad_hook_arguments_are_named_when_the_decorator_runs(kw, match):
+    """Each was an error from inside Triton's autotuner at the first launch (KeyError 'fp16', "'NoneType'
+    object is not callable", ...)."""
+    with pytest.raises(ValueError, match=match):
+        _with(**kw)
+
+
+def test_a_top_k_triton_cannot_take_is_named_when_the_decorator_runs():
+    for top_k in (2.5, float("nan")):  # Triton takes a float only as a fraction <= 1: a TypeError at launch
+        with pytest.raises(ValueError, match="top_k"):
+            _with(top_k=top_k)
+
+
+def test_a_torch_dtype_is_taken_by_its_name():
+    torch = pytest.importorskip("torch")
+    cfg = {**ARGS, **CONFIGS[0].all_kwargs()}
+    assert _with(dtype=torch.float32)["perf_model"](**cfg) == _with()["perf_model"](**cfg)
+
+
+def test_a_fraction_of_a_few_configs_benchmarks_the_best_predicted_one():
+    """Triton benchmarks int(len(configs) * top_k) configs: none for 0.25 (the default) of 3, and its
+    autotuner then failed on an empty min() at the launch."""
+    import triton.language as tl
+
+    @triton.jit
+    def kernel(x, M, N, BM: tl.constexpr, BN: tl.constexpr, PAD: tl.constexpr):
+        pass
+
+    three = [triton.Config({"BM": 32, "BN": 32, "PAD": p}, num_warps=4) for p in (0, 1, 2)]
+    for configs, top_k, kept in ((three, 0.25, 1), (CONFIGS, 0.1, 1), (CONFIGS, 0.5, 3), (CONFIGS, 1.0, 6)):
+        tuner = triton.autotune(configs=configs, key=["M", "N"], prune_configs_by=_with(top_k=top_k))(kernel)
+        tuner.nargs = {"x": None, **ARGS}
+        pruned = tuner.prune_configs({})
+        assert len(pruned) == kept, (top_k, pruned)
+        assert kept == len(configs) or pruned[0].kwargs["PAD"] == 1  # the best predicted first
+    assert _with(top_k=0.25)["top_k"] == 0.25
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"pattern": lambda c, e, lay: None}, "pattern: returned None"),
+        ({"layout": lambda c: None}, "layout: returned None"),
+        ({"grid": lambda m: None}, "grid: returned None"),
+    ],
+)
+def test_user_functions_returning_nothing_are_named(kw, match):
+    """Was a TypeError or AttributeError from inside the model ("object of type 'NoneType' has no len()")."""
+    hook = _with(**kw)
+    with pytest.raises(ValueError, match=match):
+        hook["early_config_prune"](CONFIGS, ARGS)
+        hook["perf_model"](**ARGS, **CONFIGS[0].all_kwargs())

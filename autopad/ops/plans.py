@@ -187,6 +187,8 @@ def plan_histogram(
         raise ValueError(f"x: histogram counts integer values ({', '.join(INTEGER)}), got {dtype}")
     if n > INT32_MAX:
         raise ValueError(f"x: {n} values; the kernels count in int32, so at most {INT32_MAX} per call")
+    if bins > INT32_MAX:  # the kernels take the bin count as a C int: more would wrap
+        raise ValueError(f"bins: {bins}; the kernels index bins in int32, so at most {INT32_MAX}")
     if weights is not None:
         if weights not in WEIGHT_DTYPES:
             raise ValueError(f"weights: {weights} is not a number type ({', '.join(WEIGHT_DTYPES)})")

@@ -77,10 +77,17 @@ def tune_mode() -> str:
 
 
 def normalize_dist(spec: KernelSpec, dist: str | None) -> str | None:
-    """The input class as ``tune`` keys it: the spec's first class by default, None for a spec without."""
+    """The input class as ``tune`` keys it: the spec's first class by default, None for a spec without.
+    A class the spec does not name is a ValueError, as in ``tune`` (``Request``): under
+    ``AUTOPAD_TUNE=never`` / ``offline`` nothing else would refuse it, and a misspelt class would run (and
+    be listed for ``pretune``, which refuses it) where the default mode's tune refuses it."""
     dists = getattr(spec, "DISTS", None)
     if not dists:
+        if dist:
+            raise ValueError(f"dist: {spec.NAME} takes no input class, got {dist!r}")
         return None
+    if dist and dist not in dists:
+        raise ValueError(f"dist: {dist!r} is not one of {', '.join(dists)}")
     return dist or dists[0]
 
 

@@ -106,6 +106,23 @@ LIB.impl("histogram", runner.histogram_impl, "CUDA")
 LIB.impl("matmul", runner.matmul_impl, "CUDA")
 
 
+def _refuse(check: Any) -> Any:
+    """A CPU implementation that raises ``check``'s ValueError (the tensor is not on CUDA), so that
+    ``torch.ops.autopad.*`` and a compiled graph called on CPU tensors say what the public function says,
+    not the dispatcher's "Could not run 'autopad::transpose' with arguments from the 'CPU' backend"."""
+
+    def refuse(*args: Any) -> Any:
+        check(*args)
+        raise ValueError("autopad.ops runs on CUDA tensors")  # (check refuses any CPU tensor first)
+
+    return refuse
+
+
+LIB.impl("transpose", _refuse(check_transpose), "CPU")
+LIB.impl("histogram", _refuse(check_histogram), "CPU")
+LIB.impl("matmul", _refuse(check_matmul), "CPU")
+
+
 # ---- fake implementations: exact shapes, dtypes and (contiguous) strides, no work -----------------------
 
 

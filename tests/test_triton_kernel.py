@@ -1,0 +1,31 @@
+"""Tests for autopad/triton_kernel.py on the CPU: a Gluon spec's ``SMEM_ACCESSES`` mistakes are named."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("triton")
+
+import own_kernel_gluon_example as ex  # noqa: E402
+
+from autopad.spec import SpecError  # noqa: E402
+
+C = {"BM": 32, "BN": 32, "WARPS": 4, "PAD": 4}
+
+
+@pytest.mark.parametrize(
+    "accesses",
+    [
+        "IN",  # was "not enough values to unpack (expected 2, got 1)"
+        ("store", "IN"),  # one pair, not a tuple of pairs: "too many values to unpack"
+        (("store", "IN"), "load"),
+    ],
+)
+def test_smem_accesses_that_are_not_pairs_are_named(accesses):
+    spec = type("G", (ex.GluonTranspose,), {"SMEM_ACCESSES": accesses})()
+    with pytest.raises(SpecError, match=r"SMEM_ACCESSES: give a tuple of \(op, layout name\) pairs"):
+        spec.smem_pattern(C, "float32")
+
+
+def test_the_readme_pairs_still_derive_the_pattern():
+    assert ex.GluonTranspose().smem_pattern(C, "float32") is not None
