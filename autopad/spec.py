@@ -141,7 +141,14 @@ def _check_static(impl: Any) -> None:
             )
         for v in values:
             if isinstance(v, bool) or not isinstance(v, int):
-                raise SpecError(f"SPACE: {k!r} holds {v!r} ({type(v).__name__}); every value must be an int")
+                hint = (
+                    " (a numpy integer: write tuple(int(x) for x in values))"
+                    if isinstance(v, np.integer)
+                    else ""
+                )
+                raise SpecError(
+                    f"SPACE: {k!r} holds {v!r} ({type(v).__name__}); every value must be a Python int{hint}"
+                )
         if len(set(values)) != len(values):
             raise SpecError(f"SPACE: {k!r} repeats a value: {tuple(values)!r}")
     for fn in ("legal", "layout", "smem_pattern", "launch_info", "traffic"):

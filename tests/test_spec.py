@@ -42,3 +42,15 @@ def test_a_well_formed_spec_is_taken():
 def test_static_mistakes_are_named(fields, match):
     with pytest.raises(SpecError, match=match):
         KernelSpec(_with(**fields))
+
+
+def test_space_of_numpy_integers_says_how_to_give_ints():
+    """A SPACE built from a numpy array holds numpy integers, which are no Python ints (they would reach the
+    #defines and the cache's JSON as such): refused when the spec loads, with the conversion to write."""
+    import numpy as np
+
+    spec = _with(SPACE={"TILE": tuple(np.array([32, 64])), "ROWS": (4, 8), "PAD": (0, 1)})
+    with pytest.raises(
+        SpecError, match=r"'TILE' holds .*Python int \(a numpy integer: write tuple\(int\(x\)"
+    ):
+        KernelSpec(spec)
