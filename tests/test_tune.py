@@ -60,6 +60,17 @@ def test_model_only_without_a_gpu(monkeypatch, capsys):
     assert res.best.constants == ranked[0].params
 
 
+def test_a_model_only_answer_from_the_cache_says_so_too(monkeypatch, capsys):
+    """A repeated model-only tune is a cache hit: it must still say, as the first did, that the model alone
+    ranked it (``autopad tune --quiet`` prints nothing else, and a script's stderr was silent)."""
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    autopad.tune(fake_kernel, SHAPE, "float32", progress=False)
+    capsys.readouterr()
+    res = autopad.tune(fake_kernel, SHAPE, "float32", progress=False)
+    assert res.cache_hit and res.mode == "model-only"
+    assert "model alone" in capsys.readouterr().err
+
+
 def test_model_only_answer_is_the_unpadded_twin_within_the_margin_and_an_older_answer_is_not_reused(
     monkeypatch, tmp_path
 ):
