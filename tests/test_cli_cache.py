@@ -75,7 +75,14 @@ def test_cache_path_and_clear(tmp_path, capsys):
         (["pretune", "--item", "conv 3x3 float32"], "--item 'conv 3x3 float32'"),
         (["pretune", "--item", "histogram 1000x256 float32"], "histogram counts integer"),
         (["pretune", "missing.txt"], "no such file"),
-        (["pretune", "--item", ITEM, "--top-k", "0"], "--top-k"),
+        (["pretune", "--item", ITEM, "--top-k", "0"], "--top-k: must be an int >= 1, got 0"),
+        (["pretune", "--item", ITEM, "--refine", "-1"], "--refine: must be an int >= 0"),
+        # a shape tune() refuses is found with the other checks, not as a failed row after the work began
+        (
+            ["pretune", "--item", ITEM, "--item", "transpose 64x0 float32"],
+            "every dimension must be a positive",
+        ),
+        (["pretune", "--item", "matmul 64x64x0 bfloat16"], "matmul 64x64x0 bfloat16"),
         (["cache", "pack"], "needs a FILE"),
         (["cache", "pack", "x.zip"], ".tar.gz"),
         (["cache", "list", "extra"], "takes no FILE"),
