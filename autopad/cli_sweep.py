@@ -97,7 +97,7 @@ def plan_items(
     kernels: list[str], shapes: list[Any], dtypes: list[str], backend: str, dist: str | None
 ) -> tuple[list[Any], list[dict[str, Any]]]:
     """(items to tune, rows of the skipped combinations with their reasons), checked as ``tune`` would."""
-    from .cli_tune import cli_message
+    from .cli_tune import request_message
     from .request import Request, normalize_dtype
     from .sweep import SweepItem
 
@@ -118,7 +118,7 @@ def plan_items(
                             "dtype": normalize_dtype(d),
                             "dist": "",
                             "mode": "skipped",
-                            "error": cli_message(err),
+                            "error": request_message(err, k, d),  # which backend takes d, as tune says
                         }
                     )
                     continue

@@ -28,6 +28,7 @@ __all__ = [
     "check_cache_dir",
     "dtype_hint",
     "export_target",
+    "request_message",
 ]
 
 EXPORT_FORMATS = ("json", "h", "py")
@@ -72,6 +73,18 @@ def dtype_hint(kernel: str, dtype: str) -> str:
     if takes:
         return f"--backend {' or '.join(takes)} takes {dtype}"
     return f"no {kernel} backend takes {dtype}: {'; '.join(parts)}" if parts else ""
+
+
+def request_message(err: ValueError, kernel: Any, dtype: str) -> str:
+    """``Request.make``'s error in the CLI's words (``cli_message``); for a built-in kernel's dtype that its
+    backend does not take, the library's guess ('try the other backend') becomes which backend takes it,
+    if any (``dtype_hint``): tune and sweep say the same."""
+    msg = cli_message(err)
+    if msg.startswith("--dtype:") and isinstance(kernel, str) and "not a known" not in msg:
+        hint = dtype_hint(kernel, req_dtype(dtype))
+        if hint:
+            msg = msg.split("; try the other backend")[0] + f" ({hint})"
+    return msg
 
 
 def req_dtype(text: str) -> str:
@@ -221,12 +234,7 @@ def _request(args: argparse.Namespace, kernel: Any) -> Any:
             gpu_name=gpu.get("name", ""),
         )
     except ValueError as err:
-        msg = cli_message(err)
-        if msg.startswith("--dtype:") and isinstance(kernel, str) and "not a known" not in msg:
-            hint = dtype_hint(kernel, req_dtype(args.dtype))
-            if hint:  # the library's "try the other backend" is a guess; the hint knows
-                msg = msg.split("; try the other backend")[0] + f" ({hint})"
-        raise UsageError(f"autopad tune: error: {msg}") from None
+        raise UsageError(f"autopad tune: error: {request_message(err, kernel, args.dtype)}") from None
 
 
 def run_tune(args: argparse.Namespace) -> int:
