@@ -26,6 +26,7 @@ import importlib
 import json
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -112,9 +113,29 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def _warning_line(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> str:
+    """A warning as the command line prints it: its text on one line (autopad's start 'autopad ...'; any
+    other keeps its category's name)."""
+    text = _one_line(message)
+    return (text if text.startswith("autopad") else f"{category.__name__}: {text}") + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``autopad`` with ``argv`` (default: sys.argv[1:]); returns the exit code."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    # a warning (a corrupt cache file, an unusable cache folder) is one line in its own words: Python's form
+    # adds the file and line of the code that warned and that code's source, which reads like a traceback;
+    # and the same text twice in one command (a bad cache file read, then replaced) is said once
+    saved = warnings.formatwarning
+    with warnings.catch_warnings():
+        warnings.filterwarnings("once", category=UserWarning)
+        warnings.formatwarning = _warning_line
+        try:
+            return _main(list(sys.argv[1:] if argv is None else argv))
+        finally:
+            warnings.formatwarning = saved
+
+
+def _main(argv: list[str]) -> int:
     try:
         cmd = _command(argv)
         parser = build_parser(only=cmd if cmd in _HELP else "")  # "": every command a stub (help, typos)

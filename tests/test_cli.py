@@ -271,3 +271,19 @@ def test_a_cache_hit_imports_nothing_heavy(tmp_path):
     assert hit.returncode == 0, hit.stderr
     assert hit.stdout.splitlines()[0] == first.stdout.strip()
     assert hit.stdout.splitlines()[1] == "[] 0"
+
+
+def test_a_warning_is_one_line_said_once(tmp_path):
+    """A corrupt cache file, read and then replaced in one `autopad tune`: its warning is one line in its own
+    words, said once, not Python's 'file:line: UserWarning:' form with the warning code's source line after
+    it (twice: at the read and at the write)."""
+    env = {"AUTOPAD_CACHE_DIR": str(tmp_path / "cache"), "AUTOPAD_NO_BENCH": "1"}
+    args = ["tune", "histogram", "--shape", "4096x256", "--dtype", "int32", "--quiet"]
+    assert run_module(*args, env=env, module="autopad").returncode == 0
+    (cached,) = (tmp_path / "cache" / "tune").glob("*.json")
+    cached.write_text("garbage")
+    done = run_module(*args, env=env, module="autopad")
+    assert done.returncode == 0, done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert all(ln.startswith("autopad") for ln in lines), done.stderr
+    assert sum(f"ignoring {cached}" in ln for ln in lines) == 1, done.stderr
