@@ -200,6 +200,19 @@ def test_bad_arguments_name_themselves(kwargs, match):
         autopad.tune(fake_kernel, args.pop("shape"), benchmarker=FakeBench(), progress=False, **args)
 
 
+def test_a_shape_of_numpy_integers_is_a_shape(monkeypatch):
+    """Sizes computed with numpy are numpy integers (``n // 2`` of an np.int64): they are integers, as
+    Python's own are (``operator.index``); floats, bools and text in a tuple are still refused."""
+    np = pytest.importorskip("numpy")
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    for shape in ((np.int64(4096), np.int32(4096)), np.array([4096, 4096])):
+        res = autopad.tune(fake_kernel, shape, "float32", progress=False, cache=False)
+        assert res.shape == SHAPE and all(type(d) is int for d in res.shape)
+    for bad in ((4096.0, 4096), (True, 4096), ("4096", 4096), (np.float64(4096), 4096)):
+        with pytest.raises(ValueError, match="shape"):
+            autopad.tune(fake_kernel, bad, "float32", progress=False, cache=False)
+
+
 def test_unknown_kernel_name():
     with pytest.raises(ValueError, match="unknown kernel 'fft'"):
         autopad.tune("fft", SHAPE)
