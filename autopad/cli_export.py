@@ -41,7 +41,10 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shape")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--backend", default="auto", choices=("auto", "cuda", "triton"))
-    p.add_argument("--dist", help="histogram input class the result was tuned for (default uniform)")
+    p.add_argument(
+        "--dist",
+        help="histogram input class it was tuned for: uniform (default), skewed, single, sorted",
+    )
     p.add_argument("--device", type=int, default=0, help="the CUDA device whose result to take")
     p.add_argument("--overwrite", action="store_true", help="replace a different existing file")
     add_json(p)

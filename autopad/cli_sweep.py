@@ -40,7 +40,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shapes", default="4096x4096", help="comma-separated shapes")
     p.add_argument("--dtypes", default="float32", help="comma-separated element types")
     p.add_argument("--backend", default="auto", choices=("auto", "cuda", "triton"))
-    p.add_argument("--dist", help="histogram input class (uniform, skewed, single)")
+    p.add_argument("--dist", help="histogram input class (uniform, skewed, single, sorted)")
     p.add_argument("--gpus", default="0", help="comma-separated device indices, or 'all'")
     p.add_argument("--out", default="autopad-sweep", help="folder for sweep.csv and sweep.png")
     p.add_argument("--no-png", action="store_true", help="write only the CSV")

@@ -143,7 +143,7 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
         default=16,
         help="measure up to this many more after the first round: twins, then a local search (0: off)",
     )
-    p.add_argument("--dist", help="histogram input class: uniform | skewed | single")
+    p.add_argument("--dist", help="histogram input class: uniform (default) | skewed | single | sorted")
     p.add_argument("--device", type=int, default=0, help="CUDA device index")
     p.add_argument(
         "--arch",

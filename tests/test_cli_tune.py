@@ -256,3 +256,15 @@ def test_an_unexpected_exception_is_one_line(monkeypatch, capsys):
     monkeypatch.setenv("AUTOPAD_DEBUG", "1")
     with pytest.raises(RuntimeError):
         main(["tune", FAKE, "--shape", "64x64", "--no-cache"])
+
+
+@pytest.mark.parametrize("command", ["tune", "sweep", "export"])
+def test_dist_help_names_every_input_class(command, capsys):
+    """--help lists every input class the histogram takes ('sorted' was missing from each command's)."""
+    from autopad.kernels_registry import builtin_spec
+
+    assert main([command, "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    dist_help = text.split("--dist DIST ", 1)[1][:120]  # the option's line (the usage has "[--dist DIST]")
+    for dist in builtin_spec("histogram", "cuda").DISTS:
+        assert dist in dist_help, (dist, dist_help)
