@@ -55,6 +55,8 @@ def run_export(args: argparse.Namespace) -> int:
     """Handler of ``autopad export``."""
     from . import export
 
+    if args.json and args.output == "-":  # as autopad tune's --json --export -
+        raise UsageError("autopad export: error: --json and -o -: both would use stdout; choose one")
     fmt = export_target(args.output, args.format, "export")
     try:
         if args.kernel:
