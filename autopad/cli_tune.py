@@ -166,11 +166,17 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
 
 
 def export_target(path: str | None, fmt: str | None, cmd: str) -> str | None:
-    """The export format ('.json', '.h', '.py') from --format or the suffix; a bad one is exit 2."""
+    """The export format ('.json', '.h', '.py') from --format or the suffix; a bad one is exit 2, a
+    destination whose folder does not exist exit 1."""
     if path is None:
         if fmt is not None:
             raise UsageError(f"autopad {cmd}: error: --format needs an export destination")
         return None
+    # as explain --png and cache pack: a folder that is not there is a typo to report before the tune, not
+    # a tree of folders to make (the writer makes missing folders, /nonexistent/dir/ included)
+    folder = Path(path).parent
+    if path != "-" and not folder.is_dir():
+        raise Failed(f"autopad {cmd}: error: cannot write {path}: no such directory {str(folder)!r}")
     if fmt is not None:
         return "." + fmt
     if path == "-":

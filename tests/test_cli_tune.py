@@ -271,3 +271,23 @@ def test_dist_help_names_every_input_class(command, capsys):
     dist_help = text.split("--dist DIST ", 1)[1][:120]  # the option's line (the usage has "[--dist DIST]")
     for dist in builtin_spec("histogram", "cuda").DISTS:
         assert dist in dist_help, (dist, dist_help)
+
+
+@pytest.mark.parametrize("command", ["tune", "export"])
+def test_an_export_into_a_missing_folder_fails_before_any_work(command, tmp_path, capsys, monkeypatch):
+    """As `explain --png` and `cache pack` do: a destination whose folder does not exist is one line and
+    exit 1 before the tune (a typo in the path made the folders, /nonexistent/dir/ included)."""
+    saved = tmp_path / "r.json"
+    if command == "export":
+        assert main(["tune", FAKE, "--shape", "64x64", "--export", str(saved)]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(tune_mod, "rank", lambda *a, **k: pytest.fail("checked before any work"))
+    dest = tmp_path / "no" / "such" / "t.h"
+    argv = {
+        "tune": ["tune", FAKE, "--shape", "64x128", "--export", str(dest)],
+        "export": ["export", str(saved), "-o", str(dest)],
+    }[command]
+    for extra in ([], ["--format", "h"]):
+        assert main(argv + extra) == 1
+        assert f"cannot write {dest}: no such directory" in one_line_error(capsys)
+    assert not (tmp_path / "no").exists()
