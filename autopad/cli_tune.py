@@ -172,11 +172,15 @@ def export_target(path: str | None, fmt: str | None, cmd: str) -> str | None:
         if fmt is not None:
             raise UsageError(f"autopad {cmd}: error: --format needs an export destination")
         return None
-    # as explain --png and cache pack: a folder that is not there is a typo to report before the tune, not
-    # a tree of folders to make (the writer makes missing folders, /nonexistent/dir/ included)
-    folder = Path(path).parent
-    if path != "-" and not folder.is_dir():
-        raise Failed(f"autopad {cmd}: error: cannot write {path}: no such directory {str(folder)!r}")
+    # as explain --png and cache pack, before the tune: a folder that is not there is a typo to report, not a
+    # tree of folders to make (the writer makes missing folders, /nonexistent/dir/ included); a folder or a
+    # symlink where the file should go is refused by the writer, but only once the tune was done
+    dest = Path(path)
+    if path != "-" and not dest.parent.is_dir():
+        raise Failed(f"autopad {cmd}: error: cannot write {path}: no such directory {str(dest.parent)!r}")
+    if path != "-" and (dest.is_symlink() or dest.is_dir()):
+        why = "it is a symlink (remove it first)" if dest.is_symlink() else "it is a directory"
+        raise Failed(f"autopad {cmd}: error: cannot write {path}: {why}")
     if fmt is not None:
         return "." + fmt
     if path == "-":

@@ -276,7 +276,8 @@ def test_dist_help_names_every_input_class(command, capsys):
 @pytest.mark.parametrize("command", ["tune", "export"])
 def test_an_export_into_a_missing_folder_fails_before_any_work(command, tmp_path, capsys, monkeypatch):
     """As `explain --png` and `cache pack` do: a destination whose folder does not exist is one line and
-    exit 1 before the tune (a typo in the path made the folders, /nonexistent/dir/ included)."""
+    exit 1 before the tune (a typo in the path made the folders, /nonexistent/dir/ included); so is a
+    folder or a symlink where the file should go (refused only after the tune)."""
     saved = tmp_path / "r.json"
     if command == "export":
         assert main(["tune", FAKE, "--shape", "64x64", "--export", str(saved)]) == 0
@@ -291,3 +292,10 @@ def test_an_export_into_a_missing_folder_fails_before_any_work(command, tmp_path
         assert main(argv + extra) == 1
         assert f"cannot write {dest}: no such directory" in one_line_error(capsys)
     assert not (tmp_path / "no").exists()
+    (tmp_path / "folder.h").mkdir()
+    (tmp_path / "link.h").symlink_to(saved)
+    for name, why in (("folder.h", "it is a directory"), ("link.h", "it is a symlink")):
+        at, dest = argv.index(str(dest)), tmp_path / name
+        argv[at] = str(dest)
+        assert main(argv) == 1
+        assert f"cannot write {dest}: {why}" in one_line_error(capsys)
