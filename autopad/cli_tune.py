@@ -253,6 +253,9 @@ def run_tune(args: argparse.Namespace) -> int:
 
     if args.json and args.quiet:
         raise UsageError("autopad tune: error: --json and --quiet: choose one")
+    for name in ("verbose", "all"):  # --quiet prints the pick alone: what these add would be dropped
+        if args.quiet and getattr(args, name):
+            raise UsageError(f"autopad tune: error: --{name} and --quiet: choose one")
     if args.json and args.export == "-":
         raise UsageError("autopad tune: error: --json and --export -: both would use stdout; choose one")
     if args.limit < 0:

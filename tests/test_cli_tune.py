@@ -204,6 +204,9 @@ def test_export_to_stdout_keeps_the_report_on_stderr(capsys):
         (["tune", "transpose", "--shape", "64x64", "--export", "t.txt"], "--export"),
         (["tune", "transpose", "--shape", "64x64", "--export", "-"], "--format"),
         (["tune", "transpose", "--shape", "64x64", "--json", "--quiet"], "--quiet"),
+        # --quiet prints only the pick: what --verbose or --all would add was silently dropped
+        (["tune", "transpose", "--shape", "64x64", "--quiet", "--verbose"], "--verbose and --quiet"),
+        (["tune", "transpose", "--shape", "64x64", "--quiet", "--all"], "--all and --quiet"),
         (["tune", "matmul", "--shape", "64x64"], "--shape"),
         (["tune", "missing_kernel.py", "--shape", "8x8"], "no such file"),
         (["export", "-o", "x.h"], "nothing to export"),
