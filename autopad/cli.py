@@ -25,6 +25,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -45,6 +46,11 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises UsageError instead of printing the usage block and exiting."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        # "--shape -3x5": argparse takes a value that starts with '-' for an option and says only that
+        # --shape lacks its value; say how to give one, so that the value's own check can say what is wrong
+        missing = re.fullmatch(r"argument (--[\w-]+)(?:/-\w)?: expected one argument", message)
+        if missing:
+            message += f" (write {missing.group(1)}=VALUE for a value that starts with '-')"
         raise UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
 
 

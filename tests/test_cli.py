@@ -109,6 +109,10 @@ def test_explain_png_unwritable(tmp_path, capsys):
         (["explain", "--nope"], "--nope"),
         (["frobnicate"], "frobnicate"),
         ([], "command"),
+        # a negative size reads as an option to argparse: the error says how to give it (then it is refused
+        # for what it is, by the shape's own check)
+        (["tune", "transpose", "--shape", "-3x5"], "write --shape=VALUE"),
+        (["tune", "transpose", "--shape=-3x5"], "every dimension must be a positive int"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(args, names, capsys):
