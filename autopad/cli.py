@@ -130,10 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``autopad`` with ``argv`` (default: sys.argv[1:]); returns the exit code."""
     # a warning (a corrupt cache file, an unusable cache folder) is one line in its own words: Python's form
     # adds the file and line of the code that warned and that code's source, which reads like a traceback;
-    # and the same text twice in one command (a bad cache file read, then replaced) is said once
+    # and the same text twice in one command (a bad cache file read, then replaced) is said once, unless
+    # the user chose what warnings do (-W, PYTHONWARNINGS: -W error must still fail the command)
     saved = warnings.formatwarning
     with warnings.catch_warnings():
-        warnings.filterwarnings("once", category=UserWarning)
+        if not sys.warnoptions:
+            warnings.filterwarnings("once", category=UserWarning)
         warnings.formatwarning = _warning_line
         try:
             return _main(list(sys.argv[1:] if argv is None else argv))

@@ -291,3 +291,7 @@ def test_a_warning_is_one_line_said_once(tmp_path):
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert all(ln.startswith("autopad") for ln in lines), done.stderr
     assert sum(f"ignoring {cached}" in ln for ln in lines) == 1, done.stderr
+    # a user's own choice of what warnings do is kept: -W error fails the command, in one line
+    cached.write_text("garbage")
+    done = run_module(*args, env={**env, "PYTHONWARNINGS": "error::UserWarning"}, module="autopad")
+    assert done.returncode == 1 and f"ignoring {cached}" in done.stderr and "Traceback" not in done.stderr
