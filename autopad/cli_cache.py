@@ -186,7 +186,13 @@ def _items(args: argparse.Namespace) -> list[Any]:
         if args.file:
             if not Path(args.file).is_file():
                 raise ValueError(f"FILE: no such file: {args.file}")
-            items += load_items(Path(args.file))
+            try:
+                items += load_items(Path(args.file))
+            except UnicodeDecodeError as err:  # the codec's words alone named neither the file nor the form
+                raise ValueError(
+                    f"FILE: {args.file} is not text ({err.reason} at byte {err.start}); give a file of lines "
+                    "'op SHAPE dtype [dist]' or a JSON list (autopad.ops.record() writes one)"
+                ) from None
         for text in args.item:
             try:
                 items += load_items([text])

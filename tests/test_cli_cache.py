@@ -95,6 +95,16 @@ def test_bad_arguments_exit_2_with_one_line(argv, names, capsys, monkeypatch):
     assert names in one_line_error(capsys)
 
 
+def test_pretune_of_a_file_that_is_not_text_names_it(tmp_path, capsys):
+    """A binary file of items is named with what a file of items holds (it was the codec's words alone:
+    "'utf-8' codec can't decode byte 0xff in position 0")."""
+    items = tmp_path / "items.bin"
+    items.write_bytes(b"\xff\xfe\x00binary")
+    assert main(["pretune", str(items)]) == 2
+    line = one_line_error(capsys)
+    assert f"FILE: {items} is not text" in line and "op SHAPE dtype" in line
+
+
 def test_unpack_of_a_file_that_is_not_a_pack(tmp_path, capsys):
     for name, data in (("t.tar.gz", b"not a tar"), ("e.tar.gz", b"")):
         (tmp_path / name).write_bytes(data)
