@@ -25,7 +25,9 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +46,11 @@ class _Parser(argparse.ArgumentParser):
     """argparse that raises UsageError instead of printing the usage block and exiting."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        # "--shape -3x5": argparse takes a value that starts with '-' for an option and says only that
+        # --shape lacks its value; say how to give one, so that the value's own check can say what is wrong
+        missing = re.fullmatch(r"argument (--[\w-]+)(?:/-\w)?: expected one argument", message)
+        if missing:
+            message += f" (write {missing.group(1)}=VALUE for a value that starts with '-')"
         raise UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
 
 
@@ -112,9 +119,31 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def _warning_line(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> str:
+    """A warning as the command line prints it: its text on one line (autopad's start 'autopad ...'; any
+    other keeps its category's name)."""
+    text = _one_line(message)
+    return (text if text.startswith("autopad") else f"{category.__name__}: {text}") + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``autopad`` with ``argv`` (default: sys.argv[1:]); returns the exit code."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    # a warning (a corrupt cache file, an unusable cache folder) is one line in its own words: Python's form
+    # adds the file and line of the code that warned and that code's source, which reads like a traceback;
+    # and the same text twice in one command (a bad cache file read, then replaced) is said once, unless
+    # the user chose what warnings do (-W, PYTHONWARNINGS: -W error must still fail the command)
+    saved = warnings.formatwarning
+    with warnings.catch_warnings():
+        if not sys.warnoptions:
+            warnings.filterwarnings("once", category=UserWarning)
+        warnings.formatwarning = _warning_line
+        try:
+            return _main(list(sys.argv[1:] if argv is None else argv))
+        finally:
+            warnings.formatwarning = saved
+
+
+def _main(argv: list[str]) -> int:
     try:
         cmd = _command(argv)
         parser = build_parser(only=cmd if cmd in _HELP else "")  # "": every command a stub (help, typos)

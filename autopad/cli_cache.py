@@ -177,6 +177,7 @@ def add_pretune(sub: argparse._SubParsersAction) -> None:
 def _items(args: argparse.Namespace) -> list[Any]:
     from .ops import load_items
     from .ops.plans import plan
+    from .request import Request
 
     if not args.file and not args.item:
         raise UsageError("autopad pretune: error: nothing to tune: give a FILE or --item")
@@ -185,7 +186,13 @@ def _items(args: argparse.Namespace) -> list[Any]:
         if args.file:
             if not Path(args.file).is_file():
                 raise ValueError(f"FILE: no such file: {args.file}")
-            items += load_items(Path(args.file))
+            try:
+                items += load_items(Path(args.file))
+            except UnicodeDecodeError as err:  # the codec's words alone named neither the file nor the form
+                raise ValueError(
+                    f"FILE: {args.file} is not text ({err.reason} at byte {err.start}); give a file of lines "
+                    "'op SHAPE dtype [dist]' or a JSON list (autopad.ops.record() writes one)"
+                ) from None
         for text in args.item:
             try:
                 items += load_items([text])
@@ -195,7 +202,10 @@ def _items(args: argparse.Namespace) -> list[Any]:
             raise ValueError(f"FILE: {args.file} lists no items")
         for item in items:
             try:
-                plan(item)
+                p = plan(item)
+                # the checks tune() makes of the question the item becomes (a shape of 0, a dimension too
+                # many), so that a bad item is found here and not as a failed row once the work has begun
+                Request.make(p.spec, p.shape, p.dtype, dist=p.dist, top_k=args.top_k, refine=args.refine)
             except ValueError as err:
                 raise ValueError(f"item {item.text()!r}: {err}") from None
     except (ValueError, TypeError, KeyError, UnicodeDecodeError) as err:
@@ -206,13 +216,16 @@ def _items(args: argparse.Namespace) -> list[Any]:
 def run_pretune(args: argparse.Namespace) -> int:
     """Handler of ``autopad pretune``."""
     from .cli_progress import Bar
-    from .cli_tune import check_cache_dir
+    from .cli_tune import check_cache_dir, cli_message
     from .device import device_info
     from .ops import pretune
+    from .request import check_int
 
-    for name in ("top_k", "refine"):
-        if getattr(args, name) < (1 if name == "top_k" else 0):
-            raise UsageError(f"autopad pretune: error: --{name.replace('_', '-')}: too small")
+    for name, low in (("top_k", 1), ("refine", 0)):  # tune()'s check, so its message says what is allowed
+        try:
+            check_int(name, getattr(args, name), low)
+        except ValueError as err:
+            raise UsageError(f"autopad pretune: error: {cli_message(err)}") from None
     check_cache_dir("pretune")
     items = _items(args)
     if not device_info(args.device):

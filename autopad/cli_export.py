@@ -41,7 +41,10 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shape")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--backend", default="auto", choices=("auto", "cuda", "triton"))
-    p.add_argument("--dist", help="histogram input class the result was tuned for (default uniform)")
+    p.add_argument(
+        "--dist",
+        help="histogram input class it was tuned for: uniform (default), skewed, single, sorted",
+    )
     p.add_argument("--device", type=int, default=0, help="the CUDA device whose result to take")
     p.add_argument("--overwrite", action="store_true", help="replace a different existing file")
     add_json(p)
@@ -52,6 +55,8 @@ def run_export(args: argparse.Namespace) -> int:
     """Handler of ``autopad export``."""
     from . import export
 
+    if args.json and args.output == "-":  # as autopad tune's --json --export -
+        raise UsageError("autopad export: error: --json and -o -: both would use stdout; choose one")
     fmt = export_target(args.output, args.format, "export")
     try:
         if args.kernel:

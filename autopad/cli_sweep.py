@@ -40,7 +40,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shapes", default="4096x4096", help="comma-separated shapes")
     p.add_argument("--dtypes", default="float32", help="comma-separated element types")
     p.add_argument("--backend", default="auto", choices=("auto", "cuda", "triton"))
-    p.add_argument("--dist", help="histogram input class (uniform, skewed, single)")
+    p.add_argument("--dist", help="histogram input class (uniform, skewed, single, sorted)")
     p.add_argument("--gpus", default="0", help="comma-separated device indices, or 'all'")
     p.add_argument("--out", default="autopad-sweep", help="folder for sweep.csv and sweep.png")
     p.add_argument("--no-png", action="store_true", help="write only the CSV")
@@ -97,7 +97,7 @@ def plan_items(
     kernels: list[str], shapes: list[Any], dtypes: list[str], backend: str, dist: str | None
 ) -> tuple[list[Any], list[dict[str, Any]]]:
     """(items to tune, rows of the skipped combinations with their reasons), checked as ``tune`` would."""
-    from .cli_tune import cli_message
+    from .cli_tune import request_message
     from .request import Request, normalize_dtype
     from .sweep import SweepItem
 
@@ -118,7 +118,7 @@ def plan_items(
                             "dtype": normalize_dtype(d),
                             "dist": "",
                             "mode": "skipped",
-                            "error": cli_message(err),
+                            "error": request_message(err, k, d),  # which backend takes d, as tune says
                         }
                     )
                     continue

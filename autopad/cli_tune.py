@@ -28,6 +28,7 @@ __all__ = [
     "check_cache_dir",
     "dtype_hint",
     "export_target",
+    "request_message",
 ]
 
 EXPORT_FORMATS = ("json", "h", "py")
@@ -72,6 +73,18 @@ def dtype_hint(kernel: str, dtype: str) -> str:
     if takes:
         return f"--backend {' or '.join(takes)} takes {dtype}"
     return f"no {kernel} backend takes {dtype}: {'; '.join(parts)}" if parts else ""
+
+
+def request_message(err: ValueError, kernel: Any, dtype: str) -> str:
+    """``Request.make``'s error in the CLI's words (``cli_message``); for a built-in kernel's dtype that its
+    backend does not take, the library's guess ('try the other backend') becomes which backend takes it,
+    if any (``dtype_hint``): tune and sweep say the same."""
+    msg = cli_message(err)
+    if msg.startswith("--dtype:") and isinstance(kernel, str) and "not a known" not in msg:
+        hint = dtype_hint(kernel, req_dtype(dtype))
+        if hint:
+            msg = msg.split("; try the other backend")[0] + f" ({hint})"
+    return msg
 
 
 def req_dtype(text: str) -> str:
@@ -130,7 +143,7 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
         default=16,
         help="measure up to this many more after the first round: twins, then a local search (0: off)",
     )
-    p.add_argument("--dist", help="histogram input class: uniform | skewed | single")
+    p.add_argument("--dist", help="histogram input class: uniform (default) | skewed | single | sorted")
     p.add_argument("--device", type=int, default=0, help="CUDA device index")
     p.add_argument(
         "--arch",
@@ -153,11 +166,21 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
 
 
 def export_target(path: str | None, fmt: str | None, cmd: str) -> str | None:
-    """The export format ('.json', '.h', '.py') from --format or the suffix; a bad one is exit 2."""
+    """The export format ('.json', '.h', '.py') from --format or the suffix; a bad one is exit 2, a
+    destination whose folder does not exist exit 1."""
     if path is None:
         if fmt is not None:
             raise UsageError(f"autopad {cmd}: error: --format needs an export destination")
         return None
+    # as explain --png and cache pack, before the tune: a folder that is not there is a typo to report, not a
+    # tree of folders to make (the writer makes missing folders, /nonexistent/dir/ included); a folder or a
+    # symlink where the file should go is refused by the writer, but only once the tune was done
+    dest = Path(path)
+    if path != "-" and not dest.parent.is_dir():
+        raise Failed(f"autopad {cmd}: error: cannot write {path}: no such directory {str(dest.parent)!r}")
+    if path != "-" and (dest.is_symlink() or dest.is_dir()):
+        why = "it is a symlink (remove it first)" if dest.is_symlink() else "it is a directory"
+        raise Failed(f"autopad {cmd}: error: cannot write {path}: {why}")
     if fmt is not None:
         return "." + fmt
     if path == "-":
@@ -221,12 +244,7 @@ def _request(args: argparse.Namespace, kernel: Any) -> Any:
             gpu_name=gpu.get("name", ""),
         )
     except ValueError as err:
-        msg = cli_message(err)
-        if msg.startswith("--dtype:") and isinstance(kernel, str) and "not a known" not in msg:
-            hint = dtype_hint(kernel, req_dtype(args.dtype))
-            if hint:  # the library's "try the other backend" is a guess; the hint knows
-                msg = msg.split("; try the other backend")[0] + f" ({hint})"
-        raise UsageError(f"autopad tune: error: {msg}") from None
+        raise UsageError(f"autopad tune: error: {request_message(err, kernel, args.dtype)}") from None
 
 
 def run_tune(args: argparse.Namespace) -> int:
@@ -235,6 +253,9 @@ def run_tune(args: argparse.Namespace) -> int:
 
     if args.json and args.quiet:
         raise UsageError("autopad tune: error: --json and --quiet: choose one")
+    for name in ("verbose", "all"):  # --quiet prints the pick alone: what these add would be dropped
+        if args.quiet and getattr(args, name):
+            raise UsageError(f"autopad tune: error: --{name} and --quiet: choose one")
     if args.json and args.export == "-":
         raise UsageError("autopad tune: error: --json and --export -: both would use stdout; choose one")
     if args.limit < 0:

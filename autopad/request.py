@@ -8,6 +8,7 @@ re-checks: the search, the strategies and the benchmark take a ``Request`` as gi
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -52,6 +53,18 @@ def normalize_dtype(dtype: Any) -> str:
     return name
 
 
+def _dim(d: Any) -> int | None:
+    """One dimension as an int, or None when it is not an integer: an int or any integer type
+    (``operator.index``: numpy's, a 0-d tensor's; sizes computed with numpy are np.int64), never a bool, a
+    float or text."""
+    if isinstance(d, bool):
+        return None
+    try:
+        return operator.index(d)
+    except TypeError:
+        return None
+
+
 def normalize_shape(shape: Any) -> tuple[int, ...]:
     """A tuple of positive ints, from a tuple/list or text like '8192x8192'."""
     if isinstance(shape, str):
@@ -60,10 +73,10 @@ def normalize_shape(shape: Any) -> tuple[int, ...]:
         except ValueError:
             raise ValueError(f"shape: {shape!r} is not of the form 8192x8192") from None
     try:
-        out = tuple(shape)
+        out = tuple(_dim(d) for d in shape)
     except TypeError:
         raise ValueError(f"shape: expected a tuple of positive ints, got {shape!r}") from None
-    if not out or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in out):
+    if not out or any(d is None or d <= 0 for d in out):
         raise ValueError(f"shape: every dimension must be a positive int, got {shape!r}")
     if any(d >= 2**40 for d in out):
         raise ValueError(f"shape: dimensions must be below 2**40, got {shape!r}")

@@ -303,7 +303,11 @@ def plot(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     measured = any(s > 0 for s in speed)
     ax.set_title("autopad sweep" + ("" if measured else " (model only: nothing measured)"))
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
+    # rendered in memory and written as the CSV is (atomically, replacing a symlink at the destination, never
+    # writing through it): savefig(path) wrote wherever a planted OUT/sweep.png symlink pointed
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    return path
+    from .files import write_atomic
+
+    return write_atomic(Path(path), buf.getvalue())

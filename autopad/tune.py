@@ -269,12 +269,14 @@ def _tune_ranked(
     )
     if store is not None:
         store.put_result(key, _for_cache(res), params)
-    if mode == "model-only" and message == NO_GPU_MESSAGE:
-        print(f"autopad: {NO_GPU_MESSAGE}", file=sys.stderr)
     return _finish(req, res, verbose)
 
 
 def _finish(req: Request, res: TuneResult, verbose: bool) -> TuneResult:
+    # said for a cache hit too (it was said only when ranked afresh, so a repeated tune, or the CLI's --quiet
+    # answered from the cache, gave the model's pick without saying that nothing was measured)
+    if res.mode == "model-only" and res.message == NO_GPU_MESSAGE:
+        print(f"autopad: {NO_GPU_MESSAGE}", file=sys.stderr)
     if verbose:
         print(res.table())
     if req.export is not None:

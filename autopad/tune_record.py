@@ -93,8 +93,11 @@ def _extra(layout: Any, spec: KernelSpec, constants: dict[str, int]) -> dict[str
                 f"gl.PaddedSharedLayout.with_identity_for({g['interval_padding']}, {g['shape']}, "
                 f"{g['order']})"
             )
+    # a built-in Triton kernel is a module whose spec object is its SPEC (the module re-exports only what
+    # the tuner reads), so its launch (num_warps) is asked of SPEC: else a .py export's LAUNCH was {}
+    owner = getattr(spec.impl, "SPEC", spec)
     for name, key in (("kernel_args", "kernel_args"), ("launch", "launch_options")):
-        fn = getattr(spec, key, None)
+        fn = getattr(spec, key, None) or getattr(owner, key, None)
         if callable(fn):
             try:
                 extra[name] = fn(constants)

@@ -109,6 +109,10 @@ def test_explain_png_unwritable(tmp_path, capsys):
         (["explain", "--nope"], "--nope"),
         (["frobnicate"], "frobnicate"),
         ([], "command"),
+        # a negative size reads as an option to argparse: the error says how to give it (then it is refused
+        # for what it is, by the shape's own check)
+        (["tune", "transpose", "--shape", "-3x5"], "write --shape=VALUE"),
+        (["tune", "transpose", "--shape=-3x5"], "every dimension must be a positive int"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(args, names, capsys):
@@ -271,3 +275,23 @@ def test_a_cache_hit_imports_nothing_heavy(tmp_path):
     assert hit.returncode == 0, hit.stderr
     assert hit.stdout.splitlines()[0] == first.stdout.strip()
     assert hit.stdout.splitlines()[1] == "[] 0"
+
+
+def test_a_warning_is_one_line_said_once(tmp_path):
+    """A corrupt cache file, read and then replaced in one `autopad tune`: its warning is one line in its own
+    words, said once, not Python's 'file:line: UserWarning:' form with the warning code's source line after
+    it (twice: at the read and at the write)."""
+    env = {"AUTOPAD_CACHE_DIR": str(tmp_path / "cache"), "AUTOPAD_NO_BENCH": "1"}
+    args = ["tune", "histogram", "--shape", "4096x256", "--dtype", "int32", "--quiet"]
+    assert run_module(*args, env=env, module="autopad").returncode == 0
+    (cached,) = (tmp_path / "cache" / "tune").glob("*.json")
+    cached.write_text("garbage")
+    done = run_module(*args, env=env, module="autopad")
+    assert done.returncode == 0, done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert all(ln.startswith("autopad") for ln in lines), done.stderr
+    assert sum(f"ignoring {cached}" in ln for ln in lines) == 1, done.stderr
+    # a user's own choice of what warnings do is kept: -W error fails the command, in one line
+    cached.write_text("garbage")
+    done = run_module(*args, env={**env, "PYTHONWARNINGS": "error::UserWarning"}, module="autopad")
+    assert done.returncode == 1 and f"ignoring {cached}" in done.stderr and "Traceback" not in done.stderr

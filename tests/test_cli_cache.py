@@ -75,7 +75,14 @@ def test_cache_path_and_clear(tmp_path, capsys):
         (["pretune", "--item", "conv 3x3 float32"], "--item 'conv 3x3 float32'"),
         (["pretune", "--item", "histogram 1000x256 float32"], "histogram counts integer"),
         (["pretune", "missing.txt"], "no such file"),
-        (["pretune", "--item", ITEM, "--top-k", "0"], "--top-k"),
+        (["pretune", "--item", ITEM, "--top-k", "0"], "--top-k: must be an int >= 1, got 0"),
+        (["pretune", "--item", ITEM, "--refine", "-1"], "--refine: must be an int >= 0"),
+        # a shape tune() refuses is found with the other checks, not as a failed row after the work began
+        (
+            ["pretune", "--item", ITEM, "--item", "transpose 64x0 float32"],
+            "every dimension must be a positive",
+        ),
+        (["pretune", "--item", "matmul 64x64x0 bfloat16"], "matmul 64x64x0 bfloat16"),
         (["cache", "pack"], "needs a FILE"),
         (["cache", "pack", "x.zip"], ".tar.gz"),
         (["cache", "list", "extra"], "takes no FILE"),
@@ -86,6 +93,16 @@ def test_bad_arguments_exit_2_with_one_line(argv, names, capsys, monkeypatch):
     monkeypatch.setattr(pt, "plan", lambda *a: pytest.fail("checked before any work"), raising=False)
     assert main(argv) == 2
     assert names in one_line_error(capsys)
+
+
+def test_pretune_of_a_file_that_is_not_text_names_it(tmp_path, capsys):
+    """A binary file of items is named with what a file of items holds (it was the codec's words alone:
+    "'utf-8' codec can't decode byte 0xff in position 0")."""
+    items = tmp_path / "items.bin"
+    items.write_bytes(b"\xff\xfe\x00binary")
+    assert main(["pretune", str(items)]) == 2
+    line = one_line_error(capsys)
+    assert f"FILE: {items} is not text" in line and "op SHAPE dtype" in line
 
 
 def test_unpack_of_a_file_that_is_not_a_pack(tmp_path, capsys):

@@ -93,3 +93,16 @@ def test_dist_goes_only_to_kernels_that_take_one():
     assert skipped[0]["kernel"] == "histogram" and "int8" in skipped[0]["error"]
     todo, _ = cs.plan_items(["histogram"], [(4096, 256)], ["int32"], "cuda", "skewed")
     assert todo[0].dist == "skewed"
+
+
+def test_a_skipped_dtype_is_not_sent_to_a_backend_that_refuses_it_too():
+    """A skipped combination says which backend takes the dtype, as `autopad tune` does; the library's
+    guess 'try the other backend' was wrong where neither backend takes it (transpose in int32)."""
+    _, skipped = cs.plan_items(["transpose", "histogram"], [(64, 64)], ["int32", "float32"], "auto", None)
+    why = {(r["kernel"], r["dtype"]): r["error"] for r in skipped}
+    assert set(why) == {("transpose", "int32"), ("histogram", "float32")}
+    for (kernel, dtype), text in why.items():
+        assert "try the other backend" not in text, text
+        assert f"no {kernel} backend takes {dtype}" in text, text
+    _, skipped = cs.plan_items(["histogram"], [(64, 64)], ["uint8"], "triton", None)
+    assert "--backend cuda takes uint8" in skipped[0]["error"]  # where one does, it is named

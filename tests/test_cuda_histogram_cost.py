@@ -186,3 +186,35 @@ def test_on_the_h100_profile_the_lane_replicas_wait_for_twice_the_input():
 
     assert [first(n, "sm_90") for n in (60_000_001, 180_000_001, 1 << 28)] == [1, 1, 1]
     assert [first(n, "h100") for n in (60_000_001, 180_000_001, 1 << 28)] == [0, 1, 1]
+
+
+def _flush_cycles_by_pass(c, bins):
+    """The flush charge as a walk over the passes (what _flush_cycles computed before its closed form)."""
+    warps, iters, line = c["THREADS"] // 32, 0, 0
+    if c["PRIV"] == 1:
+        for lo in range(0, bins, c["BINS_PER_PASS"]):
+            here = min(c["BINS_PER_PASS"], bins - lo)
+            iters += -(-here // warps) * warps
+            line += min(here, 32)
+    return (
+        HC.FLUSH_WARP_CYCLES * iters
+        + HC.FLUSH_BIN_CYCLES * bins
+        + HC.FLUSH_LINE_CYCLES * line * HC.ARCH.sm_count
+    )
+
+
+def test_the_flush_charge_takes_no_time_per_pass():
+    """Its closed form gives the walk's numbers exactly, and a huge bin count is answered at once: the walk
+    took a minute a tune at 2**31 bins and hours at 10**12 (autopad tune histogram --shape 100x1099511627775
+    seemed to hang)."""
+    import time
+
+    for priv in (0, 1):
+        for threads in (64, 96, 256, 1024):
+            for per_pass in (1, 20, 32, 33, 256, 4096, 65536):
+                for bins in (1, 2, 31, 32, 33, 255, 256, 257, 4097, 65535, 65536, 65537, 1_000_003):
+                    c = dict(BASE, PRIV=priv, THREADS=threads, BINS_PER_PASS=per_pass)
+                    assert HC._flush_cycles(c, bins) == _flush_cycles_by_pass(c, bins), (c, bins)
+    t0 = time.perf_counter()
+    HC._flush_cycles(dict(BASE, PRIV=1, BINS_PER_PASS=256), 2**30)  # 4 million passes (1 s walked)
+    assert time.perf_counter() - t0 < 0.05

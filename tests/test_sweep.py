@@ -56,6 +56,19 @@ def test_csv_and_png(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_the_png_replaces_a_symlink_and_never_writes_through_it(tmp_path):
+    """sweep.png is written as the CSV is (files.write_atomic): a symlink planted at OUT/sweep.png is
+    replaced, and the file it points to is left alone (savefig(path) wrote through it)."""
+    pytest.importorskip("matplotlib")
+    rows = run_sweep(_work(("a",)), devices=(0,), task="fake_sweep_tasks:ok", progress=False)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("someone else's file\n")
+    (tmp_path / "sweep.png").symlink_to(victim)
+    png = plot(rows, tmp_path / "sweep.png")
+    assert victim.read_text() == "someone else's file\n"
+    assert not png.is_symlink() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_no_devices_is_an_error():
     with pytest.raises(ValueError, match="devices"):
         run_sweep(_work(), devices=())

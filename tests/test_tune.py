@@ -60,6 +60,17 @@ def test_model_only_without_a_gpu(monkeypatch, capsys):
     assert res.best.constants == ranked[0].params
 
 
+def test_a_model_only_answer_from_the_cache_says_so_too(monkeypatch, capsys):
+    """A repeated model-only tune is a cache hit: it must still say, as the first did, that the model alone
+    ranked it (``autopad tune --quiet`` prints nothing else, and a script's stderr was silent)."""
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    autopad.tune(fake_kernel, SHAPE, "float32", progress=False)
+    capsys.readouterr()
+    res = autopad.tune(fake_kernel, SHAPE, "float32", progress=False)
+    assert res.cache_hit and res.mode == "model-only"
+    assert "model alone" in capsys.readouterr().err
+
+
 def test_model_only_answer_is_the_unpadded_twin_within_the_margin_and_an_older_answer_is_not_reused(
     monkeypatch, tmp_path
 ):
@@ -187,6 +198,19 @@ def test_bad_arguments_name_themselves(kwargs, match):
     args = {"shape": SHAPE, "dtype": "float32", **kwargs}
     with pytest.raises(ValueError, match=match):
         autopad.tune(fake_kernel, args.pop("shape"), benchmarker=FakeBench(), progress=False, **args)
+
+
+def test_a_shape_of_numpy_integers_is_a_shape(monkeypatch):
+    """Sizes computed with numpy are numpy integers (``n // 2`` of an np.int64): they are integers, as
+    Python's own are (``operator.index``); floats, bools and text in a tuple are still refused."""
+    np = pytest.importorskip("numpy")
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    for shape in ((np.int64(4096), np.int32(4096)), np.array([4096, 4096])):
+        res = autopad.tune(fake_kernel, shape, "float32", progress=False, cache=False)
+        assert res.shape == SHAPE and all(type(d) is int for d in res.shape)
+    for bad in ((4096.0, 4096), (True, 4096), ("4096", 4096), (np.float64(4096), 4096)):
+        with pytest.raises(ValueError, match="shape"):
+            autopad.tune(fake_kernel, bad, "float32", progress=False, cache=False)
 
 
 def test_unknown_kernel_name():

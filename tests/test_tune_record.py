@@ -169,3 +169,21 @@ def test_extra_spells_the_layout_for_exporters():
         pad["gluon_layout"].startswith("gl.PaddedSharedLayout.with_identity_for(")
         and "cute_swizzle" not in pad
     )
+
+
+_TRANSPOSE_8_WARPS = {"BM": 32, "BN": 128, "MAX_PHASE": 1, "PAD": 2, "PER_PHASE": 1, "SW_VEC": 1, "VEC": 2}
+_HISTOGRAM_8_WARPS = {"BLOCK": 4096, "GRID": 8, "ITERS": 4, "PAD": 0, "PATH": 1, "R": 8}
+
+
+@pytest.mark.parametrize(
+    "name, dtype, constants",
+    [("transpose", "float16", _TRANSPOSE_8_WARPS), ("histogram", "int32", _HISTOGRAM_8_WARPS)],
+)
+def test_extra_carries_the_launch_of_a_builtin_triton_kernel(name, dtype, constants):
+    """The built-in Triton kernels are modules whose spec object is ``SPEC``: the launch (num_warps) must
+    still reach the .py export, else its LAUNCH is {} and triton_config() launches with Triton's default
+    4 warps whatever WARPS was tuned."""
+    spec = builtin_spec(name, "triton", dtype)
+    extra = _extra(None, spec, {**constants, "WARPS": 8})
+    assert extra["launch"]["num_warps"] == 8
+    assert "kernel_args" in extra
