@@ -158,6 +158,7 @@ class Request:
     cache: bool
     retune: bool
     export: Path | None = None
+    overwrite: bool = False  # whether ``export`` may replace a different file there
 
     @classmethod
     def make(
@@ -179,6 +180,7 @@ class Request:
         seed: int = 0,
         export: str | Path | None = None,
         gpu_cc: str = "",
+        overwrite: bool = False,
         device_count: int | None = None,
         gpu_name: str = "",
     ) -> Request:
@@ -249,4 +251,5 @@ class Request:
             check_bool("cache", cache),
             check_bool("retune", retune),
             out,
+            check_bool("overwrite", overwrite),
         )

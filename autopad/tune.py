@@ -95,6 +95,7 @@ def tune(
     strategy: str = "model",
     seed: int = 0,
     export: Any = None,
+    overwrite: bool = False,
 ) -> TuneResult:
     """Choose the shared-memory layout (and other tunables) for ``kernel`` on ``shape``.
 
@@ -107,7 +108,8 @@ def tune(
     how long measuring may take. ``dist`` is the input class for kernels whose speed depends on the data
     (histogram: "uniform", "skewed", "single", "sorted"). ``cache`` reuses and records measurements on disk;
     ``retune`` ignores a cached result (but keeps cached timings). ``export`` writes the pick (.json, .h,
-    .py) when the tune is done; a bad suffix is refused before any work.
+    .py) when the tune is done; a bad suffix is refused before any work, and a different file already there
+    is replaced only with ``overwrite``.
     """
     started = time.perf_counter()
     # the profile is the named device's, in any form Request accepts ("cuda:1", a torch.device, 1); a device
@@ -137,6 +139,7 @@ def tune(
         gpu_cc=dev.get("cc", ""),
         device_count=device_count() if benchmarker is None else None,
         gpu_name=dev.get("name", ""),
+        overwrite=overwrite,
     )
     spec = req.spec  # (req.device is index_hint: Request read the same device)
     # whether this machine could measure: a GPU the driver shows (torch is checked only when measuring)
@@ -280,5 +283,5 @@ def _finish(req: Request, res: TuneResult, verbose: bool) -> TuneResult:
     if verbose:
         print(res.table())
     if req.export is not None:
-        res.export(req.export)
+        res.export(req.export, overwrite=req.overwrite)
     return res

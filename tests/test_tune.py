@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -69,6 +70,22 @@ def test_a_model_only_answer_from_the_cache_says_so_too(monkeypatch, capsys):
     res = autopad.tune(fake_kernel, SHAPE, "float32", progress=False)
     assert res.cache_hit and res.mode == "model-only"
     assert "model alone" in capsys.readouterr().err
+
+
+def test_export_replaces_a_different_file_only_with_overwrite(monkeypatch, tmp_path):
+    """``tune(export=...)`` onto a file holding something else is refused (the file kept), and the refusal's
+    advice, overwrite=True, is an argument tune() takes: then the file holds the pick. A non-bool is refused
+    before any work."""
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    dest = tmp_path / "pick.json"
+    dest.write_text("mine\n")
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        autopad.tune(fake_kernel, SHAPE, "float32", progress=False, export=dest)
+    assert dest.read_text() == "mine\n"
+    res = autopad.tune(fake_kernel, SHAPE, "float32", progress=False, export=dest, overwrite=True)
+    assert json.loads(dest.read_text())["best"]["constants"] == res.best.constants
+    with pytest.raises(ValueError, match="overwrite: must be True or False"):
+        autopad.tune(fake_kernel, SHAPE, "float32", progress=False, export=dest, overwrite="yes")
 
 
 def test_model_only_answer_is_the_unpadded_twin_within_the_margin_and_an_older_answer_is_not_reused(
