@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .arch import get_arch
-from .expr import ExprError, compile_expr
+from .expr import ExprError, compile_expr, names_in
 from .kernel_args import Inputs, Out, _meta_bytes, _torch_dtype
 from .layouts import Legality, Padded
 from .spec import DTYPE_BYTES, SpecError
@@ -118,6 +118,38 @@ class KernelBase:
     def reference(self, *inputs: Any) -> Any:
         """torch's answer: the outputs (one tensor, or a tuple in the order of the Out arguments)."""
         raise SpecError(f"reference: {type(self).__name__} must define reference(self, *inputs)")
+
+    def check_expressions(self) -> None:
+        """Each expression the spec states (GRID, BLOCK, TILES_PER_BLOCK, INFLIGHT_BYTES, FLOPS) names only
+        what it is evaluated with, checked when the spec is loaded (``KernelSpec``): a misspelt name was found
+        only when every candidate failed on it, reported as "shape: ... has no legal candidate for shape"."""
+        constants = set(self.SPACE)
+        shape = set(self.SHAPE) if isinstance(self.SHAPE, (tuple, list)) else set()
+        given = {  # what each is evaluated with: _env's names (constants, the shape's names, E)
+            "GRID": constants | shape,
+            "BLOCK": constants,
+            "TILES_PER_BLOCK": constants | shape,
+            "INFLIGHT_BYTES": constants | shape,
+            "FLOPS": shape,
+        }
+        for what, known in given.items():
+            spec = getattr(self, what, None)
+            if spec is None or callable(spec):
+                continue
+            for text in (spec,) if isinstance(spec, (str, int)) else tuple(spec):
+                try:
+                    names = names_in(text)
+                except ExprError as e:
+                    raise SpecError(f"{what}: {e}") from None
+                # without SHAPE the dims are S0, S1, ... (as many as the shape has)
+                unknown = sorted(
+                    n for n in names - known - {"E"} if self.SHAPE is not None or not re.fullmatch(r"S\d+", n)
+                )
+                if unknown:
+                    allowed = ", ".join(sorted(known | {"E"}))
+                    raise SpecError(
+                        f"{what}: {text!r} names {', '.join(unknown)}, which is not one of {allowed}"
+                    )
 
     # ---- helpers --------------------------------------------------------------------------------------
 

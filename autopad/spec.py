@@ -193,6 +193,10 @@ def _check_static(impl: Any) -> None:
         raise SpecError(
             f"TOLERANCE: a number, or a dict of dtype name -> number (a relative error >= 0), got {tol!r}"
         )
+    # a base spec's expressions (GRID, BLOCK, ...) name only what they are evaluated with
+    check = getattr(impl, "check_expressions", None)
+    if callable(check):
+        check()
 
 
 def _tolerance(v: Any) -> bool:

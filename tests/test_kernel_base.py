@@ -95,3 +95,28 @@ def test_a_method_named_like_a_constant_stays_a_method():
             return _layout(constants, dtype)
 
     assert Method().layout({"TILE": 64, "PAD": 0}, "float32") == _layout({"TILE": 64, "PAD": 0}, "float32")
+
+
+@pytest.mark.parametrize(
+    "fields, match",
+    [
+        # found before only when every candidate failed: "shape: ... has no legal candidate for shape"
+        (
+            {"GRID": ("cdiv(N, TILEX)", "cdiv(M, TILE)")},
+            r"GRID: 'cdiv\(N, TILEX\)' names TILEX, which is not",
+        ),
+        ({"BLOCK": ("TILE", "ROWZ")}, r"BLOCK: 'ROWZ' names ROWZ"),
+        # BLOCK is evaluated without the shape's names
+        ({"BLOCK": ("TILE", "M // 8")}, r"BLOCK: 'M // 8' names M, which is not one of E, PAD, ROWS, TILE"),
+        ({"FLOPS": "2 * M * N * TILE"}, r"FLOPS: '2 \* M \* N \* TILE' names TILE"),
+        ({"GRID": ("N / TILE", "1")}, r"GRID: expression 'N / TILE': '/' is not integer arithmetic"),
+    ],
+)
+def test_a_spec_expression_naming_what_it_is_not_given_is_refused_when_loaded(fields, match):
+    from own_kernel_example import Transpose
+
+    from autopad.spec import KernelSpec, SpecError
+
+    with pytest.raises(SpecError, match=match):
+        KernelSpec(type("Mine", (Transpose,), fields)())
+    KernelSpec(Transpose())  # the README's example itself passes
