@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .cli import Failed, UsageError, add_json, emit_json
-from .cli_tune import EXPORT_FORMATS, check_cache_dir, cli_message, export_target
+from .cli_tune import EXPORT_FORMATS, check_cache_dir, cli_message, export_target, header_name
 
 __all__ = ["add_export"]
 
@@ -47,6 +47,11 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--device", type=int, default=0, help="the CUDA device whose result to take")
     p.add_argument("--overwrite", action="store_true", help="replace a different existing file")
+    p.add_argument(
+        "--name",
+        help="a header's macro prefix, AUTOPAD_<NAME>_ (default: the kernel's): headers of one kernel "
+        "(two dtypes, two backends) can then be included together",
+    )
     add_json(p)
     p.set_defaults(handler=run_export)
 
@@ -58,6 +63,7 @@ def run_export(args: argparse.Namespace) -> int:
     if args.json and args.output == "-":  # as autopad tune's --json --export -
         raise UsageError("autopad export: error: --json and -o -: both would use stdout; choose one")
     fmt = export_target(args.output, args.format, "export")
+    header_name(args.name, fmt, "export")
     try:
         if args.kernel:
             if args.results:
@@ -80,15 +86,19 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         if args.output == "-":
             if len(results) > 1:
-                text = export.render_merged_header(results, "autopad.h", sources=sources)
+                text = export.render_merged_header(results, "autopad.h", sources=sources, name=args.name)
             else:
-                text = export.render(results[0], fmt)
+                text = export.render(results[0], fmt, name=args.name)
             sys.stdout.write(text)
             return 0
         if len(results) > 1:
-            path = export.merge_header(results, args.output, overwrite=args.overwrite, sources=sources)
+            path = export.merge_header(
+                results, args.output, overwrite=args.overwrite, sources=sources, name=args.name
+            )
         else:
-            path = export.export_result(results[0], args.output, fmt=fmt, overwrite=args.overwrite)
+            path = export.export_result(
+                results[0], args.output, fmt=fmt, overwrite=args.overwrite, name=args.name
+            )
     except FileExistsError as err:
         raise Failed(f"autopad export: error: {err}") from None
     except ValueError as err:  # results that cannot go together, or a name that cannot be a constant

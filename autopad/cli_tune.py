@@ -28,6 +28,7 @@ __all__ = [
     "check_cache_dir",
     "dtype_hint",
     "export_target",
+    "header_name",
     "request_message",
 ]
 
@@ -154,6 +155,7 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
         "--format", choices=EXPORT_FORMATS, help="export format (default: from the suffix; needed for -)"
     )
     p.add_argument("--overwrite", action="store_true", help="let --export replace a different file")
+    p.add_argument("--name", help="a .h export's macro prefix, AUTOPAD_<NAME>_ (default: the kernel's)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the tuning cache")
     p.add_argument("--retune", action="store_true", help="ignore a cached result (cached timings are reused)")
     p.add_argument("--limit", type=int, default=12, help="unmeasured candidates to list (default 12)")
@@ -192,6 +194,21 @@ def export_target(path: str | None, fmt: str | None, cmd: str) -> str | None:
             ".h or .py (or give --format)"
         )
     return suffix
+
+
+def header_name(name: str | None, fmt: str | None, cmd: str) -> str | None:
+    """--name, checked before any work: a C identifier, for a .h export only (exit 2 otherwise)."""
+    if name is None:
+        return None
+    if fmt != ".h":
+        raise UsageError(f"autopad {cmd}: error: --name names a header's macros; give a .h destination")
+    from .export.escaping import header_prefix
+
+    try:
+        header_prefix("kernel", name)
+    except ValueError as err:
+        raise UsageError(f"autopad {cmd}: error: --{err}") from None
+    return name
 
 
 def _stored_candidates(req: Any, res: Any, limit: int) -> list[Any] | None:
@@ -261,6 +278,7 @@ def run_tune(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise UsageError(f"autopad tune: error: --limit: must be >= 0, got {args.limit}")
     fmt = export_target(args.export, args.format, "tune")
+    header_name(args.name, fmt, "tune")
     if not args.no_cache:
         check_cache_dir("tune")
     kernel, source = load_kernel(args.kernel, "tune")
@@ -337,10 +355,10 @@ def _export(res: Any, args: argparse.Namespace, fmt: str | None) -> str:
 
     try:
         if args.export == "-":
-            sys.stdout.write(export.render(res, fmt))
+            sys.stdout.write(export.render(res, fmt, name=args.name))
             sys.stdout.flush()
             return "-"
-        return str(export.export_result(res, args.export, fmt=fmt, overwrite=args.overwrite))
+        return str(export.export_result(res, args.export, fmt=fmt, overwrite=args.overwrite, name=args.name))
     except FileExistsError as err:
         raise Failed(f"autopad tune: error: {err}") from None
     except (OSError, ValueError) as err:

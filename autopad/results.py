@@ -273,11 +273,15 @@ class TuneResult:
     cache_hit: bool = field(default=False, compare=False)
     lookup_ms: float | None = field(default=None, compare=False)
 
-    def export(self, path: str | Path, fmt: str | None = None, overwrite: bool = False) -> Path:
-        """Write the constants as .json, .h or .py (format from the suffix unless ``fmt`` says)."""
+    def export(
+        self, path: str | Path, fmt: str | None = None, overwrite: bool = False, name: str | None = None
+    ) -> Path:
+        """Write the constants as .json, .h or .py (format from the suffix unless ``fmt`` says); ``name``
+        prefixes a header's macros (``AUTOPAD_<NAME>_...``), so that headers of one kernel can share a
+        translation unit."""
         from .export import export_result
 
-        return export_result(self, path, fmt=fmt, overwrite=overwrite)
+        return export_result(self, path, fmt=fmt, overwrite=overwrite, name=name)
 
     def to_dict(self) -> dict[str, Any]:
         return {

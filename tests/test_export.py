@@ -628,6 +628,35 @@ def test_cli_export_two_results_without_a_gpu_is_an_error(tmp_path, capsys):
     assert not (tmp_path / "m.h").exists()
 
 
+def test_cli_export_and_tune_take_a_header_name(tmp_path, capsys, monkeypatch):
+    """``--name`` prefixes a header's macros, from ``autopad export`` and ``autopad tune --export``; with a
+    .py destination, or a name that is no C identifier, it is one line and exit 2 before any work."""
+    from autopad.cli import main
+
+    export_result(make_result(), tmp_path / "r.json")
+    assert main(["export", str(tmp_path / "r.json"), "-o", str(tmp_path / "t.h"), "--name", "t_f32"]) == 0
+    assert "#define AUTOPAD_T_F32_TILE 32" in (tmp_path / "t.h").read_text()
+    for args, why in (
+        (["-o", str(tmp_path / "t.py"), "--name", "t"], "give a .h destination"),
+        (["-o", str(tmp_path / "u.h"), "--name", "9t"], "is not a C identifier"),
+    ):
+        capsys.readouterr()
+        assert main(["export", str(tmp_path / "r.json"), *args]) == 2
+        err = capsys.readouterr().err
+        assert why in err and len(err.strip().splitlines()) == 1
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    monkeypatch.setenv("AUTOPAD_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "tuned.h"
+    code = main(
+        ["tune", "transpose", "--shape", "256x256", "--quiet", "--export", str(out), "--name", "tp_256"]
+    )
+    assert code == 0 and "AUTOPAD_TP_256_SMEM_OFF" in out.read_text()
+    assert (
+        main(["tune", "transpose", "--shape", "256x256", "--export", str(tmp_path / "t.json"), "--name", "x"])
+        == 2
+    )
+
+
 # ---- Python module -------------------------------------------------------------------------------
 
 
@@ -841,3 +870,42 @@ def test_failed_write_leaves_old_file_and_no_temporaries(tmp_path, monkeypatch):
         export_result(make_result(), tmp_path / "new.py")
     assert p.read_text() == before
     assert os.listdir(tmp_path) == ["t.h"]
+
+
+@pytest.mark.skipif(GXX is None, reason="needs g++")
+def test_named_headers_of_one_kernel_share_a_translation_unit(tmp_path):
+    """Two results of one kernel (fp32 and fp16) as headers: under the kernel's own prefix, one translation
+    unit cannot include both (the macros and the config struct are defined twice); each under its ``name``
+    they compile together and keep their own values, merged headers too. A name that is not a C identifier,
+    or a name for a .json / .py export, is refused."""
+    f32 = make_result({"TILE": 32, "PAD": 1, "SWIZZLE": 0, "VEC": 1})
+    f16 = make_result({"TILE": 64, "PAD": 2, "SWIZZLE": 0, "VEC": 2}, dtype="float16")
+    f32.export(tmp_path / "a.h")
+    f16.export(tmp_path / "b.h")
+    src = tmp_path / "both.cpp"
+    src.write_text('#include "a.h"\n#include "b.h"\nint main() { return 0; }\n')
+    r = subprocess.run([GXX, "-fsyntax-only", "-I", str(tmp_path), str(src)], capture_output=True, text=True)
+    assert r.returncode != 0 and "redefin" in r.stderr
+    f32.export(tmp_path / "a.h", name="transpose_f32", overwrite=True)
+    f16.export(tmp_path / "b.h", name="transpose_f16", overwrite=True)
+    h100 = replace(
+        f16,
+        device={"name": "NVIDIA H100", "cc": "90"},
+        best=replace(f16.best, constants={**f16.best.constants, "TILE": 32}),
+    )
+    a100 = replace(f16, device={"name": "NVIDIA A100", "cc": "80"})
+    (tmp_path / "c.h").write_text(render_merged_header([h100, a100], "c.h", name="transpose_f16_all"))
+    src.write_text(
+        '#include <cstdio>\n#include "a.h"\n#include "b.h"\n#include "c.h"\n'
+        "int main() {\n"
+        '  printf("%d %d %d %d\\n", AUTOPAD_TRANSPOSE_F32_TILE, AUTOPAD_TRANSPOSE_F16_TILE,\n'
+        "         autopad_transpose_f16_config_for_cc(90).TILE,\n"
+        "         autopad_transpose_f16_all_config_for_cc(90).TILE);\n"
+        "}\n"
+    )
+    assert run_cpp(tmp_path, "both", src.read_text()).split() == ["32", "64", "64", "32"]
+    for bad in ("2x", "a-b", "", "transpose f16"):
+        with pytest.raises(ValueError, match="is not a C identifier"):
+            f32.export(tmp_path / "x.h", name=bad)
+    with pytest.raises(ValueError, match=r"name: names a header's macros \(.h\); a .json export takes none"):
+        f32.export(tmp_path / "x.json", name="t")

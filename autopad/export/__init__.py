@@ -89,21 +89,29 @@ def _format(path: Path, fmt: str | None) -> str:
     return f
 
 
-def render(result: TuneResult, fmt: str, path: str | Path | None = None) -> str:
+def render(result: TuneResult, fmt: str, path: str | Path | None = None, name: str | None = None) -> str:
     """The text ``export_result`` would write for ``fmt`` (".json", ".h", ".py", or without the dot);
-    ``path`` names a header's include guard (default ``autopad.h``)."""
+    ``path`` names a header's include guard (default ``autopad.h``), ``name`` its macros' prefix (a header's
+    only: a .json or .py export has no global names to clash, and is refused one)."""
     f = _format(Path(path or "autopad"), fmt)
     if f == ".h":
-        return render_header(result, Path(path or "autopad.h"))
+        return render_header(result, Path(path or "autopad.h"), name)
+    if name is not None:
+        raise ValueError(f"name: names a header's macros (.h); a {f} export takes none")
     return {".json": render_json, ".py": render_python}[f](result)
 
 
 def export_result(
-    result: TuneResult, path: str | Path, fmt: str | None = None, overwrite: bool = False
+    result: TuneResult,
+    path: str | Path,
+    fmt: str | None = None,
+    overwrite: bool = False,
+    name: str | None = None,
 ) -> Path:
-    """Write ``result`` to ``path`` as .json, .h or .py (by suffix unless ``fmt`` says); returns the path."""
+    """Write ``result`` to ``path`` as .json, .h or .py (by suffix unless ``fmt`` says); returns the path.
+    ``name`` prefixes a header's macros (``AUTOPAD_<NAME>_...``; default the kernel's)."""
     path = Path(path)
-    return write_file(path, render(result, _format(path, fmt), path), overwrite)
+    return write_file(path, render(result, _format(path, fmt), path, name), overwrite)
 
 
 def load_result(path: str | Path) -> TuneResult:

@@ -30,6 +30,21 @@ def c_name(text: Any) -> str:
     return out
 
 
+def header_prefix(kernel: str, name: str | None = None) -> str:
+    """The macros' prefix of a header: ``AUTOPAD_<KERNEL>``, or ``AUTOPAD_<NAME>`` where the user names it, so
+    that several results of one kernel (two dtypes, two backends) can be included in one translation unit
+    without redefining each other's macros and struct. ``name`` must be an identifier (letters, digits and
+    underscores, not starting with a digit): it is part of every macro and function name of the header."""
+    if name is None:
+        return f"AUTOPAD_{c_name(kernel)}"
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ValueError(
+            f"name: {name!r} is not a C identifier (letters, digits and underscores, not starting with a "
+            f"digit), such as transpose_f16"
+        )
+    return f"AUTOPAD_{name.upper()}"
+
+
 def device_macro(gpu: str) -> str:
     """The macro picking a device's block of a merged header: "NVIDIA H200" -> AUTOPAD_DEVICE_NVIDIA_H200."""
     return f"AUTOPAD_DEVICE_{c_name(gpu)}"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results import TuneResult
-from .escaping import _INT32, _c_int, _c_string, _comment, c_name
+from .escaping import _INT32, _c_int, _c_string, _comment, c_name, header_prefix
 from .facts import _cc, _constants, _describe, _device, _version
 from .tile_spec import _cute, _footprint, _struct_table, layout_spec
 
@@ -206,10 +206,11 @@ def _usage(prefix: str, k: str, block: list[_Macro]) -> list[str]:
     return lines
 
 
-def render_header(result: TuneResult, path: str | Path = "autopad.h") -> str:
-    """The text of ``result``'s C/CUDA header (``path`` only names the include guard)."""
+def render_header(result: TuneResult, path: str | Path = "autopad.h", name: str | None = None) -> str:
+    """The text of ``result``'s C/CUDA header (``path`` only names the include guard; ``name``, the macros'
+    prefix, ``AUTOPAD_<NAME>_...``, default the kernel's: see ``escaping.header_prefix``)."""
     guard = _guard(Path(path))
-    prefix = f"AUTOPAD_{c_name(result.kernel)}"
+    prefix = header_prefix(result.kernel, name)
     k = prefix[len("AUTOPAD_") :].lower()
     block = _block(result, prefix)
     cc = _cc(_device(result))

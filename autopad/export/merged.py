@@ -15,7 +15,7 @@ from typing import Any
 
 from ..files import write_file
 from ..results import TuneResult
-from .escaping import _INT32, _comment, c_name, device_macro
+from .escaping import _INT32, _comment, device_macro, header_prefix
 from .facts import _cc, _constants, _describe, _device, _gpu, _version
 from .header import _FN, _block, _cute_typedef, _define, _fields, _guard, _Macro, _table
 
@@ -260,14 +260,18 @@ def _self_checks(plan: _Plan, prefix: str, k: str, agreed: list[str]) -> list[st
 
 
 def render_merged_header(
-    results: Sequence[TuneResult], path: str | Path = "autopad.h", sources: Sequence[str] | None = None
+    results: Sequence[TuneResult],
+    path: str | Path = "autopad.h",
+    sources: Sequence[str] | None = None,
+    name: str | None = None,
 ) -> str:
-    """The text of ``merge_header``'s header (``sources`` names the results in errors and comments)."""
+    """The text of ``merge_header``'s header (``sources`` names the results in errors and comments; ``name``
+    the macros' prefix, as ``render_header``'s)."""
     results = list(results)
     if not results:
         raise ValueError("results: need at least one TuneResult to merge")
     _check_merge(results, sources)
-    prefix = f"AUTOPAD_{c_name(results[0].kernel)}"
+    prefix = header_prefix(results[0].kernel, name)
     k = prefix[len("AUTOPAD_") :].lower()
     plan = _plan(results, prefix)
     guard = _guard(Path(path))
@@ -292,6 +296,7 @@ def merge_header(
     path: str | Path,
     overwrite: bool = False,
     sources: Sequence[str] | None = None,
+    name: str | None = None,
 ) -> Path:
     """One header for several devices' results of one kernel; host and device code always agree.
 
@@ -305,4 +310,4 @@ def merge_header(
     Errors (``ValueError``, naming ``sources`` when given): results of different kernels, backends,
     dtypes or constant names; two results for one device, or two without a GPU.
     """
-    return write_file(path, render_merged_header(results, path, sources), overwrite)
+    return write_file(path, render_merged_header(results, path, sources, name), overwrite)
