@@ -843,15 +843,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     cells = select(QUICK if args.quick else MATRIX if args.matrix else FULL, args.cells)
     if args.cell:
-        from autopad.kernels.cuda.histogram_inputs import DISTS
-
         from autopad.ops.plans import Item, plan
 
-        for cell in args.cell:  # a cell the op would refuse is refused here, before any work
-            item = Item.parse(cell)
-            plan(item)
-            if item.op == "histogram" and item.dist not in (None, *DISTS):
-                ap.error(f"--cell {cell!r}: input class {item.dist!r} is not one of {', '.join(DISTS)}")
+        for cell in args.cell:  # a cell the op would refuse is refused here, with its words, before any work
+            try:
+                plan(Item.parse(cell))
+            except ValueError as err:
+                ap.error(f"--cell {cell!r}: {err}")
         cells = (cells if args.cells else []) + list(args.cell)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
