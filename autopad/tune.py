@@ -28,6 +28,7 @@ from __future__ import annotations
 import sys
 import time
 import warnings
+from collections import Counter
 from types import ModuleType
 from typing import Any
 
@@ -36,6 +37,7 @@ from .request import Request, device_index, normalize_dtype, normalize_shape, re
 from .results import Best, CandidateResult, LazyCandidates, Measurement, TuneResult
 from .search import Candidate, check_legal, rank
 from .search_shortlist import model_pick
+from .space import space
 
 # besides what this module uses, the names tune.py defined before the split, importable from here as before
 # (tests use some of the private ones)
@@ -210,12 +212,7 @@ def _tune_ranked(
     record."""
     ranked = rank(spec, req.shape, req.dtype, req.arch, extra=_baselines(req), dist=req.dist)
     if not ranked:
-        probe = getattr(spec, "DEFAULTS", None) or {k: v[0] for k, v in spec.SPACE.items()}
-        why = check_legal(spec, dict(probe), req.shape, req.dtype).reason
-        raise ValueError(
-            f"shape: {spec.NAME} [{spec.BACKEND}] has no legal candidate for shape {req.shape} and "
-            f"dtype {req.dtype}; its default candidate is rejected because: {why}"
-        )
+        raise ValueError(_no_legal_candidate(spec, req))
     winner: Candidate | None = None
     meas: dict[str, Measurement] = {}
     cached: set[str] = set()
@@ -273,6 +270,26 @@ def _tune_ranked(
     if store is not None:
         store.put_result(key, _for_cache(res), params)
     return _finish(req, res, verbose)
+
+
+def _no_legal_candidate(spec: Any, req: Request, sample: int = 2000) -> str:
+    """Why no candidate of the space is legal for the request's shape: the default candidate's reason, and
+    the other reasons of an even sample of the space (at most ``sample`` candidates) with their counts. The
+    default's reason alone misled where another code path has another limit: the Triton histogram at 65,536
+    bins named tl.histogram's 4,096 (its default path) and not the shared-memory path's 16,384."""
+    probe = getattr(spec, "DEFAULTS", None) or {k: v[0] for k, v in spec.SPACE.items()}
+    why = check_legal(spec, dict(probe), req.shape, req.dtype).reason
+    msg = (
+        f"shape: {spec.NAME} [{spec.BACKEND}] has no legal candidate for shape {req.shape} and dtype "
+        f"{req.dtype}; its default candidate is rejected because: {why}"
+    )
+    sp = space(spec, req.dtype)
+    rows = range(0, sp.n, max(1, -(-sp.n // sample)))
+    seen = Counter(check_legal(spec, sp.constants(i), req.shape, req.dtype).reason for i in rows)
+    others = [(r, n) for r, n in seen.most_common() if r and r != why][:3]
+    if others:
+        msg += "; the others' reasons: " + "; ".join(f"{r} ({n} of {len(rows)} looked at)" for r, n in others)
+    return msg
 
 
 def _finish(req: Request, res: TuneResult, verbose: bool) -> TuneResult:

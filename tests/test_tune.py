@@ -72,6 +72,19 @@ def test_a_model_only_answer_from_the_cache_says_so_too(monkeypatch, capsys):
     assert "model alone" in capsys.readouterr().err
 
 
+def test_no_legal_candidate_names_every_path_s_limit(monkeypatch):
+    """A shape no candidate takes is refused with the default candidate's reason and the other reasons met
+    in the space: the Triton histogram at 65,536 bins named only tl.histogram's 4,096 (its default path),
+    though the limit that matters, the shared-memory path's, is 16,384."""
+    pytest.importorskip("triton")
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    with pytest.raises(ValueError) as err:
+        autopad.tune("histogram", (100, 65536), "int32", backend="triton", progress=False, cache=False)
+    msg = str(err.value)
+    assert "its default candidate is rejected because: BINS 65536: tl.histogram needs a power of two" in msg
+    assert "the others' reasons: PATH 1 takes up to 16384 bins" in msg
+
+
 def test_export_replaces_a_different_file_only_with_overwrite(monkeypatch, tmp_path):
     """``tune(export=...)`` onto a file holding something else is refused (the file kept), and the refusal's
     advice, overwrite=True, is an argument tune() takes: then the file holds the pick. A non-bool is refused
