@@ -119,21 +119,24 @@ class KernelBase:
         """torch's answer: the outputs (one tensor, or a tuple in the order of the Out arguments)."""
         raise SpecError(f"reference: {type(self).__name__} must define reference(self, *inputs)")
 
-    def check_expressions(self) -> None:
-        """Each expression the spec states (GRID, BLOCK, TILES_PER_BLOCK, INFLIGHT_BYTES, FLOPS) names only
-        what it is evaluated with, checked when the spec is loaded (``KernelSpec``): a misspelt name was found
-        only when every candidate failed on it, reported as "shape: ... has no legal candidate for shape"."""
-        constants = set(self.SPACE)
+    def expressions(self) -> list[tuple[str, Any, set[str]]]:
+        """(field, its expression or expressions, the names it is evaluated with) of every expression the spec
+        states as text: GRID, BLOCK, TILES_PER_BLOCK, INFLIGHT_BYTES, FLOPS (a subclass adds its own)."""
+        constants = set(self.SPACE) | {"E"}
         shape = set(self.SHAPE) if isinstance(self.SHAPE, (tuple, list)) else set()
-        given = {  # what each is evaluated with: _env's names (constants, the shape's names, E)
-            "GRID": constants | shape,
-            "BLOCK": constants,
-            "TILES_PER_BLOCK": constants | shape,
-            "INFLIGHT_BYTES": constants | shape,
-            "FLOPS": shape,
-        }
-        for what, known in given.items():
-            spec = getattr(self, what, None)
+        return [  # _env's names: the constants, the shape's names, E (the element's bytes)
+            ("GRID", self.GRID, constants | shape),
+            ("BLOCK", self.BLOCK, constants),
+            ("TILES_PER_BLOCK", self.TILES_PER_BLOCK, constants | shape),
+            ("INFLIGHT_BYTES", self.INFLIGHT_BYTES, constants | shape),
+            ("FLOPS", self.FLOPS, shape | {"E"}),
+        ]
+
+    def check_expressions(self) -> None:
+        """Each expression (``expressions``) names only what it is evaluated with, checked when the spec is
+        loaded (``KernelSpec``): a misspelt name was found only when every candidate failed on it, reported
+        as "shape: ... has no legal candidate for shape"."""
+        for what, spec, known in self.expressions():
             if spec is None or callable(spec):
                 continue
             for text in (spec,) if isinstance(spec, (str, int)) else tuple(spec):
@@ -143,10 +146,10 @@ class KernelBase:
                     raise SpecError(f"{what}: {e}") from None
                 # without SHAPE the dims are S0, S1, ... (as many as the shape has)
                 unknown = sorted(
-                    n for n in names - known - {"E"} if self.SHAPE is not None or not re.fullmatch(r"S\d+", n)
+                    n for n in names - known if self.SHAPE is not None or not re.fullmatch(r"S\d+", n)
                 )
                 if unknown:
-                    allowed = ", ".join(sorted(known | {"E"}))
+                    allowed = ", ".join(sorted(known))
                     raise SpecError(
                         f"{what}: {text!r} names {', '.join(unknown)}, which is not one of {allowed}"
                     )

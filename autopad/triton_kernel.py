@@ -15,6 +15,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .gluon_blocked import _FIELDS as _BLOCKED_FIELDS
 from .kernel_args import _shape_of
 from .kernel_base import KernelBase
 from .spec import SpecError
@@ -98,6 +99,17 @@ class TritonKernel(KernelBase):
         if not hasattr(k, "arg_names"):
             raise SpecError(f"KERNEL: {k!r} is not a @triton.jit or @gluon.jit function")
         return k
+
+    def expressions(self) -> list[tuple[str, Any, set[str]]]:
+        """KernelBase's, and the launch options (over the constants) and each register layout's fields (over
+        the constants and E), as ``num_warps`` and ``Blocked.resolve`` evaluate them."""
+        constants = set(self.SPACE)
+        out = [*super().expressions(), ("NUM_WARPS", self.NUM_WARPS, constants)]
+        out.append(("NUM_STAGES", self.NUM_STAGES, constants))
+        for name, blocked in dict(self.REGISTER_LAYOUTS).items():
+            fields = [x for f in _BLOCKED_FIELDS for x in getattr(blocked, f, ()) if isinstance(x, str)]
+            out.append((f"REGISTER_LAYOUTS[{name!r}]", tuple(fields), constants | {"E"}))
+        return out
 
     def num_warps(self, constants: Mapping[str, int]) -> int:
         return _eval(self.NUM_WARPS, dict(constants), "NUM_WARPS")

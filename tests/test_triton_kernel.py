@@ -8,7 +8,7 @@ pytest.importorskip("triton")
 
 import own_kernel_gluon_example as ex  # noqa: E402
 
-from autopad.spec import SpecError  # noqa: E402
+from autopad.spec import KernelSpec, SpecError  # noqa: E402
 
 C = {"BM": 32, "BN": 32, "WARPS": 4, "PAD": 4}
 
@@ -29,3 +29,20 @@ def test_smem_accesses_that_are_not_pairs_are_named(accesses):
 
 def test_the_readme_pairs_still_derive_the_pattern():
     assert ex.GluonTranspose().smem_pattern(C, "float32") is not None
+
+
+def test_a_register_layout_or_launch_expression_naming_an_unknown_constant_is_refused_when_loaded():
+    """A misspelt constant in a register layout's fields or in NUM_WARPS was a bare ExprError from inside
+    tune() ("expression 'WARPZ': unknown name"); it is a SpecError naming the field when the spec loads."""
+    from own_kernel_gluon_example import GluonTranspose
+
+    from autopad.gluon_model import Blocked
+
+    bad = {"IN": Blocked((1, 4), (4, 8), ("WARPZ", 1), (1, 0)), "OUT": GluonTranspose.REGISTER_LAYOUTS["OUT"]}
+    with pytest.raises(
+        SpecError, match=r"REGISTER_LAYOUTS\['IN'\]: 'WARPZ' names WARPZ, which is not one of"
+    ):
+        KernelSpec(type("Mine", (GluonTranspose,), {"REGISTER_LAYOUTS": bad})())
+    with pytest.raises(SpecError, match=r"NUM_WARPS: 'WARPS \* E' names E"):  # evaluated over the constants
+        KernelSpec(type("Mine", (GluonTranspose,), {"NUM_WARPS": "WARPS * E"})())
+    KernelSpec(GluonTranspose())  # the README's example itself passes
