@@ -119,35 +119,44 @@ class KernelBase:
         """torch's answer: the outputs (one tensor, or a tuple in the order of the Out arguments)."""
         raise SpecError(f"reference: {type(self).__name__} must define reference(self, *inputs)")
 
-    def expressions(self) -> list[tuple[str, Any, set[str]]]:
-        """(field, its expression or expressions, the names it is evaluated with) of every expression the spec
-        states as text: GRID, BLOCK, TILES_PER_BLOCK, INFLIGHT_BYTES, FLOPS (a subclass adds its own)."""
+    def _evaluates(self, *methods: str) -> bool:
+        """Whether the base's own ``methods`` evaluate the fields (a subclass that overrides one reads them,
+        or other names, its own way: its fields are not checked)."""
+        return all(getattr(type(self), m) is getattr(KernelBase, m, None) for m in methods)
+
+    def expressions(self) -> list[tuple[str, Any, set[str], bool]]:
+        """(field, its expression or expressions, the names it is evaluated with, whether those include the
+        shape's) of every expression field the base evaluates: GRID, BLOCK, TILES_PER_BLOCK, INFLIGHT_BYTES,
+        FLOPS, where the method that reads it is the base's (a subclass adds its own fields)."""
         constants = set(self.SPACE) | {"E"}
         shape = set(self.SHAPE) if isinstance(self.SHAPE, (tuple, list)) else set()
-        return [  # _env's names: the constants, the shape's names, E (the element's bytes)
-            ("GRID", self.GRID, constants | shape),
-            ("BLOCK", self.BLOCK, constants),
-            ("TILES_PER_BLOCK", self.TILES_PER_BLOCK, constants | shape),
-            ("INFLIGHT_BYTES", self.INFLIGHT_BYTES, constants | shape),
-            ("FLOPS", self.FLOPS, shape | {"E"}),
-        ]
+        out = []  # _env's names: the constants, the shape's names, E (the element's bytes)
+        if self._evaluates("grid"):
+            out.append(("GRID", self.GRID, constants | shape, True))
+        if self._evaluates("block"):
+            out.append(("BLOCK", self.BLOCK, constants, False))
+        if self._evaluates("launch_info"):
+            out.append(("TILES_PER_BLOCK", self.TILES_PER_BLOCK, constants | shape, True))
+            out.append(("INFLIGHT_BYTES", self.INFLIGHT_BYTES, constants | shape, True))
+        if self._evaluates("traffic", "_flops"):
+            out.append(("FLOPS", self.FLOPS, shape | {"E"}, True))
+        return out
 
     def check_expressions(self) -> None:
-        """Each expression (``expressions``) names only what it is evaluated with, checked when the spec is
-        loaded (``KernelSpec``): a misspelt name was found only when every candidate failed on it, reported
-        as "shape: ... has no legal candidate for shape"."""
-        for what, spec, known in self.expressions():
+        """Each expression (``expressions``) is an int or integer arithmetic over only what it is evaluated
+        with, checked when the spec is loaded (``KernelSpec``): a misspelt name was found only when every
+        candidate failed on it, reported as "shape: ... has no legal candidate for shape"."""
+        for what, spec, known, sees_shape in self.expressions():
             if spec is None or callable(spec):
                 continue
-            for text in (spec,) if isinstance(spec, (str, int)) else tuple(spec):
+            for text in tuple(spec) if isinstance(spec, (tuple, list)) else (spec,):
                 try:
-                    names = names_in(text)
+                    compile_expr(text)  # an int (numpy's too) or text in the whitelist
                 except ExprError as e:
                     raise SpecError(f"{what}: {e}") from None
-                # without SHAPE the dims are S0, S1, ... (as many as the shape has)
-                unknown = sorted(
-                    n for n in names - known if self.SHAPE is not None or not re.fullmatch(r"S\d+", n)
-                )
+                # without SHAPE the dims are S0, S1, ... (as many as the shape has), where the shape is given
+                free = sees_shape and self.SHAPE is None
+                unknown = sorted(n for n in names_in(text) - known if not (free and re.fullmatch(r"S\d+", n)))
                 if unknown:
                     allowed = ", ".join(sorted(known))
                     raise SpecError(
@@ -448,7 +457,10 @@ class KernelBase:
                 return False, f"output {i}: shape {tuple(o.shape)}, reference {tuple(r.shape)}"
             tol = self._tolerance(o.dtype)
             if o.is_complex() or r.is_complex():  # .long() / .double() would drop the imaginary parts
-                o, r = torch.view_as_real(o.to(torch.complex128)), torch.view_as_real(r.to(torch.complex128))
+                # (a lazily conjugated or negated tensor, x.conj() or x.mH, has no real view until resolved)
+                o, r = (
+                    torch.view_as_real(x.to(torch.complex128).resolve_conj().resolve_neg()) for x in (o, r)
+                )
             if not (o.is_floating_point() or r.is_floating_point()):
                 bad = int((o.long() != r.long()).sum().item())
                 if bad:
@@ -475,7 +487,7 @@ class KernelBase:
     def _tolerance(self, torch_dtype: Any) -> float:
         name = str(torch_dtype).replace("torch.", "")
         t = self.TOLERANCE
-        if isinstance(t, (int, float)):
+        if isinstance(t, (int, float, np.integer, np.floating)) and not isinstance(t, bool):  # numpy's too
             return float(t)
         if isinstance(t, Mapping) and name in t:
             return float(t[name])

@@ -18,7 +18,7 @@ from typing import Any
 from .gluon_blocked import _FIELDS as _BLOCKED_FIELDS
 from .kernel_args import _shape_of
 from .kernel_base import KernelBase
-from .spec import SpecError
+from .spec import DTYPE_BYTES, SpecError
 from .tile_spec import TileLayout, _eval
 
 __all__ = ["TritonKernel"]
@@ -100,15 +100,18 @@ class TritonKernel(KernelBase):
             raise SpecError(f"KERNEL: {k!r} is not a @triton.jit or @gluon.jit function")
         return k
 
-    def expressions(self) -> list[tuple[str, Any, set[str]]]:
+    def expressions(self) -> list[tuple[str, Any, set[str], bool]]:
         """KernelBase's, and the launch options (over the constants) and each register layout's fields (over
-        the constants and E), as ``num_warps`` and ``Blocked.resolve`` evaluate them."""
+        the constants and E), as ``num_warps``, ``launch_options``, ``build`` and the model evaluate them."""
         constants = set(self.SPACE)
-        out = [*super().expressions(), ("NUM_WARPS", self.NUM_WARPS, constants)]
-        out.append(("NUM_STAGES", self.NUM_STAGES, constants))
+        out = super().expressions()
+        if type(self).num_warps is TritonKernel.num_warps:
+            out.append(("NUM_WARPS", self.NUM_WARPS, constants, False))
+        if type(self).launch_options is TritonKernel.launch_options:
+            out.append(("NUM_STAGES", self.NUM_STAGES, constants, False))
         for name, blocked in dict(self.REGISTER_LAYOUTS).items():
             fields = [x for f in _BLOCKED_FIELDS for x in getattr(blocked, f, ()) if isinstance(x, str)]
-            out.append((f"REGISTER_LAYOUTS[{name!r}]", tuple(fields), constants | {"E"}))
+            out.append((f"REGISTER_LAYOUTS[{name!r}]", tuple(fields), constants | {"E"}, False))
         return out
 
     def num_warps(self, constants: Mapping[str, int]) -> int:
@@ -152,7 +155,9 @@ class TritonKernel(KernelBase):
 
             kwargs[self.LAYOUT_ARG] = to_gluon(self.layout(constants, dtype))
         for name, blocked in self.REGISTER_LAYOUTS.items():
-            b = blocked(dict(constants)) if callable(blocked) else blocked
+            # resolved as the model resolves them (pattern.py): over the constants and E, the element's bytes
+            env = {**constants, "E": DTYPE_BYTES[dtype]}
+            b = blocked(env) if callable(blocked) else blocked
             kwargs[name] = b.gluon()
         return {
             "kernel": fn,

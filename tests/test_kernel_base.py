@@ -120,3 +120,49 @@ def test_a_spec_expression_naming_what_it_is_not_given_is_refused_when_loaded(fi
     with pytest.raises(SpecError, match=match):
         KernelSpec(type("Mine", (Transpose,), fields)())
     KernelSpec(Transpose())  # the README's example itself passes
+
+
+def test_expression_fields_of_numpy_ints_load_and_a_float_is_named():
+    """An expression field may be an int of numpy's (it evaluates as one), and a float is a SpecError naming
+    the field (review: the load check iterated a numpy int, a TypeError naming nothing)."""
+    import numpy as np
+    from own_kernel_example import Transpose
+
+    from autopad.spec import KernelSpec, SpecError
+
+    KernelSpec(type("Mine", (Transpose,), {"TILES_PER_BLOCK": np.int64(2), "FLOPS": np.int64(0)})())
+    with pytest.raises(SpecError, match="FLOPS: expression 2000000000.0"):
+        KernelSpec(type("Mine", (Transpose,), {"FLOPS": 2e9})())
+
+
+def test_fields_a_subclass_reads_its_own_way_are_not_checked_and_block_sees_no_shape():
+    """A spec that overrides grid() reads GRID (and other names) itself: GRID is left to it. Without SHAPE
+    the dims are S0, S1, ... for the fields that see the shape, not for BLOCK, which does not."""
+    from own_kernel_example import Transpose
+
+    from autopad.spec import KernelSpec, SpecError
+
+    class OwnGrid(Transpose):
+        GRID = ("SMS", "1")  # read by its own grid(), not by the base's
+
+        def grid(self, constants, shape, dtype="float32"):
+            return (132, 1)
+
+    KernelSpec(OwnGrid())
+    no_shape = {"SHAPE": None, "GRID": ("cdiv(S1, TILE)", "cdiv(S0, TILE)")}
+    KernelSpec(type("Mine", (Transpose,), no_shape)())
+    with pytest.raises(SpecError, match="BLOCK: 'S0' names S0"):
+        KernelSpec(type("Mine", (Transpose,), {**no_shape, "BLOCK": ("TILE", "S0")})())
+
+
+def test_a_numpy_tolerance_is_used_and_a_conjugated_complex_reference_is_compared():
+    """A TOLERANCE of numpy's passes the load check and is the one used (it was replaced by the default);
+    a complex reference that is a lazy conjugate (x.conj()) is compared, not a RuntimeError."""
+    import numpy as np
+    from own_kernel_example import Transpose
+
+    spec = type("Mine", (Transpose,), {"TOLERANCE": np.float32(0.5)})()
+    assert spec._tolerance(torch.float32) == 0.5
+    x = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64)
+    assert spec.check(x.conj().resolve_conj(), x.conj())[0]
+    assert not spec.check(x, x.conj())[0]

@@ -46,3 +46,21 @@ def test_a_register_layout_or_launch_expression_naming_an_unknown_constant_is_re
     with pytest.raises(SpecError, match=r"NUM_WARPS: 'WARPS \* E' names E"):  # evaluated over the constants
         KernelSpec(type("Mine", (GluonTranspose,), {"NUM_WARPS": "WARPS * E"})())
     KernelSpec(GluonTranspose())  # the README's example itself passes
+
+
+def test_register_layouts_are_built_with_e_as_the_model_resolves_them():
+    """A register layout's field may read E (the element's bytes), as the model's pattern does; build()
+    resolved it over the constants alone, an ExprError at the first GPU build."""
+    from own_kernel_gluon_example import GluonTranspose
+
+    from autopad.gluon_model import Blocked
+
+    lay = {
+        "IN": Blocked((1, "16 // E"), (4, 8), ("WARPS", 1), (1, 0)),
+        "OUT": GluonTranspose.REGISTER_LAYOUTS["OUT"],
+    }
+    spec = type("Mine", (GluonTranspose,), {"REGISTER_LAYOUTS": lay})()
+    KernelSpec(spec)
+    c = {"BM": 64, "BN": 64, "WARPS": 4, "PAD": 0}
+    built = spec.build(c, "float32")
+    assert list(built["kwargs"]["IN"].size_per_thread) == [1, 4]
