@@ -29,6 +29,7 @@ from autopad.export import (
     layout_spec,
     load_result,
     merge_header,
+    render,
     render_json,
     render_merged_header,
     spec_offset,
@@ -904,8 +905,17 @@ def test_named_headers_of_one_kernel_share_a_translation_unit(tmp_path):
         "}\n"
     )
     assert run_cpp(tmp_path, "both", src.read_text()).split() == ["32", "64", "64", "32"]
-    for bad in ("2x", "a-b", "", "transpose f16"):
-        with pytest.raises(ValueError, match="is not a C identifier"):
+    # the same file name (two folders, or stdout's autopad.h): the name keeps their include guards apart
+    (tmp_path / "d.h").write_text(render(f32, ".h", name="tp_f32"))
+    (tmp_path / "e.h").write_text(render(f16, ".h", name="tp_f16"))
+    two = '#include <cstdio>\n#include "d.h"\n#include "e.h"\n'
+    two += 'int main() { printf("%d %d\\n", AUTOPAD_TP_F32_TILE, AUTOPAD_TP_F16_TILE); }\n'
+    assert run_cpp(tmp_path, "same_file_name", two).split() == ["32", "64"]
+    for bad in ("2x", "a-b", "", "transpose f16", "_x", "a__b"):
+        with pytest.raises(ValueError, match="is not a C identifier starting with a letter"):
+            f32.export(tmp_path / "x.h", name=bad)
+    for bad in ("device_h200", "GUARD", "fn_x", "cxx14_y"):
+        with pytest.raises(ValueError, match="starts like the headers' own"):
             f32.export(tmp_path / "x.h", name=bad)
     with pytest.raises(ValueError, match=r"name: names a header's macros \(.h\); a .json export takes none"):
         f32.export(tmp_path / "x.json", name="t")

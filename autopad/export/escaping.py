@@ -34,13 +34,19 @@ def header_prefix(kernel: str, name: str | None = None) -> str:
     """The macros' prefix of a header: ``AUTOPAD_<KERNEL>``, or ``AUTOPAD_<NAME>`` where the user names it, so
     that several results of one kernel (two dtypes, two backends) can be included in one translation unit
     without redefining each other's macros and struct. ``name`` must be an identifier (letters, digits and
-    underscores, not starting with a digit): it is part of every macro and function name of the header."""
+    underscores, starting with a letter, no double underscore: C reserves those): it is part of every macro
+    and function name of the header, upper-cased in the macros (so names that differ only in case clash), and
+    may not start like the headers' own macros (DEVICE_, GUARD_, FN_, CXX14_)."""
     if name is None:
         return f"AUTOPAD_{c_name(kernel)}"
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) or "__" in name:
         raise ValueError(
-            f"name: {name!r} is not a C identifier (letters, digits and underscores, not starting with a "
-            f"digit), such as transpose_f16"
+            f"name: {name!r} is not a C identifier starting with a letter, without a double underscore, "
+            f"such as transpose_f16"
+        )
+    if re.match(r"(DEVICE|GUARD|FN|CXX14)(_|$)", name.upper()):
+        raise ValueError(
+            f"name: {name!r} starts like the headers' own AUTOPAD_DEVICE_/GUARD_/FN_/CXX14_ macros"
         )
     return f"AUTOPAD_{name.upper()}"
 

@@ -127,11 +127,14 @@ _FN = """\
 #endif"""
 
 
-def _guard(path: Path) -> str:
+def _guard(path: Path, name: str | None = None) -> str:
+    """The include guard: the file's name, and a header's own ``name`` where it has one (two named headers
+    of one file name, in two folders or written to stdout, must not guard each other out)."""
     try:
-        return f"AUTOPAD_GUARD_{c_name(path.name)}_"
+        stem = c_name(path.name)
     except ValueError:
-        return "AUTOPAD_GUARD_HEADER_"
+        stem = "HEADER"
+    return f"AUTOPAD_GUARD_{c_name(name) + '_' if name else ''}{stem}_"
 
 
 def _fields(blocks: list[list[_Macro]]) -> list[tuple[str, str]]:
@@ -209,8 +212,8 @@ def _usage(prefix: str, k: str, block: list[_Macro]) -> list[str]:
 def render_header(result: TuneResult, path: str | Path = "autopad.h", name: str | None = None) -> str:
     """The text of ``result``'s C/CUDA header (``path`` only names the include guard; ``name``, the macros'
     prefix, ``AUTOPAD_<NAME>_...``, default the kernel's: see ``escaping.header_prefix``)."""
-    guard = _guard(Path(path))
     prefix = header_prefix(result.kernel, name)
+    guard = _guard(Path(path), name)
     k = prefix[len("AUTOPAD_") :].lower()
     block = _block(result, prefix)
     cc = _cc(_device(result))

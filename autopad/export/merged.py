@@ -274,7 +274,7 @@ def render_merged_header(
     prefix = header_prefix(results[0].kernel, name)
     k = prefix[len("AUTOPAD_") :].lower()
     plan = _plan(results, prefix)
-    guard = _guard(Path(path))
+    guard = _guard(Path(path), name)
 
     def lab(i: int) -> str:
         return _comment(_label(i, results[i], sources))
