@@ -48,7 +48,8 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         # "--shape -3x5": argparse takes a value that starts with '-' for an option and says only that
         # --shape lacks its value; say how to give one, so that the value's own check can say what is wrong
-        missing = re.fullmatch(r"argument (--[\w-]+)(?:/-\w)?: expected one argument", message)
+        # (argparse names an option as defined: "--shape", "-o/--output" or "--output/-o")
+        missing = re.fullmatch(r"argument (?:-\w/)?(--[\w-]+)(?:/-\w)?: expected one argument", message)
         if missing:
             message += f" (write {missing.group(1)}=VALUE for a value that starts with '-')"
         raise UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
@@ -130,12 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``autopad`` with ``argv`` (default: sys.argv[1:]); returns the exit code."""
     # a warning (a corrupt cache file, an unusable cache folder) is one line in its own words: Python's form
     # adds the file and line of the code that warned and that code's source, which reads like a traceback;
-    # and the same text twice in one command (a bad cache file read, then replaced) is said once, unless
-    # the user chose what warnings do (-W, PYTHONWARNINGS: -W error must still fail the command)
+    # and the same text twice in one command (a bad cache file read, then replaced) is said once; the filter
+    # goes last, so any the user set (-W, PYTHONWARNINGS, a caller's own: -W error still fails the command)
+    # comes first and wins
     saved = warnings.formatwarning
     with warnings.catch_warnings():
-        if not sys.warnoptions:
-            warnings.filterwarnings("once", category=UserWarning)
+        warnings.filterwarnings("once", category=UserWarning, append=True)
         warnings.formatwarning = _warning_line
         try:
             return _main(list(sys.argv[1:] if argv is None else argv))
@@ -168,6 +169,9 @@ def _main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("autopad: interrupted", file=sys.stderr)
         return 130
+    except Warning as err:  # a warning the user made an error (-W error): its own words, not a bug's
+        print(_one_line(f"autopad {_command(argv) or ''}: error: {err}"), file=sys.stderr)
+        return 1
     except Exception as err:  # a bug or an environment problem: one line, unless debugging
         if os.environ.get("AUTOPAD_DEBUG", "") not in ("", "0"):
             raise

@@ -295,3 +295,32 @@ def test_a_warning_is_one_line_said_once(tmp_path):
     cached.write_text("garbage")
     done = run_module(*args, env={**env, "PYTHONWARNINGS": "error::UserWarning"}, module="autopad")
     assert done.returncode == 1 and f"ignoring {cached}" in done.stderr and "Traceback" not in done.stderr
+    assert "please report it" not in done.stderr  # the user's own choice, not a bug of autopad's
+
+
+def test_a_caller_s_own_warning_filter_is_kept(tmp_path, monkeypatch, capsys):
+    """A program (or pytest) that makes warnings errors in code, not through -W, keeps that choice in
+    main(): the CLI's 'once' filter goes after it (it went first, and the warning no longer failed)."""
+    import warnings
+
+    from autopad.cli import main
+
+    monkeypatch.setenv("AUTOPAD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    args = ["tune", "histogram", "--shape", "4096x256", "--dtype", "int32", "--quiet"]
+    assert main(args) == 0
+    (cached,) = (tmp_path / "cache" / "tune").glob("*.json")
+    cached.write_text("garbage")
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        assert main(args) == 1
+    assert f"ignoring {cached}" in capsys.readouterr().err
+
+
+def test_an_option_value_starting_with_a_dash_says_how_to_give_it_for_short_options_too(capsys):
+    """'-o -x.h': argparse names the option '-o/--output'; the hint names --output=VALUE as for --shape."""
+    from autopad.cli import main
+
+    assert main(["export", "r.json", "-o", "-x.h"]) == 2
+    assert "write --output=VALUE for a value that starts with '-'" in capsys.readouterr().err
