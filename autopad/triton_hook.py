@@ -104,6 +104,8 @@ class _AtLeastOne(float):
     def __rmul__(self, n: Any) -> float:
         return max(float(self) * n, 1.0)
 
+    __mul__ = __rmul__  # (top_k * len(configs), should Triton write it that way round)
+
 
 class ConfigModel:
     """Legality and predicted time of one Triton config from its meta-parameters (see the module doc)."""

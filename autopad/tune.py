@@ -25,12 +25,15 @@ extras); here, ``tune`` itself, and ``_rerank`` and ``_baselines``, the two othe
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 import warnings
 from collections import Counter
 from types import ModuleType
 from typing import Any
+
+import numpy as np
 
 from .device import device_count, device_info, gpu_available
 from .request import Request, device_index, normalize_dtype, normalize_shape, resolve
@@ -274,9 +277,11 @@ def _tune_ranked(
 
 def _no_legal_candidate(spec: Any, req: Request, sample: int = 2000) -> str:
     """Why no candidate of the space is legal for the request's shape: the default candidate's reason, and
-    the other reasons of an even sample of the space (at most ``sample`` candidates) with their counts. The
-    default's reason alone misled where another code path has another limit: the Triton histogram at 65,536
-    bins named tl.histogram's 4,096 (its default path) and not the shared-memory path's 16,384."""
+    the other reasons of a sample of the space (at most ``sample`` candidates, drawn at random with a fixed
+    seed: a fixed stride through the product order skipped whole values of its fastest constants) with their
+    counts, reasons that differ only in their numbers counted as one. The default's reason alone misled
+    where another code path has another limit: the Triton histogram at 65,536 bins named tl.histogram's
+    4,096 (its default path) and not the shared-memory path's 16,384."""
     probe = getattr(spec, "DEFAULTS", None) or {k: v[0] for k, v in spec.SPACE.items()}
     why = check_legal(spec, dict(probe), req.shape, req.dtype).reason
     msg = (
@@ -284,9 +289,15 @@ def _no_legal_candidate(spec: Any, req: Request, sample: int = 2000) -> str:
         f"{req.dtype}; its default candidate is rejected because: {why}"
     )
     sp = space(spec, req.dtype)
-    rows = range(0, sp.n, max(1, -(-sp.n // sample)))
-    seen = Counter(check_legal(spec, sp.constants(i), req.shape, req.dtype).reason for i in rows)
-    others = [(r, n) for r, n in seen.most_common() if r and r != why][:3]
+    rows = np.sort(np.random.default_rng(0).choice(sp.n, min(sp.n, sample), replace=False))
+    kinds: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for i in rows.tolist():
+        reason = check_legal(spec, sp.constants(i), req.shape, req.dtype).reason
+        kind = re.sub(r"\d+", "#", reason)  # "grid (1, 67108864) ..." and "grid (2, 134217728) ..." alike
+        kinds[kind] += 1
+        example.setdefault(kind, reason)
+    others = [(example[k], n) for k, n in kinds.most_common() if k and k != re.sub(r"\d+", "#", why)][:3]
     if others:
         msg += "; the others' reasons: " + "; ".join(f"{r} ({n} of {len(rows)} looked at)" for r, n in others)
     return msg

@@ -69,3 +69,14 @@ def test_the_rules_three_ways_agree_and_the_bins_pick_a_pass_width():
     why = HS.legal(S, dict(HS.DEFAULTS), (1000, 256), "float32").reason
     assert why == "dtype float32 is not one of ('int32', 'uint8')"
     assert HS.legal_batch(S, cols, (1000, 256), "float32").tolist() == [False] * len(pts)
+
+
+def test_bins_beyond_a_32_bit_int_are_refused():
+    """histogram.cu takes the bin count as a C int: from 2**31 bins no candidate is legal, and the reason
+    says why (tune() said nothing and answered a pick that could not run)."""
+    c = dict(H.DEFAULTS)
+    assert "32-bit" not in H.SPEC.legal(c, (100, 2**31 - 1), "int32").reason  # the largest count it takes
+    bad = H.SPEC.legal(c, (100, 2**31), "int32")
+    assert not bad and "32-bit int, at most 2**31 - 1" in bad.reason
+    cols = {k: np.array([v]) for k, v in c.items()}
+    assert not HS.legal_batch(H.SPEC, cols, (100, 2**31), "int32").any()

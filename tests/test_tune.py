@@ -85,6 +85,17 @@ def test_no_legal_candidate_names_every_path_s_limit(monkeypatch):
     assert "the others' reasons: PATH 1 takes up to 16384 bins" in msg
 
 
+def test_no_legal_candidate_counts_reasons_that_differ_only_in_numbers_as_one(monkeypatch):
+    """Every candidate of the README's transpose fails the grid limit at 2**32 rows, each with its own grid in
+    the text: that is the default's reason again, not another one to list."""
+    from own_kernel_example import Transpose
+
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    with pytest.raises(ValueError, match="outside CUDA's limits") as err:
+        autopad.tune(Transpose, (2**32, 64), "float32", progress=False, cache=False)
+    assert "the others' reasons" not in str(err.value)
+
+
 def test_export_replaces_a_different_file_only_with_overwrite(monkeypatch, tmp_path):
     """``tune(export=...)`` onto a file holding something else is refused (the file kept), and the refusal's
     advice, overwrite=True, is an argument tune() takes: then the file holds the pick. A non-bool is refused

@@ -153,6 +153,8 @@ def _rules_batch(c: dict[str, np.ndarray]) -> np.ndarray:
 
 @lru_cache(maxsize=4096)
 def _legal_bins(per_pass: int, counter: int, bins: int, dtype: str) -> Legality:
+    if bins >= 2**31:  # histogram.cu takes the bin count as a C int (and the launch as np.int32)
+        return Legality(False, f"{bins} bins: the kernel counts bins in a 32-bit int, at most 2**31 - 1")
     if dtype == "uint8" and bins > 256:
         return Legality(False, "uint8 values cannot reach more than 256 bins")
     if per_pass > _fit_pass(bins):
