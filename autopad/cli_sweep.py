@@ -43,6 +43,11 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dist", help="histogram input class (uniform, skewed, single, sorted)")
     p.add_argument("--gpus", default="0", help="comma-separated device indices, or 'all'")
     p.add_argument("--out", default="autopad-sweep", help="folder for sweep.csv and sweep.png")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the sweep.csv / sweep.png of an earlier sweep in --out",
+    )
     p.add_argument("--no-png", action="store_true", help="write only the CSV")
     p.add_argument("--no-progress", action="store_true")
     ray = p.add_argument_group("Ray (pip install 'autopad[ray]')")
@@ -150,6 +155,13 @@ def run_sweep(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"autopad sweep: error: --out: {out} is a file, not a folder")
+    # an earlier sweep's table is the user's: said before the work, not found replaced after it
+    earlier = [p for p in (out / "sweep.csv", out / "sweep.png") if p.exists() or p.is_symlink()]
+    if earlier and not args.overwrite:
+        raise Failed(
+            f"autopad sweep: error: {earlier[0]} holds an earlier sweep; give another --out, or --overwrite "
+            "to replace it"
+        )
     todo, skipped = plan_items(kernels, shapes, dtypes, args.backend, args.dist)
     if not todo:
         why = "; ".join(f"{r['kernel']} {r['shape']} {r['dtype']}: {r['error']}" for r in skipped[:3])

@@ -33,6 +33,21 @@ def test_unsupported_dtypes_are_skipped_and_listed(tmp_path, capsys):
         assert (tmp_path / "sweep.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_an_earlier_sweep_in_out_is_kept_unless_overwrite(tmp_path, capsys):
+    """A second sweep into the same --out is refused before any work (one line, exit 1), the earlier
+    sweep.csv kept as it was; with --overwrite it is replaced."""
+    argv = ["sweep", *HIST, "--dtypes", "int32", "--out", str(tmp_path), "--no-png", "--no-progress"]
+    assert main(argv) == 0
+    (tmp_path / "sweep.csv").write_text("mine\n")
+    capsys.readouterr()
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "holds an earlier sweep" in err and "--overwrite" in err and len(err.strip().splitlines()) == 1
+    assert (tmp_path / "sweep.csv").read_text() == "mine\n"
+    assert main([*argv, "--overwrite"]) == 0
+    assert (tmp_path / "sweep.csv").read_text() != "mine\n"
+
+
 def test_json_rows(tmp_path, capsys):
     argv = [
         "sweep",
