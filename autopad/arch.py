@@ -224,6 +224,8 @@ def get_arch(arch: str | Arch) -> Arch:
     """The profile for ``arch`` (a name such as "sm_90", or an ``Arch``); a ValueError names the choices."""
     if isinstance(arch, Arch):
         return arch
+    if isinstance(arch, str) and arch not in ARCHS and arch.lower() in ARCHS:
+        arch = arch.lower()  # 'H100', 'SM_90': the names are lower case
     if not isinstance(arch, str) or arch not in ARCHS:
         raise ValueError(f"arch: unknown architecture {arch!r}; known: {', '.join(arch_names())}")
     return ARCHS[arch]

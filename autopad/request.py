@@ -47,6 +47,8 @@ def normalize_dtype(dtype: Any) -> str:
     if isinstance(dtype, bool) or dtype is None:
         raise ValueError(f"dtype: {dtype!r} is not an element type; known: {', '.join(DTYPE_BYTES)}")
     name = str(getattr(dtype, "__name__", dtype)).replace("torch.", "")
+    if name not in DTYPE_BYTES and name not in _DTYPE_ALIASES:
+        name = name.lower()  # 'FP16', 'Float32': the names are lower case
     name = _DTYPE_ALIASES.get(name, name)
     if name not in DTYPE_BYTES:
         raise ValueError(f"dtype: {dtype!r} is not a known element type; known: {', '.join(DTYPE_BYTES)}")
@@ -227,6 +229,10 @@ class Request:
             )
         if arch is None:
             arch = arch_for_device(gpu_cc, gpu_name)
+        if isinstance(arch, str):
+            arch = get_arch(
+                arch
+            ).name  # the profile's own name ('H100' -> 'h100'): the search parameters hold it
         get_arch(arch)
         out = None
         if export is not None:

@@ -221,6 +221,7 @@ def statement(
     """One sentence for model-only output: how close the model-only pick came to the measured best for
     this kernel family (``_statement``), with the held-out shapes other cards measured last (ranked with
     the profile ``arch`` where the file has them so)."""
+    arch = arch.lower() if isinstance(arch, str) else arch  # the profiles' names are lower case ('H100')
     return _statement(kernel, backend, dtype, path) + _other_gpus(kernel, backend, dtype, path, arch)
 
 

@@ -92,7 +92,7 @@ def test_get_arch_by_name_and_passthrough():
     assert arch_names() == sorted(ARCHS)
 
 
-@pytest.mark.parametrize("bad", ["sm_100", "SM_90", "", None, 90])
+@pytest.mark.parametrize("bad", ["sm_100", "SM_100", "sm90", "", None, 90])
 def test_get_arch_error_names_the_choices(bad):
     with pytest.raises(ValueError) as err:
         get_arch(bad)
@@ -255,3 +255,11 @@ def test_a_profile_s_instructions_follow_its_compute_capability_not_its_name():
     with pytest.raises(ValueError, match="sm_90"):
         analyze(ROWS, 16, "stmatrix.x4", older)
     assert analyze(ROWS, 16, "cp.async", older).wavefronts == 4
+
+
+def test_profile_names_are_read_in_any_case():
+    """'H100' and 'SM_90' are the profiles h100 and sm_90 (the names are lower case); other names are still
+    refused, naming the choices."""
+    assert get_arch("H100") is get_arch("h100") and get_arch("SM_90") is get_arch("sm_90")
+    with pytest.raises(ValueError, match="unknown architecture 'H200'; known:"):
+        get_arch("H200")

@@ -425,3 +425,10 @@ def test_the_shipped_file_ranks_the_h100_rounds_with_the_h100_profile_too():
     assert "on 5 held-out NVIDIA H100 (ranked as h100) shapes timed on a sample of their space, within 10% " \
         "of the sample's best in 5" in h100  # fmt: skip
     assert "on 9 sampled NVIDIA H100 (ranked as h100) shapes that a fit or a term choice saw" in h100
+
+
+def test_a_profile_named_in_capitals_gets_its_own_figures():
+    """statement(..., arch='H100') is the h100 profile's sentence (it fell back to the sm_90 figures)."""
+    assert trust.statement("histogram", "cuda", "uint8", arch="H100") == trust.statement(
+        "histogram", "cuda", "uint8", arch="h100"
+    )

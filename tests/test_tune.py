@@ -96,6 +96,14 @@ def test_no_legal_candidate_counts_reasons_that_differ_only_in_numbers_as_one(mo
     assert "the others' reasons" not in str(err.value)
 
 
+def test_dtype_and_profile_names_in_capitals_are_taken(monkeypatch):
+    """'FP16' and 'H100' are float16 and the h100 profile, stored under their own names (so a later 'fp16'
+    / 'h100' tune is the same question)."""
+    monkeypatch.setenv("AUTOPAD_NO_BENCH", "1")
+    res = autopad.tune(fake_kernel, SHAPE, "FP32", arch="H100", progress=False, cache=False)
+    assert (res.dtype, res.arch) == ("float32", "h100")
+
+
 def test_export_replaces_a_different_file_only_with_overwrite(monkeypatch, tmp_path):
     """``tune(export=...)`` onto a file holding something else is refused (the file kept), and the refusal's
     advice, overwrite=True, is an argument tune() takes: then the file holds the pick. A non-bool is refused
