@@ -117,7 +117,8 @@ def _pack(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(counts)
     else:
-        print(f"wrote {out}: {counts['tune_files']} tuning files, {counts['cubins']} cubins")
+        left = f"; {counts['skipped']} unreadable tuning files left out" if counts.get("skipped") else ""
+        print(f"wrote {out}: {counts['tune_files']} tuning files, {counts['cubins']} cubins{left}")
     return 0
 
 

@@ -120,6 +120,19 @@ def test_pack_and_unpack_carry_tuned_picks_and_checked_cubins(fake_plan, tmp_pat
     assert ops.cache_unpack(tmp_path / "pack.tar.gz")["tune_entries"] == 2  # merging twice is harmless
 
 
+def test_pack_leaves_out_a_tuning_file_the_cache_would_refuse(fake_plan, tmp_path, monkeypatch):
+    """A corrupt tuning file in the cache is not packed (unpack refused it on the production machine): it is
+    counted as skipped, and the pack unpacks with nothing refused."""
+    _fill_cache(fake_plan)
+    bad = sorted(Cache().dir.glob("*.json"))[0]
+    bad.write_text('{"key": {"kernel": "transpose"}, "garbage": true}')
+    packed = ops.cache_pack(tmp_path / "pack.tar.gz", cubins=False)
+    assert (packed["tune_files"], packed["skipped"]) == (1, 1)
+    monkeypatch.setenv("AUTOPAD_CACHE_DIR", str(tmp_path / "production"))
+    got = ops.cache_unpack(tmp_path / "pack.tar.gz")
+    assert (got["tune_entries"], got["refused"]) == (1, 0)
+
+
 def test_unpack_refuses_altered_cubins_foreign_names_and_links(fake_plan, tmp_path, monkeypatch):
     name, payload = _fill_cache(fake_plan)
     pack = tmp_path / "evil.tar.gz"
@@ -154,4 +167,5 @@ def test_pack_keeps_only_the_kernels_asked_for(fake_plan, tmp_path):
         "path": str(tmp_path / "p.tar.gz"),
         "tune_files": 0,
         "cubins": 0,
+        "skipped": 0,
     }

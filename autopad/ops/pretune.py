@@ -20,12 +20,14 @@ machine's GPU. Only unpack packs you made: a cubin is code this process will run
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
 import tarfile
 import tempfile
 import time
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,29 +185,60 @@ def _roots() -> tuple[Path, Path]:
 def cache_pack(path: str | Path, kernels: Iterable[str] | None = None, cubins: bool = True) -> dict[str, Any]:
     """Write this machine's tuning cache (and its checked cubins) to ``path``, a .tar.gz.
 
-    ``kernels`` keeps only those kernels' tuning files. Cubins are checked (``read_cubin``) before they
-    go in. Returns {"path", "tune_files", "cubins"}.
+    ``kernels`` keeps only those kernels' tuning files. Tuning files are read through the cache's own
+    checks, as ``cache_unpack`` reads them, and cubins are checked (``read_cubin``) before they go in: a
+    corrupt file is left out (``cache_unpack`` would refuse it) and counted. Returns {"path", "tune_files",
+    "cubins", "skipped"}.
     """
     from ..cuda_runtime import read_cubin
 
     tune_dir, cubin_dir = _roots()
     keep = None if kernels is None else {k.lower() for k in kernels}
-    n_tune = n_cubin = 0
+    n_tune = n_cubin = skipped = 0
     path = Path(path)
-    with tarfile.open(path, "w:gz") as tar:
+    with (
+        tarfile.open(path, "w:gz") as tar,
+        tempfile.TemporaryDirectory(prefix="autopad-pack-") as tmp,
+    ):
         for f in sorted(tune_dir.glob("*.json")) if tune_dir.is_dir() else []:
             if not _TUNE_NAME.match(f.name) or not f.is_file() or f.is_symlink():
                 continue
             if keep is not None and f.name.rsplit("-", 1)[0] not in keep:
                 continue
-            tar.add(f, arcname=f"tune/{f.name}", recursive=False)
+            data = f.read_bytes()
+            if _checked_tuning(data, f.name, Path(tmp)) is None:
+                skipped += 1
+                continue
+            info = tar.gettarinfo(f, arcname=f"tune/{f.name}")
+            info.size = len(data)  # the bytes checked, not the file as it may be by now
+            tar.addfile(info, io.BytesIO(data))
             n_tune += 1
         for f in sorted(cubin_dir.glob("*.cubin")) if cubins and cubin_dir.is_dir() else []:
             if not _CUBIN_NAME.match(f.name) or read_cubin(f) is None:
                 continue
             tar.add(f, arcname=f"cubin/{f.name}", recursive=False)
             n_cubin += 1
-    return {"path": str(path), "tune_files": n_tune, "cubins": n_cubin}
+    return {"path": str(path), "tune_files": n_tune, "cubins": n_cubin, "skipped": skipped}
+
+
+def _checked_tuning(data: bytes, name: str, staging_dir: Path) -> tuple[Any, dict[str, Any]] | None:
+    """(key, what the cache reads) of a tuning file's bytes, read through the cache's own checks in a
+    staging cache under ``staging_dir`` (types, ranges, the key), or None where they refuse it."""
+    from ..cache import Cache, CacheKey
+
+    staging = Cache(staging_dir)
+    staging.dir.mkdir(parents=True, exist_ok=True)
+    try:
+        key = CacheKey.from_dict(json.loads(data.decode("utf-8"))["key"])
+        (staging.dir / name).write_bytes(data)
+        with warnings.catch_warnings():  # its warning would name the staging copy; the caller counts it
+            warnings.simplefilter("ignore")
+            stored = staging.load(key)
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+    finally:
+        (staging.dir / name).unlink(missing_ok=True)
+    return (key, stored) if stored else None
 
 
 def _members(tar: tarfile.TarFile) -> Iterator[tuple[str, str, bytes]]:
@@ -225,7 +258,7 @@ def cache_unpack(path: str | Path) -> dict[str, Any]:
     """Merge a ``cache_pack`` file into this machine's caches; returns counts and how many of the tuning
     entries are for this machine's GPU ({"tune_entries", "for_this_gpu", "cubins", "refused"})."""
     from .. import cuda_runtime
-    from ..cache import Cache, CacheKey
+    from ..cache import Cache
     from ..device import device_info
     from ..results import Measurement, TuneResult
 
@@ -233,8 +266,6 @@ def cache_unpack(path: str | Path) -> dict[str, Any]:
     store = Cache()
     counts = {"tune_entries": 0, "for_this_gpu": 0, "cubins": 0, "refused": 0}
     with tarfile.open(path, "r:gz") as tar, tempfile.TemporaryDirectory(prefix="autopad-unpack-") as tmp:
-        staging = Cache(tmp)  # read each tuning file through the cache's own checks before merging it
-        staging.dir.mkdir(parents=True)
         for kind, name, data in _members(tar):
             if kind == "cubin":
                 payload = cuda_runtime.unwrap_cubin(data)  # header and sha256 checked
@@ -244,15 +275,11 @@ def cache_unpack(path: str | Path) -> dict[str, Any]:
                 cuda_runtime.write_cubin(cuda_runtime.cache_dir() / name, payload)
                 counts["cubins"] += 1
                 continue
-            try:
-                key = CacheKey.from_dict(json.loads(data.decode("utf-8"))["key"])
-                (staging.dir / name).write_bytes(data)
-                stored = staging.load(key)
-            except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-                stored = {}
-            if not stored:
+            checked = _checked_tuning(data, name, Path(tmp))  # the cache's own checks, before merging
+            if checked is None:
                 counts["refused"] += 1
                 continue
+            key, stored = checked
             ms = {k: Measurement.from_dict(m) for k, m in stored.get("measurements", {}).items()}
             if ms:
                 store.put_measurements(key, ms)
