@@ -45,13 +45,16 @@ def parse_dtype(name: str) -> int:
     return DTYPE_BYTES[key]
 
 
-def check_tile(rows: int, cols: int) -> None:
-    """A ValueError naming the tile when it has more than ``MAX_ELEMENTS`` elements (nothing to draw in
-    shared memory is that large, and its map would take minutes and hundreds of MB)."""
-    if rows * cols > MAX_ELEMENTS:
+def check_tile(rows: int, cols: int, pad: int = 0) -> None:
+    """A ValueError naming the tile when it has more than ``MAX_ELEMENTS`` elements, counting the ``pad``
+    elements that end each row: they are drawn too (nothing to draw in shared memory is that large, and its
+    map would take minutes and hundreds of MB; pad=1000000 on a 32x32 tile printed 128 MB)."""
+    if rows * (cols + pad) > MAX_ELEMENTS:
+        padding = f" with {pad:,} element{'s' * (pad != 1)} of padding a row" if pad else ""
         raise ValueError(
-            f"tile: {rows}x{cols} is {rows * cols:,} elements; explain draws tiles of up to "
-            f"{MAX_ELEMENTS:,} elements (shared memory holds at most 227 KiB, e.g. 256x256 fp32 is 256 KiB)"
+            f"tile: {rows}x{cols}{padding} is {rows * (cols + pad):,} elements; explain draws tiles of up "
+            f"to {MAX_ELEMENTS:,} elements, padding included (shared memory holds at most 227 KiB, e.g. "
+            f"256x256 fp32 is 256 KiB)"
         )
 
 

@@ -321,6 +321,25 @@ def test_too_big_to_explain_is_refused_by_the_library_too():
         explain_text(big, parse_pattern("row", 32, 32, 4))  # refused before the map is computed
 
 
+def test_padding_counts_towards_what_explain_draws():
+    """The padding cells are drawn too (after the ``|``, in the JSON's padding_banks, shaded in the PNG), but
+    only rows x cols was checked: ``--layout pad=1000000`` on a 32x32 tile printed 128 MB of text (310 MB of
+    JSON) and pad=10,000,000 drew a PNG for 135 s in 8.8 GB."""
+    pattern = parse_pattern("column", 32, 32, 4)
+    with pytest.raises(ValueError, match=r"^tile: 32x32 with 1,000,000 elements of padding a row is "):
+        explain_text(Padded(32, 32, 4, pad=1_000_000), pattern)  # refused before the map is computed
+    with pytest.raises(ValueError, match=r"^tile: 32x32 with 1,000,000 elements of padding a row is "):
+        explain_data(Padded(32, 32, 4, pad=1_000_000), pattern)
+    # within the limit, padding that makes the rows wider than MAP_CELLS is summarised as a wide tile is
+    wide = Padded(32, 32, 4, pad=4000)
+    text = explain_text(wide, pattern)
+    assert len(text) < 20_000 and "map summarised: 32x32 with 4000 elements of padding a row" in text
+    assert grid(text, 32, 32)[0][1, 0] == 4032 % 32  # the corner still holds every cell of the tile
+    d = explain_data(wide, pattern)
+    assert d["padding_banks"] is None and np.array(d["banks"]).shape == (32, 32)
+    assert d["total"]["wavefronts"] == 1024  # rows 4032 words apart: a column is one bank
+
+
 def test_summarised_map_keeps_the_banks_of_the_corner():
     rows, cols = 260, 64  # over 256 rows: summarised, the corner is rows 0-31 x columns 0-31
     text = explain_text(Padded(rows, cols, 4, pad=1), parse_pattern("column", rows, cols, 4))
