@@ -240,6 +240,13 @@ def test_absurd_padding_is_refused_before_any_work(capsys):
     assert len(err) == 1 and "padding" in err[0] and "1,048,576" in err[0]
 
 
+def test_an_empty_png_path_is_refused(capsys):
+    """--png '' was taken as no --png at all: the map printed, exit 0, nothing drawn, nothing said."""
+    assert main([*EXPLAIN, "--png", ""]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "png" in err[0]
+
+
 def test_big_tiles_are_summarised(capsys):
     assert main(["explain", "--tile", "300x300", "--pattern", "column"]) == 0
     out = capsys.readouterr().out
