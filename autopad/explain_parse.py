@@ -71,11 +71,16 @@ def _swizzle_term(kind: str, value: str, spec: str, cols: int) -> Swizzle | None
     """``swizzle=vec4,phase1,max8`` or ``cute=B,M,S`` as a Swizzle for rows of ``cols``; None if neither."""
     if kind == "swizzle" and value:
         parts = {"vec": 1, "phase": 1, "max": None}
+        seen: set[str] = set()
         for part in value.split(","):
             m = re.fullmatch(r"(vec|per_phase|phase|max_phase|max)=?(\d+)", part)
             if not m:
                 raise ValueError(f"layout: cannot read {part!r} in {spec!r}; expected e.g. vec4,phase1,max8")
-            parts[m[1].removeprefix("per_").removesuffix("_phase")] = int(m[2])
+            key = m[1].removeprefix("per_").removesuffix("_phase")
+            if key in seen:  # vec4,vec8 was read as vec 8: the last one won without a word
+                raise ValueError(f"layout: {key} given twice in {spec!r}; give each of vec, phase, max once")
+            seen.add(key)
+            parts[key] = int(m[2])
         vec, phase = parts["vec"], parts["phase"]
         top = parts["max"] if parts["max"] is not None else max(1, cols // max(vec, 1))
         return Swizzle(vec, phase, top)

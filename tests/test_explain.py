@@ -50,6 +50,16 @@ def total_line(text: str) -> list[str]:
 # ---- parsers ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "spec", ["swizzle=vec4,vec8", "swizzle=phase1,per_phase2", "swizzle=max8,max_phase4"]
+)
+def test_a_swizzle_setting_given_twice_is_refused(spec):
+    """``swizzle=vec4,vec8`` was read as vec 8 (the last one won, without a word): 8x instead of 4x on a
+    column walk. Which was meant is the user's to say."""
+    with pytest.raises(ValueError, match=r"^layout: .* given twice"):
+        parse_layout(spec, 32, 32, 4)
+
+
 def test_parse_tile_and_dtype():
     assert parse_tile("32x32") == (32, 32)
     assert parse_tile(" 64X16 ") == (64, 16)
