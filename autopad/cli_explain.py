@@ -87,8 +87,8 @@ def run_explain(args: argparse.Namespace) -> int:
         if not legal:
             raise ValueError(f"layout: {args.layout} cannot take {args.vec}-element accesses: {legal.reason}")
         fits = layout.check(args.vec, budget=arch.smem_per_block)
-        if args.png and not args.png.lower().endswith(".png"):
-            raise ValueError(f"png: {args.png} does not end in .png")
+        if args.png is not None and not args.png.lower().endswith(".png"):  # '' too: it is no file name
+            raise ValueError(f"png: {args.png!r} does not end in .png")
         if args.png:
             _check_png(args.png)
         if args.json:

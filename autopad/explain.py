@@ -13,10 +13,11 @@ here) turn the CLI's strings into objects;
 inside ``bank_map_figure``.
 
 Sizes: a shared-memory tile is at most 227 KiB (sm_90), so a tile of more than ``MAX_ELEMENTS`` (2**20)
-elements is refused with a ValueError before anything is computed (an 8192x8192 map once ran for 270 s and
-printed 420 MB). Above ``MAP_CELLS`` (256) rows or columns the text shows a corner of the map and lists the
-chosen instruction's elements instead of every cell, and above ``TABLE_ROWS`` instructions the table lists
-the first ones and the chosen one; the totals always count every instruction. ``explain_png`` renders to
+elements, its rows' padding included (the padding cells are drawn too), is refused with a ValueError
+before anything is computed (an 8192x8192 map once ran for 270 s and printed 420 MB). Above ``MAP_CELLS``
+(256) rows or columns (padding included) the text shows a corner of the map and lists the chosen
+instruction's elements instead of every cell, and above ``TABLE_ROWS`` instructions the table lists the
+first ones and the chosen one; the totals always count every instruction. ``explain_png`` renders to
 memory and writes through ``files.write_file`` (atomic, never through a symlink).
 
 Where each part lives (explain.py was split, one concern a module; every name it defined is still
@@ -116,7 +117,8 @@ def _table(pattern: Sequence[Instruction], m: _Map) -> list[str]:
 def _map_lines(m: _Map, color: bool) -> list[str]:
     """The map cell by cell; above ``MAP_CELLS`` rows or columns only its top-left corner."""
     rows, cols = m.banks.shape
-    big = rows > MAP_CELLS or cols > MAP_CELLS
+    npad = m.pad_banks.shape[1]
+    big = rows > MAP_CELLS or cols + npad > MAP_CELLS  # the padding cells print after each row's
     show_r, show_c = (min(rows, CORNER), min(cols, CORNER)) if big else (rows, cols)
     label = len(f"r{show_r - 1}")
     out = [" " * (label + 1) + "".join(f"{c:>3} " for c in range(show_c)).rstrip()]
@@ -130,17 +132,18 @@ def _map_lines(m: _Map, color: bool) -> list[str]:
             else:
                 cells.append(f" {b:>2} ")
         line = f"{'r' + str(r):>{label}} " + "".join(cells)
-        if m.pad_banks.shape[1] and not big:
+        if npad and not big:
             padding = "".join(f" {int(b):>2} " for b in m.pad_banks[r])
             line += " |" + (f"{_ANSI_DIM}{padding}{_ANSI_OFF}" if color else padding)
         out.append(line.rstrip())
     if big:
         marked = np.argwhere(m.marked)
+        padding = f" with {npad} element{'s' * (npad != 1)} of padding a row" if npad else ""
         cells = ", ".join(f"({r},{c})->{int(m.banks[r, c])}" for r, c in marked[:64])
         more = f", ... {len(marked) - 64} more" if len(marked) > 64 else ""
         out += [
-            f"(map summarised: {rows}x{cols} is over {MAP_CELLS}x{MAP_CELLS} cells; the corner above is rows "
-            f"0-{show_r - 1}, columns 0-{show_c - 1}; --png draws the whole map)",
+            f"(map summarised: {rows}x{cols}{padding} is over {MAP_CELLS}x{MAP_CELLS} cells; the corner "
+            f"above is rows 0-{show_r - 1}, columns 0-{show_c - 1}; --png draws the whole map)",
             f"instruction {m.index} touches (row,col)->bank: {cells}{more}",
         ]
     return out
@@ -182,13 +185,15 @@ def explain_data(
 ) -> dict[str, Any]:
     """``explain_text``'s numbers as a dict (``autopad explain --json``): the chosen instruction's phases,
     every instruction's wavefronts (the first ``TABLE_ROWS`` * 64 of them), the totals, and the bank of
-    every cell when the tile has at most ``MAP_CELLS`` rows and columns."""
+    every cell when the tile has at most ``MAP_CELLS`` rows and columns (of every padding cell when its
+    rows, padding included, have at most ``MAP_CELLS`` columns)."""
     pattern = _instructions(pattern)
     m = _build(layout, pattern, arch, instruction)
     rows, cols = m.banks.shape
     c = m.cost
     keep = TABLE_ROWS * 64
     small = rows <= MAP_CELLS and cols <= MAP_CELLS
+    npad = m.pad_banks.shape[1]  # its cells are left out where the rows with them are over MAP_CELLS
     return {
         "title": m.title,
         "arch": m.arch.name,
@@ -211,6 +216,6 @@ def explain_data(
         "instructions_total": len(pattern),
         "total": {"wavefronts": int(c.wavefronts), "ideal": int(c.ideal), "conflicts": int(c.conflicts)},
         "banks": m.banks.tolist() if small else None,
-        "padding_banks": m.pad_banks.tolist() if small else None,
+        "padding_banks": m.pad_banks.tolist() if small and cols + npad <= MAP_CELLS else None,
         "marked": [[int(r), int(col)] for r, col in np.argwhere(m.marked)],
     }

@@ -169,7 +169,8 @@ def _instructions(pattern: Sequence[Instruction] | Stacked) -> Sequence[Instruct
 def _build(layout: object, pattern: Sequence[Instruction], arch: str | Arch, instruction: int) -> _Map:
     a = get_arch(arch)
     rows, cols, widths = _grid(layout)
-    check_tile(rows, cols)
+    pad = layout.pad if isinstance(layout, Tile) else 0
+    check_tile(rows, cols, pad)  # the padding cells are drawn too
     if not pattern:
         raise ValueError("pattern: no instructions to explain")
     if isinstance(instruction, bool) or not isinstance(instruction, (int, np.integer)):
@@ -180,7 +181,6 @@ def _build(layout: object, pattern: Sequence[Instruction], arch: str | Arch, ins
     cost = score(pattern, layout, a)
     r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
     banks = (np.asarray(layout.offsets(r, c)) // a.bank_bytes) % a.banks  # type: ignore[attr-defined]
-    pad = layout.pad if isinstance(layout, Tile) else 0
     if pad:  # the swizzle permutes within each row's first cols elements: the padding stays at the end
         start = (np.arange(rows)[:, None] * layout.row_stride + cols + np.arange(pad)) * layout.elem_bytes
         pad_banks = (start // a.bank_bytes) % a.banks

@@ -45,13 +45,16 @@ def parse_dtype(name: str) -> int:
     return DTYPE_BYTES[key]
 
 
-def check_tile(rows: int, cols: int) -> None:
-    """A ValueError naming the tile when it has more than ``MAX_ELEMENTS`` elements (nothing to draw in
-    shared memory is that large, and its map would take minutes and hundreds of MB)."""
-    if rows * cols > MAX_ELEMENTS:
+def check_tile(rows: int, cols: int, pad: int = 0) -> None:
+    """A ValueError naming the tile when it has more than ``MAX_ELEMENTS`` elements, counting the ``pad``
+    elements that end each row: they are drawn too (nothing to draw in shared memory is that large, and its
+    map would take minutes and hundreds of MB; pad=1000000 on a 32x32 tile printed 128 MB)."""
+    if rows * (cols + pad) > MAX_ELEMENTS:
+        padding = f" with {pad:,} element{'s' * (pad != 1)} of padding a row" if pad else ""
         raise ValueError(
-            f"tile: {rows}x{cols} is {rows * cols:,} elements; explain draws tiles of up to "
-            f"{MAX_ELEMENTS:,} elements (shared memory holds at most 227 KiB, e.g. 256x256 fp32 is 256 KiB)"
+            f"tile: {rows}x{cols}{padding} is {rows * (cols + pad):,} elements; explain draws tiles of up "
+            f"to {MAX_ELEMENTS:,} elements, padding included (shared memory holds at most 227 KiB, e.g. "
+            f"256x256 fp32 is 256 KiB)"
         )
 
 
@@ -68,11 +71,16 @@ def _swizzle_term(kind: str, value: str, spec: str, cols: int) -> Swizzle | None
     """``swizzle=vec4,phase1,max8`` or ``cute=B,M,S`` as a Swizzle for rows of ``cols``; None if neither."""
     if kind == "swizzle" and value:
         parts = {"vec": 1, "phase": 1, "max": None}
+        seen: set[str] = set()
         for part in value.split(","):
             m = re.fullmatch(r"(vec|per_phase|phase|max_phase|max)=?(\d+)", part)
             if not m:
                 raise ValueError(f"layout: cannot read {part!r} in {spec!r}; expected e.g. vec4,phase1,max8")
-            parts[m[1].removeprefix("per_").removesuffix("_phase")] = int(m[2])
+            key = m[1].removeprefix("per_").removesuffix("_phase")
+            if key in seen:  # vec4,vec8 was read as vec 8: the last one won without a word
+                raise ValueError(f"layout: {key} given twice in {spec!r}; give each of vec, phase, max once")
+            seen.add(key)
+            parts[key] = int(m[2])
         vec, phase = parts["vec"], parts["phase"]
         top = parts["max"] if parts["max"] is not None else max(1, cols // max(vec, 1))
         return Swizzle(vec, phase, top)

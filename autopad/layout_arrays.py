@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .layout_checks import ELEM_BYTES, Legality, _budget_check, _elem, _is_int, _positive
+from .layout_checks import ELEM_BYTES, Legality, _addressable, _budget_check, _elem, _is_int, _positive
 
 __all__ = ["Replicated", "Structs"]
 
@@ -51,6 +51,8 @@ class Structs:
         if not _is_int(self.pad) or self.pad < 0 or self.pad % max(self.fields):
             raise ValueError(f"pad: must be >= 0 and a multiple of the widest field {max(self.fields)}")
         object.__setattr__(self, "pad", int(self.pad))
+        what = f"{self.count} {'AoS' if self.aos else 'SoA'} records of fields {self.fields} (pad {self.pad})"
+        _addressable("count, fields, pad", what, self.footprint)  # int64 offsets must not wrap
 
     @property
     def field_offsets(self) -> tuple[int, ...]:
@@ -139,6 +141,8 @@ class Replicated:
         if not _is_int(self.pad) or self.pad < 0:
             raise ValueError(f"pad: must be an int >= 0, got {self.pad!r}")
         object.__setattr__(self, "pad", int(self.pad))
+        what = f"{self.replicas} replicas of {self.bins} bins (pad {self.pad}) x {self.elem_bytes} bytes"
+        _addressable("bins, replicas, pad, elem_bytes", what, self.footprint)  # int64 offsets must not wrap
 
     @property
     def footprint(self) -> int:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arch import Arch
+from .model_rules import ADDRESS_LIMIT
 
 __all__ = ["ELEM_BYTES", "Legality"]
 
@@ -65,6 +66,17 @@ def _elem(elem_bytes: object) -> int:
     if not _is_int(elem_bytes) or elem_bytes not in ELEM_BYTES:
         raise ValueError(f"elem_bytes: {elem_bytes!r} is not one of {ELEM_BYTES}")
     return int(elem_bytes)  # type: ignore[arg-type]
+
+
+def _addressable(names: str, what: str, footprint: int) -> None:
+    """A layout must fit shared memory's 32-bit byte addresses (the model refuses any from 2**32 on). Why at
+    construction: offsets are computed in int64, and a larger layout's wrapped silently (rows 2**64 bytes
+    apart all landed on byte 0, scored as a broadcast) instead of being refused."""
+    if footprint > ADDRESS_LIMIT:
+        raise ValueError(
+            f"{names}: {what} spans {footprint:,} bytes; shared memory is addressed with 32 bits (byte "
+            f"offsets below 2**32)"
+        )
 
 
 def _log2(x: int) -> int:

@@ -97,6 +97,11 @@ class CuteSwizzle:
             )
         if m + b > row_bit:
             raise ValueError(f"from_cute: Swizzle<{b},{m},{s}> permutes bits beyond a {cols}-element row")
+        if m + s - row_bit >= 32:  # 1 << (m + s - row_bit) rows a phase: refused before the shift builds it
+            raise ValueError(
+                f"per_phase: Swizzle<{b},{m},{s}> on {cols}-element rows is 2**{m + s - row_bit} rows a "
+                f"phase, more than any tile holds (its byte offsets are below 2**32)"
+            )
         return Swizzle(1 << m, 1 << (m + s - row_bit), 1 << b)
 
     def __matmul__(self, tile: Tile) -> Tile:

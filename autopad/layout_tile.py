@@ -19,6 +19,7 @@ import numpy as np
 from .layout_checks import (
     _OK,
     Legality,
+    _addressable,
     _budget_check,
     _elem,
     _log2,
@@ -29,6 +30,7 @@ from .layout_checks import (
     _vector_check,
 )
 from .layout_swizzle import _SWIZZLES, CuteSwizzle, Swizzle, _cute_xor
+from .model_rules import ADDRESS_LIMIT
 
 __all__ = ["Padded", "Swizzled", "Tile", "compose"]
 
@@ -62,6 +64,19 @@ class Tile:
         elif not isinstance(sw, Swizzle):
             raise ValueError(f"swizzle: expected Swizzle(...) or Swizzle.cute(b, m, s), got {sw!r}")
         d["swizzle"] = sw
+        _addressable(
+            "rows, cols, pad, elem_bytes",
+            f"{self.rows} rows x ({self.cols} + {self.pad}) x {self.elem_bytes} bytes",
+            self.footprint,
+        )
+        # r // per_phase runs in int64; a phase of 2**32 rows or more is more than any tile holds (and from
+        # 2**63 on numpy raised OverflowError). A power of two: named by its exponent, as 2**999997 has
+        # too many digits to print
+        if sw.per_phase >= ADDRESS_LIMIT:
+            raise ValueError(
+                f"per_phase: 2**{_log2(sw.per_phase)} rows a phase is more than any tile holds (its byte "
+                f"offsets are below 2**32)"
+            )
         width = sw.vec * sw.max_phase
         if width > self.cols:
             raise ValueError(

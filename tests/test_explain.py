@@ -50,6 +50,16 @@ def total_line(text: str) -> list[str]:
 # ---- parsers ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "spec", ["swizzle=vec4,vec8", "swizzle=phase1,per_phase2", "swizzle=max8,max_phase4"]
+)
+def test_a_swizzle_setting_given_twice_is_refused(spec):
+    """``swizzle=vec4,vec8`` was read as vec 8 (the last one won, without a word): 8x instead of 4x on a
+    column walk. Which was meant is the user's to say."""
+    with pytest.raises(ValueError, match=r"^layout: .* given twice"):
+        parse_layout(spec, 32, 32, 4)
+
+
 def test_parse_tile_and_dtype():
     assert parse_tile("32x32") == (32, 32)
     assert parse_tile(" 64X16 ") == (64, 16)
@@ -319,6 +329,25 @@ def test_too_big_to_explain_is_refused_by_the_library_too():
     assert 2048 * 1024 > MAX_ELEMENTS
     with pytest.raises(ValueError, match="tile: 2048x1024 is 2,097,152 elements"):
         explain_text(big, parse_pattern("row", 32, 32, 4))  # refused before the map is computed
+
+
+def test_padding_counts_towards_what_explain_draws():
+    """The padding cells are drawn too (after the ``|``, in the JSON's padding_banks, shaded in the PNG), but
+    only rows x cols was checked: ``--layout pad=1000000`` on a 32x32 tile printed 128 MB of text (310 MB of
+    JSON) and pad=10,000,000 drew a PNG for 135 s in 8.8 GB."""
+    pattern = parse_pattern("column", 32, 32, 4)
+    with pytest.raises(ValueError, match=r"^tile: 32x32 with 1,000,000 elements of padding a row is "):
+        explain_text(Padded(32, 32, 4, pad=1_000_000), pattern)  # refused before the map is computed
+    with pytest.raises(ValueError, match=r"^tile: 32x32 with 1,000,000 elements of padding a row is "):
+        explain_data(Padded(32, 32, 4, pad=1_000_000), pattern)
+    # within the limit, padding that makes the rows wider than MAP_CELLS is summarised as a wide tile is
+    wide = Padded(32, 32, 4, pad=4000)
+    text = explain_text(wide, pattern)
+    assert len(text) < 20_000 and "map summarised: 32x32 with 4000 elements of padding a row" in text
+    assert grid(text, 32, 32)[0][1, 0] == 4032 % 32  # the corner still holds every cell of the tile
+    d = explain_data(wide, pattern)
+    assert d["padding_banks"] is None and np.array(d["banks"]).shape == (32, 32)
+    assert d["total"]["wavefronts"] == 1024  # rows 4032 words apart: a column is one bank
 
 
 def test_summarised_map_keeps_the_banks_of_the_corner():

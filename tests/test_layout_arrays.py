@@ -120,3 +120,17 @@ def test_replicated_rejects_bad_parameters():
         Replicated(256, 2, pad=-1)
     with pytest.raises(ValueError, match="^elem_bytes:"):
         Replicated(256, 2, elem_bytes=3)
+
+
+def test_layouts_beyond_32_bit_shared_addresses_are_refused():
+    """As a tile: int64 offsets of a layout spanning 2**64 bytes wrapped silently (replica 1 of a histogram
+    padded by 2**62 - 32 words landed on replica 0's bytes), so one is refused when it is built."""
+    for make, names in (
+        (lambda: Replicated(32, 2, 4, pad=2**62 - 32), "bins, replicas, pad, elem_bytes"),
+        (lambda: Replicated(2**20, 2**10, 8), "bins, replicas, pad, elem_bytes"),
+        (lambda: Structs(2**30, (8, 8)), "count, fields, pad"),
+        (lambda: Structs(32, (4, 4), aos=False, pad=2**32), "count, fields, pad"),  # field 1 past 2**32
+    ):
+        with pytest.raises(ValueError, match=rf"^{names}: .* below 2\*\*32"):
+            make()
+    assert Replicated(2**20, 2**10, 4).footprint == 2**32  # the last byte below 2**32 is still addressable

@@ -81,6 +81,32 @@ def test_padded_rejects_bad_parameters(kwargs, name):
         Padded(**kwargs)
 
 
+def test_a_tile_beyond_32_bit_shared_addresses_is_refused():
+    """Shared memory is addressed with 32 bits (the model refuses addresses from 2**32 on). A tile spanning
+    more was built, and its int64 offsets wrapped: with rows 2**64 bytes apart every row of a column landed
+    on byte 0, and the column walk scored 1 wavefront (a broadcast) instead of refusing."""
+    for make in (
+        lambda: Padded(32, 1, 4, pad=2**62 - 1),  # was built; offsets all 0
+        lambda: Padded(32, 32, 4, pad=2**25),  # 4.3e9 bytes: was built; the model then refused its addresses
+        lambda: Tile(2**16, 2**14, 4, pad=1, swizzle=Swizzle(4, 1, 8)),
+    ):
+        with pytest.raises(ValueError, match=r"^rows, cols, pad, elem_bytes: .* below 2\*\*32"):
+            make()
+    big = Padded(1, 2**30 - 1, 4)  # the largest addressable row of fp32 is still a tile
+    assert big.footprint == 2**32 - 4
+
+
+def test_a_swizzle_phase_past_any_tile_is_refused():
+    """per_phase 2**63 was accepted and offsets() raised OverflowError (``explain --layout cute=3,2,70``)."""
+    with pytest.raises(ValueError, match=r"^per_phase: .* below 2\*\*32"):
+        Tile(32, 32, 4, swizzle=Swizzle(4, 2**63, 8))
+    with pytest.raises(ValueError, match=r"^per_phase:"):
+        Swizzled.from_cute(3, 2, 70, 32, 32)
+    lay = Swizzled.from_cute(3, 2, 30, 32, 32)  # 2**27 rows a phase: every row in phase 0, as before
+    assert (lay.offsets(np.arange(32)[:, None], np.arange(32)) == Padded(32, 32, 4).offsets(
+        np.arange(32)[:, None], np.arange(32))).all()  # fmt: skip
+
+
 def test_padded_takes_no_swizzle():
     with pytest.raises(ValueError, match="Swizzled"):
         Padded(32, 32, 4, max_phase=8)
