@@ -46,15 +46,16 @@ def parse_dtype(name: str) -> int:
 
 
 def check_tile(rows: int, cols: int, pad: int = 0) -> None:
-    """A ValueError naming the tile when it has more than ``MAX_ELEMENTS`` elements, counting the ``pad``
-    elements that end each row: they are drawn too (nothing to draw in shared memory is that large, and its
-    map would take minutes and hundreds of MB; pad=1000000 on a 32x32 tile printed 128 MB)."""
-    if rows * (cols + pad) > MAX_ELEMENTS:
+    """A ValueError naming the tile when it has more than ``MAX_ELEMENTS`` elements, or when the ``pad``
+    elements that end each row (drawn too) more than double it: nothing to draw in shared memory is that
+    large, and its map would take minutes and hundreds of MB (pad=1000000 on a 32x32 tile printed 128 MB),
+    while the largest tile padded as layouts pad it (1024x1024, pad 1) is explained."""
+    if rows * cols > MAX_ELEMENTS or rows * (cols + pad) > 2 * MAX_ELEMENTS:
         padding = f" with {pad:,} element{'s' * (pad != 1)} of padding a row" if pad else ""
         raise ValueError(
             f"tile: {rows}x{cols}{padding} is {rows * (cols + pad):,} elements; explain draws tiles of up "
-            f"to {MAX_ELEMENTS:,} elements, padding included (shared memory holds at most 227 KiB, e.g. "
-            f"256x256 fp32 is 256 KiB)"
+            f"to {MAX_ELEMENTS:,} elements, with padding up to as many again (shared memory holds at most "
+            f"227 KiB, e.g. 256x256 fp32 is 256 KiB)"
         )
 
 

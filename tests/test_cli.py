@@ -233,9 +233,7 @@ def test_absurd_tiles_are_refused_before_any_work(tile, capsys):
 
 def test_absurd_padding_is_refused_before_any_work(capsys):
     """--layout pad=1000000 on a 32x32 tile printed 128 MB (its padding cells, after each row's '|')."""
-    t0 = time.perf_counter()
     assert main(["explain", "--tile", "32x32", "--layout", "pad=1000000"]) == 2
-    assert time.perf_counter() - t0 < 5
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "padding" in err[0] and "1,048,576" in err[0]
 

@@ -331,6 +331,19 @@ def test_too_big_to_explain_is_refused_by_the_library_too():
         explain_text(big, parse_pattern("row", 32, 32, 4))  # refused before the map is computed
 
 
+def test_the_largest_tile_is_explained_padded_as_layouts_pad_it():
+    """1024x1024 is the largest tile explain takes, and padding it (pad 1 .. 1024: as many cells again) is
+    still explained; only padding beyond that doubles what is drawn."""
+    from autopad.explain_parse import check_tile
+
+    for pad in (0, 1, 32, 1024):
+        check_tile(1024, 1024, pad)
+    with pytest.raises(ValueError, match=r"^tile: 1024x1024 with 1,025 elements of padding a row"):
+        check_tile(1024, 1024, 1025)
+    with pytest.raises(ValueError, match=r"^tile: 1024x1025 is "):
+        check_tile(1024, 1025)
+
+
 def test_padding_counts_towards_what_explain_draws():
     """The padding cells are drawn too (after the ``|``, in the JSON's padding_banks, shaded in the PNG), but
     only rows x cols was checked: ``--layout pad=1000000`` on a 32x32 tile printed 128 MB of text (310 MB of
