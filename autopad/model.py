@@ -175,6 +175,8 @@ def analyze_batch(
     numpy, about 0.2 M random instructions a second on 2 cores, or from 20,000 instructions on its numba
     kernel (_model_numba_cg.py), 16-21 M; both check both sides, ``validate=False`` or not.
     """
+    if not isinstance(validate, (bool, np.bool_)):  # validate="no" read as true, 0 as false
+        raise ValueError(f"validate: must be True or False, got {validate!r}")
     a = get_arch(arch)
     rule = _rule(op, access_bytes, a)
     if validate:

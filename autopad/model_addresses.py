@@ -8,6 +8,8 @@ makes the same checks itself and reports a code that ``_address_error`` turns in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from .model_rules import ADDRESS_LIMIT, _Rule
@@ -21,6 +23,9 @@ def _as_address_array(addresses: object, warp: int) -> np.ndarray:
         arr = addresses
     elif addresses is None or isinstance(addresses, (str, bytes, int, float)):
         raise ValueError(f"addresses: expected {_SHAPE.format(w=warp)}; got {addresses!r}")
+    elif isinstance(addresses, (Mapping, set, frozenset)):  # a dict was read as its keys, a set unordered
+        kind = type(addresses).__name__
+        raise ValueError(f"addresses: a {kind} has no lane order; expected {_SHAPE.format(w=warp)}")
     else:
         try:
             rows = list(addresses)  # type: ignore[call-overload]

@@ -166,3 +166,16 @@ def test_bad_row_deep_in_a_large_batch_is_named(backend, monkeypatch):
     addr[77_777, 5] = 8
     with pytest.raises(ValueError, match=r"^addresses: row 90000 lane 3 has negative address -3"):
         analyze_batch(addr)
+
+
+def test_a_dict_or_set_of_addresses_is_refused_and_validate_must_be_a_bool():
+    """A dict was read as its keys and a set in no lane order, each scored as if meant; validate="no" read as
+    true and 0 as false. Both are refused, naming the argument."""
+    lanes = [4 * lane for lane in range(32)]
+    for bad in (dict.fromkeys(lanes, 0), set(lanes), frozenset(lanes)):
+        with pytest.raises(ValueError, match="addresses: a .* has no lane order"):
+            analyze(bad)
+    assert analyze(iter(lanes)) == analyze(lanes)  # an iterator keeps its order: taken
+    for bad in ("no", 0, None):
+        with pytest.raises(ValueError, match="validate: must be True or False"):
+            analyze_batch(np.array([lanes]), validate=bad)
