@@ -80,6 +80,13 @@ def run_explain(args: argparse.Namespace) -> int:
         rows, cols = explain.parse_tile(args.tile)
         elem = explain.parse_dtype(args.dtype)
         layout = explain.parse_layout(args.layout, rows, cols, elem)
+        widths = (1, 2, 4, 8, 16)  # a lane's access: --vec elements of the dtype's bytes
+        if args.vec < 1 or args.vec * elem not in widths:
+            takes = ", ".join(str(w // elem) for w in widths if w >= elem)
+            raise ValueError(
+                f"vec: {args.vec} elements of {args.dtype} is {args.vec * elem} bytes a lane; an access is "
+                f"1, 2, 4, 8 or 16 bytes, so --vec {takes} for {args.dtype}"
+            )
         pattern = explain.parse_pattern(
             args.pattern, rows, cols, elem, args.vec, args.block_y, arch.warp_size
         )

@@ -338,3 +338,13 @@ def test_an_option_value_starting_with_a_dash_says_how_to_give_it_for_short_opti
 
     assert main(["export", "r.json", "-o", "-x.h"]) == 2
     assert "write --output=VALUE for a value that starts with '-'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("pattern", ["row", "transpose-read"])
+def test_explain_names_vec_when_the_access_is_too_wide(pattern, capsys):
+    """--vec 8 on fp32 (32 bytes a lane) was an access_bytes error from the pattern, or a layout error with
+    transpose-read; it names --vec and the values the dtype takes."""
+    assert main(["explain", "--tile", "32x32", "--dtype", "float32", "--vec", "8", "--pattern", pattern]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "vec: 8 elements of float32 is 32 bytes a lane" in err[0]
+    assert "--vec 1, 2, 4 for float32" in err[0]
