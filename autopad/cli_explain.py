@@ -54,7 +54,9 @@ def add_explain(subparsers: argparse._SubParsersAction) -> None:
         "--pattern", default="column", help="row | column | transpose-read | transpose-write | 'tile BXxBY'"
     )
     p.add_argument("--vec", type=int, default=1, help="elements per lane per access (default 1)")
-    p.add_argument("--block-y", type=int, default=8, help="thread rows of the transpose block (default 8)")
+    p.add_argument(
+        "--block-y", type=int, help="thread rows of the transpose block (transpose-read/-write; default 8)"
+    )
     p.add_argument("--instruction", type=int, default=0, help="which instruction to mark (default 0)")
     p.add_argument(
         "--arch",
@@ -87,9 +89,13 @@ def run_explain(args: argparse.Namespace) -> int:
                 f"vec: {args.vec} elements of {args.dtype} is {args.vec * elem} bytes a lane; an access is "
                 f"1, 2, 4, 8 or 16 bytes, so --vec {takes} for {args.dtype}"
             )
-        pattern = explain.parse_pattern(
-            args.pattern, rows, cols, elem, args.vec, args.block_y, arch.warp_size
-        )
+        if args.block_y is not None and args.pattern.strip() not in ("transpose-read", "transpose-write"):
+            # the other patterns have no block of their own: the value would be dropped without a word
+            raise ValueError(
+                f"block-y: only the transpose-read and transpose-write patterns take it, not {args.pattern!r}"
+            )
+        block_y = 8 if args.block_y is None else args.block_y
+        pattern = explain.parse_pattern(args.pattern, rows, cols, elem, args.vec, block_y, arch.warp_size)
         legal = layout.check(args.vec, budget=1 << 62)  # any size can be drawn; the budget is only a note
         if not legal:
             raise ValueError(f"layout: {args.layout} cannot take {args.vec}-element accesses: {legal.reason}")

@@ -348,3 +348,17 @@ def test_explain_names_vec_when_the_access_is_too_wide(pattern, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "vec: 8 elements of float32 is 32 bytes a lane" in err[0]
     assert "--vec 1, 2, 4 for float32" in err[0]
+
+
+def test_explain_block_y_goes_only_with_the_transpose_patterns(capsys):
+    """--block-y shapes the transpose patterns' block; the others were given it and dropped it without a
+    word. With a transpose pattern it is taken (a 4-row block reads other lanes than the default 8)."""
+    base = ["explain", "--tile", "32x32", "--dtype", "float32", "--json"]
+    assert main([*base, "--pattern", "column", "--block-y", "4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "block-y: only the transpose-read and transpose-write patterns" in err[0]
+    got = []
+    for extra in ([], ["--block-y", "4"]):
+        assert main([*base, "--pattern", "transpose-read", *extra]) == 0
+        got.append(json.loads(capsys.readouterr().out))
+    assert got[0] != got[1]  # a 4-row block's warps walk other loop steps (the instructions' labels)
