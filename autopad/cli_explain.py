@@ -76,18 +76,18 @@ def run_explain(args: argparse.Namespace) -> int:
     """Handler of ``autopad explain``."""
     from . import explain
     from .arch import get_arch
+    from .model_rules import WIDTHS
 
     try:
         arch = get_arch(args.arch)
         rows, cols = explain.parse_tile(args.tile)
         elem = explain.parse_dtype(args.dtype)
         layout = explain.parse_layout(args.layout, rows, cols, elem)
-        widths = (1, 2, 4, 8, 16)  # a lane's access: --vec elements of the dtype's bytes
-        if args.vec < 1 or args.vec * elem not in widths:
-            takes = ", ".join(str(w // elem) for w in widths if w >= elem)
+        if args.vec < 1 or args.vec * elem not in WIDTHS:  # a lane's access: --vec elements of the dtype
+            takes = ", ".join(str(w // elem) for w in WIDTHS if w >= elem)
             raise ValueError(
                 f"vec: {args.vec} elements of {args.dtype} is {args.vec * elem} bytes a lane; an access is "
-                f"1, 2, 4, 8 or 16 bytes, so --vec {takes} for {args.dtype}"
+                f"{', '.join(map(str, WIDTHS))} bytes, so --vec {takes} for {args.dtype}"
             )
         if args.block_y is not None and args.pattern.strip() not in ("transpose-read", "transpose-write"):
             # the other patterns have no block of their own: the value would be dropped without a word

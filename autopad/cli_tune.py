@@ -196,10 +196,10 @@ def export_target(path: str | None, fmt: str | None, cmd: str) -> str | None:
     return suffix
 
 
-def header_name(name: str | None, fmt: str | None, cmd: str) -> str | None:
+def header_name(name: str | None, fmt: str | None, cmd: str) -> None:
     """--name, checked before any work: a C identifier, for a .h export only (exit 2 otherwise)."""
     if name is None:
-        return None
+        return
     if fmt != ".h":
         raise UsageError(f"autopad {cmd}: error: --name names a header's macros; give a .h destination")
     from .export.escaping import header_prefix
@@ -208,7 +208,6 @@ def header_name(name: str | None, fmt: str | None, cmd: str) -> str | None:
         header_prefix("kernel", name)
     except ValueError as err:
         raise UsageError(f"autopad {cmd}: error: --{err}") from None
-    return name
 
 
 def _stored_candidates(req: Any, res: Any, limit: int) -> list[Any] | None:

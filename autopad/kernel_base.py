@@ -25,7 +25,7 @@ from .arch import get_arch
 from .expr import ExprError, compile_expr, names_in
 from .kernel_args import Inputs, Out, _meta_bytes, _torch_dtype
 from .layouts import Legality, Padded
-from .spec import DTYPE_BYTES, SpecError
+from .spec import DTYPE_BYTES, SpecError, is_tolerance
 from .tile_spec import TileLayout, _env, _eval
 
 __all__ = ["KernelBase", "TOLERANCE", "batch_columns", "batch_rows", "sibling_files"]
@@ -487,7 +487,7 @@ class KernelBase:
     def _tolerance(self, torch_dtype: Any) -> float:
         name = str(torch_dtype).replace("torch.", "")
         t = self.TOLERANCE
-        if isinstance(t, (int, float, np.integer, np.floating)) and not isinstance(t, bool):  # numpy's too
+        if is_tolerance(t):  # a number, numpy's too (the load check refuses any other)
             return float(t)
         if isinstance(t, Mapping) and name in t:
             return float(t[name])

@@ -229,11 +229,9 @@ class Request:
             )
         if arch is None:
             arch = arch_for_device(gpu_cc, gpu_name)
-        if isinstance(arch, str):
-            arch = get_arch(
-                arch
-            ).name  # the profile's own name ('H100' -> 'h100'): the search parameters hold it
-        get_arch(arch)
+        profile = get_arch(arch)
+        if isinstance(arch, str):  # the profile's own name ('H100' -> 'h100'): the search parameters hold it
+            arch = profile.name
         out = None
         if export is not None:
             from .export import FORMATS

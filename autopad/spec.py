@@ -188,7 +188,7 @@ def _check_static(impl: Any) -> None:
         )
     tol = getattr(impl, "TOLERANCE", None)
     if tol is not None and not (
-        _tolerance(tol) or (isinstance(tol, Mapping) and all(_tolerance(v) for v in tol.values()))
+        is_tolerance(tol) or (isinstance(tol, Mapping) and all(is_tolerance(v) for v in tol.values()))
     ):
         raise SpecError(
             f"TOLERANCE: a number, or a dict of dtype name -> number (a relative error >= 0), got {tol!r}"
@@ -199,7 +199,7 @@ def _check_static(impl: Any) -> None:
         check()
 
 
-def _tolerance(v: Any) -> bool:
+def is_tolerance(v: Any) -> bool:
     """Whether ``v`` is a relative error the outputs' check can use: a finite number >= 0."""
     return (
         isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and 0 <= v < np.inf

@@ -154,9 +154,9 @@ class TritonKernel(KernelBase):
             from .gluon_model import to_gluon
 
             kwargs[self.LAYOUT_ARG] = to_gluon(self.layout(constants, dtype))
+        # the register layouts resolved as the model resolves them (pattern.py): over the constants and E
+        env = {**constants, "E": DTYPE_BYTES[dtype]}
         for name, blocked in self.REGISTER_LAYOUTS.items():
-            # resolved as the model resolves them (pattern.py): over the constants and E, the element's bytes
-            env = {**constants, "E": DTYPE_BYTES[dtype]}
             b = blocked(env) if callable(blocked) else blocked
             kwargs[name] = b.gluon()
         return {

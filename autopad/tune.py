@@ -297,7 +297,8 @@ def _no_legal_candidate(spec: Any, req: Request, sample: int = 2000) -> str:
         kind = re.sub(r"\d+", "#", reason)  # "grid (1, 67108864) ..." and "grid (2, 134217728) ..." alike
         kinds[kind] += 1
         example.setdefault(kind, reason)
-    others = [(example[k], n) for k, n in kinds.most_common() if k and k != re.sub(r"\d+", "#", why)][:3]
+    own = re.sub(r"\d+", "#", why)
+    others = [(example[k], n) for k, n in kinds.most_common() if k and k != own][:3]
     if others:
         msg += "; the others' reasons: " + "; ".join(f"{r} ({n} of {len(rows)} looked at)" for r, n in others)
     return msg

@@ -200,13 +200,14 @@ def cache_pack(path: str | Path, kernels: Iterable[str] | None = None, cubins: b
         tarfile.open(path, "w:gz") as tar,
         tempfile.TemporaryDirectory(prefix="autopad-pack-") as tmp,
     ):
+        staging = _staging(tmp)
         for f in sorted(tune_dir.glob("*.json")) if tune_dir.is_dir() else []:
             if not _TUNE_NAME.match(f.name) or not f.is_file() or f.is_symlink():
                 continue
             if keep is not None and f.name.rsplit("-", 1)[0] not in keep:
                 continue
             data = f.read_bytes()
-            if _checked_tuning(data, f.name, Path(tmp)) is None:
+            if _checked_tuning(data, f.name, staging) is None:
                 skipped += 1
                 continue
             info = tar.gettarinfo(f, arcname=f"tune/{f.name}")
@@ -221,13 +222,20 @@ def cache_pack(path: str | Path, kernels: Iterable[str] | None = None, cubins: b
     return {"path": str(path), "tune_files": n_tune, "cubins": n_cubin, "skipped": skipped}
 
 
-def _checked_tuning(data: bytes, name: str, staging_dir: Path) -> tuple[Any, dict[str, Any]] | None:
-    """(key, what the cache reads) of a tuning file's bytes, read through the cache's own checks in a
-    staging cache under ``staging_dir`` (types, ranges, the key), or None where they refuse it."""
-    from ..cache import Cache, CacheKey
+def _staging(folder: str) -> Any:
+    """An empty cache in ``folder`` that ``_checked_tuning`` reads files through."""
+    from ..cache import Cache
 
-    staging = Cache(staging_dir)
+    staging = Cache(folder)
     staging.dir.mkdir(parents=True, exist_ok=True)
+    return staging
+
+
+def _checked_tuning(data: bytes, name: str, staging: Any) -> tuple[Any, dict[str, Any]] | None:
+    """(key, what the cache reads) of a tuning file's bytes, read through the cache's own checks in the
+    ``staging`` cache (types, ranges, the key), or None where they refuse it."""
+    from ..cache import CacheKey
+
     try:
         key = CacheKey.from_dict(json.loads(data.decode("utf-8"))["key"])
         (staging.dir / name).write_bytes(data)
@@ -266,6 +274,7 @@ def cache_unpack(path: str | Path) -> dict[str, Any]:
     store = Cache()
     counts = {"tune_entries": 0, "for_this_gpu": 0, "cubins": 0, "refused": 0}
     with tarfile.open(path, "r:gz") as tar, tempfile.TemporaryDirectory(prefix="autopad-unpack-") as tmp:
+        staging = _staging(tmp)
         for kind, name, data in _members(tar):
             if kind == "cubin":
                 payload = cuda_runtime.unwrap_cubin(data)  # header and sha256 checked
@@ -275,7 +284,7 @@ def cache_unpack(path: str | Path) -> dict[str, Any]:
                 cuda_runtime.write_cubin(cuda_runtime.cache_dir() / name, payload)
                 counts["cubins"] += 1
                 continue
-            checked = _checked_tuning(data, name, Path(tmp))  # the cache's own checks, before merging
+            checked = _checked_tuning(data, name, staging)  # the cache's own checks, before merging
             if checked is None:
                 counts["refused"] += 1
                 continue
